@@ -1,0 +1,336 @@
+"""The Agent: the model's decisions, the registry's dispatch and the EventStream, in one bounded loop.
+
+The Agent holds no conversation state: everything lives in ``AgentState.stream``, so every ``run``
+starts from a blank page. ``run`` returns an AgentState or raises only for a caller's bug.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from edge_agent.events import (
+    AgentState,
+    CallSkillAction,
+    Event,
+    FinalAnswerAction,
+    InterruptedObservation,
+    MaxIterationsObservation,
+    ModelErrorObservation,
+    SkillResultObservation,
+    ToolErrorObservation,
+    Usage,
+    ValidationErrorObservation,
+    _RenderCache,
+)
+from edge_agent.model.protocol import ModelHandle
+from edge_agent.parsing import parse_action
+from edge_agent.prompt import PLAIN, ChatFormat, render_event, render_system
+from edge_agent.registry import (
+    Registry,
+    SkillStillRunning,
+    SkillTimeout,
+    compact_json,
+    format_validation_error,
+    get_registry,
+    to_jsonable,
+)
+from edge_agent.workflow import Result, Soul, Workflow
+
+log = logging.getLogger(__name__)
+
+Step = CallSkillAction | FinalAnswerAction | ValidationErrorObservation | ModelErrorObservation
+DEFAULT_MAX_ITERATIONS = 8
+DEFAULT_MAX_RETRIES = 3
+_SUMMARY_CHARS = 200
+
+
+def _check_count(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _summary(event: CallSkillAction | FinalAnswerAction | None) -> str:
+    if event is None:
+        return "no action was taken"
+    if isinstance(event, FinalAnswerAction):
+        text = f"final_answer {event.answer!r}"
+    else:
+        text = f"call {event.skill_name} {compact_json(event.arguments)}"
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
+
+
+@dataclasses.dataclass
+class Agent:
+    """Runs the bounded loop: ask the model, dispatch its action, record everything."""
+
+    model: ModelHandle
+    registry: Registry = dataclasses.field(default_factory=get_registry)
+    soul: Soul | None = dataclasses.field(default=None, kw_only=True)
+    max_result_chars: int = dataclasses.field(default=4000, kw_only=True)
+    _system_cache: dict[tuple[Any, ...], tuple[str, dict[str, None]]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        if self.model is None or not callable(getattr(self.model, "generate", None)):
+            raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
+        if not isinstance(self.registry, Registry):
+            raise TypeError(f"registry must be a Registry, not {type(self.registry).__name__}")
+        if self.soul is not None and not isinstance(self.soul, Soul):
+            raise TypeError(f"soul must be a Soul, not {type(self.soul).__name__}")
+        _check_count("max_result_chars", self.max_result_chars, 64)
+
+    # -- the prompt ---------------------------------------------------------------------------
+
+    @property
+    def chat_format(self) -> ChatFormat:
+        fmt = getattr(self.model, "chat_format", None)
+        return fmt if isinstance(fmt, ChatFormat) else PLAIN
+
+    def _system(self, workflow: Workflow | None) -> tuple[str, dict[str, None]]:
+        """(system text, allowed skill names), rendered once per registry version."""
+        key = (id(self.registry), self.registry.version, self.soul, workflow)
+        cached = self._system_cache.get(key)
+        if cached is None:
+            skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
+            text = render_system(self.soul or Soul(), workflow, skills)
+            cached = (text, dict.fromkeys(s.name for s in skills))
+            if len(self._system_cache) >= 64:
+                self._system_cache.clear()
+            self._system_cache[key] = cached
+        return cached
+
+    def system_prompt(self, workflow: Workflow | None = None) -> str:
+        """The system part of every prompt for ``workflow``."""
+        return self._system(workflow)[0]
+
+    def preamble(self, workflow: Workflow | None = None) -> str:
+        """The prompt text shared by every request: what a model can evaluate once and keep."""
+        return self.chat_format.preamble(self.system_prompt(workflow))
+
+    def render_prompt(self, state: AgentState) -> str:
+        """The prompt for the next step, rendering only the events added since the last call."""
+        fmt = self.chat_format
+        system = self._system(state.workflow)[0]
+        key = (fmt, system)
+        cache = state._render
+        if cache is None or cache.key != key:
+            cache = state._render = _RenderCache(key, fmt.opening(system, state.query))
+        events = state.stream.root
+        if cache.rendered < len(events):
+            cache.text += "".join(render_event(e, fmt) for e in events[cache.rendered :])
+            cache.rendered = len(events)
+        return cache.text
+
+    # -- one step -----------------------------------------------------------------------------
+
+    def step(self, state: AgentState, **opts: Any) -> Step:
+        """Ask the model once and parse its reply. Never appends to ``state.stream``."""
+        if not isinstance(state, AgentState):
+            raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
+        workflow = state.workflow
+        prompt = self.render_prompt(state)
+        allowed = workflow.allowed_skills if workflow is not None else None
+        names = self._system(workflow)[1]
+        started = time.perf_counter()
+        try:
+            raw = self.model.generate(
+                prompt, action_schema=self.registry.action_schema(allowed), **opts
+            )
+        except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
+            return ModelErrorObservation(
+                code=str(getattr(exc, "code", "model_error")),
+                error=f"{type(exc).__name__}: {exc}",
+                n_prompt_tokens=getattr(exc, "n_prompt_tokens", None),
+                n_ctx=getattr(exc, "n_ctx", None),
+                usage=Usage(model_s=time.perf_counter() - started),
+            )
+        elapsed = time.perf_counter() - started
+        if not isinstance(raw, str):
+            return ModelErrorObservation(
+                code="bad_reply",
+                error=f"the model returned {type(raw).__name__}, not str",
+                usage=Usage(model_s=elapsed),
+            )
+        reported = getattr(raw, "usage", None)
+        usage = (
+            reported.model_copy(update={"model_s": elapsed})
+            if isinstance(reported, Usage)
+            else Usage(model_s=elapsed)
+        )
+        return parse_action(str(raw), names, usage)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(
+        self,
+        workflow_or_query: Workflow | str,
+        query: str | None = None,
+        max_iterations: int | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        *,
+        deadline: float | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        **opts: Any,
+    ) -> AgentState:
+        """Run the bounded loop on a query, or on a workflow with a query.
+
+        ``max_iterations`` defaults to the workflow's, else 8. ``deadline`` is a
+        ``time.monotonic()`` instant and ``should_stop`` a cancel check, both looked at between
+        steps. ``on_event`` sees each event as it is appended. Other options go to the model.
+        """
+        workflow, query = self._resolve(workflow_or_query, query)
+        if max_iterations is None:
+            max_iterations = (workflow.max_iterations if workflow else None) or (
+                DEFAULT_MAX_ITERATIONS
+            )
+        _check_count("max_iterations", max_iterations, 1)
+        retries_left = _check_count("max_retries", max_retries, 0)
+        if deadline is not None and (
+            isinstance(deadline, bool) or not isinstance(deadline, int | float)
+        ):
+            raise TypeError("deadline must be a time.monotonic() instant")
+        if should_stop is not None and not callable(should_stop):
+            raise TypeError("should_stop must be callable")
+
+        state = AgentState(query=query)
+        state.workflow = workflow
+
+        def append(event: Event) -> None:
+            state.stream.append(event)
+            if on_event is not None:
+                on_event(event)
+
+        last_action: CallSkillAction | FinalAnswerAction | None = None
+        for iteration in range(1, max_iterations + 1):
+            reason = self._interruption(deadline, should_stop)
+            if reason is not None:
+                append(InterruptedObservation(reason=reason))
+                return state
+            event = self.step(state, deadline=deadline, should_stop=should_stop, **opts)
+            if isinstance(event, CallSkillAction):
+                last_action = event
+                append(event)
+                event = self._dispatch(event, workflow)
+            elif isinstance(event, FinalAnswerAction):
+                last_action = event
+                append(event)
+                failed = self._check_final_answer(event, state, workflow)
+                if failed is None:
+                    return state
+                event = failed
+            if isinstance(event, ValidationErrorObservation | ModelErrorObservation):
+                will_retry = retries_left > 0 and iteration < max_iterations
+                retries_left -= 1
+                append(event.model_copy(update={"will_retry": will_retry}))
+                if retries_left < 0:
+                    return state
+                continue
+            append(event)
+
+        append(
+            MaxIterationsObservation(
+                iterations=max_iterations,
+                last_action_summary=_summary(last_action),
+                partial_state=state.snapshot(),
+            )
+        )
+        return state
+
+    @staticmethod
+    def _resolve(workflow_or_query: Workflow | str, query: str | None) -> tuple[Workflow | None, str]:
+        if isinstance(workflow_or_query, Workflow):
+            if query is None:
+                raise TypeError(f"run(workflow) needs a query: run({workflow_or_query.name!r} ...)")
+            if not isinstance(query, str):
+                raise TypeError(f"query must be a str, not {type(query).__name__}")
+            return workflow_or_query, query
+        if isinstance(workflow_or_query, str):
+            if query is not None:
+                raise TypeError("give the query once: run(query) or run(workflow, query=...)")
+            return None, workflow_or_query
+        raise TypeError(
+            f"run takes a query string or a Workflow, not {type(workflow_or_query).__name__}"
+        )
+
+    @staticmethod
+    def _interruption(deadline: float | None, should_stop: Callable[[], bool] | None) -> str | None:
+        if should_stop is not None and should_stop():
+            return "cancelled"
+        if deadline is not None and time.monotonic() >= deadline:
+            return "deadline"
+        return None
+
+    def _dispatch(
+        self, action: CallSkillAction, workflow: Workflow | None
+    ) -> SkillResultObservation | ToolErrorObservation | ValidationErrorObservation:
+        names = self._system(workflow)[1]
+        spec = self.registry.get(action.skill_name) if action.skill_name in names else None
+        if spec is None:
+            return ToolErrorObservation(
+                skill_name=action.skill_name,
+                error=f"there is no skill named {action.skill_name!r}",
+                available_skills=list(names),
+            )
+        try:
+            arguments = spec.validate_arguments(action.arguments)
+        except ValidationError as exc:
+            return ValidationErrorObservation(
+                validator_name="skill_arguments",
+                error_type="invalid_arguments",
+                feedback=format_validation_error(spec.name, exc),
+            )
+        try:
+            result = self.registry.call(spec, arguments)
+        except (SkillTimeout, SkillStillRunning) as exc:
+            error = str(exc)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the model sees the failure
+            log.info("skill %s raised %s: %s", spec.name, type(exc).__name__, exc)
+            error = f"{type(exc).__name__}: {exc}"
+        else:
+            return self._result(spec.name, result)
+        return ToolErrorObservation(skill_name=spec.name, error=error, available_skills=list(names))
+
+    def _result(self, skill_name: str, result: Any) -> SkillResultObservation:
+        value = to_jsonable(result)
+        text = value if isinstance(value, str) else compact_json(value)
+        if len(text) <= self.max_result_chars:
+            return SkillResultObservation(skill_name=skill_name, result=value)
+        cut = len(text) - self.max_result_chars
+        return SkillResultObservation(
+            skill_name=skill_name,
+            result=f"{text[: self.max_result_chars]}…[truncated {cut} more characters]",
+            truncated=True,
+        )
+
+    @staticmethod
+    def _check_final_answer(
+        action: FinalAnswerAction, state: AgentState, workflow: Workflow | None
+    ) -> ValidationErrorObservation | None:
+        for validator in workflow.validators if workflow else ():
+            name = getattr(validator, "__name__", type(validator).__name__)
+            try:
+                verdict = validator(action, state)
+            except Exception as exc:  # noqa: BLE001 - reported as a failed check, and logged
+                log.exception("final-answer validator %s raised", name)
+                verdict = Result(False, f"The answer could not be checked ({type(exc).__name__}).")
+            if not isinstance(verdict, Result):
+                raise TypeError(f"validator {name} must return a Result, not {type(verdict).__name__}")
+            if not verdict.ok:
+                return ValidationErrorObservation(
+                    validator_name=name, error_type=None, feedback=verdict.feedback
+                )
+        return None
+
+
+__all__ = ["Agent"]

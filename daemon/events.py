@@ -1,0 +1,233 @@
+"""The EventStream: every action the model took and everything it observed, as tagged values.
+
+Each event is a pydantic model whose ``type`` field is its class name and the discriminator of the
+one :data:`Event` union. :data:`EVENT_ADAPTER` and :data:`STATE_ADAPTER` are the only serializers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, RootModel, TypeAdapter
+
+if TYPE_CHECKING:
+    from edge_agent.workflow import Workflow
+
+Outcome = Literal["answered", "max_iterations", "retries_exhausted", "interrupted"]
+
+
+class Usage(BaseModel):
+    """What one model call cost. Fields the model does not report stay ``None``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_s: float = 0.0
+    """Wall-clock seconds spent inside ``model.generate``, measured by the agent."""
+    prompt_tokens: int | None = None
+    evaluated_tokens: int | None = None
+    """Prompt tokens actually run through the model; the rest came from its cache."""
+    generated_tokens: int | None = None
+    prefill_s: float | None = None
+    decode_s: float | None = None
+    stop: str | None = None
+    """Why generation ended: ``stop`` (end of turn), ``length`` (token cap) or ``interrupted``."""
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CallSkillAction(_Event):
+    """The model asked to run a skill."""
+
+    type: Literal["CallSkillAction"] = "CallSkillAction"
+    skill_name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    thought: str | None = None
+    raw: str = ""
+    usage: Usage | None = None
+
+
+class FinalAnswerAction(_Event):
+    """The model answered the query."""
+
+    type: Literal["FinalAnswerAction"] = "FinalAnswerAction"
+    answer: str
+    thought: str | None = None
+    raw: str = ""
+    usage: Usage | None = None
+
+
+class SkillResultObservation(_Event):
+    """A skill returned; ``result`` is its JSON-safe return value."""
+
+    type: Literal["SkillResultObservation"] = "SkillResultObservation"
+    skill_name: str
+    result: Any = None
+    truncated: bool = False
+
+
+class ToolErrorObservation(_Event):
+    """A skill could not run: it does not exist, it raised, or it ran past its timeout."""
+
+    type: Literal["ToolErrorObservation"] = "ToolErrorObservation"
+    skill_name: str
+    error: str
+    available_skills: list[str] = Field(default_factory=list)
+
+
+class ValidationErrorObservation(_Event):
+    """A check failed. The model sees ``feedback`` and is asked to redo its last action.
+
+    When the failure is in the model's own reply (``validator_name="action_parse"`` or
+    ``"non_empty_final_answer"``), ``raw`` and ``usage`` record that reply.
+    """
+
+    type: Literal["ValidationErrorObservation"] = "ValidationErrorObservation"
+    validator_name: str
+    error_type: str | None = None
+    feedback: str
+    will_retry: bool = True
+    raw: str | None = None
+    usage: Usage | None = None
+
+
+class ModelErrorObservation(_Event):
+    """``model.generate`` failed. Uses one retry, like a validation error."""
+
+    type: Literal["ModelErrorObservation"] = "ModelErrorObservation"
+    code: str
+    error: str
+    will_retry: bool = True
+    n_prompt_tokens: int | None = None
+    n_ctx: int | None = None
+    usage: Usage | None = None
+
+
+class InterruptedObservation(_Event):
+    """The run stopped early because its deadline passed or it was cancelled."""
+
+    type: Literal["InterruptedObservation"] = "InterruptedObservation"
+    reason: str
+
+
+class MaxIterationsObservation(_Event):
+    """The run used all its iterations without a final answer."""
+
+    type: Literal["MaxIterationsObservation"] = "MaxIterationsObservation"
+    iterations: int
+    last_action_summary: str
+    partial_state: AgentState
+
+
+Action = CallSkillAction | FinalAnswerAction
+Observation = (
+    SkillResultObservation
+    | ToolErrorObservation
+    | ValidationErrorObservation
+    | ModelErrorObservation
+    | InterruptedObservation
+    | MaxIterationsObservation
+)
+Event = Annotated[Action | Observation, Field(discriminator="type")]
+EVENT_TYPES: tuple[type[BaseModel], ...] = (
+    CallSkillAction,
+    FinalAnswerAction,
+    SkillResultObservation,
+    ToolErrorObservation,
+    ValidationErrorObservation,
+    ModelErrorObservation,
+    InterruptedObservation,
+    MaxIterationsObservation,
+)
+
+
+class EventStream(RootModel[list[Event]]):
+    """An append-only list of events."""
+
+    root: list[Event] = Field(default_factory=list)
+
+    def append(self, event: Event) -> None:
+        if not isinstance(event, EVENT_TYPES):
+            raise TypeError(f"EventStream takes events, not {type(event).__name__}")
+        self.root.append(event)
+
+    def __iter__(self) -> Iterator[Event]:  # type: ignore[override]
+        return iter(self.root)
+
+    def __len__(self) -> int:
+        return len(self.root)
+
+    def __getitem__(self, index: int) -> Event:
+        return self.root[index]
+
+    @property
+    def last(self) -> Event | None:
+        return self.root[-1] if self.root else None
+
+
+class _RenderCache:
+    """The prompt text rendered so far for one state, so each step renders only new events."""
+
+    __slots__ = ("key", "rendered", "text")
+
+    def __init__(self, key: object, text: str) -> None:
+        self.key = key
+        self.text = text
+        self.rendered = 0
+
+
+class AgentState(BaseModel):
+    """One run: the query and everything that happened. ``run`` returns it."""
+
+    query: str
+    stream: EventStream = Field(default_factory=EventStream)
+    _render: _RenderCache | None = PrivateAttr(default=None)
+    _workflow: Any = PrivateAttr(default=None)
+
+    @property
+    def workflow(self) -> Workflow | None:
+        """The workflow this run follows, if any. Not part of the serialized state."""
+        return self._workflow  # type: ignore[no-any-return]
+
+    @workflow.setter
+    def workflow(self, value: Workflow | None) -> None:
+        self._workflow = value
+
+    def snapshot(self) -> AgentState:
+        """A deep copy of the state as it is now."""
+        copy = self.model_copy(deep=True)
+        copy._render = None
+        copy._workflow = self._workflow
+        return copy
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """Why the run stopped, read off its last event; ``None`` while it has not stopped."""
+        last = self.stream.last
+        if isinstance(last, FinalAnswerAction):
+            return "answered"
+        if isinstance(last, MaxIterationsObservation):
+            return "max_iterations"
+        if isinstance(last, InterruptedObservation):
+            return "interrupted"
+        if isinstance(last, ValidationErrorObservation | ModelErrorObservation) and not (
+            last.will_retry
+        ):
+            return "retries_exhausted"
+        return None
+
+    @property
+    def final_answer(self) -> str | None:
+        last = self.stream.last
+        return last.answer if isinstance(last, FinalAnswerAction) else None
+
+
+MaxIterationsObservation.model_rebuild()
+AgentState.model_rebuild()
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+STATE_ADAPTER: TypeAdapter[AgentState] = TypeAdapter(AgentState)

@@ -1,0 +1,28 @@
+"""Models: the ModelHandle protocol, the scripted MockModel, and the llama.cpp loader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edge_agent.model.mock import MockModel, MockModelExhausted
+from edge_agent.model.protocol import Completion, ContextExceeded, ModelError, ModelHandle
+
+__all__ = [
+    "Completion",
+    "ContextExceeded",
+    "MockModel",
+    "MockModelExhausted",
+    "ModelError",
+    "ModelHandle",
+    "load_model",
+]
+
+
+def load_model(path: str | None = None, **options: Any) -> ModelHandle:
+    """Load a GGUF through llama.cpp; ``path=None`` loads the embedded default model.
+
+    llama.cpp is imported here, not at package import, so tools that never load a model stay light.
+    """
+    from edge_agent.model.llama import load_model as _load  # noqa: PLC0415
+
+    return _load(path, **options)

@@ -1,0 +1,162 @@
+"""Prompt rendering that keeps a model's cache valid.
+
+A prompt is append-only: the system part is byte-identical for the same registry, soul and
+workflow, each event renders to fixed text, and the prompt for step k+1 starts with exactly the
+prompt for step k plus the model's raw reply. A model that reuses its KV cache then evaluates only
+the new tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from edge_agent.events import (
+    CallSkillAction,
+    Event,
+    FinalAnswerAction,
+    InterruptedObservation,
+    MaxIterationsObservation,
+    ModelErrorObservation,
+    SkillResultObservation,
+    ToolErrorObservation,
+    ValidationErrorObservation,
+)
+from edge_agent.registry import SkillSpec
+from edge_agent.workflow import Soul, Workflow
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChatFormat:
+    """The turn markers of one model family.
+
+    With ``system_prefix=None`` the model has no system role, and the system text goes at the top
+    of the first user turn.
+    """
+
+    name: str
+    user_prefix: str
+    user_suffix: str
+    model_prefix: str
+    model_suffix: str
+    system_prefix: str | None = None
+    system_suffix: str = ""
+    stop: tuple[str, ...] = ()
+
+    def preamble(self, system: str) -> str:
+        """The text before the query: identical for every request with the same system part."""
+        if self.system_prefix is None:
+            return f"{self.user_prefix}{system}\n\n"
+        return f"{self.system_prefix}{system}{self.system_suffix}{self.user_prefix}"
+
+    def opening(self, system: str, query: str) -> str:
+        return f"{self.preamble(system)}{query}{self.user_suffix}{self.model_prefix}"
+
+    def model_turn_end(self, raw: str) -> str:
+        return f"{raw}{self.model_suffix}"
+
+    def user_turn(self, text: str) -> str:
+        return f"{self.user_prefix}{text}{self.user_suffix}{self.model_prefix}"
+
+
+PLAIN = ChatFormat(
+    name="plain",
+    system_prefix="System: ",
+    system_suffix="\n\n",
+    user_prefix="User: ",
+    user_suffix="\n\n",
+    model_prefix="Assistant: ",
+    model_suffix="\n\n",
+    stop=("\n\nUser:",),
+)
+
+ACTION_LANGUAGE = (
+    "Reply with exactly one JSON object and nothing else. Either call a skill:\n"
+    '{"skill_name": "<skill>", "arguments": {<arguments>}}\n'
+    "or, when you can answer the question, give the answer:\n"
+    '{"final_answer": "<your answer>"}\n'
+    "Call skills to find facts; never guess them. After each call you will see its result."
+)
+
+
+def _type_text(schema: dict[str, Any]) -> str:
+    if "type" in schema and isinstance(schema["type"], str):
+        kind = schema["type"]
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            return f"list of {_type_text(schema['items'])}"
+        if kind != "object" or "properties" not in schema:
+            return "integer" if kind == "integer" else kind
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    if "anyOf" in schema and isinstance(schema["anyOf"], list):
+        return " | ".join(_type_text(s) for s in schema["anyOf"] if isinstance(s, dict))
+    return json.dumps(schema, separators=(",", ":"), sort_keys=True)
+
+
+def signature_text(spec: SkillSpec) -> str:
+    """``read_sensor(name: string)``: the compact form a small model reads best."""
+    schema = spec.parameters_schema
+    required = set(schema.get("required", ()))
+    params = []
+    for name, prop in schema.get("properties", {}).items():
+        text = f"{name}: {_type_text(prop)}"
+        if name not in required:
+            text += f" = {json.dumps(prop.get('default'), ensure_ascii=False)}"
+        params.append(text)
+    return f"{spec.name}({', '.join(params)})"
+
+
+def _example(skills: Sequence[SkillSpec]) -> str:
+    for spec in skills:
+        if not spec.parameters_schema.get("required"):
+            return f'Example: {{"skill_name": "{spec.name}", "arguments": {{}}}}'
+    return 'Example: {"final_answer": "The living room is 21.5 °C."}'
+
+
+def render_system(soul: Soul, workflow: Workflow | None, skills: Sequence[SkillSpec]) -> str:
+    """The system part: soul, workflow instructions, skill catalogue and the action language."""
+    parts = [soul.render()]
+    if workflow is not None and workflow.instructions.strip():
+        parts.append(workflow.instructions.strip())
+    if skills:
+        lines = ["Skills you can call:"]
+        for spec in skills:
+            line = f"- {signature_text(spec)}"
+            if spec.description:
+                line += f": {spec.description}"
+            lines.append(line)
+        parts.append("\n".join(lines))
+    else:
+        parts.append("There are no skills to call.")
+    parts.append(ACTION_LANGUAGE)
+    parts.append(_example(skills))
+    return "\n\n".join(parts)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
+def render_event(event: Event, fmt: ChatFormat) -> str:
+    """The fixed text one event adds to the prompt."""
+    if isinstance(event, CallSkillAction | FinalAnswerAction):
+        return fmt.model_turn_end(event.raw)
+    if isinstance(event, SkillResultObservation):
+        return fmt.user_turn(f"Result of {event.skill_name}: {_json(event.result)}")
+    if isinstance(event, ToolErrorObservation):
+        return fmt.user_turn(
+            f"Error from {event.skill_name}: {event.error}\n"
+            f"Available skills: {', '.join(event.available_skills) or '(none)'}"
+        )
+    if isinstance(event, ValidationErrorObservation):
+        # A reply that failed to parse was never rendered as an action, so close its turn here.
+        opened = fmt.model_turn_end(event.raw) if event.raw is not None else ""
+        return opened + fmt.user_turn(
+            f"{event.feedback}\nRedo your last action as one valid JSON object."
+        )
+    if isinstance(event, ModelErrorObservation | InterruptedObservation | MaxIterationsObservation):
+        # The model produced nothing; the next attempt re-sends the same prompt.
+        return ""
+    raise TypeError(f"cannot render {type(event).__name__}")
