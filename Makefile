@@ -10,7 +10,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=24" "setuptools>=69"
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24" "setuptools>=77"
 	$(BIN)/python -m pip install --quiet -e ".[dev,default-model]"
 	touch $@
 
