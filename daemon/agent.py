@@ -1,4 +1,4 @@
-"""The Agent: the model's decisions, the registry's dispatch and the EventStream, in one bounded loop.
+"""The Agent: the model's decisions, the registry's dispatch and the EventStream, in one loop.
 
 The Agent holds no conversation state: everything lives in ``AgentState.stream``, so every ``run``
 starts from a blank page. ``run`` returns an AgentState or raises only for a caller's bug.
@@ -11,8 +11,6 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
-
-from pydantic import ValidationError
 
 from edge_agent.events import (
     AgentState,
@@ -41,6 +39,7 @@ from edge_agent.registry import (
     to_jsonable,
 )
 from edge_agent.workflow import Result, Soul, Workflow
+from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -218,25 +217,26 @@ class Agent:
                 append(InterruptedObservation(reason=reason))
                 return state
             event = self.step(state, deadline=deadline, should_stop=should_stop, **opts)
+            observed: Step | SkillResultObservation | ToolErrorObservation = event
             if isinstance(event, CallSkillAction):
                 last_action = event
                 append(event)
-                event = self._dispatch(event, workflow)
+                observed = self._dispatch(event, workflow)
             elif isinstance(event, FinalAnswerAction):
                 last_action = event
                 append(event)
                 failed = self._check_final_answer(event, state, workflow)
                 if failed is None:
                     return state
-                event = failed
-            if isinstance(event, ValidationErrorObservation | ModelErrorObservation):
+                observed = failed
+            if isinstance(observed, ValidationErrorObservation | ModelErrorObservation):
                 will_retry = retries_left > 0 and iteration < max_iterations
                 retries_left -= 1
-                append(event.model_copy(update={"will_retry": will_retry}))
+                append(observed.model_copy(update={"will_retry": will_retry}))
                 if retries_left < 0:
                     return state
                 continue
-            append(event)
+            append(observed)
 
         append(
             MaxIterationsObservation(
@@ -248,7 +248,9 @@ class Agent:
         return state
 
     @staticmethod
-    def _resolve(workflow_or_query: Workflow | str, query: str | None) -> tuple[Workflow | None, str]:
+    def _resolve(
+        workflow_or_query: Workflow | str, query: str | None
+    ) -> tuple[Workflow | None, str]:
         if isinstance(workflow_or_query, Workflow):
             if query is None:
                 raise TypeError(f"run(workflow) needs a query: run({workflow_or_query.name!r} ...)")
@@ -321,11 +323,13 @@ class Agent:
             name = getattr(validator, "__name__", type(validator).__name__)
             try:
                 verdict = validator(action, state)
-            except Exception as exc:  # noqa: BLE001 - reported as a failed check, and logged
+            except Exception as exc:
                 log.exception("final-answer validator %s raised", name)
                 verdict = Result(False, f"The answer could not be checked ({type(exc).__name__}).")
             if not isinstance(verdict, Result):
-                raise TypeError(f"validator {name} must return a Result, not {type(verdict).__name__}")
+                raise TypeError(
+                    f"validator {name} must return a Result, not {type(verdict).__name__}"
+                )
             if not verdict.ok:
                 return ValidationErrorObservation(
                     validator_name=name, error_type=None, feedback=verdict.feedback

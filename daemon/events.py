@@ -7,9 +7,7 @@ one :data:`Event` union. :data:`EVENT_ADAPTER` and :data:`STATE_ADAPTER` are the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, RootModel, TypeAdapter
 

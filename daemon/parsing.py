@@ -30,9 +30,8 @@ def strip_fence(text: str) -> str:
     if text.startswith("```") and text.endswith("```") and len(text) >= 6:
         inner = text[3:-3]
         first_newline = inner.find("\n")
-        if first_newline != -1 and inner[:first_newline].strip().isalnum():
-            inner = inner[first_newline + 1 :]
-        elif first_newline != -1 and not inner[:first_newline].strip():
+        tag = inner[:first_newline].strip() if first_newline != -1 else None
+        if tag is not None and (not tag or tag.isalnum()):
             inner = inner[first_newline + 1 :]
         text = inner.strip()
     return text
@@ -49,7 +48,7 @@ def _error(
 def parse_action(
     raw: str, available_skills: Collection[str], usage: Usage | None = None
 ) -> CallSkillAction | FinalAnswerAction | ValidationErrorObservation:
-    """Parse one reply into an action, or a ValidationErrorObservation saying exactly what is wrong."""
+    """Parse one reply into an action, or a ValidationErrorObservation saying what is wrong."""
     if usage is not None and usage.stop == "length":
         return _error(
             "truncated",

@@ -145,7 +145,6 @@ class Registry:
     def skill(
         self,
         function: F | None = None,
-        /,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -382,7 +381,6 @@ def skill(
 
 def skill(
     function: F | None = None,
-    /,
     *,
     name: str | None = None,
     description: str | None = None,

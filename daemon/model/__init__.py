@@ -25,4 +25,5 @@ def load_model(path: str | None = None, **options: Any) -> ModelHandle:
     """
     from edge_agent.model.llama import load_model as _load  # noqa: PLC0415
 
-    return _load(path, **options)
+    handle: ModelHandle = _load(path, **options)
+    return handle
