@@ -1,0 +1,158 @@
+"""Properties that must hold for any model behaviour: append-only prompts, bounded runs, no escapes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from edge_agent import (
+    EVENT_ADAPTER,
+    STATE_ADAPTER,
+    Agent,
+    AgentState,
+    ChatFormat,
+    MockModel,
+    Registry,
+    Soul,
+    Workflow,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+STOP_REASONS = {"answered", "max_iterations", "retries_exhausted", "interrupted"}
+
+
+def registry() -> Registry:
+    reg = Registry()
+
+    @reg.skill
+    def cpu_temperature() -> float:
+        """The CPU temperature in degrees Celsius."""
+        return 48.5
+
+    @reg.skill
+    def read_sensor(name: str, count: int = 1) -> dict[str, Any]:
+        """One sensor's current value."""
+        return {"name": name, "count": count}
+
+    @reg.skill
+    def fail(reason: str) -> None:
+        """Always raises."""
+        raise ValueError(reason)
+
+    return reg
+
+
+REGISTRY = registry()
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=12,
+)
+actions = st.one_of(
+    st.builds(
+        lambda name, args: json.dumps({"skill_name": name, "arguments": args}),
+        st.sampled_from(["cpu_temperature", "read_sensor", "fail", "nope", ""]),
+        st.dictionaries(st.sampled_from(["name", "count", "reason", "x"]), json_values, max_size=3),
+    ),
+    st.builds(lambda a: json.dumps({"final_answer": a}), st.text(max_size=30)),
+)
+replies = st.one_of(st.text(max_size=80), json_values.map(json.dumps), actions)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(replies, max_size=14),
+    st.integers(min_value=1, max_value=12),
+    st.integers(min_value=0, max_value=4),
+)
+def test_any_model_replies_end_in_a_defined_stop_reason(
+    scripted: list[str], max_iterations: int, max_retries: int
+) -> None:
+    model = MockModel(scripted)
+    state = Agent(model, REGISTRY).run(
+        "q", max_iterations=max_iterations, max_retries=max_retries
+    )
+    assert isinstance(state, AgentState)
+    assert state.outcome in STOP_REASONS
+    assert len(model.prompts) <= max_iterations
+    failures = [e for e in state.stream if e.type in {"ValidationErrorObservation", "ModelErrorObservation"}]
+    assert len(failures) <= max_retries + 1
+    if state.outcome == "answered":
+        assert state.final_answer is not None and state.final_answer.strip()
+    # The whole state survives the wire format unchanged.
+    assert STATE_ADAPTER.validate_json(STATE_ADAPTER.dump_json(state)) == state
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(replies, min_size=1, max_size=10))
+def test_each_prompt_starts_with_the_previous_prompt_plus_the_raw_reply(scripted: list[str]) -> None:
+    model = MockModel(scripted)
+    Agent(model, REGISTRY).run("q", max_iterations=10, max_retries=10)
+    for k in range(len(model.prompts) - 1):
+        # A call past the script raised, so it had no reply: the prompt is re-sent as it was.
+        reply = scripted[k] if k < len(scripted) else ""
+        assert model.prompts[k + 1].startswith(model.prompts[k] + reply)
+
+
+def test_the_prefix_property_holds_for_a_chat_format_with_turn_markers() -> None:
+    gemma = ChatFormat(
+        name="test-gemma",
+        user_prefix="<start_of_turn>user\n",
+        user_suffix="<end_of_turn>\n",
+        model_prefix="<start_of_turn>model\n",
+        model_suffix="<end_of_turn>\n",
+        stop=("<end_of_turn>",),
+    )
+    scripted = ["oops", '{"skill_name": "cpu_temperature"}', '{"final_answer": "48.5 °C"}']
+
+    class Formatted(MockModel):
+        chat_format = gemma
+
+    model = Formatted(scripted)
+    Agent(model, REGISTRY).run("How hot?")
+    assert model.prompts[0].startswith("<start_of_turn>user\nYour name is edge-agent.")
+    assert model.prompts[0].endswith("\n\nHow hot?<end_of_turn>\n<start_of_turn>model\n")
+    for k in range(len(model.prompts) - 1):
+        assert model.prompts[k + 1].startswith(model.prompts[k] + scripted[k] + "<end_of_turn>\n")
+    assert model.prompts[2].endswith(
+        "<start_of_turn>user\nResult of cpu_temperature: 48.5<end_of_turn>\n<start_of_turn>model\n"
+    )
+
+
+def test_the_system_part_is_byte_identical_across_requests_and_agents() -> None:
+    soul = Soul(name="Hestia", persona="You keep the house.")
+    workflow = Workflow(name="w", instructions="Be brief.", skills=["read_sensor"])
+    first, second = MockModel(['{"final_answer": "a"}']), MockModel(['{"final_answer": "b"}'])
+    Agent(first, REGISTRY, soul=soul).run(workflow, query="one question")
+    agent = Agent(second, REGISTRY, soul=soul)
+    agent.run(workflow, query="a different question")
+    preamble = agent.preamble(workflow)
+    assert first.prompts[0].startswith(preamble)
+    assert second.prompts[0].startswith(preamble)
+    assert preamble == Agent(MockModel([]), REGISTRY, soul=soul).preamble(workflow)
+    assert "one question" not in preamble
+
+
+def test_the_system_part_changes_when_the_registry_does() -> None:
+    reg = registry()
+    agent = Agent(MockModel([]), reg)
+    before = agent.system_prompt()
+
+    @reg.skill
+    def uptime() -> float:
+        """Seconds since boot."""
+        return 1.0
+
+    after = agent.system_prompt()
+    assert "uptime()" not in before
+    assert "- uptime(): Seconds since boot." in after
+
+
+@given(st.sampled_from(list(EVENT_ADAPTER.json_schema()["discriminator"]["mapping"])))
+def test_every_event_type_is_its_class_name(type_name: str) -> None:
+    schema = EVENT_ADAPTER.json_schema()
+    ref = schema["discriminator"]["mapping"][type_name]
+    assert ref.endswith("/" + type_name)
