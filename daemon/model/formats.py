@@ -1,0 +1,181 @@
+"""Prompt formats of the Gemma families, and reading one off a GGUF's own chat template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edge_agent.model.gguf import ModelLoadError
+from edge_agent.prompt import ChatFormat
+
+GEMMA3 = ChatFormat(
+    name="gemma3",
+    user_prefix="<start_of_turn>user\n",
+    user_suffix="<end_of_turn>\n",
+    model_prefix="<start_of_turn>model\n",
+    model_suffix="<end_of_turn>\n",
+    system_prefix=None,
+    stop=("<end_of_turn>",),
+)
+
+GEMMA4 = ChatFormat(
+    name="gemma4",
+    system_prefix="<|turn>system\n",
+    system_suffix="<turn|>\n",
+    user_prefix="<|turn>user\n",
+    user_suffix="<turn|>\n",
+    model_prefix="<|turn>model\n",
+    model_suffix="<turn|>\n",
+    stop=("<turn|>",),
+)
+
+FORMATS_BY_ARCHITECTURE: dict[str, ChatFormat] = {
+    "gemma3": GEMMA3,
+    "gemma3n": GEMMA3,
+    "gemma4": GEMMA4,
+}
+
+# Sentinels that no template would produce on its own; rendering them shows where each role's
+# text sits.
+_SYSTEM = "\x1aSYSTEM-7f3c\x1a"
+_USER = "\x1aUSER-7f3c\x1a"
+_USER2 = "\x1aUSER2-7f3c\x1a"
+_MODEL = "\x1aMODEL-7f3c\x1a"
+
+
+class TemplateUnusable(Exception):
+    """A chat template could not be rendered into turn markers."""
+
+
+def _render(template: Any, bos: str, eos: str, messages: list[dict[str, str]], gen: bool) -> str:
+    text = str(
+        template.render(
+            messages=messages,
+            add_generation_prompt=gen,
+            bos_token=bos,
+            eos_token=eos,
+        )
+    )
+    return text[len(bos) :] if bos and text.startswith(bos) else text
+
+
+def _between(text: str, start: str, end: str) -> str:
+    i = text.find(start)
+    j = text.find(end, i + len(start))
+    if i < 0 or j < 0:
+        raise TemplateUnusable(f"the template drops or reorders a message ({start!r})")
+    return text[i + len(start) : j]
+
+
+def format_from_template(
+    source: str, *, name: str, bos_token: str = "", eos_token: str = ""
+) -> ChatFormat:
+    """The turn markers a Jinja chat template produces, found by rendering sentinel messages.
+
+    Raises :class:`TemplateUnusable` when the template cannot be rendered or does not put each
+    message in its own turn.
+    """
+    import jinja2  # noqa: PLC0415 - only models with a template need it
+    from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: PLC0415
+
+    def raise_exception(message: str) -> None:
+        raise TemplateUnusable(f"the template refused the sample messages: {message}")
+
+    try:
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = raise_exception
+        template = env.from_string(source)
+
+        def render(messages: list[dict[str, str]], gen: bool) -> str:
+            return _render(template, bos_token, eos_token, messages, gen)
+
+        user = {"role": "user", "content": _USER}
+        model = {"role": "assistant", "content": _MODEL}
+        user2 = {"role": "user", "content": _USER2}
+        dialogue = render([user, model, user2], True)
+        closed_user = render([user], False)
+        opened = render([user], True)
+        with_system = render([{"role": "system", "content": _SYSTEM}, user], False)
+    except TemplateUnusable:
+        raise
+    except (jinja2.TemplateError, TypeError, ValueError, AttributeError, KeyError) as exc:
+        raise TemplateUnusable(f"the template cannot be rendered: {exc}") from exc
+
+    user_prefix = dialogue.split(_USER, 1)[0]
+    user_suffix = closed_user.split(_USER, 1)[1] if _USER in closed_user else ""
+    after_user = opened.split(_USER, 1)[1] if _USER in opened else ""
+    if not after_user.startswith(user_suffix):
+        raise TemplateUnusable("the generation prompt does not follow the closed user turn")
+    model_prefix = after_user[len(user_suffix) :]
+    model_turn = _between(dialogue, _USER, _MODEL)
+    if model_turn != user_suffix + model_prefix:
+        raise TemplateUnusable("the model turn does not open the way the generation prompt does")
+    between_turns = _between(dialogue, _MODEL, _USER2)
+    if not between_turns.endswith(user_prefix) or not user_prefix:
+        raise TemplateUnusable("the second user turn does not open like the first")
+    model_suffix = between_turns[: len(between_turns) - len(user_prefix)]
+    if not model_suffix.strip():
+        raise TemplateUnusable("the template does not mark the end of the model's turn")
+    if not model_prefix.strip():
+        raise TemplateUnusable("the template does not mark the start of the model's turn")
+
+    if _SYSTEM not in with_system:
+        raise TemplateUnusable("the template drops the system message")
+    before_system, after_system = with_system.split(_SYSTEM, 1)
+    system_prefix: str | None
+    system_suffix = ""
+    if before_system == user_prefix and after_system == f"\n\n{_USER}{user_suffix}":
+        system_prefix = None  # no system role: the system text opens the first user turn
+    elif after_system.endswith(f"{user_prefix}{_USER}{user_suffix}"):
+        system_prefix = before_system
+        system_suffix = after_system[: -len(f"{user_prefix}{_USER}{user_suffix}")]
+    else:
+        raise TemplateUnusable("the template puts the system message where it cannot be reused")
+    stop = model_suffix.strip()
+    return ChatFormat(
+        name=name,
+        system_prefix=system_prefix,
+        system_suffix=system_suffix,
+        user_prefix=user_prefix,
+        user_suffix=user_suffix,
+        model_prefix=model_prefix,
+        model_suffix=model_suffix,
+        stop=(stop,),
+    )
+
+
+def choose_format(
+    architecture: str | None,
+    template: str | None,
+    *,
+    source: str,
+    bos_token: str = "",
+    eos_token: str = "",
+) -> ChatFormat:
+    """The format for a model: its own chat template where usable, else its family's.
+
+    Raises :class:`ModelLoadError` for an architecture this project does not know that carries no
+    usable chat template.
+    """
+    known = FORMATS_BY_ARCHITECTURE.get(architecture or "")
+    if template is not None:
+        try:
+            return format_from_template(
+                template,
+                name=f"{architecture or 'model'}-template",
+                bos_token=bos_token,
+                eos_token=eos_token,
+            )
+        except TemplateUnusable as exc:
+            if known is None:
+                raise ModelLoadError(
+                    f"{source}: architecture {architecture!r} is not a Gemma model and its chat "
+                    f"template cannot be used ({exc}). Use a Gemma 3, 3n or 4 GGUF, or one whose "
+                    "chat template puts each message in its own turn."
+                ) from exc
+    if known is not None:
+        return known
+    raise ModelLoadError(
+        f"{source}: architecture {architecture!r} is not a Gemma model and the file carries no "
+        "chat template, so its prompt format is unknown. Use a Gemma 3, 3n or 4 GGUF, or a GGUF "
+        "that includes tokenizer.chat_template."
+    )
