@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# Install edge-agent as a systemd service on Debian or Raspberry Pi OS, or remove it again.
+#
+#   sudo scripts/install.sh --model /opt/edge-agent/models/gemma-4-e2b-q4_k_m.gguf
+#   sudo scripts/install.sh --uninstall [--purge]
+#   scripts/install.sh --dry-run ...        # prints every step, changes nothing, needs no root
+#
+# Running it again is safe: each step checks what is already there and only does what is missing.
+# An existing /etc/edge-agent/config.toml is kept; --model rewrites only its model line.
+set -euo pipefail
+
+readonly SERVICE=edge-agent
+readonly PREFIX=/opt/edge-agent
+readonly VENV=$PREFIX/venv
+readonly MODELS_DIR=$PREFIX/models
+readonly CONFIG_DIR=/etc/edge-agent
+readonly CONFIG=$CONFIG_DIR/config.toml
+readonly UNIT_PATH=/etc/systemd/system/$SERVICE.service
+readonly STATE_DIR=/var/lib/$SERVICE
+readonly CACHE_DIR=/var/cache/$SERVICE
+# Debian packages that building llama-cpp-python (it compiles llama.cpp) and a venv need.
+readonly APT_PACKAGES=(python3 python3-venv python3-dev build-essential cmake)
+
+SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MODEL=""
+DRY_RUN=0
+UNINSTALL=0
+PURGE=0
+ADD_USERS=()
+ASSUME_YES=0
+
+usage() {
+    cat <<EOF
+Usage: $0 [--model PATH|default] [--add-user NAME]... [--source DIR] [--yes] [--dry-run]
+       $0 --uninstall [--purge] [--dry-run]
+
+Installs edge-agent under $PREFIX, runs it as the system user $SERVICE from the unit
+$UNIT_PATH, and starts it.
+
+  --model PATH     the GGUF the daemon serves (Gemma 4 E2B in production); 'default' is the
+                   embedded Gemma 3 270M. Asked for when omitted on a terminal. Keep the file
+                   outside /home, /root and /tmp: the service cannot see those (ProtectHome,
+                   PrivateTmp). $MODELS_DIR/ is the place for it.
+  --add-user NAME  lets NAME ask the daemon (adds it to group $SERVICE). Repeatable.
+  --source DIR     the edge-agent checkout to install (default: $SOURCE_DIR).
+  --yes            never ask; --model defaults to 'default'.
+  --uninstall      stops and removes the service and the venv; keeps config, state and cache.
+  --purge          with --uninstall, also removes them and the $SERVICE user and group.
+  --dry-run        prints every step without doing it.
+EOF
+}
+
+die() {
+    printf 'install.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+# Every change goes through here, so --dry-run shows exactly what a real run would do.
+step() {
+    printf '+'
+    printf ' %q' "$@"
+    printf '\n'
+    if [[ $DRY_RUN -eq 0 ]]; then
+        "$@"
+    fi
+}
+
+# A step that was already done on an earlier run.
+skip() {
+    printf '= %s\n' "$*"
+}
+
+parse_args() {
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --model)
+                [[ $# -ge 2 ]] || die "--model needs a path"
+                MODEL=$2
+                shift 2
+                ;;
+            --model=*)
+                MODEL=${1#--model=}
+                shift
+                ;;
+            --add-user)
+                [[ $# -ge 2 ]] || die "--add-user needs a user name"
+                ADD_USERS+=("$2")
+                shift 2
+                ;;
+            --source)
+                [[ $# -ge 2 ]] || die "--source needs a directory"
+                SOURCE_DIR=$2
+                shift 2
+                ;;
+            --yes | -y) ASSUME_YES=1; shift ;;
+            --dry-run) DRY_RUN=1; shift ;;
+            --uninstall) UNINSTALL=1; shift ;;
+            --purge) PURGE=1; shift ;;
+            -h | --help) usage; exit 0 ;;
+            *) usage >&2; die "unknown argument: $1" ;;
+        esac
+    done
+    if [[ $PURGE -eq 1 && $UNINSTALL -eq 0 ]]; then
+        die "--purge only goes with --uninstall"
+    fi
+}
+
+require_root() {
+    if [[ $DRY_RUN -eq 0 && $EUID -ne 0 ]]; then
+        die "run as root (sudo $0 ...), or add --dry-run to see the steps"
+    fi
+}
+
+choose_model() {
+    if [[ -z $MODEL ]]; then
+        if [[ $ASSUME_YES -eq 0 && -t 0 ]]; then
+            printf 'Path of the GGUF model to serve (empty: the embedded Gemma 3 270M): '
+            read -r MODEL
+        fi
+        MODEL=${MODEL:-default}
+    fi
+    if [[ $MODEL == default ]]; then
+        return
+    fi
+    [[ $MODEL == /* ]] || die "--model needs an absolute path, got: $MODEL"
+    case $MODEL in
+        /home/* | /root/* | /run/user/* | /tmp/* | /var/tmp/*)
+            die "the service cannot read $MODEL (ProtectHome/PrivateTmp); move it to $MODELS_DIR/"
+            ;;
+    esac
+    [[ $MODEL == *.gguf ]] || die "not a GGUF file name: $MODEL"
+    # The path goes into TOML and a sed expression: plain characters only.
+    [[ $MODEL =~ ^[A-Za-z0-9._/+-]+$ ]] || die "rename the file without spaces or quotes: $MODEL"
+    if [[ ! -r $MODEL ]]; then
+        if [[ $DRY_RUN -eq 1 ]]; then
+            printf '! %s does not exist yet; copy the GGUF there before the service starts\n' "$MODEL"
+        else
+            die "cannot read $MODEL; copy the GGUF there first"
+        fi
+    fi
+}
+
+install_packages() {
+    local missing=() package
+    for package in "${APT_PACKAGES[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$package")
+        fi
+    done
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        skip "packages ${APT_PACKAGES[*]} are installed"
+        return
+    fi
+    step apt-get update
+    step apt-get install --yes --no-install-recommends "${missing[@]}"
+}
+
+create_user() {
+    if getent group "$SERVICE" >/dev/null; then
+        skip "group $SERVICE exists"
+    else
+        step groupadd --system "$SERVICE"
+    fi
+    if getent passwd "$SERVICE" >/dev/null; then
+        skip "user $SERVICE exists"
+    else
+        step useradd --system --gid "$SERVICE" --no-create-home --home-dir "$STATE_DIR" \
+            --shell /usr/sbin/nologin --comment "edge-agent daemon" "$SERVICE"
+    fi
+    local user
+    for user in "${ADD_USERS[@]}"; do
+        if ! getent passwd "$user" >/dev/null; then
+            die "no user $user to add to group $SERVICE"
+        elif id -nG "$user" 2>/dev/null | tr ' ' '\n' | grep -qx "$SERVICE"; then
+            skip "user $user is in group $SERVICE"
+        else
+            step usermod --append --groups "$SERVICE" "$user"
+        fi
+    done
+}
+
+install_venv() {
+    [[ -f $SOURCE_DIR/pyproject.toml ]] || die "no edge-agent checkout at $SOURCE_DIR"
+    step install -d -m 0755 -o root -g root "$PREFIX" "$MODELS_DIR"
+    if [[ -x $VENV/bin/python ]]; then
+        skip "venv $VENV exists"
+    else
+        step python3 -m venv "$VENV"
+    fi
+    step "$VENV/bin/python" -m pip install --quiet --upgrade "pip>=24" "setuptools>=77"
+    local target=$SOURCE_DIR
+    if [[ $MODEL == default ]]; then
+        target="$SOURCE_DIR[default-model]"
+    fi
+    # A regular (non-editable) install: the service must not depend on the checkout staying put.
+    # The first install compiles llama.cpp, about 20 minutes on a Pi 4 and 8 on a Pi 5.
+    step "$VENV/bin/python" -m pip install --quiet --upgrade "$target"
+}
+
+# Points [model] path in the config at $MODEL (the table systemd/config.example.toml documents).
+set_model_path() {
+    step sed -i -E "/^\[model\]/,/^\[/ s|^path *= *\".*\"|path = \"$MODEL\"|" "$CONFIG"
+    if [[ $DRY_RUN -eq 0 ]] && ! grep -qxF "path = \"$MODEL\"" "$CONFIG"; then
+        die "$CONFIG has no [model] path line to set; add: path = \"$MODEL\""
+    fi
+}
+
+install_config() {
+    local example=$SOURCE_DIR/systemd/config.example.toml
+    step install -d -m 0755 -o root -g root "$CONFIG_DIR"
+    if [[ -f $CONFIG ]]; then
+        if [[ -n $MODEL_GIVEN ]]; then
+            set_model_path
+        else
+            skip "$CONFIG exists; kept as it is"
+        fi
+        return
+    fi
+    [[ -f $example ]] || die "missing $example"
+    step install -m 0644 -o root -g root "$example" "$CONFIG"
+    set_model_path
+}
+
+install_unit() {
+    step install -m 0644 -o root -g root "$SOURCE_DIR/systemd/$SERVICE.service" "$UNIT_PATH"
+    step systemd-analyze verify "$UNIT_PATH"
+    step systemctl daemon-reload
+    step systemctl enable --now "$SERVICE.service"
+    printf 'edge-agent is %s. Check it with: systemctl status %s; journalctl -u %s\n' \
+        "$([[ $DRY_RUN -eq 1 ]] && echo 'would be started' || echo started)" "$SERVICE" "$SERVICE"
+}
+
+uninstall() {
+    if [[ -f $UNIT_PATH ]]; then
+        step systemctl disable --now "$SERVICE.service"
+        step rm -f "$UNIT_PATH"
+        step systemctl daemon-reload
+    else
+        skip "no unit at $UNIT_PATH"
+    fi
+    if [[ -d $VENV ]]; then
+        step rm -rf "$VENV"
+    else
+        skip "no venv at $VENV"
+    fi
+    if [[ $PURGE -eq 0 ]]; then
+        printf 'kept %s, %s, %s, %s and the user %s (add --purge to remove them)\n' \
+            "$CONFIG_DIR" "$STATE_DIR" "$CACHE_DIR" "$MODELS_DIR" "$SERVICE"
+        return
+    fi
+    step rm -rf "$CONFIG_DIR" "$STATE_DIR" "$CACHE_DIR" "$MODELS_DIR"
+    if [[ -d $PREFIX ]]; then
+        step rmdir --ignore-fail-on-non-empty "$PREFIX"
+    fi
+    if getent passwd "$SERVICE" >/dev/null; then
+        step userdel "$SERVICE"
+    else
+        skip "no user $SERVICE"
+    fi
+    if getent group "$SERVICE" >/dev/null; then
+        step groupdel "$SERVICE"
+    else
+        skip "no group $SERVICE"
+    fi
+}
+
+main() {
+    parse_args "$@"
+    MODEL_GIVEN=$MODEL
+    require_root
+    if [[ $DRY_RUN -eq 1 ]]; then
+        printf 'dry run: nothing below is done\n'
+    fi
+    if [[ $UNINSTALL -eq 1 ]]; then
+        uninstall
+        return
+    fi
+    choose_model
+    install_packages
+    create_user
+    install_venv
+    install_config
+    install_unit
+}
+
+main "$@"
