@@ -1,0 +1,178 @@
+"""The daemon's TOML config, read into checked settings; systemd/config.example.toml documents it.
+
+A bad config stops the daemon before it starts: :class:`ConfigError` names the key and its line.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated
+
+from edge_agent.workflow import Soul, Workflow
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+DEFAULT_MAX_ITERATIONS = 12
+"""The seed's override for small models: more room to converge than the framework's 8."""
+
+
+class ConfigError(Exception):
+    """The config cannot be used; the message names the file, the line and the key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+PositiveSeconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class DaemonSettings(_Section):
+    endpoints: list[str] = Field(default_factory=list)
+    """Empty means the default ipc socket in the runtime directory."""
+    allow_remote: bool = False
+    queue_limit: Annotated[int, Field(ge=1, le=10_000)] = 8
+    max_request_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 64 * 1024
+    max_query_chars: Annotated[int, Field(ge=1, le=1_000_000)] = 4000
+    max_iterations: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_MAX_ITERATIONS
+    max_iterations_cap: Annotated[int, Field(ge=1, le=1000)] = 32
+    max_retries: Annotated[int, Field(ge=0, le=100)] = 3
+    default_deadline_s: PositiveSeconds | None = None
+    shutdown_grace_s: PositiveSeconds = 10.0
+
+    @model_validator(mode="after")
+    def _cap_covers_default(self) -> DaemonSettings:
+        if self.max_iterations > self.max_iterations_cap:
+            raise ValueError("max_iterations is above max_iterations_cap")
+        return self
+
+
+class ModelSettings(_Section):
+    path: Annotated[str, Field(min_length=1)] = "default"
+    """``default`` (the embedded model), a GGUF path, or ``mock:FILE`` (scripted replies)."""
+    n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
+    warm_up: bool = True
+
+
+class SkillsSettings(_Section):
+    builtins: bool = True
+    directories: list[str] = Field(default_factory=list)
+    entry_points: bool = True
+    sysfs_root: str | None = None
+    weather: bool = False
+    timeouts: dict[str, PositiveSeconds] = Field(default_factory=dict)
+
+
+class SoulSettings(_Section):
+    name: Annotated[str, Field(min_length=1)] = Soul().name
+    persona: str = Soul().persona
+
+
+class WorkflowSettings(_Section):
+    instructions: str = ""
+    skills: list[str] | None = None
+    max_iterations: Annotated[int, Field(ge=1, le=1000)] | None = None
+
+
+class Settings(_Section):
+    """Everything the daemon reads from its config file."""
+
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    soul: SoulSettings = Field(default_factory=SoulSettings)
+    workflows: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], WorkflowSettings] = (
+        Field(default_factory=dict)
+    )
+
+    _source: str = PrivateAttr(default="<config>")
+    _lines: dict[tuple[str, ...], int] = PrivateAttr(default_factory=dict)
+
+    def problem(self, location: tuple[str, ...], message: str) -> ConfigError:
+        """A ConfigError for a key found wrong after parsing, such as a workflow's unknown skill."""
+        line = _locate(self._lines, location)
+        where = f"line {line}" if line is not None else "no line"
+        return ConfigError(f"{self._source}: {where}: {'.'.join(location)}: {message}")
+
+    def make_soul(self) -> Soul:
+        return Soul(name=self.soul.name, persona=self.soul.persona)
+
+    def make_workflows(self) -> dict[str, Workflow]:
+        return {
+            name: Workflow(
+                name=name,
+                instructions=w.instructions,
+                skills=w.skills,
+                max_iterations=w.max_iterations,
+            )
+            for name, w in self.workflows.items()
+        }
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\-"' ]+?)\s*=""")
+
+
+def _split_key(text: str) -> list[str]:
+    return [
+        part.strip().strip("\"'")
+        for part in re.split(r"\.(?=(?:[^\"']|\"[^\"]*\"|'[^']*')*$)", text)
+    ]
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Where each dotted key and table is defined, so errors can point at a line."""
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
+        if header is not None:
+            table = tuple(_split_key(header.group(2)))
+            lines.setdefault(table, number)
+            continue
+        key = _KEY.match(line)
+        if key is not None:
+            lines.setdefault((*table, *_split_key(key.group(1))), number)
+    return lines
+
+
+def _locate(lines: dict[tuple[str, ...], int], location: tuple[str, ...]) -> int | None:
+    for end in range(len(location), 0, -1):
+        if location[:end] in lines:
+            return lines[location[:end]]
+    return None
+
+
+def parse_settings(text: str, source: str = "<config>") -> Settings:
+    """Read TOML text into :class:`Settings`, or raise :class:`ConfigError`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    lines = key_lines(text)
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for item in exc.errors(include_url=False, include_input=False):
+            location = tuple(str(p) for p in item.get("loc", ()))
+            key = ".".join(location) or "(top level)"
+            line = _locate(lines, location)
+            where = f"line {line}" if line is not None else "no line"
+            problems.append(f"{source}: {where}: {key}: {item.get('msg', 'invalid')}")
+        raise ConfigError("\n".join(problems)) from None
+    settings._source = source
+    settings._lines = lines
+    return settings
+
+
+def load_settings(path: str | Path | None) -> Settings:
+    """The settings in ``path``, or the defaults when there is no config file."""
+    if path is None:
+        return Settings()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the config: {exc}") from None
+    return parse_settings(text, str(path))
