@@ -1,0 +1,97 @@
+"""The built-in skills: sensors, system state, the clock and (when enabled) the weather.
+
+Nothing registers on import. :func:`register_builtins` binds each family to its configured roots
+and adds its skills to a registry with the source ``builtin``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from edge_agent.registry import DEFAULT_TIMEOUT_S, Registry
+from edge_agent.skills.clock import Clock
+from edge_agent.skills.sensors import Sensors
+from edge_agent.skills.sysfs import (
+    DEFAULT_PROC_ROOT,
+    DEFAULT_SYSFS_ROOT,
+    PROC_ROOT_ENV,
+    SYSFS_ROOT_ENV,
+    Root,
+    resolve_root,
+)
+from edge_agent.skills.system import PROC_MAX_BYTES, System
+from edge_agent.skills.weather import OpenMeteo, Weather
+
+BUILTIN_SOURCE = "builtin"
+BUILTIN_NAMES = (
+    "cpu_temperature",
+    "list_sensors",
+    "read_sensor",
+    "system_status",
+    "now",
+    "resolve_date",
+    "weather",
+)
+# Two HTTP requests, each with its own timeout, need more than the default 2 s.
+WEATHER_TIMEOUT_S = 10.0
+
+
+def register_builtins(
+    registry: Registry,
+    *,
+    sysfs_root: str | os.PathLike[str] | None = None,
+    weather: bool | OpenMeteo = False,
+    timeouts: Mapping[str, float] | None = None,
+    proc_root: str | os.PathLike[str] | None = None,
+    disk_path: str | os.PathLike[str] = "/",
+    clock: Clock | None = None,
+) -> None:
+    """Add the built-in skills to ``registry``.
+
+    ``sysfs_root`` defaults to ``$EDGE_AGENT_SYSFS_ROOT``, else ``/sys``; ``proc_root`` to
+    ``$EDGE_AGENT_PROC_ROOT``, else ``/proc``. ``weather`` is off by default because it sends the
+    place asked about off the device: pass True, or an :class:`OpenMeteo` to point it elsewhere.
+    ``timeouts`` maps skill names to seconds, replacing the 2 s default.
+    Raises ``SkillNameClash`` when a built-in name is already taken, and ``ValueError`` for a
+    timeout naming no built-in skill.
+    """
+    if not isinstance(registry, Registry):
+        raise TypeError(f"register_builtins needs a Registry, not {type(registry).__name__}")
+    timeouts = dict(timeouts or {})
+    unknown = sorted(set(timeouts) - set(BUILTIN_NAMES))
+    if unknown:
+        raise ValueError(f"timeouts name no built-in skill: {', '.join(unknown)}")
+    sensors = Sensors(Root(resolve_root(sysfs_root, SYSFS_ROOT_ENV, DEFAULT_SYSFS_ROOT)))
+    system = System(
+        Root(resolve_root(proc_root, PROC_ROOT_ENV, DEFAULT_PROC_ROOT), PROC_MAX_BYTES),
+        disk_path,
+    )
+    clock = clock or Clock()
+    skills: list[tuple[str, Callable[..., Any]]] = [
+        ("cpu_temperature", sensors.cpu_temperature),
+        ("list_sensors", sensors.list_sensors),
+        ("read_sensor", sensors.read_sensor),
+        ("system_status", system.system_status),
+        ("now", clock.now),
+        ("resolve_date", clock.resolve_date),
+    ]
+    if weather:
+        service = weather if isinstance(weather, OpenMeteo) else OpenMeteo()
+        skills.append(("weather", Weather(service, clock).weather))
+    added: list[str] = []
+    try:
+        for name, function in skills:
+            default = WEATHER_TIMEOUT_S if name == "weather" else DEFAULT_TIMEOUT_S
+            registry.add(
+                function, name=name, timeout=timeouts.get(name, default), source=BUILTIN_SOURCE
+            )
+            added.append(name)
+    except BaseException:
+        for name in added:  # all or nothing: no half set of built-ins
+            registry.remove(name)
+        raise
+
+
+__all__ = ["BUILTIN_NAMES", "BUILTIN_SOURCE", "register_builtins"]

@@ -1,0 +1,174 @@
+"""The clock skills: ``now`` and ``resolve_date``.
+
+Small models get dates wrong, and "8/15" has no year or weekday; ``resolve_date`` turns the way
+people write dates into a full date, its weekday and how far it is from today.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable
+from typing import Any
+
+MAX_DATE_TEXT = 100
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_RELATIVE_DAYS = {
+    "today": 0,
+    "now": 0,
+    "tonight": 0,
+    "tomorrow": 1,
+    "yesterday": -1,
+    "day after tomorrow": 2,
+    "the day after tomorrow": 2,
+    "day before yesterday": -2,
+    "the day before yesterday": -2,
+}
+_FORMS = (
+    "today, tomorrow, yesterday, 'in 3 days', '2 weeks ago', 'friday', 'next friday', "
+    "'last friday', '8/15' (month/day), '8/15/2027', '15.8.' (day.month.), '2027-08-15', "
+    "'Aug 15', '15 August 2027'"
+)
+
+
+def _local_now() -> dt.datetime:
+    return dt.datetime.now().astimezone()
+
+
+def _weekday_index(word: str) -> int | None:
+    word = word.rstrip(".")
+    for i, day in enumerate(WEEKDAYS):
+        if len(word) >= 3 and day.startswith(word):
+            return i
+    return None
+
+
+def _month_index(word: str) -> int | None:
+    word = word.rstrip(".")
+    for i, month in enumerate(MONTHS):
+        if len(word) >= 3 and month.startswith(word):
+            return i + 1
+    return None
+
+
+def _full_year(text: str) -> int:
+    year = int(text)
+    return year + 2000 if len(text) <= 2 else year
+
+
+def _nearest(today: dt.date, month: int, day: int) -> dt.date:
+    """The date with this month and day closest to today (a tie goes to the future)."""
+    candidates = []
+    for year in (today.year - 1, today.year, today.year + 1):
+        try:
+            candidates.append(dt.date(year, month, day))
+        except ValueError:
+            continue  # 2/29 outside a leap year
+    if not candidates:
+        raise ValueError(f"month {month} has no day {day}")
+    return min(candidates, key=lambda d: (abs((d - today).days), d < today))
+
+
+class Clock:
+    """Local time, from a clock that tests can replace."""
+
+    def __init__(self, now: Callable[[], dt.datetime] = _local_now) -> None:
+        self._now = now
+
+    def now(self) -> dict[str, Any]:
+        """The local date, time, weekday and timezone right now."""
+        moment = self._now()
+        offset = moment.strftime("%z")
+        return {
+            "date": moment.date().isoformat(),
+            "time": moment.strftime("%H:%M:%S"),
+            "weekday": WEEKDAYS[moment.weekday()].capitalize(),
+            "timezone": moment.tzname() or "local",
+            "utc_offset": f"{offset[:3]}:{offset[3:]}" if offset else "+00:00",
+        }
+
+    def resolve_date(self, text: str) -> dict[str, Any]:
+        """Turn a date like '8/15' (month/day), 'tomorrow' or 'next friday' into YYYY-MM-DD and
+        its weekday. A date without a year is the one nearest today."""
+        today = self._now().date()
+        date = self.parse(text, today)
+        return {
+            "date": date.isoformat(),
+            "weekday": WEEKDAYS[date.weekday()].capitalize(),
+            "days_from_today": (date - today).days,
+            "today": today.isoformat(),
+        }
+
+    @staticmethod
+    def parse(text: str, today: dt.date) -> dt.date:
+        """The date ``text`` means, seen from ``today``; ValueError listing the forms if none."""
+        if len(text) > MAX_DATE_TEXT:
+            raise ValueError(f"a date is at most {MAX_DATE_TEXT} characters")
+        words = " ".join(text.lower().replace(",", " ").split())
+        try:
+            date = _parse_words(words, today)
+        except (ValueError, OverflowError) as exc:
+            raise ValueError(f"{text.strip()[:40]!r} is not a valid date: {exc}") from None
+        if date is None:
+            raise ValueError(
+                f"cannot read {text.strip()[:40]!r} as a date; write it as one of: {_FORMS}"
+            )
+        return date
+
+
+def _parse_words(words: str, today: dt.date) -> dt.date | None:
+    if words in _RELATIVE_DAYS:
+        return today + dt.timedelta(days=_RELATIVE_DAYS[words])
+    match = re.fullmatch(r"in ([0-9]{1,4}) (day|week)s?", words) or re.fullmatch(
+        r"([0-9]{1,4}) (day|week)s? (ago|from now)", words
+    )
+    if match:
+        n = int(match.group(1)) * (7 if match.group(2) == "week" else 1)
+        return today + dt.timedelta(
+            days=-n if match.lastindex == 3 and match.group(3) == "ago" else n
+        )
+    match = re.fullmatch(r"(next|this|last|on)? ?([a-z]+\.?)", words)
+    if match and (weekday := _weekday_index(match.group(2))) is not None:
+        ahead = (weekday - today.weekday()) % 7
+        if match.group(1) == "next" and ahead == 0:
+            ahead = 7
+        if match.group(1) == "last":
+            ahead = ahead - 7 if ahead else -7
+        return today + dt.timedelta(days=ahead)
+    match = re.fullmatch(r"([0-9]{4})[-/]([0-9]{1,2})[-/]([0-9]{1,2})", words)
+    if match:
+        return dt.date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    match = re.fullmatch(r"([0-9]{1,2})/([0-9]{1,2})(?:/([0-9]{2}|[0-9]{4}))?", words)
+    if match:
+        month, day = int(match.group(1)), int(match.group(2))
+        if match.group(3):
+            return dt.date(_full_year(match.group(3)), month, day)
+        return _nearest(today, month, day)
+    match = re.fullmatch(r"([0-9]{1,2})\.([0-9]{1,2})\.(?:([0-9]{2}|[0-9]{4}))?", words)
+    if match:
+        day, month = int(match.group(1)), int(match.group(2))
+        if match.group(3):
+            return dt.date(_full_year(match.group(3)), month, day)
+        return _nearest(today, month, day)
+    match = re.fullmatch(
+        r"(?:([a-z]+\.?) ([0-9]{1,2})(?:st|nd|rd|th)?"  # Aug 15th
+        r"|([0-9]{1,2})(?:st|nd|rd|th)? (?:of )?([a-z]+\.?))"  # 15th of August
+        r"(?: ([0-9]{4}))?",
+        words,
+    )
+    if match:
+        named = _month_index(match.group(1) or match.group(4))
+        if named is None:
+            return None
+        day = int(match.group(2) or match.group(3))
+        if match.group(5):
+            return dt.date(int(match.group(5)), named, day)
+        return _nearest(today, named, day)
+    return None
+
+
+__all__ = ["MONTHS", "WEEKDAYS", "Clock"]

@@ -1,0 +1,96 @@
+"""The sensor skills: ``cpu_temperature``, ``list_sensors`` and ``read_sensor``.
+
+Sensors are found afresh on every call (a probe may be plugged in or pulled out at any time), from
+thermal zones, IIO devices and 1-Wire probes under one sysfs root. The model names a sensor only by
+a name from that list; its text is looked up, never joined into a path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edge_agent.skills.iio import discover_devices
+from edge_agent.skills.onewire import discover_probes
+from edge_agent.skills.readings import Sensor, SensorError
+from edge_agent.skills.sysfs import Root, SysfsError
+from edge_agent.skills.thermal import cpu_zone, discover_zones
+
+_SHOWN_NAME_CHARS = 60
+
+
+class Sensors:
+    """The sensors under one sysfs root, and the skills that read them."""
+
+    def __init__(self, root: Root) -> None:
+        self.root = root
+
+    def discover(self) -> list[Sensor]:
+        """Every sensor found, with names made unique (a second ``bme280`` is ``bme280_2``)."""
+        found: list[Sensor] = []
+        taken: set[str] = set()
+        for family in (discover_zones, discover_devices, discover_probes):
+            try:
+                sensors = family(self.root)
+            except SysfsError as exc:
+                raise SensorError(f"cannot look for sensors: {exc}") from exc
+            for sensor in sensors:
+                name, n = sensor.name, 1
+                while name in taken:
+                    n += 1
+                    name = f"{sensor.name}_{n}"
+                taken.add(name)
+                found.append(sensor if name == sensor.name else _renamed(sensor, name))
+        return found
+
+    def _where(self) -> str:
+        return (
+            f"{self.root.path}/class/thermal, {self.root.path}/bus/iio/devices and "
+            f"{self.root.path}/bus/w1/devices"
+        )
+
+    # -- the skills ---------------------------------------------------------------------------
+
+    def cpu_temperature(self) -> dict[str, Any]:
+        """The CPU temperature in °C, from the CPU's thermal zone."""
+        try:
+            zone = cpu_zone(discover_zones(self.root))
+        except SysfsError as exc:
+            raise SensorError(f"cannot look for thermal zones: {exc}") from exc
+        if zone is None:
+            raise SensorError(
+                f"no thermal zone was found under {self.root.path}/class/thermal, so this "
+                "device reports no CPU temperature"
+            )
+        (value,) = zone.read()
+        return {"sensor": zone.name, "label": zone.label, **value.as_dict()}
+
+    def list_sensors(self) -> dict[str, Any]:
+        """Every sensor on this device: its name (to pass to read_sensor), kind and units."""
+        sensors = self.discover()
+        result: dict[str, Any] = {"sensors": [s.describe() for s in sensors]}
+        if not sensors:
+            result["note"] = f"no sensors were found (looked in {self._where()})"
+        return result
+
+    def read_sensor(self, name: str) -> dict[str, Any]:
+        """Current value of one sensor, with units; name is a name given by list_sensors."""
+        sensors = self.discover()
+        for sensor in sensors:
+            if sensor.name == name:
+                return {
+                    "sensor": sensor.name,
+                    "label": sensor.label,
+                    "readings": [r.as_dict() for r in sensor.read()],
+                }
+        shown = name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…"
+        if not sensors:
+            raise SensorError(f"no sensor named {shown!r}: no sensors were found on this device")
+        known = ", ".join(s.name for s in sensors)
+        raise SensorError(f"no sensor named {shown!r}; the sensors are: {known}")
+
+
+def _renamed(sensor: Sensor, name: str) -> Sensor:
+    return Sensor(name, sensor.kind, sensor.label, sensor.quantities, sensor.read)
+
+
+__all__ = ["Sensors"]
