@@ -1,0 +1,184 @@
+"""Constrained decoding that costs little: check the model's own choice against the grammar first.
+
+llama.cpp's grammar sampler can mask the whole vocabulary (262k tokens for Gemma) at every step,
+which is what makes grammar decoding slow. Most of the time the model's own pick already fits, so
+:class:`ActionGrammar` asks the grammar about that single token, and masks the whole vocabulary
+only when the pick is rejected (as llama.cpp's common sampler does).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+from collections import OrderedDict
+from typing import Any
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+from edge_agent.model.protocol import ModelError
+from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+_MAX_REF_DEPTH = 8
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+
+
+class GrammarError(ModelError):
+    """The action schema could not be turned into a grammar."""
+
+    code = "grammar"
+
+
+def inline_refs(schema: Any) -> Any:
+    """A copy of ``schema`` with local ``$ref``s replaced by their definitions.
+
+    pydantic puts ``$defs`` inside each skill's argument schema, where the combined action schema
+    cannot resolve them. A reference nested deeper than a few levels (a recursive type) becomes
+    ``{}``, any JSON value; the strict parser still checks the arguments.
+    """
+
+    def walk(node: Any, defs: dict[str, Any], depth: int) -> Any:
+        if isinstance(node, list):
+            return [walk(item, defs, depth) for item in node]
+        if not isinstance(node, dict):
+            return node
+        local = node.get("$defs")
+        if isinstance(local, dict):
+            defs = {**defs, **local}
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = defs.get(ref[len("#/$defs/") :])
+            if target is None or depth >= _MAX_REF_DEPTH:
+                return {}
+            return walk(target, defs, depth + 1)
+        return {k: walk(v, defs, depth) for k, v in node.items() if k != "$defs"}
+
+    return walk(schema, {}, 0)
+
+
+def schema_to_gbnf(schema: dict[str, Any]) -> str:
+    """The GBNF grammar of one action; raises :class:`GrammarError` if the schema is unusable."""
+    try:
+        return str(json_schema_to_gbnf(json.dumps(inline_refs(schema))))
+    except (KeyError, ValueError, TypeError, AssertionError, RecursionError) as exc:
+        raise GrammarError(f"the action schema cannot be made into a grammar: {exc!r}") from exc
+
+
+class VocabBuffer:
+    """One token-data array the size of the vocabulary, shared by all grammars of a model."""
+
+    def __init__(self, n_vocab: int) -> None:
+        self.data = (llama_cpp.llama_token_data * n_vocab)()
+        self.view: npt.NDArray[Any] = np.frombuffer(memoryview(self.data), dtype=_TOKEN_DATA)
+        self.ids = np.arange(n_vocab, dtype=np.int32)
+
+
+class ActionGrammar:
+    """One compiled grammar, reset at the start of each reply."""
+
+    widths: tuple[int, ...] = (64, 2048)
+    """How many of the likeliest tokens the grammar judges before it judges them all."""
+
+    def __init__(self, vocab: Any, gbnf: str, buffer: VocabBuffer) -> None:
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
+        if not sampler:
+            raise GrammarError("llama.cpp rejected the grammar built from the action schema")
+        self._sampler: Any = sampler
+        self._buffer = buffer
+        self.full_masks = 0
+        self.partial_masks = 0
+
+    def reset(self) -> None:
+        llama_cpp.llama_sampler_reset(self._sampler)
+        self.full_masks = 0
+        self.partial_masks = 0
+
+    def allows(self, token: int) -> bool:
+        """Whether the grammar accepts ``token`` next: one token's check, not the vocabulary's."""
+        one = llama_cpp.llama_token_data(token, 1.0, 0.0)
+        array = llama_cpp.llama_token_data_array(ctypes.pointer(one), 1, -1, False)
+        llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(array))
+        return not math.isinf(one.logit)
+
+    def _apply(self, ids: npt.NDArray[np.int32], logits: npt.NDArray[np.float32]) -> None:
+        view = self._buffer.view[: len(ids)]
+        view["id"] = ids
+        view["logit"] = logits
+        data = ctypes.cast(self._buffer.data, llama_cpp.llama_token_data_p)
+        array = llama_cpp.llama_token_data_array(data, len(ids), -1, False)
+        llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(array))
+
+    def mask(self, logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """The logits with every token the grammar rejects set to -inf.
+
+        The grammar first judges only the most likely tokens, widening the set until one fits:
+        the best allowed token is then the same one a full pass would find, for a fraction of
+        its cost. Only when none of them fits is the whole vocabulary judged.
+        """
+        n_vocab = len(logits)
+        for width in self.widths:
+            if width >= n_vocab:
+                break
+            top = np.argpartition(logits, n_vocab - width)[n_vocab - width :].astype(np.int32)
+            self._apply(top, logits[top])
+            judged = self._buffer.view["logit"][:width]
+            if np.isfinite(judged).any():
+                self.partial_masks += 1
+                masked = np.full(n_vocab, -np.inf, dtype=np.float32)
+                masked[top] = judged
+                return masked
+        self.full_masks += 1
+        self._apply(self._buffer.ids, logits)
+        full: npt.NDArray[np.float32] = self._buffer.view["logit"].copy()
+        return full
+
+    def accept(self, token: int) -> None:
+        llama_cpp.llama_sampler_accept(self._sampler, token)
+
+    def close(self) -> None:
+        if self._sampler is not None:
+            llama_cpp.llama_sampler_free(self._sampler)
+            self._sampler = None
+
+
+class GrammarCache:
+    """Compiled grammars by schema: the registry hands out one dict per version, so its identity
+    is the fast key and its JSON text the sure one."""
+
+    def __init__(self, vocab: Any, n_vocab: int, size: int = 8) -> None:
+        self._vocab = vocab
+        self._buffer = VocabBuffer(n_vocab)
+        self._size = size
+        self._by_id: dict[int, tuple[dict[str, Any], ActionGrammar]] = {}
+        self._by_text: OrderedDict[str, ActionGrammar] = OrderedDict()
+
+    def get(self, schema: dict[str, Any]) -> ActionGrammar:
+        hit = self._by_id.get(id(schema))
+        if hit is not None and hit[0] is schema:
+            return hit[1]
+        try:
+            text = json.dumps(schema, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise GrammarError(f"the action schema is not JSON: {exc}") from exc
+        grammar = self._by_text.get(text)
+        if grammar is None:
+            grammar = ActionGrammar(self._vocab, schema_to_gbnf(schema), self._buffer)
+            self._by_text[text] = grammar
+            while len(self._by_text) > self._size:
+                _, old = self._by_text.popitem(last=False)
+                self._by_id = {k: v for k, v in self._by_id.items() if v[1] is not old}
+                old.close()
+        else:
+            self._by_text.move_to_end(text)
+        # Keeping the schema object alive keeps its id from being reused by another dict.
+        self._by_id[id(schema)] = (schema, grammar)
+        if len(self._by_id) > 4 * self._size:
+            self._by_id = {id(schema): (schema, grammar)}
+        return grammar
+
+    def close(self) -> None:
+        for grammar in self._by_text.values():
+            grammar.close()
+        self._by_text.clear()
+        self._by_id.clear()
