@@ -1,0 +1,432 @@
+"""The sensor readers over fake sysfs trees: thermal zones, IIO devices and 1-Wire probes."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from edge_agent.skills.onewire import crc8, parse_w1_slave
+from edge_agent.skills.readings import UNITS, SensorError
+from edge_agent.skills.sensors import Sensors
+from edge_agent.skills.sysfs import Root
+from fake_sysfs import FakeSysfs, scratchpad, w1_slave_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> FakeSysfs:
+    return FakeSysfs(tmp_path / "sys")
+
+
+def sensors_of(fake: FakeSysfs) -> Sensors:
+    return Sensors(Root(fake.root))
+
+
+# -- thermal zones ---------------------------------------------------------------------------
+
+
+def test_cpu_temperature_is_the_cpu_zone_in_celsius(fake: FakeSysfs) -> None:
+    fake.thermal_zone(0, "acpitz", "27800")
+    fake.thermal_zone(1, "x86_pkg_temp", "48312")
+    result = sensors_of(fake).cpu_temperature()
+    assert result == {
+        "sensor": "thermal_zone1",
+        "label": "x86_pkg_temp",
+        "quantity": "temperature",
+        "value": 48.312,
+        "unit": "°C",
+    }
+
+
+def test_cpu_temperature_falls_back_to_the_first_zone(fake: FakeSysfs) -> None:
+    fake.thermal_zone(10, "gpu", "1000")
+    fake.thermal_zone(2, "battery", "-5500")
+    result = sensors_of(fake).cpu_temperature()
+    assert (result["sensor"], result["value"]) == ("thermal_zone2", -5.5)
+
+
+def test_no_thermal_zone_is_said_clearly(fake: FakeSysfs) -> None:
+    with pytest.raises(SensorError, match=r"no thermal zone was found under .*/sys/class/thermal"):
+        sensors_of(fake).cpu_temperature()
+
+
+@pytest.mark.parametrize(
+    ("temp", "message"),
+    [
+        ("hot", "not a number"),
+        ("", "not a number"),
+        ("nan", "not a finite number"),
+        ("-300000", "impossible temperature"),
+    ],
+)
+def test_garbage_zone_values_are_rejected(fake: FakeSysfs, temp: str, message: str) -> None:
+    fake.thermal_zone(0, "cpu-thermal", temp)
+    with pytest.raises(SensorError, match=message):
+        sensors_of(fake).cpu_temperature()
+
+
+def test_missing_temp_file(fake: FakeSysfs) -> None:
+    fake.thermal_zone(0, "cpu-thermal", None)
+    with pytest.raises(SensorError, match=r"thermal_zone0 could not be read.*temp does not exist"):
+        sensors_of(fake).cpu_temperature()
+
+
+def test_unreadable_temp_files(fake: FakeSysfs, tmp_path: Path) -> None:
+    # Root reads through chmod 000, so "unreadable" is made of things that are not files.
+    os.mkfifo(fake.thermal_zone(0, "cpu-thermal", None) / "temp")  # would block a plain open
+    (fake.thermal_zone(1, "soc", None) / "temp").mkdir()
+    (fake.thermal_zone(2, "x", None) / "temp").symlink_to(tmp_path / "nowhere")
+    secret = tmp_path / "secret"
+    secret.write_text("42000\n")
+    (fake.thermal_zone(3, "x", None) / "temp").symlink_to(secret)
+    sensors = {s.name: s for s in sensors_of(fake).discover()}
+    expected = {
+        "thermal_zone0": "is not a regular file",
+        "thermal_zone1": "is not a regular file",
+        "thermal_zone2": "leads outside",
+        "thermal_zone3": "leads outside",
+    }
+    for name, message in expected.items():
+        with pytest.raises(SensorError, match=message):
+            sensors[name].read()
+
+
+def test_unreadable_zone_type_still_lists_the_zone(fake: FakeSysfs) -> None:
+    fake.thermal_zone(0, None, "40000")
+    (listed,) = sensors_of(fake).list_sensors()["sensors"]
+    assert listed["label"] == "unknown"
+    assert sensors_of(fake).read_sensor("thermal_zone0")["readings"][0]["value"] == 40.0
+
+
+def test_a_zone_linked_outside_the_root_is_never_read(fake: FakeSysfs, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "thermal_zone7"
+    outside.mkdir(parents=True)
+    (outside / "temp").write_text("99000\n")
+    (fake.root / "class" / "thermal").mkdir(parents=True)
+    (fake.root / "class" / "thermal" / "thermal_zone7").symlink_to(outside)
+    with pytest.raises(SensorError, match="leads outside"):
+        sensors_of(fake).cpu_temperature()
+
+
+# -- IIO -------------------------------------------------------------------------------------
+
+
+def test_bme280_scaled_inputs_in_our_units(fake: FakeSysfs) -> None:
+    fake.iio_device(
+        0,
+        "bme280",
+        {
+            "in_temp_input": "21370",  # milli-°C
+            "in_pressure_input": "100.543210",  # kPa
+            "in_humidityrelative_input": "45123",  # milli-percent
+            "in_temp_oversampling_ratio": "2",
+        },
+    )
+    result = sensors_of(fake).read_sensor("bme280")
+    readings = {r["quantity"]: (r["value"], r["unit"]) for r in result["readings"]}
+    assert readings == {
+        "temperature": (21.37, "°C"),
+        "pressure": (1005.432, "hPa"),
+        "humidity": (45.123, "%RH"),
+    }
+
+
+def test_raw_values_use_offset_then_scale(fake: FakeSysfs) -> None:
+    fake.iio_device(
+        0,
+        "tmp117",
+        {"in_temp_raw": "1000", "in_temp_offset": "-500", "in_temp_scale": "10"},
+    )
+    (reading,) = sensors_of(fake).read_sensor("tmp117")["readings"]
+    assert (reading["value"], reading["unit"]) == (5.0, "°C")  # (1000 - 500) * 10 milli-°C
+
+
+def test_indexed_channel_uses_the_scale_its_type_shares(fake: FakeSysfs) -> None:
+    fake.iio_device(
+        3,
+        "tsl2591",
+        {"in_illuminance0_raw": "200", "in_illuminance_scale": "0.5", "in_intensity_ir_raw": "7"},
+    )
+    result = sensors_of(fake).read_sensor("tsl2591")
+    assert result["readings"] == [
+        {"quantity": "illuminance", "value": 100.0, "unit": "lx", "channel": "in_illuminance0"}
+    ]
+
+
+def test_input_wins_over_raw(fake: FakeSysfs) -> None:
+    fake.iio_device(0, "sht4x", {"in_temp_raw": "999999", "in_temp_input": "22500"})
+    (reading,) = sensors_of(fake).read_sensor("sht4x")["readings"]
+    assert reading["value"] == 22.5
+
+
+def test_iio_devices_without_known_channels_are_not_sensors(fake: FakeSysfs) -> None:
+    fake.iio_device(0, "mpu6050", {"in_accel_x_raw": "12", "in_anglvel_y_raw": "3"})
+    (fake.root / "bus" / "iio" / "devices" / "trigger0").mkdir()
+    assert sensors_of(fake).list_sensors()["sensors"] == []
+
+
+def test_duplicate_and_hostile_device_names(fake: FakeSysfs) -> None:
+    fake.iio_device(0, "bme280", {"in_temp_input": "20000"})
+    fake.iio_device(1, "bme280", {"in_temp_input": "30000"})
+    fake.iio_device(2, "../../etc/passwd\n\x1b[31m", {"in_temp_input": "40000"})
+    fake.iio_device(3, None, {"in_temp_input": "50000"})
+    fake.thermal_zone(0, "cpu-thermal", "1000")
+    fake.iio_device(4, "thermal_zone0", {"in_temp_input": "60000"})
+    sensors = sensors_of(fake)
+    names = [s["name"] for s in sensors.list_sensors()["sensors"]]
+    assert names == [
+        "thermal_zone0",
+        "bme280",
+        "bme280_2",
+        "etc_passwd_31m",
+        "iio_device3",
+        "thermal_zone0_2",
+    ]
+    values = [sensors.read_sensor(n)["readings"][0]["value"] for n in names]
+    assert values == [1.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+
+
+def test_garbage_scale_is_an_error_naming_the_file(fake: FakeSysfs) -> None:
+    fake.iio_device(0, "bmp180", {"in_pressure_raw": "1000", "in_pressure_scale": "0.1x"})
+    with pytest.raises(SensorError, match=r"in_pressure_scale holds '0.1x'"):
+        sensors_of(fake).read_sensor("bmp180")
+
+
+def test_negative_humidity_is_rejected(fake: FakeSysfs) -> None:
+    fake.iio_device(0, "htu21", {"in_humidityrelative_input": "-2000"})
+    with pytest.raises(SensorError, match="impossible humidity"):
+        sensors_of(fake).read_sensor("htu21")
+
+
+# -- 1-Wire ----------------------------------------------------------------------------------
+
+# A reading as the kernel printed it on a real probe: 0x0172 = 23.125 °C, CRC 0x57.
+REAL_W1_SLAVE = "72 01 4b 46 7f ff 0e 10 57 : crc=57 YES\n72 01 4b 46 7f ff 0e 10 57 t=23125\n"
+
+
+def test_crc8_matches_a_real_probe() -> None:
+    assert crc8(bytes.fromhex("72014b467fff0e10")) == 0x57
+    assert parse_w1_slave(REAL_W1_SLAVE, "28-0316a2796eff", "w1_slave") == 23.125
+
+
+def test_ds18b20_reading(fake: FakeSysfs) -> None:
+    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
+    fake.w1_probe("28-00000a1b2c3d", w1_slave_text(-10125))
+    fake.w1_probe("01-000012345678", "not a thermometer")  # a DS2401 serial number chip
+    sensors = sensors_of(fake)
+    listed = sensors.list_sensors()["sensors"]
+    assert [(s["name"], s["label"]) for s in listed] == [
+        ("28-00000a1b2c3d", "DS18B20"),
+        ("28-0316a2796eff", "DS18B20"),
+    ]
+    assert listed[0]["measures"] == [{"quantity": "temperature", "unit": "°C"}]
+    assert sensors.read_sensor("28-0316a2796eff")["readings"][0]["value"] == 23.125
+    assert sensors.read_sensor("28-00000a1b2c3d")["readings"][0]["value"] == -10.125
+
+
+def test_crc_no_is_rejected(fake: FakeSysfs) -> None:
+    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("YES", "NO"))
+    with pytest.raises(SensorError, match="CRC check failed"):
+        sensors_of(fake).read_sensor("28-0316a2796eff")
+
+
+def test_a_scratchpad_whose_crc_is_wrong_is_rejected_even_if_the_kernel_says_yes(
+    fake: FakeSysfs,
+) -> None:
+    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("72 01", "73 01"))
+    with pytest.raises(SensorError, match="scratchpad CRC does not match"):
+        sensors_of(fake).read_sensor("28-0316a2796eff")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (w1_slave_text(0, pad=bytes(9)), "did not answer"),
+        (w1_slave_text(85000), "power-on value 85 °C"),
+        ("72 01 4b 46 7f ff 0e 10 57 : crc=57 YES\n", "incomplete"),
+        ("", "incomplete"),
+        ("garbage\nmore garbage\n", "unreadable first line"),
+        (REAL_W1_SLAVE.replace("t=23125", "t=lots"), "unreadable second line"),
+        (REAL_W1_SLAVE.replace("0e 10 57 t", "0e 10 58 t"), "disagree"),
+    ],
+)
+def test_bad_w1_slave_files(fake: FakeSysfs, text: str, message: str) -> None:
+    fake.w1_probe("28-0316a2796eff", text)
+    with pytest.raises(SensorError, match=message):
+        sensors_of(fake).read_sensor("28-0316a2796eff")
+
+
+def test_temperature_file_when_w1_slave_is_absent(fake: FakeSysfs) -> None:
+    fake.w1_probe("28-0316a2796eff", None, temperature="19875")
+    (reading,) = sensors_of(fake).read_sensor("28-0316a2796eff")["readings"]
+    assert (reading["value"], reading["unit"]) == (19.875, "°C")
+
+
+def test_probe_with_neither_file(fake: FakeSysfs) -> None:
+    fake.w1_probe("28-0316a2796eff")
+    with pytest.raises(SensorError, match="temperature does not exist"):
+        sensors_of(fake).read_sensor("28-0316a2796eff")
+
+
+def test_scratchpad_helper_round_trips() -> None:
+    pad = scratchpad(21500)
+    assert crc8(pad[:8]) == pad[8]
+    assert parse_w1_slave(w1_slave_text(21500), "28-x", "w") == 21.5
+
+
+# -- listing and lookup ----------------------------------------------------------------------
+
+
+def build_mixed(fake: FakeSysfs) -> None:
+    fake.thermal_zone(0, "cpu-thermal", "51540")
+    fake.iio_device(
+        0,
+        "bme280",
+        {
+            "in_temp_input": "21370",
+            "in_pressure_input": "100.5",
+            "in_humidityrelative_input": "45123",
+        },
+    )
+    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
+
+
+def test_list_sensors_gives_names_kinds_and_units(fake: FakeSysfs) -> None:
+    build_mixed(fake)
+    listed = sensors_of(fake).list_sensors()
+    assert "note" not in listed
+    assert listed["sensors"] == [
+        {
+            "name": "thermal_zone0",
+            "kind": "thermal_zone",
+            "label": "cpu-thermal",
+            "measures": [{"quantity": "temperature", "unit": "°C"}],
+        },
+        {
+            "name": "bme280",
+            "kind": "iio",
+            "label": "bme280 (iio:device0)",
+            "measures": [
+                {"quantity": "humidity", "unit": "%RH"},
+                {"quantity": "pressure", "unit": "hPa"},
+                {"quantity": "temperature", "unit": "°C"},
+            ],
+        },
+        {
+            "name": "28-0316a2796eff",
+            "kind": "w1",
+            "label": "DS18B20",
+            "measures": [{"quantity": "temperature", "unit": "°C"}],
+        },
+    ]
+
+
+def test_an_empty_tree_lists_nothing_and_says_where_it_looked(fake: FakeSysfs) -> None:
+    listed = sensors_of(fake).list_sensors()
+    assert listed["sensors"] == []
+    assert f"{fake.root}/class/thermal" in listed["note"]
+    assert f"{fake.root}/bus/w1/devices" in listed["note"]
+    with pytest.raises(SensorError, match="no sensors were found"):
+        sensors_of(fake).read_sensor("thermal_zone0")
+
+
+def test_unknown_name_lists_the_known_ones(fake: FakeSysfs) -> None:
+    build_mixed(fake)
+    with pytest.raises(SensorError) as caught:
+        sensors_of(fake).read_sensor("../../../etc/shadow")
+    assert str(caught.value) == (
+        "no sensor named '../../../etc/shadow'; the sensors are: thermal_zone0, bme280, "
+        "28-0316a2796eff"
+    )
+
+
+@pytest.mark.parametrize("family", ["thermal_zone0", "bme280", "28-0316a2796eff"])
+def test_a_device_that_disappears_between_listing_and_reading(fake: FakeSysfs, family: str) -> None:
+    build_mixed(fake)
+    (sensor,) = [s for s in sensors_of(fake).discover() if s.name == family]
+    for link in (
+        fake.root / "class/thermal/thermal_zone0",
+        fake.root / "bus/iio/devices/iio:device0",
+        fake.root / "bus/w1/devices/28-0316a2796eff",
+    ):
+        shutil.rmtree(link.resolve())
+        link.unlink()
+    with pytest.raises(SensorError, match="disappeared"):
+        sensor.read()
+    with pytest.raises(SensorError, match="no sensors were found"):
+        sensors_of(fake).read_sensor(family)
+
+
+# -- hostile input ---------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.text(max_size=300))
+def test_any_sensor_name_is_looked_up_never_opened(name: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = FakeSysfs(Path(tmp) / "sys")
+        build_mixed(fake)
+        (Path(tmp) / "secret").write_text("do not read")
+        sensors = sensors_of(fake)
+        known = {"thermal_zone0", "bme280", "28-0316a2796eff"}
+        if name in known:
+            assert sensors.read_sensor(name)["sensor"] == name
+        else:
+            with pytest.raises(SensorError, match="the sensors are: thermal_zone0, bme280, "):
+                sensors.read_sensor(name)
+
+
+contents = st.one_of(
+    st.binary(max_size=200),
+    st.binary(min_size=4090, max_size=4200),
+    st.sampled_from([b"1e400", b"-inf", b"nan", b"1_000", b"\xff\xfe", b"0x10", b"\x00", b" 7 "]),
+    st.text(max_size=60).map(lambda s: s.encode("utf-8", "surrogatepass")),
+    st.integers().map(lambda n: str(n).encode()),
+)
+victims = st.sampled_from(
+    [
+        ("devices/virtual/thermal/thermal_zone0", "temp"),
+        ("devices/virtual/thermal/thermal_zone0", "type"),
+        ("devices/platform/i2c/iio:device0", "name"),
+        ("devices/platform/i2c/iio:device0", "in_temp_input"),
+        ("devices/platform/i2c/iio:device0", "in_pressure_input"),
+        ("devices/platform/i2c/iio:device1", "in_illuminance_raw"),
+        ("devices/platform/i2c/iio:device1", "in_illuminance_scale"),
+        ("devices/platform/i2c/iio:device1", "in_illuminance_offset"),
+        ("devices/w1_bus_master1/28-0316a2796eff", "w1_slave"),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(victim=victims, content=contents)
+def test_any_file_content_gives_a_reading_or_a_sensor_error(
+    victim: tuple[str, str], content: bytes
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        fake = FakeSysfs(Path(tmp) / "sys")
+        build_mixed(fake)
+        fake.iio_device(1, "veml7700", {"in_illuminance_raw": "300", "in_illuminance_scale": "2"})
+        directory, file = victim
+        (fake.root / directory / file).write_bytes(content)
+        sensors = sensors_of(fake)
+        listed = sensors.list_sensors()["sensors"]
+        assert len(listed) == 4
+        for described in listed:
+            try:
+                result = sensors.read_sensor(described["name"])
+            except SensorError as exc:
+                assert str(exc)
+                continue
+            for reading in result["readings"]:
+                assert math.isfinite(reading["value"])
+                assert reading["unit"] == UNITS[reading["quantity"]]
+        try:
+            sensors.cpu_temperature()
+        except SensorError as exc:
+            assert "thermal_zone0" in str(exc)
