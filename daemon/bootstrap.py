@@ -1,0 +1,94 @@
+"""What ``serve`` assembles before it answers: the model handle and the skills."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from edge_agent.config import ConfigError, Settings
+from edge_agent.model.protocol import ModelHandle
+from edge_agent.registry import Registry
+from edge_agent.replay import ReplayFileError, ReplayModel
+from edge_agent.workflow import Workflow
+
+log = logging.getLogger(__name__)
+
+MOCK_PREFIX = "mock:"
+
+
+def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
+    """A loader for ``spec`` (``default``, a GGUF path, or ``mock:FILE``), run in the worker.
+
+    A ``mock:`` file is read here, at once, so a bad script stops the daemon before it binds.
+    """
+    if spec.startswith(MOCK_PREFIX):
+        try:
+            replay = ReplayModel.from_file(spec[len(MOCK_PREFIX) :])
+        except ReplayFileError as exc:
+            raise ConfigError(str(exc)) from None
+        return lambda: replay
+
+    def load() -> ModelHandle:
+        from edge_agent.model import load_model  # noqa: PLC0415 - llama.cpp loads only here
+
+        if spec == "default":
+            return load_model(None, n_ctx=settings.model.n_ctx)
+        return load_model(spec, n_ctx=settings.model.n_ctx)
+
+    return load
+
+
+def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
+    info = getattr(model, "info", None)
+    described: dict[str, Any] = {"spec": spec}
+    if isinstance(info, dict):
+        described.update({str(k): v for k, v in info.items()})
+    return described
+
+
+def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
+    """Register the built-in skills and the plugins; each problem is returned, none is raised."""
+    problems: list[dict[str, str]] = []
+    options = settings.skills
+    if options.builtins:
+        try:
+            from edge_agent.skills import register_builtins  # noqa: PLC0415
+        except ImportError as exc:
+            problems.append({"source": "edge_agent.skills", "error": f"unavailable: {exc}"})
+        else:
+            try:
+                register_builtins(
+                    registry,
+                    sysfs_root=options.sysfs_root,
+                    weather=options.weather,
+                    timeouts=dict(options.timeouts) or None,
+                )
+            except Exception as exc:
+                log.exception("the built-in skills failed to register")
+                problems.append({"source": "edge_agent.skills", "error": f"{exc!r}"})
+    if options.directories or options.entry_points:
+        try:
+            from edge_agent.plugins import load_plugins  # noqa: PLC0415
+        except ImportError as exc:
+            problems.append({"source": "edge_agent.plugins", "error": f"unavailable: {exc}"})
+        else:
+            for problem in load_plugins(
+                registry, list(options.directories), entry_points=options.entry_points
+            ):
+                problems.append({"source": str(problem.source), "error": str(problem.error)})
+    for problem in problems:
+        log.warning("skill problem in %s: %s", problem["source"], problem["error"])
+    return problems
+
+
+def check_workflows(settings: Settings, registry: Registry, workflows: dict[str, Workflow]) -> None:
+    """A workflow that names a skill nobody registered is a config error."""
+    for name, workflow in workflows.items():
+        for skill_name in workflow.skills or ():
+            if skill_name not in registry:
+                raise settings.problem(
+                    ("workflows", name, "skills"),
+                    f"there is no skill named {skill_name!r} "
+                    f"(known: {', '.join(registry.names()) or 'none'})",
+                )

@@ -1,0 +1,260 @@
+"""``edge-agent``: serve the daemon, or ask it something from a shell.
+
+Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 1 no answer (max
+iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input; 69 the daemon
+is unavailable; 75 busy, shutting down, or out of time. ``serve`` exits 0 after a clean shutdown,
+1 when the model fails to load, 69 when another daemon holds the endpoint, 78 on a config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+EXIT_OK = 0
+EXIT_NO_ANSWER = 1
+EXIT_BAD_INPUT = 65
+EXIT_UNAVAILABLE = 69
+EXIT_TEMPFAIL = 75
+EXIT_CONFIG = 78
+
+_CODE_EXITS = {
+    "bad_request": EXIT_BAD_INPUT,
+    "too_large": EXIT_BAD_INPUT,
+    "unsupported_version": EXIT_BAD_INPUT,
+    "busy": EXIT_TEMPFAIL,
+    "deadline": EXIT_TEMPFAIL,
+    "shutting_down": EXIT_TEMPFAIL,
+    "timeout": EXIT_TEMPFAIL,
+    "unavailable": EXIT_UNAVAILABLE,
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError("must be between 0 and 86400 seconds")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="edge-agent", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    endpoint_help = "daemon endpoint (default: $EDGE_AGENT_ENDPOINT, else the runtime ipc socket)"
+
+    serve = commands.add_parser("serve", help="load the model and answer requests")
+    serve.add_argument("--config", help="TOML config file (see systemd/config.example.toml)")
+    serve.add_argument("--model", help="default | PATH.gguf | mock:FILE.json (overrides config)")
+    serve.add_argument(
+        "--endpoint", action="append", help="bind here (repeatable; overrides config)"
+    )
+    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+    ask = commands.add_parser("ask", help="ask the daemon a question")
+    ask.add_argument("query")
+    ask.add_argument(
+        "--json", action="store_true", help="print one JSON object: answer, outcome, events"
+    )
+    ask.add_argument(
+        "--stream", action="store_true", help="print each event as a JSON line as it happens"
+    )
+    ask.add_argument("--timeout", type=_positive, default=60.0, help="seconds (default 60)")
+    ask.add_argument("--workflow", help="a workflow named in the daemon's config")
+    ask.add_argument(
+        "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
+    )
+    ask.add_argument("--endpoint", help=endpoint_help)
+
+    for name, text in (("status", "show the daemon's state"), ("skills", "list the skills")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
+        sub.add_argument("--endpoint", help=endpoint_help)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return _client_command(args)
+
+
+# -- serve ------------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("edge_agent.cli")
+    from edge_agent.bootstrap import check_workflows, load_skills, model_factory  # noqa: PLC0415
+    from edge_agent.config import ConfigError, load_settings  # noqa: PLC0415
+    from edge_agent.endpoints import EndpointError, EndpointInUse, default_endpoint  # noqa: PLC0415
+    from edge_agent.registry import get_registry  # noqa: PLC0415
+    from edge_agent.server import Server, ServerOptions  # noqa: PLC0415
+
+    try:
+        settings = load_settings(args.config)
+        spec = args.model or settings.model.path
+        registry = get_registry()
+        problems = load_skills(registry, settings)
+        workflows = settings.make_workflows()
+        check_workflows(settings, registry, workflows)
+        options = ServerOptions(
+            endpoints=args.endpoint or settings.daemon.endpoints or [default_endpoint()],
+            load_model=model_factory(spec, settings),
+            model_spec=spec,
+            registry=registry,
+            soul=settings.make_soul(),
+            workflows=workflows,
+            skill_problems=problems,
+        )
+    except ConfigError as exc:
+        log.error("config error: %s", exc)
+        return EXIT_CONFIG
+    server = Server(settings, options)
+    try:
+        bound = server.bind()
+    except EndpointInUse as exc:
+        log.error("%s", exc)
+        return EXIT_UNAVAILABLE
+    except EndpointError as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: server.stop())
+    log.info("edge-agent %s listening on %s", spec, ", ".join(bound))
+    code = server.serve()
+    log.info("edge-agent stopped")
+    return code
+
+
+# -- the client commands ------------------------------------------------------------------------
+
+
+def _client_command(args: argparse.Namespace) -> int:
+    from edge_agent.client import Client, DaemonError  # noqa: PLC0415
+
+    endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
+    as_json = bool(getattr(args, "json", False))
+    try:
+        with Client(endpoint, timeout=args.timeout, retries=1) as client:
+            if args.command == "status":
+                _print_status(client.status(), as_json)
+                return EXIT_OK
+            if args.command == "skills":
+                _print_skills(client.skills(), as_json)
+                return EXIT_OK
+            return _ask(client, args)
+    except DaemonError as exc:
+        code = _CODE_EXITS.get(exc.code, EXIT_NO_ANSWER)
+        if as_json:
+            _emit(
+                {
+                    "answer": None,
+                    "outcome": None,
+                    "error": {"code": exc.code, "message": exc.message},
+                }
+            )
+        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
+        return code
+
+
+def _ask(client: Any, args: argparse.Namespace) -> int:
+    if not args.query.strip():
+        print("edge-agent: the question is empty", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.max_iterations is not None and args.max_iterations < 1:
+        print("edge-agent: --max-iterations must be at least 1", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # Ask for the status first, briefly, so a daemon that is not there is told from a slow one.
+    client.request("status", timeout=min(args.timeout, 3.0))
+    reply = client.run(
+        args.query,
+        workflow=args.workflow,
+        max_iterations=args.max_iterations,
+        timeout=args.timeout,
+        on_event=_emit if args.stream else None,
+    )
+    outcome = reply.get("outcome")
+    answer = reply.get("answer")
+    events = reply.get("state", {}).get("events", [])
+    if args.json:
+        _emit(
+            {
+                "id": reply.get("id"),
+                "query": args.query,
+                "answer": answer,
+                "outcome": outcome,
+                "workflow": reply.get("workflow"),
+                "events": events,
+                "timing": reply.get("timing"),
+            }
+        )
+    elif outcome == "answered":
+        print(answer)
+    else:
+        print(f"edge-agent: no answer ({outcome}{_detail(events)})", file=sys.stderr)
+    if outcome == "answered":
+        return EXIT_OK
+    last = events[-1] if events else {}
+    if last.get("type") == "InterruptedObservation" and last.get("reason") == "deadline":
+        return EXIT_TEMPFAIL
+    return EXIT_NO_ANSWER
+
+
+def _detail(events: list[dict[str, Any]]) -> str:
+    last = events[-1] if events else {}
+    for key in ("reason", "feedback", "error", "last_action_summary"):
+        if isinstance(last.get(key), str):
+            return f": {last[key]}"
+    return ""
+
+
+def _emit(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False), flush=True)
+
+
+def _print_status(status: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _emit(status)
+        return
+    counters = status.get("counters", {})
+    model = status.get("model", {})
+    print(f"state:     {status.get('state')}")
+    print(f"model:     {model.get('name') or model.get('spec')}")
+    print(f"uptime:    {status.get('uptime_s')} s")
+    print(
+        f"queue:     {status.get('queue_depth')}/{status.get('queue_limit')}"
+        f" (running: {status.get('running') or 'nothing'})"
+    )
+    print(f"requests:  {counters.get('requests')}, errors: {counters.get('errors')}")
+    print(f"skills:    {status.get('skills')}; workflows: {', '.join(status.get('workflows', []))}")
+    for problem in status.get("skill_problems", []):
+        print(f"problem:   {problem.get('source')}: {problem.get('error')}")
+
+
+def _print_skills(skills: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        _emit(skills)
+        return
+    for entry in skills:
+        print(f"{entry.get('name')}: {entry.get('description')}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

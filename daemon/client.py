@@ -1,0 +1,216 @@
+"""A Python client for the daemon: one DEALER socket, timeouts, progress, Lazy-Pirate retries.
+
+Only idempotent operations (``status``, ``skills``, ``cancel``) are retried, each time with the same
+request id on a fresh socket. A ``run`` is never sent twice: the model's work is not repeatable.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import zmq
+from edge_agent.endpoints import default_endpoint, ipc_path
+from edge_agent.wire import IDEMPOTENT_OPS, PROTOCOL_VERSION, WireError, decode_reply, encode
+
+RUN_GRACE_S = 2.0
+"""A run's reply may trail its deadline by this much: the daemon interrupts it, then answers."""
+
+
+class DaemonError(Exception):
+    """The daemon answered with an ``error`` reply, or did not answer at all."""
+
+    def __init__(self, code: str, message: str, reply: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.reply = reply
+
+
+class Unavailable(DaemonError):
+    """No daemon answered on the endpoint."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("unavailable", message)
+
+
+class Timeout(DaemonError):
+    """The daemon did not finish answering in time."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("timeout", message)
+
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+class Client:
+    """Talks protocol v1 to one daemon. Not thread-safe: give each thread its own Client."""
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 2,
+        context: zmq.Context[Any] | None = None,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        self.endpoint = endpoint or default_endpoint()
+        self.timeout = timeout
+        self.retries = retries
+        self._own_context = context is None
+        self._context = context or zmq.Context()
+        self._socket: zmq.Socket[bytes] | None = None
+
+    # -- operations ---------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        return self.request("status")
+
+    def skills(self, workflow: str | None = None) -> list[dict[str, Any]]:
+        skills: list[dict[str, Any]] = self.request("skills", workflow=workflow)["skills"]
+        return skills
+
+    def cancel(self, target: str) -> dict[str, Any]:
+        return self.request("cancel", target=target)
+
+    def run(
+        self,
+        query: str,
+        *,
+        workflow: str | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        on_event: Progress | None = None,
+        request_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Run the agent on ``query`` and return the ``result`` reply.
+
+        The daemon is given the timeout as the run's deadline, so it interrupts the run and still
+        answers; ``on_event`` (which asks for streaming) sees each event as it is appended.
+        """
+        timeout = self.timeout if timeout is None else timeout
+        return self.request(
+            "run",
+            query=query,
+            workflow=workflow,
+            max_iterations=max_iterations,
+            deadline_ms=timeout * 1000,
+            stream=True if on_event is not None else None,
+            on_progress=(
+                lambda reply: on_event(reply["event"]) if reply["kind"] == "event" else None
+            )
+            if on_event is not None
+            else None,
+            timeout=timeout + RUN_GRACE_S,
+            request_id=request_id,
+        )
+
+    # -- the exchange -------------------------------------------------------------------------
+
+    def request(
+        self,
+        op: str,
+        *,
+        timeout: float | None = None,
+        on_progress: Progress | None = None,
+        request_id: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Send one request and wait for its final reply; raises DaemonError on an error reply."""
+        self._check_reachable()
+        request_id = request_id or uuid.uuid4().hex
+        message = {"v": PROTOCOL_VERSION, "id": request_id, "op": op}
+        message.update({k: v for k, v in fields.items() if v is not None})
+        payload = encode(message)
+        wait = self.timeout if timeout is None else timeout
+        attempts = 1 + (self.retries if op in IDEMPOTENT_OPS else 0)
+        for _ in range(attempts):
+            sock = self._connected()
+            sock.send(payload)
+            reply = self._await(sock, request_id, time.monotonic() + wait, on_progress)
+            if reply is not None:
+                return reply
+            self._reset()  # Lazy Pirate: a fresh socket, so a late reply cannot be mistaken
+        if op == "run":
+            self._cancel_quietly(request_id)
+            raise Timeout(f"no result for run {request_id} within {wait:g} s")
+        raise Unavailable(f"no reply from {self.endpoint} after {attempts} tries of {wait:g} s")
+
+    def _await(
+        self,
+        sock: zmq.Socket[bytes],
+        request_id: str,
+        deadline: float,
+        on_progress: Progress | None,
+    ) -> dict[str, Any] | None:
+        while (left := deadline - time.monotonic()) > 0:
+            if not sock.poll(left * 1000):
+                return None
+            try:
+                reply = decode_reply(sock.recv())
+            except WireError as exc:
+                raise DaemonError("bad_reply", exc.message) from None
+            if reply.get("id") not in (request_id, None):
+                continue  # a late reply to an earlier request on this socket
+            kind = reply["kind"]
+            if kind == "error":
+                raise DaemonError(str(reply.get("code")), str(reply.get("message")), reply)
+            if kind == "result":
+                return reply
+            if on_progress is not None:
+                on_progress(reply)
+        return None
+
+    def _cancel_quietly(self, target: str) -> None:
+        sock = self._connected()
+        sock.send(
+            encode(
+                {"v": PROTOCOL_VERSION, "id": uuid.uuid4().hex, "op": "cancel", "target": target}
+            )
+        )
+        self._reset(linger_ms=500)
+
+    def _check_reachable(self) -> None:
+        path = ipc_path(self.endpoint)
+        if path is not None and not Path(path).exists():
+            raise Unavailable(f"no daemon socket at {path}; is `edge-agent serve` running?")
+
+    def _connected(self) -> zmq.Socket[bytes]:
+        if self._socket is None:
+            sock: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
+            sock.connect(self.endpoint)
+            self._socket = sock
+        return self._socket
+
+    def _reset(self, linger_ms: int = 0) -> None:
+        if self._socket is not None:
+            self._socket.close(linger=linger_ms)
+            self._socket = None
+
+    def close(self) -> None:
+        self._reset()
+        if self._own_context:
+            self._context.term()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+__all__ = ["Client", "DaemonError", "Timeout", "Unavailable"]

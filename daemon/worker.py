@@ -1,0 +1,171 @@
+"""The one thread that owns the model: it loads it, then runs queued requests one at a time.
+
+It never touches a ZeroMQ socket. Everything it has to say goes into the outbox as packed bytes,
+and a byte on the wake-up pipe tells the serving loop to look.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from edge_agent.agent import Agent
+from edge_agent.events import EVENT_ADAPTER, AgentState, Event, InterruptedObservation
+from edge_agent.wire import encode, event_reply, result_reply
+from edge_agent.workflow import Workflow
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(eq=False)
+class Job:
+    """One accepted ``run`` request, from the moment it is queued until its final reply."""
+
+    request_id: str
+    envelope: list[bytes]
+    query: str
+    workflow: Workflow | None
+    max_iterations: int
+    max_retries: int
+    deadline: float | None
+    stream: bool
+    received: float = dataclasses.field(default_factory=time.monotonic)
+    started: float | None = None
+    cancelled: threading.Event = dataclasses.field(default_factory=threading.Event)
+    events_sent: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Loaded:
+    agent: Agent
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadFailed:
+    error: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Send:
+    """A streamed ``event`` reply for ``job``."""
+
+    job: Job
+    payload: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Finished:
+    """The final reply for ``job``: its ``result``, or an ``internal`` error when the run broke."""
+
+    job: Job
+    payload: bytes | None
+    outcome: str | None
+    error: str | None = None
+
+
+Message = Loaded | LoadFailed | Send | Finished
+
+
+def state_fields(state: AgentState) -> dict[str, Any]:
+    """The ``result`` fields of a finished run."""
+    return {
+        "outcome": state.outcome,
+        "answer": state.final_answer,
+        "state": {
+            "query": state.query,
+            "events": [EVENT_ADAPTER.dump_python(e, mode="json") for e in state.stream],
+        },
+    }
+
+
+def interrupted_result(job: Job, reason: str) -> bytes:
+    """The result of a run that was stopped before it started."""
+    state = AgentState(query=job.query)
+    state.stream.append(InterruptedObservation(reason=reason))
+    return encode(
+        result_reply(
+            job.request_id,
+            "run",
+            workflow=job.workflow.name if job.workflow else None,
+            timing={"queued_ms": _ms(time.monotonic() - job.received), "run_ms": 0.0},
+            **state_fields(state),
+        )
+    )
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+class RunWorker(threading.Thread):
+    """Loads the model with ``load``, then runs each Job put in ``inbox``; ``None`` ends it."""
+
+    def __init__(self, load: Callable[[], Agent], post: Callable[[Message], None]) -> None:
+        super().__init__(name="edge-agent-run", daemon=True)
+        self._load = load
+        self._post = post
+        self.inbox: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        try:
+            agent = self._load()
+        except Exception as exc:
+            log.exception("the model failed to load")
+            self._post(LoadFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self._post(Loaded(agent))
+        while (job := self.inbox.get()) is not None:
+            self._post(self._execute(agent, job))
+
+    def _execute(self, agent: Agent, job: Job) -> Finished:
+        job.started = time.monotonic()
+        reset = getattr(agent.model, "reset", None)
+        if callable(reset):
+            reset()
+
+        def on_event(event: Event) -> None:
+            if job.stream:
+                payload = encode(
+                    event_reply(
+                        job.request_id,
+                        job.events_sent,
+                        EVENT_ADAPTER.dump_python(event, mode="json"),
+                    )
+                )
+                job.events_sent += 1
+                self._post(Send(job, payload))
+
+        try:
+            state = agent.run(
+                job.workflow or job.query,
+                query=job.query if job.workflow else None,
+                max_iterations=job.max_iterations,
+                max_retries=job.max_retries,
+                deadline=job.deadline,
+                should_stop=job.cancelled.is_set,
+                on_event=on_event,
+            )
+            payload = encode(
+                result_reply(
+                    job.request_id,
+                    "run",
+                    workflow=job.workflow.name if job.workflow else None,
+                    timing={
+                        "queued_ms": _ms(job.started - job.received),
+                        "run_ms": _ms(time.monotonic() - job.started),
+                    },
+                    **state_fields(state),
+                )
+            )
+        except Exception as exc:
+            log.exception("run %s failed", job.request_id)
+            return Finished(job, None, None, f"{type(exc).__name__}: {exc}")
+        return Finished(job, payload, state.outcome)
+
+
+__all__ = ["Finished", "Job", "LoadFailed", "Loaded", "Message", "RunWorker", "Send"]
