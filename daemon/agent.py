@@ -24,7 +24,6 @@ from edge_agent.events import (
     ToolErrorObservation,
     Usage,
     ValidationErrorObservation,
-    _RenderCache,
 )
 from edge_agent.model.protocol import ModelHandle
 from edge_agent.parsing import parse_action
@@ -75,9 +74,6 @@ class Agent:
     registry: Registry = dataclasses.field(default_factory=get_registry)
     soul: Soul | None = dataclasses.field(default=None, kw_only=True)
     max_result_chars: int = dataclasses.field(default=4000, kw_only=True)
-    _system_cache: dict[tuple[Any, ...], tuple[str, dict[str, None]]] = dataclasses.field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
 
     def __post_init__(self) -> None:
         if self.model is None or not callable(getattr(self.model, "generate", None)):
@@ -97,16 +93,13 @@ class Agent:
 
     def _system(self, workflow: Workflow | None) -> tuple[str, dict[str, None]]:
         """(system text, allowed skill names), rendered once per registry version."""
-        key = (id(self.registry), self.registry.version, self.soul, workflow)
-        cached = self._system_cache.get(key)
-        if cached is None:
+
+        def build() -> tuple[str, dict[str, None]]:
             skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
             text = render_system(self.soul or Soul(), workflow, skills)
-            cached = (text, dict.fromkeys(s.name for s in skills))
-            if len(self._system_cache) >= 64:
-                self._system_cache.clear()
-            self._system_cache[key] = cached
-        return cached
+            return text, dict.fromkeys(s.name for s in skills)
+
+        return self.registry.memo(("system", self.soul, workflow), build)
 
     def system_prompt(self, workflow: Workflow | None = None) -> str:
         """The system part of every prompt for ``workflow``."""
@@ -118,17 +111,20 @@ class Agent:
 
     def render_prompt(self, state: AgentState) -> str:
         """The prompt for the next step, rendering only the events added since the last call."""
+        return self._render(state, self._system(state.workflow)[0])
+
+    def _render(self, state: AgentState, system: str) -> str:
         fmt = self.chat_format
-        system = self._system(state.workflow)[0]
+        context = state.context
         key = (fmt, system)
-        cache = state._render
-        if cache is None or cache.key != key:
-            cache = state._render = _RenderCache(key, fmt.opening(system, state.query))
+        if context.render_key != key:
+            context.render_key, context.rendered = key, 0
+            context.text = fmt.opening(system, state.query)
         events = state.stream.root
-        if cache.rendered < len(events):
-            cache.text += "".join(render_event(e, fmt) for e in events[cache.rendered :])
-            cache.rendered = len(events)
-        return cache.text
+        if context.rendered < len(events):
+            context.text += "".join([render_event(e, fmt) for e in events[context.rendered :]])
+            context.rendered = len(events)
+        return context.text
 
     # -- one step -----------------------------------------------------------------------------
 
@@ -137,9 +133,9 @@ class Agent:
         if not isinstance(state, AgentState):
             raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
         workflow = state.workflow
-        prompt = self.render_prompt(state)
+        system, names = self._system(workflow)
+        prompt = self._render(state, system)
         allowed = workflow.allowed_skills if workflow is not None else None
-        names = self._system(workflow)[1]
         started = time.perf_counter()
         try:
             raw = self.model.generate(
@@ -203,7 +199,7 @@ class Agent:
             raise TypeError("should_stop must be callable")
 
         state = AgentState(query=query)
-        state.workflow = workflow
+        state.context.workflow = workflow
 
         def append(event: Event) -> None:
             state.stream.append(event)
@@ -305,6 +301,8 @@ class Agent:
 
     def _result(self, skill_name: str, result: Any) -> SkillResultObservation:
         value = to_jsonable(result)
+        if value is None or isinstance(value, bool | int | float):
+            return SkillResultObservation(skill_name=skill_name, result=value)
         text = value if isinstance(value, str) else compact_json(value)
         if len(text) <= self.max_result_chars:
             return SkillResultObservation(skill_name=skill_name, result=value)

@@ -167,14 +167,16 @@ class EventStream(RootModel[list[Event]]):
         return self.root[-1] if self.root else None
 
 
-class _RenderCache:
-    """The prompt text rendered so far for one state, so each step renders only new events."""
+class RunContext:
+    """Private bookkeeping of one run: its workflow, and the prompt text rendered so far, so
+    each step renders only the events added since the last one."""
 
-    __slots__ = ("key", "rendered", "text")
+    __slots__ = ("render_key", "rendered", "text", "workflow")
 
-    def __init__(self, key: object, text: str) -> None:
-        self.key = key
-        self.text = text
+    def __init__(self, workflow: Workflow | None = None) -> None:
+        self.workflow = workflow
+        self.render_key: object = None
+        self.text = ""
         self.rendered = 0
 
 
@@ -183,17 +185,18 @@ class AgentState(BaseModel):
 
     query: str
     stream: EventStream = Field(default_factory=EventStream)
-    _render: _RenderCache | None = PrivateAttr(default=None)
-    _workflow: Any = PrivateAttr(default=None)
+    _run: RunContext = PrivateAttr(default_factory=RunContext)
+
+    @property
+    def context(self) -> RunContext:
+        """The run's private bookkeeping; read straight from pydantic's private storage because
+        every step needs it and the attribute fallback is slow."""
+        return self.__pydantic_private__["_run"]  # type: ignore[index,no-any-return]
 
     @property
     def workflow(self) -> Workflow | None:
         """The workflow this run follows, if any. Not part of the serialized state."""
-        return self._workflow  # type: ignore[no-any-return]
-
-    @workflow.setter
-    def workflow(self, value: Workflow | None) -> None:
-        self._workflow = value
+        return self.context.workflow
 
     def __eq__(self, other: object) -> bool:
         # The render cache and workflow are private bookkeeping, not part of what happened.
@@ -205,9 +208,8 @@ class AgentState(BaseModel):
 
     def snapshot(self) -> AgentState:
         """A deep copy of the state as it is now."""
-        copy = self.model_copy(deep=True)
-        copy._render = None
-        copy._workflow = self._workflow
+        copy = AgentState(query=self.query, stream=self.stream.model_copy(deep=True))
+        copy.context.workflow = self.workflow
         return copy
 
     @property

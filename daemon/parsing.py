@@ -37,6 +37,13 @@ def strip_fence(text: str) -> str:
     return text
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _error(
     error_type: str | None, feedback: str, raw: str, usage: Usage | None, validator: str
 ) -> ValidationErrorObservation:
@@ -60,10 +67,12 @@ def parse_action(
         )
     text = strip_fence(raw)
     try:
-        value: Any = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-        where = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
+        value: Any = _DECODER.decode(text)
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            detail, where = exc.msg, f" at character {exc.pos}"
+        else:
+            detail, where = (str(exc) if isinstance(exc, ValueError) else "nested too deeply"), ""
         return _error(
             "json_syntax",
             f"Your reply is not valid JSON ({detail}{where}). Reply with exactly one JSON "
@@ -99,8 +108,8 @@ def parse_action(
             usage,
             ACTION_PARSE,
         )
-    unknown = sorted(str(k) for k in value if k not in _KNOWN_KEYS)
-    if unknown:
+    if not _KNOWN_KEYS.issuperset(value):
+        unknown = sorted(str(k) for k in value if k not in _KNOWN_KEYS)
         return _error(
             "unknown_field",
             f"Your reply has fields that are not part of an action: {', '.join(unknown)}. "

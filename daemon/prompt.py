@@ -24,7 +24,7 @@ from edge_agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.registry import SkillSpec
+from edge_agent.registry import SkillSpec, compact_json
 from edge_agent.workflow import Soul, Workflow
 
 
@@ -135,16 +135,12 @@ def render_system(soul: Soul, workflow: Workflow | None, skills: Sequence[SkillS
     return "\n\n".join(parts)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
-
-
 def render_event(event: Event, fmt: ChatFormat) -> str:
     """The fixed text one event adds to the prompt."""
     if isinstance(event, CallSkillAction | FinalAnswerAction):
         return fmt.model_turn_end(event.raw)
     if isinstance(event, SkillResultObservation):
-        return fmt.user_turn(f"Result of {event.skill_name}: {_json(event.result)}")
+        return fmt.user_turn(f"Result of {event.skill_name}: {compact_json(event.result)}")
     if isinstance(event, ToolErrorObservation):
         return fmt.user_turn(
             f"Error from {event.skill_name}: {event.error}\n"

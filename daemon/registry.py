@@ -11,9 +11,8 @@ import inspect
 import json
 import logging
 import math
-import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -21,8 +20,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 2.0
+_MAX_IDLE_WORKERS = 4
 
 
 class SkillNameClash(ValueError):
@@ -47,15 +48,12 @@ class SkillSpec:
     arguments_model: type[BaseModel]
     timeout_s: float | None
     source: str
-
-    @property
-    def parameters_schema(self) -> dict[str, Any]:
-        return _parameters_schema(self.arguments_model)
+    parameters_schema: dict[str, Any]
+    """The JSON schema of the arguments, computed once at registration."""
 
     def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check the model's arguments against the schema; raises pydantic's ValidationError."""
-        model = self.arguments_model.model_validate(arguments)
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return dict(self.arguments_model.model_validate(arguments).__dict__)
 
 
 def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -76,6 +74,11 @@ def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(f"skill {name!r}: parameter {param.name!r} must be a named argument")
+        if param.name.startswith("_"):
+            raise TypeError(
+                f"skill {name!r}: parameter {param.name!r} starts with '_', which the model "
+                "could never set; bind it with a closure or functools.partial instead"
+            )
         if param.annotation is inspect.Parameter.empty:
             raise TypeError(f"skill {name!r}: parameter {param.name!r} needs a type hint")
         default = ... if param.default is inspect.Parameter.empty else param.default
@@ -85,35 +88,55 @@ def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]
 
 
 class _Worker:
-    """One thread that runs skill calls, so a hung skill can be abandoned instead of waited on."""
+    """A thread that runs one skill call at a time, so a hung skill can be abandoned.
+
+    The hand-off is a pair of locks rather than a queue and an event: it is the whole cost of
+    running a skill under a timeout, paid on every call.
+    """
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._posted = threading.Lock()
+        self._posted.acquire()
+        self._finished = threading.Lock()
+        self._finished.acquire()
+        self._function: Callable[..., Any] | None = None
+        self._kwargs: dict[str, Any] = {}
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.retired = False
         self.thread = threading.Thread(target=self._loop, name="edge-agent-skill", daemon=True)
         self.thread.start()
 
     def _loop(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            job.execute()
+        while True:
+            self._posted.acquire()
+            function = self._function
+            if function is None:
+                return
+            try:
+                self.result = function(**self._kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, which reports it
+                self.error = exc
+            self._function = None
+            self._finished.release()
+            if self.retired:
+                return
 
+    def run(self, function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -> bool:
+        """Run ``function(**kwargs)``; False when it is still running after ``timeout`` seconds."""
+        self.result = self.error = None
+        self._function, self._kwargs = function, kwargs
+        self._posted.release()
+        return self._finished.acquire(timeout=timeout)
 
-class _Job:
-    __slots__ = ("done", "error", "function", "kwargs", "result")
+    @property
+    def busy(self) -> bool:
+        return self._function is not None
 
-    def __init__(self, function: Callable[..., Any], kwargs: dict[str, Any]) -> None:
-        self.function = function
-        self.kwargs = kwargs
-        self.done = threading.Event()
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-    def execute(self) -> None:
-        try:
-            self.result = self.function(**self.kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, which reports it
-            self.error = exc
-        finally:
-            self.done.set()
+    def stop(self) -> None:
+        self.retired = True
+        if not self.busy:
+            self._posted.release()
 
 
 class Registry:
@@ -123,9 +146,10 @@ class Registry:
         self._skills: dict[str, SkillSpec] = {}
         self._version = 0
         self._lock = threading.Lock()
-        self._worker: _Worker | None = None
-        self._hung: dict[str, _Job] = {}
-        self._schema_cache: dict[tuple[int, frozenset[str] | None], dict[str, Any]] = {}
+        self._idle_workers: list[_Worker] = []
+        self._hung: dict[str, _Worker] = {}
+        self._memo: dict[Hashable, Any] = {}
+        self._memo_version = 0
 
     # -- registration -------------------------------------------------------------------------
 
@@ -181,13 +205,15 @@ class Registry:
         ):
             raise TypeError(f"skill {skill_name!r}: timeout must be a positive number or None")
         doc = description if description is not None else inspect.getdoc(function) or ""
+        arguments_model = _arguments_model(skill_name, function)
         spec = SkillSpec(
             name=skill_name,
             description=" ".join(doc.split()),
             function=function,
-            arguments_model=_arguments_model(skill_name, function),
+            arguments_model=arguments_model,
             timeout_s=None if timeout is None else float(timeout),
             source=source or getattr(function, "__module__", None) or "unknown",
+            parameters_schema=_parameters_schema(arguments_model),
         )
         with self._lock:
             if skill_name in self._skills:
@@ -234,15 +260,26 @@ class Registry:
         wanted = set(allowed)
         return [spec for spec in self._skills.values() if spec.name in wanted]
 
+    def memo(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()``, computed once per registry version and key: for text and schemas derived
+        from the skills, which every step needs and which change only when the skills do."""
+        if self._memo_version != self._version or len(self._memo) > 256:
+            self._memo = {}
+            self._memo_version = self._version
+        try:
+            return self._memo[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._memo[key] = build()
+            return value
+
     def action_schema(self, allowed: frozenset[str] | None = None) -> dict[str, Any]:
         """The JSON schema of one action: a branch per skill, plus ``final_answer``.
 
         Cached per registry version and skill subset; callers must not mutate the result.
         """
-        key = (self._version, allowed)
-        cached = self._schema_cache.get(key)
-        if cached is not None:
-            return cached
+        return self.memo(("action_schema", allowed), lambda: self._build_action_schema(allowed))
+
+    def _build_action_schema(self, allowed: frozenset[str] | None) -> dict[str, Any]:
         branches: list[dict[str, Any]] = []
         for spec in self.select(allowed):
             branches.append(
@@ -264,9 +301,7 @@ class Registry:
                 "additionalProperties": False,
             }
         )
-        schema = {"oneOf": branches}
-        self._schema_cache = {key: schema}
-        return schema
+        return {"oneOf": branches}
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -278,39 +313,38 @@ class Registry:
         """
         if spec.timeout_s is None:
             return spec.function(**arguments)
-        with self._lock:
-            hung = self._hung.get(spec.name)
-            if hung is not None:
-                if not hung.done.is_set():
-                    raise SkillStillRunning(
-                        f"skill {spec.name!r} is still running from an earlier call that hung"
-                    )
-                del self._hung[spec.name]
-            worker = self._worker
-            if worker is None:
-                worker = self._worker = _Worker()
-        job = _Job(spec.function, arguments)
-        worker.jobs.put(job)
-        if not job.done.wait(spec.timeout_s):
-            with self._lock:
-                # The worker is stuck inside the skill: leave it to finish on its own and give
-                # later calls a fresh thread.
-                self._hung[spec.name] = job
-                if self._worker is worker:
-                    self._worker = None
-            worker.jobs.put(None)
-            log.warning("skill %s ran past its %.1f s timeout", spec.name, spec.timeout_s)
+        hung = self._hung.get(spec.name)
+        if hung is not None:
+            if hung.busy:
+                raise SkillStillRunning(
+                    f"skill {spec.name!r} is still running from an earlier call that hung"
+                )
+            self._hung.pop(spec.name, None)
+        try:
+            worker = self._idle_workers.pop()
+        except IndexError:
+            worker = _Worker()
+        if not worker.run(spec.function, arguments, spec.timeout_s):
+            # The thread is stuck inside the skill: leave it to finish on its own, and never
+            # start this skill again until it has.
+            worker.retired = True
+            self._hung[spec.name] = worker
+            log.warning("skill %s ran past its %g s timeout", spec.name, spec.timeout_s)
             raise SkillTimeout(f"skill {spec.name!r} ran past its {spec.timeout_s:g} s timeout")
-        if job.error is not None:
-            raise job.error
-        return job.result
+        error, result = worker.error, worker.result
+        worker.result = worker.error = None
+        if len(self._idle_workers) < _MAX_IDLE_WORKERS:
+            self._idle_workers.append(worker)
+        else:
+            worker.stop()
+        if error is not None:
+            raise error
+        return result
 
     def close(self) -> None:
-        """Stop the worker thread; a later call starts a new one."""
-        with self._lock:
-            worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.jobs.put(None)
+        """Stop the idle worker threads; a later call starts new ones."""
+        while self._idle_workers:
+            self._idle_workers.pop().stop()
 
 
 def format_validation_error(skill_name: str, error: ValidationError) -> str:
@@ -347,8 +381,12 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     return str(value)
 
 
+_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=str)
+
+
 def compact_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+    """One-line JSON as the model reads it: non-ASCII kept, anything odd as its str."""
+    return _COMPACT_ENCODER.encode(value)
 
 
 _default_registry: Registry | None = None

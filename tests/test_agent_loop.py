@@ -551,3 +551,12 @@ def test_a_validator_that_crashes_is_a_failed_check_not_an_escape() -> None:
 def test_bad_workflows_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(TypeError):
         Workflow(**kwargs)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_non_json_constants_are_json_syntax_errors(constant: str) -> None:
+    reply = f'{{"skill_name": "read_sensor", "arguments": {{"name": {constant}}}}}'
+    event = Agent(MockModel([reply]), make_registry()).step(AgentState(query="q"))
+    assert isinstance(event, ValidationErrorObservation)
+    assert event.error_type == "json_syntax"
+    assert constant in event.feedback
