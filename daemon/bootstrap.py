@@ -77,8 +77,8 @@ def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
                 registry, list(options.directories), entry_points=options.entry_points
             ):
                 problems.append({"source": str(problem.source), "error": str(problem.error)})
-    for problem in problems:
-        log.warning("skill problem in %s: %s", problem["source"], problem["error"])
+    for reported in problems:
+        log.warning("skill problem in %s: %s", reported["source"], reported["error"])
     return problems
 
 

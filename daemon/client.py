@@ -153,7 +153,7 @@ class Client:
         on_progress: Progress | None,
     ) -> dict[str, Any] | None:
         while (left := deadline - time.monotonic()) > 0:
-            if not sock.poll(left * 1000):
+            if not sock.poll(max(1, round(left * 1000))):
                 return None
             try:
                 reply = decode_reply(sock.recv())

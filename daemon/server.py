@@ -201,7 +201,7 @@ class Server:
                 if self._finished_shutdown(now):
                     break
                 wait = self._next_wait(now, next_watchdog if watchdog else None, next_extend)
-                for item, _ in poller.poll(wait * 1000):
+                for item, _ in poller.poll(round(wait * 1000)):
                     if item is self._router:
                         self._read_requests()
                     else:
