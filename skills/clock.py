@@ -62,6 +62,8 @@ def _full_year(text: str) -> int:
 
 def _nearest(today: dt.date, month: int, day: int) -> dt.date:
     """The date with this month and day closest to today (a tie goes to the future)."""
+    if not 1 <= month <= 12:
+        raise ValueError(f"there is no month {month}")
     candidates = []
     for year in (today.year - 1, today.year, today.year + 1):
         try:

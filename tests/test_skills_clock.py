@@ -1,0 +1,114 @@
+"""now() and resolve_date(), on a fixed clock."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from edge_agent.skills.clock import Clock
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+TAIPEI = dt.timezone(dt.timedelta(hours=8), "CST")
+# Wednesday 2 December 2026, 21:05:09 in Taipei.
+MOMENT = dt.datetime(2026, 12, 2, 21, 5, 9, tzinfo=TAIPEI)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(lambda: MOMENT)
+
+
+def test_now(clock: Clock) -> None:
+    assert clock.now() == {
+        "date": "2026-12-02",
+        "time": "21:05:09",
+        "weekday": "Wednesday",
+        "timezone": "CST",
+        "utc_offset": "+08:00",
+    }
+
+
+def test_now_on_the_real_clock() -> None:
+    result = Clock().now()
+    assert dt.date.fromisoformat(result["date"]).strftime("%A") == result["weekday"]
+    assert result["utc_offset"][0] in "+-"
+
+
+@pytest.mark.parametrize(
+    ("text", "date"),
+    [
+        ("today", "2026-12-02"),
+        ("Tomorrow", "2026-12-03"),
+        ("yesterday", "2026-12-01"),
+        ("the day after tomorrow", "2026-12-04"),
+        ("in 3 days", "2026-12-05"),
+        ("2 weeks ago", "2026-11-18"),
+        ("1 week from now", "2026-12-09"),
+        ("friday", "2026-12-04"),
+        ("Fri.", "2026-12-04"),
+        ("wednesday", "2026-12-02"),
+        ("next wednesday", "2026-12-09"),
+        ("this saturday", "2026-12-05"),
+        ("last monday", "2026-11-30"),
+        ("last wednesday", "2026-11-25"),
+        ("on sunday", "2026-12-06"),
+        ("12/25", "2026-12-25"),  # month/day, as the seed's "8/15"
+        ("1/3", "2027-01-03"),  # a month away forward, eleven back: the nearer one
+        ("8/15", "2026-08-15"),  # 109 days back is nearer than 256 ahead
+        ("8/15/2027", "2027-08-15"),
+        ("8/15/27", "2027-08-15"),
+        ("24.12.", "2026-12-24"),  # day.month.
+        ("24.12.2030", "2030-12-24"),
+        ("2027-08-15", "2027-08-15"),
+        ("2027/8/5", "2027-08-05"),
+        ("Aug 15", "2026-08-15"),
+        ("august 15th 2027", "2027-08-15"),
+        ("15 August", "2026-08-15"),
+        ("1st of March, 2028", "2028-03-01"),
+        ("  Dec   31  ", "2026-12-31"),
+    ],
+)
+def test_resolve_date(clock: Clock, text: str, date: str) -> None:
+    result = clock.resolve_date(text)
+    resolved = dt.date.fromisoformat(date)
+    assert result == {
+        "date": date,
+        "weekday": resolved.strftime("%A"),
+        "days_from_today": (resolved - MOMENT.date()).days,
+        "today": "2026-12-02",
+    }
+
+
+def test_february_29_picks_a_leap_year() -> None:
+    clock = Clock(lambda: dt.datetime(2027, 6, 1, tzinfo=dt.UTC))
+    assert clock.resolve_date("2/29")["date"] == "2028-02-29"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("someday", "cannot read 'someday' as a date; write it as one of: today"),
+        ("13/45", "'13/45' is not a valid date: there is no month 13"),
+        ("2/30", "month 2 has no day 30"),
+        ("2027-02-29", "day is out of range"),
+        ("Smarch 3", "cannot read"),
+        ("x" * 101, "at most 100 characters"),
+    ],
+)
+def test_unreadable_dates_say_what_is_accepted(clock: Clock, text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        clock.resolve_date(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=120) | st.from_regex(r"[0-9]{1,5}[/.\-][0-9]{1,5}[/.\-]?[0-9]{0,5}"))
+def test_any_text_gives_a_date_or_a_value_error(text: str) -> None:
+    clock = Clock(lambda: MOMENT)
+    try:
+        result = clock.resolve_date(text)
+    except ValueError as exc:
+        assert str(exc)
+        return
+    date = dt.date.fromisoformat(result["date"])
+    assert result["weekday"] == date.strftime("%A")
