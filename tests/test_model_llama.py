@@ -6,16 +6,13 @@ two cores.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pydantic import BaseModel
-
 from edge_agent import (
     Agent,
     AgentState,
@@ -32,6 +29,9 @@ from edge_agent import (
 from edge_agent.model.formats import GEMMA3
 from edge_agent.model.llama import LlamaModel, ModelClosed
 from edge_agent.prompt import render_event
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
 
 N_CTX = 2048
 
@@ -100,7 +100,7 @@ def test_later_steps_evaluate_only_their_new_tokens(agent: Agent, model: LlamaMo
     state = agent.run("What time is it?", max_iterations=4)
     usages = [a.usage for a in _actions(state)]
     assert len(usages) >= 2
-    for before, after in zip(usages, usages[1:], strict=False):
+    for before, after in itertools.pairwise(usages):
         assert before is not None and after is not None
         assert before.prompt_tokens and after.prompt_tokens and before.generated_tokens
         new = after.prompt_tokens - before.prompt_tokens - before.generated_tokens
