@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from edge_agent.events import (
     AgentState,
     CallSkillAction,
@@ -31,14 +33,13 @@ from edge_agent.prompt import PLAIN, ChatFormat, render_event, render_system
 from edge_agent.registry import (
     Registry,
     SkillStillRunning,
-    SkillTimeout,
     compact_json,
     format_validation_error,
     get_registry,
     to_jsonable,
 )
+from edge_agent.supervision import RunRecord, supervise
 from edge_agent.workflow import Result, Soul, Workflow
-from pydantic import ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -200,48 +201,50 @@ class Agent:
 
         state = AgentState(query=query)
         state.context.workflow = workflow
+        record = RunRecord(
+            state, max_iterations, retries_left, deadline, should_stop, on_event, opts
+        )
+        supervise(record, self._loop, self.registry)
+        return state
 
-        def append(event: Event) -> None:
-            state.stream.append(event)
-            if on_event is not None:
-                on_event(event)
-
-        last_action: CallSkillAction | FinalAnswerAction | None = None
-        for iteration in range(1, max_iterations + 1):
-            reason = self._interruption(deadline, should_stop)
+    def _loop(self, run: RunRecord, generation: int) -> None:
+        """The seed's loop: step, append, dispatch, until an answer or a limit stops it."""
+        state, workflow = run.state, run.state.workflow
+        while run.iteration < run.max_iterations:
+            reason = self._interruption(run.deadline, run.should_stop)
             if reason is not None:
-                append(InterruptedObservation(reason=reason))
-                return state
-            event = self.step(state, deadline=deadline, should_stop=should_stop, **opts)
+                run.append(InterruptedObservation(reason=reason), generation)
+                return
+            run.iteration += 1
+            event = self.step(state, deadline=run.deadline, should_stop=run.should_stop, **run.opts)
             observed: Step | SkillResultObservation | ToolErrorObservation = event
             if isinstance(event, CallSkillAction):
-                last_action = event
-                append(event)
-                observed = self._dispatch(event, workflow)
+                run.last_action = event
+                run.append(event, generation)
+                observed = self._dispatch(event, run, generation)
             elif isinstance(event, FinalAnswerAction):
-                last_action = event
-                append(event)
+                run.last_action = event
+                run.append(event, generation)
                 failed = self._check_final_answer(event, state, workflow)
                 if failed is None:
-                    return state
+                    return
                 observed = failed
             if isinstance(observed, ValidationErrorObservation | ModelErrorObservation):
-                will_retry = retries_left > 0 and iteration < max_iterations
-                retries_left -= 1
-                append(observed.model_copy(update={"will_retry": will_retry}))
-                if retries_left < 0:
-                    return state
+                will_retry = run.retries_left > 0 and run.iteration < run.max_iterations
+                run.retries_left -= 1
+                run.append(observed.model_copy(update={"will_retry": will_retry}), generation)
+                if run.retries_left < 0:
+                    return
                 continue
-            append(observed)
-
-        append(
+            run.append(observed, generation)
+        run.append(
             MaxIterationsObservation(
-                iterations=max_iterations,
-                last_action_summary=_summary(last_action),
+                iterations=run.max_iterations,
+                last_action_summary=_summary(run.last_action),
                 partial_state=state.snapshot(),
-            )
+            ),
+            generation,
         )
-        return state
 
     @staticmethod
     def _resolve(
@@ -270,9 +273,9 @@ class Agent:
         return None
 
     def _dispatch(
-        self, action: CallSkillAction, workflow: Workflow | None
+        self, action: CallSkillAction, run: RunRecord, generation: int
     ) -> SkillResultObservation | ToolErrorObservation | ValidationErrorObservation:
-        names = self._system(workflow)[1]
+        names = self._system(run.state.workflow)[1]
         spec = self.registry.get(action.skill_name) if action.skill_name in names else None
         if spec is None:
             return ToolErrorObservation(
@@ -288,15 +291,19 @@ class Agent:
                 error_type="invalid_arguments",
                 feedback=format_validation_error(spec.name, exc),
             )
+        if spec.timeout_s is not None:
+            run.enter_skill(spec.name, spec.timeout_s, list(names))
         try:
             result = self.registry.call(spec, arguments)
-        except (SkillTimeout, SkillStillRunning) as exc:
+        except SkillStillRunning as exc:
             error = str(exc)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - the model sees the failure
             log.info("skill %s raised %s: %s", spec.name, type(exc).__name__, exc)
             error = f"{type(exc).__name__}: {exc}"
         else:
             return self._result(spec.name, result)
+        finally:
+            run.leave_skill(generation)
         return ToolErrorObservation(skill_name=spec.name, error=error, available_skills=list(names))
 
     def _result(self, skill_name: str, result: Any) -> SkillResultObservation:

@@ -17,21 +17,18 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from edge_agent.threads import WorkerPool
+
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 2.0
-_MAX_IDLE_WORKERS = 4
 
 
 class SkillNameClash(ValueError):
     """A second skill tried to register under a name that is taken."""
-
-
-class SkillTimeout(Exception):
-    """A skill ran past its timeout."""
 
 
 class SkillStillRunning(Exception):
@@ -87,58 +84,6 @@ def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]
     return create_model(f"{name}_arguments", __config__=config, **fields)
 
 
-class _Worker:
-    """A thread that runs one skill call at a time, so a hung skill can be abandoned.
-
-    The hand-off is a pair of locks rather than a queue and an event: it is the whole cost of
-    running a skill under a timeout, paid on every call.
-    """
-
-    def __init__(self) -> None:
-        self._posted = threading.Lock()
-        self._posted.acquire()
-        self._finished = threading.Lock()
-        self._finished.acquire()
-        self._function: Callable[..., Any] | None = None
-        self._kwargs: dict[str, Any] = {}
-        self.result: Any = None
-        self.error: BaseException | None = None
-        self.retired = False
-        self.thread = threading.Thread(target=self._loop, name="edge-agent-skill", daemon=True)
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            self._posted.acquire()
-            function = self._function
-            if function is None:
-                return
-            try:
-                self.result = function(**self._kwargs)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller, which reports it
-                self.error = exc
-            self._function = None
-            self._finished.release()
-            if self.retired:
-                return
-
-    def run(self, function: Callable[..., Any], kwargs: dict[str, Any], timeout: float) -> bool:
-        """Run ``function(**kwargs)``; False when it is still running after ``timeout`` seconds."""
-        self.result = self.error = None
-        self._function, self._kwargs = function, kwargs
-        self._posted.release()
-        return self._finished.acquire(timeout=timeout)
-
-    @property
-    def busy(self) -> bool:
-        return self._function is not None
-
-    def stop(self) -> None:
-        self.retired = True
-        if not self.busy:
-            self._posted.release()
-
-
 class Registry:
     """The skills an agent may call, by name."""
 
@@ -146,8 +91,8 @@ class Registry:
         self._skills: dict[str, SkillSpec] = {}
         self._version = 0
         self._lock = threading.Lock()
-        self._idle_workers: list[_Worker] = []
-        self._hung: dict[str, _Worker] = {}
+        self._hung: dict[str, threading.Thread] = {}
+        self.workers = WorkerPool()
         self._memo: dict[Hashable, Any] = {}
         self._memo_version = 0
 
@@ -306,45 +251,30 @@ class Registry:
     # -- dispatch -----------------------------------------------------------------------------
 
     def call(self, spec: SkillSpec, arguments: dict[str, Any]) -> Any:
-        """Run a skill with validated arguments, within its timeout.
+        """Run a skill with validated arguments, in the calling thread.
 
-        Raises whatever the skill raised, :class:`SkillTimeout` when it overran, or
-        :class:`SkillStillRunning` when an earlier call of it is still hung.
+        The agent enforces ``spec.timeout_s``: its run carries on in a fresh thread when a skill
+        overruns. Raises what the skill raised, or :class:`SkillStillRunning` while an earlier call
+        of the skill is still stuck.
         """
-        if spec.timeout_s is None:
-            return spec.function(**arguments)
-        hung = self._hung.get(spec.name)
-        if hung is not None:
-            if hung.busy:
+        stuck = self._hung.get(spec.name)
+        if stuck is not None:
+            if stuck.is_alive():
                 raise SkillStillRunning(
                     f"skill {spec.name!r} is still running from an earlier call that hung"
                 )
             self._hung.pop(spec.name, None)
-        try:
-            worker = self._idle_workers.pop()
-        except IndexError:
-            worker = _Worker()
-        if not worker.run(spec.function, arguments, spec.timeout_s):
-            # The thread is stuck inside the skill: leave it to finish on its own, and never
-            # start this skill again until it has.
-            worker.retired = True
-            self._hung[spec.name] = worker
-            log.warning("skill %s ran past its %g s timeout", spec.name, spec.timeout_s)
-            raise SkillTimeout(f"skill {spec.name!r} ran past its {spec.timeout_s:g} s timeout")
-        error, result = worker.error, worker.result
-        worker.result = worker.error = None
-        if len(self._idle_workers) < _MAX_IDLE_WORKERS:
-            self._idle_workers.append(worker)
-        else:
-            worker.stop()
-        if error is not None:
-            raise error
-        return result
+        return spec.function(**arguments)
+
+    def mark_hung(self, name: str, thread: threading.Thread) -> None:
+        """Record that ``thread`` is stuck inside skill ``name``; it is not started again until
+        that thread has finished."""
+        self._hung[name] = thread
+        log.warning("skill %s ran past its timeout; its thread is abandoned", name)
 
     def close(self) -> None:
-        """Stop the idle worker threads; a later call starts new ones."""
-        while self._idle_workers:
-            self._idle_workers.pop().stop()
+        """Stop the idle run threads; later runs start new ones."""
+        self.workers.close()
 
 
 def format_validation_error(skill_name: str, error: ValidationError) -> str:

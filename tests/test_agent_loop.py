@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
+
 from edge_agent import (
     Agent,
     AgentState,
@@ -30,7 +32,6 @@ from edge_agent import (
     get_registry,
     skill,
 )
-from pydantic import BaseModel
 
 
 def make_registry() -> Registry:
@@ -560,3 +561,49 @@ def test_non_json_constants_are_json_syntax_errors(constant: str) -> None:
     assert isinstance(event, ValidationErrorObservation)
     assert event.error_type == "json_syntax"
     assert constant in event.feedback
+
+
+def test_a_hung_skill_that_returns_late_never_touches_the_finished_run() -> None:
+    import threading
+
+    registry = Registry()
+    returned = threading.Event()
+
+    @registry.skill(timeout=0.1)
+    def slow() -> str:
+        """Returns after its timeout."""
+        time.sleep(0.4)
+        returned.set()
+        return "too late"
+
+    seen: list[str] = []
+    state = Agent(MockModel(['{"skill_name": "slow"}', ANSWER]), registry).run(
+        "q", on_event=lambda e: seen.append(e.type)
+    )
+    assert types(state) == ["CallSkillAction", "ToolErrorObservation", "FinalAnswerAction"]
+    assert "ran past its 0.1 s timeout" in state.stream[1].error  # type: ignore[union-attr]
+    assert returned.wait(2)
+    time.sleep(0.05)
+    assert types(state) == ["CallSkillAction", "ToolErrorObservation", "FinalAnswerAction"]
+    assert seen == types(state)
+
+
+def test_an_on_event_callback_that_raises_is_the_callers_bug() -> None:
+    def refuse(event: object) -> None:
+        raise LookupError("the caller's callback broke")
+
+    with pytest.raises(LookupError, match="callback broke"):
+        Agent(MockModel([ANSWER]), make_registry()).run("q", on_event=refuse)
+
+
+def test_skills_without_a_timeout_run_inline_and_may_take_their_time() -> None:
+    registry = Registry()
+
+    @registry.skill(timeout=None)
+    def patient() -> str:
+        """Takes longer than the default poll."""
+        time.sleep(0.15)
+        return "done"
+
+    state = Agent(MockModel(['{"skill_name": "patient"}', ANSWER]), registry).run("q")
+    assert state.stream[1] == SkillResultObservation(skill_name="patient", result="done")

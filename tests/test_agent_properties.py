@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from edge_agent import (
     EVENT_ADAPTER,
     STATE_ADAPTER,
@@ -16,8 +19,6 @@ from edge_agent import (
     Soul,
     Workflow,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 STOP_REASONS = {"answered", "max_iterations", "retries_exhausted", "interrupted"}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pytest
+
 from edge_agent import Registry
 from edge_agent.registry import SkillNameClash
 

@@ -1,0 +1,110 @@
+"""Skill timeouts without a thread switch per call.
+
+A run's loop executes on a pooled thread and calls skills inline. The caller of ``Agent.run``
+waits and watches: when a skill runs past its timeout, the stuck thread is abandoned, a
+ToolErrorObservation saying so is appended, and a fresh thread carries the run on from its
+record. The record holds every counter of the loop, so nothing is lost in the hand-over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from edge_agent.events import (
+    AgentState,
+    CallSkillAction,
+    Event,
+    FinalAnswerAction,
+    ToolErrorObservation,
+)
+from edge_agent.registry import Registry
+
+POLL_S = 0.05
+"""How often the waiting caller looks for an overrun skill: the precision of skill timeouts."""
+
+
+class Superseded(Exception):
+    """Raised in an abandoned loop thread when its stuck skill finally returns."""
+
+
+@dataclasses.dataclass(eq=False)
+class RunRecord:
+    """One run's counters and hooks, kept off the stack so another thread can carry it on."""
+
+    state: AgentState
+    max_iterations: int
+    retries_left: int
+    deadline: float | None
+    should_stop: Callable[[], bool] | None
+    on_event: Callable[[Event], None] | None
+    opts: dict[str, Any]
+    iteration: int = 0
+    last_action: CallSkillAction | FinalAnswerAction | None = None
+    generation: int = 0
+    in_skill: tuple[str, float, float, list[str]] | None = None
+    """While a skill runs: (name, timeout, overrun instant, available skills)."""
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    def append(self, event: Event, generation: int) -> None:
+        """Append and announce an event, unless this thread's turn at the run has passed."""
+        with self.lock:
+            if generation != self.generation:
+                raise Superseded
+            self.state.stream.append(event)
+            if self.on_event is not None:
+                self.on_event(event)
+
+    def enter_skill(self, name: str, timeout: float, available: list[str]) -> None:
+        self.in_skill = (name, timeout, time.monotonic() + timeout, available)
+
+    def leave_skill(self, generation: int) -> None:
+        with self.lock:
+            if generation == self.generation:
+                self.in_skill = None
+
+
+def supervise(
+    record: RunRecord, loop: Callable[[RunRecord, int], None], registry: Registry
+) -> None:
+    """Run ``loop(record, generation)`` on a pooled thread, replacing it when a skill hangs."""
+    pool = registry.workers
+    worker = pool.take()
+    worker.start(loop, record, 0)
+    try:
+        while not worker.wait(POLL_S):
+            overrun = record.in_skill
+            if overrun is None or time.monotonic() < overrun[2]:
+                continue
+            with record.lock:
+                if record.in_skill is not overrun:
+                    continue  # the skill returned while we looked
+                record.generation += 1
+                record.in_skill = None
+                generation = record.generation
+            name, timeout, _, available = overrun
+            registry.mark_hung(name, worker.thread)
+            worker.retire()
+            record.append(
+                ToolErrorObservation(
+                    skill_name=name,
+                    error=f"skill {name!r} ran past its {timeout:g} s timeout and was abandoned",
+                    available_skills=available,
+                ),
+                generation,
+            )
+            worker = pool.take()
+            worker.start(loop, record, generation)
+    except BaseException:
+        # The caller was interrupted (Ctrl-C): stop the loop at its next event, then re-raise.
+        with record.lock:
+            record.generation += 1
+        worker.retire()
+        raise
+    error = worker.error
+    pool.give_back(worker)
+    if error is not None:
+        raise error
