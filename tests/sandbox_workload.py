@@ -62,7 +62,9 @@ def probe_sandbox() -> dict[str, Any]:
         "socket_netlink": _errno_of(
             lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW).close()
         ),
-        "socket_packet": _errno_of(lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close()),
+        "socket_packet": _errno_of(
+            lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close()
+        ),
         "dev_entries": sorted(os.listdir("/dev")),
     }
 

