@@ -116,7 +116,7 @@ class Weather:
             "timezone": forecast.get("timezone"),
             "date": day.isoformat(),
             "weekday": WEEKDAYS[day.weekday()].capitalize(),
-            **_summarize(forecast, day),
+            **_summarize(forecast, day, current=date is None),
         }
 
     # -- the two requests ---------------------------------------------------------------------
@@ -239,7 +239,7 @@ def _conditions(code: Any) -> str | None:
     return WMO_CODES.get(int(code), f"weather code {int(code)}")
 
 
-def _summarize(forecast: dict[str, Any], day: dt.date) -> dict[str, Any]:
+def _summarize(forecast: dict[str, Any], day: dt.date, *, current: bool) -> dict[str, Any]:
     """The day's forecast (and the current weather when asked) as quantities with units."""
     daily, units = forecast.get("daily"), forecast.get("daily_units")
     if not isinstance(daily, dict) or not isinstance(daily.get("time"), list):
@@ -257,15 +257,15 @@ def _summarize(forecast: dict[str, Any], day: dt.date) -> dict[str, Any]:
         "conditions": _conditions(at("weather_code")),
         "forecast": [m for n in DAILY[1:] if (m := _measure(n, at(n), units)) is not None],
     }
-    current, current_units = forecast.get("current"), forecast.get("current_units")
-    if isinstance(current, dict):
+    now, now_units = forecast.get("current"), forecast.get("current_units")
+    if current and isinstance(now, dict):
         out["now"] = {
-            "time": _text(current.get("time"), 32),
-            "conditions": _conditions(current.get("weather_code")),
+            "time": _text(now.get("time"), 32),
+            "conditions": _conditions(now.get("weather_code")),
             "measures": [
                 m
                 for n in CURRENT
-                if n != "weather_code" and (m := _measure(n, current.get(n), current_units))
+                if n != "weather_code" and (m := _measure(n, now.get(n), now_units))
             ],
         }
     return out
