@@ -13,6 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
 from edge_agent import (
     Agent,
     AgentState,
@@ -29,9 +33,6 @@ from edge_agent import (
 from edge_agent.model.formats import GEMMA3
 from edge_agent.model.llama import LlamaModel, ModelClosed
 from edge_agent.prompt import render_event
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pydantic import BaseModel
 
 N_CTX = 2048
 

@@ -17,8 +17,9 @@ from typing import Any
 import llama_cpp
 import numpy as np
 import numpy.typing as npt
-from edge_agent.model.protocol import ModelError
 from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+from edge_agent.model.protocol import ModelError
 
 _MAX_REF_DEPTH = 8
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])

@@ -271,7 +271,7 @@ def _parse(file: Path, size: int, data: mmap.mmap) -> GGUFInfo:
     # Every entry takes at least 8 bytes of name length plus its type, so a lying count is caught
     # here instead of after a long loop.
     if n_kv * 12 > size or n_tensors * 24 > size:
-        raise _bad(file, "its header counts more entries than the file can hold")
+        raise _bad(file, "its header counts more entries than the file can hold (truncated?)")
     metadata: dict[str, Any] = {}
     for _ in range(n_kv):
         key = reader.string()

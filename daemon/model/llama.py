@@ -21,6 +21,7 @@ from typing import Any
 import llama_cpp
 import numpy as np
 import numpy.typing as npt
+
 from edge_agent.events import Usage
 from edge_agent.model.constrained import ActionGrammar, GrammarCache
 from edge_agent.model.embedded import default_model_path
