@@ -66,7 +66,9 @@ def load_plugins(
             if real in seen:
                 continue
             seen.add(real)
-            problem = _load(registry, str(path), functools.partial(_import_file, path))
+            problem = _load(
+                registry, str(path), functools.partial(_import_file, path), _module_name(path)
+            )
             if problem is not None:
                 problems.append(problem)
     if entry_points:
@@ -98,10 +100,15 @@ def _plugin_files(directory: Path) -> list[tuple[Path, PluginProblem | None]]:
     ]
 
 
-def _import_file(path: Path) -> types.ModuleType:
+def _module_name(path: Path) -> str:
+    """A module name of its own for each plugin file, so two ``sensors.py`` never collide."""
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     stem = "".join(c if c.isalnum() else "_" for c in path.stem)
-    module_name = f"edge_agent_plugin_{stem}_{digest}"
+    return f"edge_agent_plugin_{stem}_{digest}"
+
+
+def _import_file(path: Path) -> types.ModuleType:
+    module_name = _module_name(path)
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -127,8 +134,14 @@ def _register_function(loaded: object) -> Callable[[Registry], Any]:
     return loaded
 
 
-def _load(registry: Registry, source: str, load: Callable[[], object]) -> PluginProblem | None:
-    """Import one plugin and run its register; on any failure undo what it registered."""
+def _load(
+    registry: Registry, source: str, load: Callable[[], object], module_name: str = ""
+) -> PluginProblem | None:
+    """Import one plugin and run its register; on any failure undo what it registered.
+
+    ``module_name`` is the made-up name a plugin file is imported under; error messages (a name
+    clash names the module) show the file's path instead.
+    """
     before = set(registry.names())
     try:
         register = _register_function(load())
@@ -138,7 +151,8 @@ def _load(registry: Registry, source: str, load: Callable[[], object]) -> Plugin
         for name in registry.names():
             if name not in before:
                 registry.remove(name)
-        return _report(PluginProblem(source, f"{type(exc).__name__}: {exc}"))
+        message = str(exc).replace(module_name, source) if module_name else str(exc)
+        return _report(PluginProblem(source, f"{type(exc).__name__}: {message}"))
     added = [name for name in registry.names() if name not in before]
     log.info("plugin %s added %s", source, ", ".join(added) or "no skills")
     return None
