@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edge_agent.events import Usage
 from edge_agent.model.mock import MockModelExhausted
+from edge_agent.model.protocol import Completion
 
 MAX_DELAY_S = 3600.0
 
@@ -81,20 +83,22 @@ class ReplayModel:
                 "has none"
             )
         text, delay = self.replies[index]
-        if delay:
-            _wait(delay, kwargs.get("deadline"), kwargs.get("should_stop"))
+        if delay and not _wait(delay, kwargs.get("deadline"), kwargs.get("should_stop")):
+            # Like llama.cpp stopped mid-reply: no text, and the loop sees why at its next check.
+            return Completion("", Usage(stop="interrupted"))
         return text
 
 
-def _wait(delay: float, deadline: Any, should_stop: Callable[[], bool] | None) -> None:
-    """Sleep ``delay`` seconds like a slow model, but stop early when the run is interrupted."""
+def _wait(delay: float, deadline: Any, should_stop: Callable[[], bool] | None) -> bool:
+    """Sleep ``delay`` seconds like a slow model; False when the run was interrupted first."""
     until = time.monotonic() + delay
-    if isinstance(deadline, int | float):
-        until = min(until, float(deadline))
     while (left := until - time.monotonic()) > 0:
         if should_stop is not None and should_stop():
-            return
+            return False
+        if isinstance(deadline, int | float) and time.monotonic() >= deadline:
+            return False
         time.sleep(min(left, 0.01))
+    return True
 
 
 __all__ = ["ReplayFileError", "ReplayModel"]
