@@ -6,6 +6,7 @@ request id on a fresh socket. A ``run`` is never sent twice: the model's work is
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -181,8 +182,18 @@ class Client:
 
     def _check_reachable(self) -> None:
         path = ipc_path(self.endpoint)
-        if path is not None and not Path(path).exists():
+        if path is None:
+            return
+        # Under systemd only the service's group may reach the socket (/run/edge-agent is 0750).
+        denied = f"no permission to use {path}; join its group (sudo usermod -aG edge-agent USER)"
+        try:
+            present = Path(path).exists()
+        except PermissionError:
+            raise Unavailable(denied) from None
+        if not present:
             raise Unavailable(f"no daemon socket at {path}; is `edge-agent serve` running?")
+        if not os.access(path, os.W_OK):  # connecting to a unix socket needs write permission
+            raise Unavailable(denied)
 
     def _connected(self) -> zmq.Socket[bytes]:
         if self._socket is None:

@@ -242,3 +242,67 @@ def test_llama_cpp_and_pyzmq_run_under_the_units_sandbox(
 
 def _same_device(source: Path, target_file: Path) -> bool:
     return source.stat().st_dev == target_file.parent.stat().st_dev
+
+
+def _ask_inside(sandbox: Sandbox, groups: str, *question: str) -> subprocess.CompletedProcess[str]:
+    """`edge-agent ask` as an unprivileged user on the sandbox's machine, as a Pi user would."""
+    membership = ["--clear-groups"] if not groups else [f"--groups={groups}"]
+    return subprocess.run(
+        [
+            "nsenter",
+            "-t",
+            str(sandbox.manager_pid),
+            "-m",
+            "-p",
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            *membership,
+            "--",
+            "/opt/edge-agent/venv/bin/edge-agent",
+            "ask",
+            "--json",
+            "--timeout",
+            "20",
+            "--endpoint",
+            "ipc:///run/edge-agent/agent.sock",
+            *question,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sandbox) -> None:
+    replies = sandbox.opt / "models" / "replies.json"
+    replies.write_text(json.dumps([json.dumps({"final_answer": "Served from the sandbox."})]))
+    config = sandbox.root / "etc" / "edge-agent" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[model]\npath = "mock:/opt/edge-agent/models/replies.json"\n')
+    sandbox.boot()  # the unit's own ExecStart: edge-agent serve --config /etc/edge-agent/...
+
+    # Type=notify: active only once the daemon said READY=1.
+    state = sandbox.wait_active(timeout_s=60)
+    status = sandbox.systemctl("status", "edge-agent.service")
+    assert state == "active", status.stdout + sandbox.diagnostics()
+    assert "Status:" in status.stdout, status.stdout  # the daemon's STATUS= line
+
+    runtime = sandbox.run_dir / "edge-agent"
+    socket_file = runtime / "agent.sock"
+    assert oct(runtime.stat().st_mode & 0o777) == "0o750"
+    assert oct(socket_file.stat().st_mode & 0o777) == "0o770"
+    assert (socket_file.stat().st_uid, socket_file.stat().st_gid) == (SERVICE_UID, SERVICE_UID)
+
+    member = _ask_inside(sandbox, str(SERVICE_UID), "Are you there?")
+    assert member.returncode == 0, member.stderr + sandbox.diagnostics()
+    assert json.loads(member.stdout)["answer"] == "Served from the sandbox."
+
+    stranger = _ask_inside(sandbox, "", "Are you there?")
+    assert stranger.returncode == 69, stranger.stdout + stranger.stderr  # daemon unavailable
+
+    stop = sandbox.systemctl("stop", "edge-agent.service")
+    assert stop.returncode == 0, stop.stderr
+    assert sandbox.wait(timeout_s=60) == 0, sandbox.diagnostics()  # a clean exit on SIGTERM
+    assert not socket_file.exists()
