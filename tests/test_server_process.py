@@ -1,0 +1,167 @@
+"""The daemon as a process: its ipc socket, one daemon per socket, SIGTERM mid-run, config errors."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zmq
+from daemon_harness import (
+    ANSWER,
+    Peer,
+    edge_agent_command,
+    run_request,
+    start_daemon,
+    stop_daemon,
+    wait_ready,
+    write_mock,
+)
+
+from edge_agent.endpoints import EndpointError, check_endpoint, default_endpoint, runtime_directory
+
+
+def test_ipc_socket_is_private_single_owner_and_removed_on_exit(tmp_path: Path) -> None:
+    mock = write_mock(tmp_path / "mock.json", [ANSWER])
+    sock = tmp_path / "run" / "agent.sock"
+    endpoint = f"ipc://{sock}"
+    first = start_daemon(["--model", f"mock:{mock}", "--endpoint", endpoint])
+    try:
+        wait_ready(endpoint, first)
+        mode = stat.S_IMODE(sock.stat().st_mode)
+        assert mode & 0o007 == 0, oct(mode)  # nobody outside the user (and its group) connects
+        assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+        second = subprocess.run(
+            edge_agent_command("serve", "--model", f"mock:{mock}", "--endpoint", endpoint),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert second.returncode == 69
+        assert "already serving" in second.stderr
+        # The first daemon still owns its socket and answers.
+        context: zmq.Context[Any] = zmq.Context()
+        peer = Peer(context, endpoint)
+        peer.send(run_request(id="still-here"))
+        assert peer.recv(10)["answer"] == "It is 21 C in the kitchen."
+        peer.close()
+        context.term()
+    finally:
+        output = stop_daemon(first)
+    assert first.returncode == 0, output
+    assert not sock.exists()
+
+
+def test_a_stale_socket_from_a_crash_does_not_block_startup(tmp_path: Path) -> None:
+    mock = write_mock(tmp_path / "mock.json", [ANSWER])
+    sock = tmp_path / "agent.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))
+    stale.close()  # the file stays, nobody listens: what a killed daemon leaves behind
+    endpoint = f"ipc://{sock}"
+    daemon = start_daemon(["--model", f"mock:{mock}", "--endpoint", endpoint])
+    try:
+        wait_ready(endpoint, daemon)
+    finally:
+        output = stop_daemon(daemon)
+    assert daemon.returncode == 0 and "stale socket" in output
+
+
+def test_sigterm_mid_run_answers_everyone_and_exits_zero(tmp_path: Path) -> None:
+    mock = write_mock(tmp_path / "mock.json", [{"text": ANSWER, "delay_s": 30}])
+    config = tmp_path / "edge.toml"
+    config.write_text("[daemon]\nshutdown_grace_s = 0.2\n", encoding="utf-8")
+    endpoint = f"ipc://{tmp_path / 'agent.sock'}"
+    daemon = start_daemon(
+        ["--config", str(config), "--model", f"mock:{mock}", "--endpoint", endpoint]
+    )
+    context: zmq.Context[Any] = zmq.Context()
+    running, queued = Peer(context, endpoint), Peer(context, endpoint)
+    try:
+        wait_ready(endpoint, daemon)
+        running.send(run_request(id="in-flight", stream=True))
+        assert running.recv(10)["kind"] == "accepted"
+        queued.send(run_request(id="waiting"))
+        status = Peer(context, endpoint)
+        status.send({"v": 1, "id": "s", "op": "status"})
+        assert status.recv(10)["queue_depth"] == 1
+        status.close()
+        daemon.send_signal(15)
+        assert queued.recv(10)["code"] == "shutting_down"
+        final = running.until_final(10)[-1]
+        assert final["kind"] == "result" and final["outcome"] == "interrupted"
+        daemon.wait(10)
+    finally:
+        running.close()
+        queued.close()
+        context.term()
+        output = stop_daemon(daemon)
+    assert daemon.returncode == 0, output
+    assert not (tmp_path / "agent.sock").exists()
+
+
+def test_config_errors_stop_the_daemon_before_it_binds(tmp_path: Path) -> None:
+    config = tmp_path / "edge.toml"
+    config.write_text("[daemon]\nqueue_limit = 0\n", encoding="utf-8")
+    endpoint = f"ipc://{tmp_path / 'agent.sock'}"
+    result = subprocess.run(
+        edge_agent_command(
+            "serve",
+            "--config",
+            str(config),
+            "--model",
+            "mock:/nonexistent.json",
+            "--endpoint",
+            endpoint,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 78
+    assert "line 2: daemon.queue_limit" in result.stderr
+    assert not (tmp_path / "agent.sock").exists()
+    assert "mock" in result.stderr or "queue_limit" in result.stderr
+    mock = write_mock(tmp_path / "mock.json", [ANSWER])
+    remote = subprocess.run(
+        edge_agent_command("serve", "--model", f"mock:{mock}", "--endpoint", "tcp://0.0.0.0:5555"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert remote.returncode == 78 and "not a loopback address" in remote.stderr
+
+
+def test_endpoints_are_ipc_or_loopback_tcp_unless_allowed() -> None:
+    assert check_endpoint("tcp://127.0.0.1:5555", allow_remote=False)
+    assert check_endpoint("tcp://[::1]:5555", allow_remote=False)
+    assert check_endpoint("tcp://localhost:*", allow_remote=False)
+    assert check_endpoint("tcp://0.0.0.0:5555", allow_remote=True)
+    for bad in (
+        "tcp://0.0.0.0:5555",
+        "tcp://*:5555",
+        "tcp://192.168.1.2:1",
+        "udp://x:1",
+        "ipc://",
+        "tcp://127.0.0.1:99999",
+        "inproc://x",
+    ):
+        with pytest.raises(EndpointError):
+            check_endpoint(bad, allow_remote=False)
+
+
+def test_default_endpoint_follows_the_runtime_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    assert default_endpoint({"RUNTIME_DIRECTORY": str(run_dir)}) == f"ipc://{run_dir}/agent.sock"
+    xdg = tmp_path / "xdg"
+    xdg.mkdir()
+    assert runtime_directory({"XDG_RUNTIME_DIR": str(xdg)}) == xdg / "edge-agent"
+    assert runtime_directory({}) == Path(f"/tmp/edge-agent-{os.getuid()}")
