@@ -229,3 +229,16 @@ def test_a_plugin_skill_runs_through_the_agent(registry: Registry, tmp_path: Pat
     assert isinstance(observation, SkillResultObservation)
     assert observation.result == {"bed": "herbs", "value": 41.5, "unit": "%"}
     assert "soil_moisture" in model.prompts[0]
+
+
+def test_the_ten_line_example_in_the_docs_loads(registry: Registry, tmp_path: Path) -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "skills.md").read_text()
+    section = docs.split("## Writing a skill in ten lines", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len([line for line in example.splitlines() if line.strip()]) <= 10
+    write(tmp_path, "garden.py", example)
+    assert load_plugins(registry, [tmp_path], entry_points=False) == []
+    spec = registry.get("rain_barrel_level")
+    assert spec is not None
+    assert (spec.description, spec.timeout_s) == ("Water left in the rain barrel, in litres.", 1.0)
+    assert spec.source == str(tmp_path / "garden.py")
