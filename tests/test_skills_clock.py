@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from edge_agent.skills.clock import Clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from edge_agent.skills.clock import Clock
 
 TAIPEI = dt.timezone(dt.timedelta(hours=8), "CST")
 # Wednesday 2 December 2026, 21:05:09 in Taipei.

@@ -9,13 +9,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fake_sysfs import FakeSysfs, scratchpad, w1_slave_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from edge_agent.skills.onewire import crc8, parse_w1_slave
 from edge_agent.skills.readings import UNITS, SensorError
 from edge_agent.skills.sensors import Sensors
 from edge_agent.skills.sysfs import Root
-from fake_sysfs import FakeSysfs, scratchpad, w1_slave_text
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 
 @pytest.fixture

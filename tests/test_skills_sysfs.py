@@ -7,6 +7,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from edge_agent.skills.sysfs import (
     MAX_READ_BYTES,
     SYSFS_ROOT_ENV,
@@ -14,8 +17,6 @@ from edge_agent.skills.sysfs import (
     SysfsError,
     resolve_root,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def test_root_resolution_order() -> None:
