@@ -1,0 +1,319 @@
+"""The home-automation examples in scripts/examples/, run for real against `mock:` daemons.
+
+Each daemon is a real `edge-agent serve --model mock:FILE` process on an ipc socket in tmp; the
+examples' fixed endpoint (the service's /run/edge-agent/agent.sock) is swapped for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "scripts" / "examples"
+SHELL_EXAMPLE = EXAMPLES / "ask-and-act.sh"
+SERVICE_ENDPOINT = "ipc:///run/edge-agent/agent.sock"
+CLIENT = Path(sys.executable).with_name("edge-agent")
+# Home Assistant's limits: a shell_command is killed after 60 s, a command_line sensor after its
+# command_timeout (15 s by default).
+HA_SHELL_COMMAND_LIMIT_S = 60
+HA_COMMAND_LINE_DEFAULT_S = 15
+ANSWER = "The CPU is at 48.3 °C, which is fine."
+
+
+def _final(text: str) -> str:
+    return json.dumps({"final_answer": text})
+
+
+class MockDaemon:
+    """`edge-agent serve --model mock:FILE` on an ipc socket; stopped with SIGTERM."""
+
+    def __init__(self, directory: Path, replies: list[Any]) -> None:
+        directory.mkdir(parents=True)
+        mock = directory / "replies.json"
+        mock.write_text(json.dumps(replies))
+        self.endpoint = f"ipc://{directory / 'agent.sock'}"
+        self.log = directory / "daemon.log"
+        self.process = subprocess.Popen(
+            [str(CLIENT), "serve", "--model", f"mock:{mock}", "--endpoint", self.endpoint],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        self._wait_ready()
+
+    def _wait_ready(self, timeout_s: float = 30.0) -> None:
+        give_up = time.monotonic() + timeout_s
+        while time.monotonic() < give_up:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daemon exited: {self.log.read_text()}")
+            status = subprocess.run(
+                [str(CLIENT), "status", "--json", "--timeout", "1", "--endpoint", self.endpoint],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
+            if status.returncode == 0 and json.loads(status.stdout).get("state") == "ready":
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"daemon not ready: {self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, MockDaemon]]:
+    base = tmp_path_factory.mktemp("daemons")
+    started: dict[str, MockDaemon] = {}
+    try:
+        started["answers"] = MockDaemon(base / "answers", [_final(ANSWER)])
+        started["says_yes"] = MockDaemon(base / "yes", [_final("Yes, it is at 81 °C.")])
+        # Never valid JSON: every step fails validation until the retries run out.
+        started["never_answers"] = MockDaemon(base / "never", ["I would rather chat."] * 10)
+        started["slow"] = MockDaemon(base / "slow", [{"text": _final(ANSWER), "delay_s": 30}])
+        yield started
+    finally:
+        for daemon in started.values():
+            daemon.stop()
+
+
+# --- the plain shell script ---------------------------------------------------------------
+
+
+def _run_shell_example(
+    endpoint: str, question: str, timeout_s: str = "10"
+) -> subprocess.CompletedProcess[str]:
+    environment = dict(
+        os.environ,
+        EDGE_AGENT=str(CLIENT),
+        EDGE_AGENT_ENDPOINT=endpoint,
+        EDGE_AGENT_TIMEOUT=timeout_s,
+    )
+    return subprocess.run(
+        ["bash", str(SHELL_EXAMPLE), question],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=60,
+    )
+
+
+def test_shell_example_acts_on_an_answer(daemons: dict[str, MockDaemon]) -> None:
+    result = _run_shell_example(daemons["answers"].endpoint, "How hot is the CPU?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"answered: {ANSWER}\n"
+
+    hot = _run_shell_example(daemons["says_yes"].endpoint, "Is the CPU hotter than 70 °C?")
+    assert hot.returncode == 0, hot.stderr
+    assert hot.stdout.splitlines() == [
+        "answered: Yes, it is at 81 °C.",
+        "action: the CPU is hot, warning the household",
+    ]
+
+
+def test_shell_example_reports_a_daemon_that_is_not_there(tmp_path: Path) -> None:
+    result = _run_shell_example(f"ipc://{tmp_path / 'nobody.sock'}", "Anyone there?")
+    assert result.returncode == 69
+    assert "daemon unavailable: is it running? systemctl status edge-agent" in result.stderr
+    assert result.stdout == ""
+
+
+def test_shell_example_reports_no_answer(daemons: dict[str, MockDaemon]) -> None:
+    result = _run_shell_example(daemons["never_answers"].endpoint, "How hot is the CPU?")
+    assert result.returncode == 1, result.stderr
+    assert "no answer: the agent gave up" in result.stderr
+    assert result.stdout == ""
+
+
+def test_shell_example_reports_a_timeout(daemons: dict[str, MockDaemon]) -> None:
+    result = _run_shell_example(daemons["slow"].endpoint, "How hot is the CPU?", timeout_s="1")
+    assert result.returncode == 75, result.stderr
+    assert "busy or timed out: try again later" in result.stderr
+
+
+def test_shell_example_reports_bad_input(daemons: dict[str, MockDaemon]) -> None:
+    result = _run_shell_example(daemons["answers"].endpoint, "   ")
+    assert result.returncode == 65, result.stderr
+    assert "bad input: the question was refused" in result.stderr
+
+
+def test_shell_example_passes_questions_as_one_argument(
+    daemons: dict[str, MockDaemon], tmp_path: Path
+) -> None:
+    marker = tmp_path / "pwned"
+    hostile = f'\'; touch {marker}; echo "$(touch {marker})" `touch {marker}`'
+    result = _run_shell_example(daemons["answers"].endpoint, hostile)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+
+
+# --- Home Assistant -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def home_assistant() -> dict[str, Any]:
+    config = yaml.safe_load((EXAMPLES / "home-assistant.yaml").read_text())
+    assert isinstance(config, dict)
+    return config
+
+
+def _ask_timeout(command: str) -> float:
+    match = re.search(r"edge-agent ask --json --timeout (\d+(?:\.\d+)?) ", command)
+    assert match is not None, command
+    return float(match.group(1))
+
+
+def test_home_assistant_timeouts_are_inside_its_limits(home_assistant: dict[str, Any]) -> None:
+    for name, command in home_assistant["shell_command"].items():
+        assert _ask_timeout(command) < HA_SHELL_COMMAND_LIMIT_S, name
+    sensors = [entry["sensor"] for entry in home_assistant["command_line"]]
+    assert sensors
+    for sensor in sensors:
+        limit = sensor.get("command_timeout", HA_COMMAND_LINE_DEFAULT_S)
+        assert limit <= HA_COMMAND_LINE_DEFAULT_S
+        # Room for the client to start and report "timeout" itself before the kill.
+        assert _ask_timeout(sensor["command"]) <= limit - 2, sensor["name"]
+
+
+def test_home_assistant_shell_command_runs_as_home_assistant_runs_it(
+    home_assistant: dict[str, Any], daemons: dict[str, MockDaemon]
+) -> None:
+    command = home_assistant["shell_command"]["edge_agent_ask"]
+    endpoint = daemons["answers"].endpoint
+    # Home Assistant renders the template in everything after the first space, splits it with
+    # shlex and runs it without a shell.
+    program, arguments = command.replace(SERVICE_ENDPOINT, endpoint).split(" ", 1)
+    rendered = jinja2.Template(arguments).render(question="Is the CPU hot; rm -rf / ?")
+    argv = [str(CLIENT), *shlex.split(rendered)]
+    assert program == "/opt/edge-agent/venv/bin/edge-agent"
+    result = subprocess.run(
+        argv, check=False, capture_output=True, text=True, timeout=HA_SHELL_COMMAND_LIMIT_S
+    )
+    assert result.returncode == 0, result.stderr
+    reply = json.loads(result.stdout)
+    assert reply["answer"] == ANSWER
+    assert reply["query"] == "Is the CPU hot; rm -rf / ?"
+
+
+def test_home_assistant_sensor_reads_the_answer(
+    home_assistant: dict[str, Any], daemons: dict[str, MockDaemon]
+) -> None:
+    sensor = home_assistant["command_line"][0]["sensor"]
+    command = sensor["command"].replace(SERVICE_ENDPOINT, daemons["answers"].endpoint)
+    command = command.replace("/opt/edge-agent/venv/bin/edge-agent", shlex.quote(str(CLIENT)))
+    # command_line runs its command in a shell and kills it at command_timeout.
+    output = subprocess.run(
+        command,
+        shell=True,  # exactly as Home Assistant runs it
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=sensor["command_timeout"],
+    ).stdout
+    value_json = json.loads(output)
+    state = jinja2.Template(sensor["value_template"]).render(value_json=value_json)
+    assert state == ANSWER
+    assert set(sensor["json_attributes"]) <= set(value_json)
+
+
+# --- Node-RED -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flow() -> dict[str, dict[str, Any]]:
+    nodes = json.loads((EXAMPLES / "node-red-flow.json").read_text())
+    return {node["id"]: node for node in nodes}
+
+
+def _node_of_type(flow: dict[str, dict[str, Any]], kind: str) -> dict[str, Any]:
+    found = [node for node in flow.values() if node["type"] == kind]
+    assert len(found) == 1, kind
+    return found[0]
+
+
+def test_node_red_flow_is_wired_and_times_out_after_the_client(
+    flow: dict[str, dict[str, Any]],
+) -> None:
+    for node in flow.values():
+        for output in node.get("wires", []):
+            for target in output:
+                assert target in flow, f"{node['id']} wires to missing {target}"
+    execute = _node_of_type(flow, "exec")
+    assert execute["useSpawn"] == "false" and execute["addpay"] == "payload"
+    assert _ask_timeout(execute["command"] + " ") < float(execute["timer"])
+
+
+def _shell_quote_like_the_flow(question: str) -> str:
+    return "'" + question.replace("'", "'\\''") + "'"
+
+
+def _route(switch: dict[str, Any], code: int) -> str:
+    """Where Node-RED's switch node sends msg.rc.code (first matching rule, checkall false)."""
+    assert switch["property"] == "rc.code" and switch["checkall"] == "false"
+    for index, rule in enumerate(switch["rules"]):
+        if rule["t"] == "else" or (rule["t"] == "eq" and float(rule["v"]) == code):
+            targets: list[str] = switch["wires"][index]
+            assert len(targets) == 1
+            return targets[0]
+    raise AssertionError(f"code {code} goes nowhere")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("answers", 0, "ea_parse"),
+        ("never_answers", 1, "ea_no_answer"),
+        (None, 69, "ea_unavailable"),
+    ],
+    ids=["answered", "no-answer", "unavailable"],
+)
+def test_node_red_exec_command_runs_and_routes_by_exit_code(
+    flow: dict[str, dict[str, Any]],
+    daemons: dict[str, MockDaemon],
+    tmp_path: Path,
+    case: tuple[str | None, int, str],
+) -> None:
+    daemon, expected_code, expected_node = case
+    quote = flow["ea_quote"]
+    assert """replace(/'/g, "'\\\\''")""" in quote["func"]
+    execute = _node_of_type(flow, "exec")
+    endpoint = daemons[daemon].endpoint if daemon else f"ipc://{tmp_path / 'absent.sock'}"
+    command = execute["command"].replace(SERVICE_ENDPOINT, endpoint)
+    command = command.replace("/opt/edge-agent/venv/bin/edge-agent", shlex.quote(str(CLIENT)))
+    marker = tmp_path / "pwned"
+    question = f"it's hot; touch {marker}"
+    # Exec mode: the command and the appended payload run in a shell.
+    result = subprocess.run(
+        f"{command} {_shell_quote_like_the_flow(question)}",
+        shell=True,  # exactly as the exec node runs it
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=float(execute["timer"]),
+    )
+    assert result.returncode == expected_code, result.stderr
+    assert not marker.exists()
+    assert _route(flow["ea_by_exit_code"], result.returncode) == expected_node
+    if expected_code == 0:
+        assert json.loads(result.stdout)["answer"] == ANSWER
