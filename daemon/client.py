@@ -58,6 +58,7 @@ class Client:
         *,
         timeout: float = 30.0,
         retries: int = 2,
+        run_grace: float = RUN_GRACE_S,
         context: zmq.Context[Any] | None = None,
     ) -> None:
         if timeout <= 0:
@@ -67,6 +68,7 @@ class Client:
         self.endpoint = endpoint or default_endpoint()
         self.timeout = timeout
         self.retries = retries
+        self.run_grace = run_grace
         self._own_context = context is None
         self._context = context or zmq.Context()
         self._socket: zmq.Socket[bytes] | None = None
@@ -111,7 +113,7 @@ class Client:
             )
             if on_event is not None
             else None,
-            timeout=timeout + RUN_GRACE_S,
+            timeout=timeout + self.run_grace,
             request_id=request_id,
         )
 

@@ -1,0 +1,218 @@
+"""The Python client and the ``edge-agent`` command against real daemons, and their exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+import zmq
+from daemon_harness import (
+    ANSWER,
+    answer,
+    running_server,
+    start_daemon,
+    stop_daemon,
+    wait_for,
+    wait_ready,
+    write_mock,
+)
+
+from edge_agent.client import Client, DaemonError, Timeout, Unavailable
+
+EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))
+
+
+def edge_agent(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EDGE_AGENT, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def mock_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``edge-agent serve --model mock:FILE`` on an ipc socket, as the README runs it."""
+    directory = tmp_path_factory.mktemp("daemon")
+    mock = write_mock(directory / "mock.json", ["not json", answer("It is 21 C in the kitchen.")])
+    config = directory / "edge.toml"
+    config.write_text(
+        "[daemon]\nmax_query_chars = 50\n[workflows.kitchen]\ninstructions = 'Kitchen only.'\n",
+        encoding="utf-8",
+    )
+    endpoint = f"ipc://{directory / 'agent.sock'}"
+    daemon = start_daemon(
+        ["--config", str(config), "--model", f"mock:{mock}", "--endpoint", endpoint]
+    )
+    try:
+        wait_ready(endpoint, daemon)
+        yield endpoint
+    finally:
+        output = stop_daemon(daemon)
+        assert daemon.returncode == 0, output
+
+
+def test_ask_prints_the_answer(mock_daemon: str) -> None:
+    done = edge_agent("ask", "How warm is the kitchen?", "--endpoint", mock_daemon)
+    assert (done.returncode, done.stdout) == (0, "It is 21 C in the kitchen.\n"), done.stderr
+
+
+def test_ask_json_is_one_object_for_home_assistant(mock_daemon: str) -> None:
+    done = edge_agent("ask", "How warm?", "--json", "--timeout", "10", "--endpoint", mock_daemon)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["answer"] == "It is 21 C in the kitchen." and result["outcome"] == "answered"
+    assert [e["type"] for e in result["events"]] == [
+        "ValidationErrorObservation",
+        "FinalAnswerAction",
+    ]
+    assert result["query"] == "How warm?"
+
+
+def test_ask_stream_prints_each_event_then_the_answer(mock_daemon: str) -> None:
+    done = edge_agent(
+        "ask", "How warm?", "--stream", "--workflow", "kitchen", "--endpoint", mock_daemon
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [json.loads(line)["type"] for line in lines[:2]] == [
+        "ValidationErrorObservation",
+        "FinalAnswerAction",
+    ]
+    assert lines[2:] == ["It is 21 C in the kitchen."]
+
+
+def test_ask_exit_codes(mock_daemon: str, tmp_path: Path) -> None:
+    no_answer = edge_agent("ask", "How warm?", "--max-iterations", "1", "--endpoint", mock_daemon)
+    assert no_answer.returncode == 1 and "max_iterations" in no_answer.stderr
+    assert edge_agent("ask", "  ", "--endpoint", mock_daemon).returncode == 65
+    too_long = edge_agent("ask", "x" * 51, "--json", "--endpoint", mock_daemon)
+    assert too_long.returncode == 65
+    assert json.loads(too_long.stdout)["error"]["code"] == "too_large"
+    unknown = edge_agent("ask", "hi", "--workflow", "garden", "--endpoint", mock_daemon)
+    assert unknown.returncode == 65 and "garden" in unknown.stderr
+    assert edge_agent("ask", "hi", "--timeout", "banana").returncode == 65
+    missing = edge_agent("ask", "hi", "--endpoint", f"ipc://{tmp_path / 'none.sock'}")
+    assert missing.returncode == 69 and "serve" in missing.stderr
+
+
+def test_status_and_skills_commands(mock_daemon: str) -> None:
+    status = edge_agent("status", "--endpoint", mock_daemon)
+    assert status.returncode == 0 and "state:     ready" in status.stdout
+    as_json = json.loads(edge_agent("status", "--json", "--endpoint", mock_daemon).stdout)
+    assert as_json["workflows"] == ["kitchen"] and as_json["model"]["kind"] == "mock"
+    skills = json.loads(edge_agent("skills", "--json", "--endpoint", mock_daemon).stdout)
+    assert isinstance(skills, list)
+    for entry in skills:
+        assert set(entry) == {"name", "description", "parameters", "source", "timeout_s"}
+
+
+def test_ask_times_out_with_75_and_busy_is_75_too() -> None:
+    slow = [{"text": ANSWER, "delay_s": 30}]
+    config = "[daemon]\nqueue_limit = 1\nshutdown_grace_s = 0.05\n"
+    with running_server(slow, config=config) as (server, endpoint):
+        late = edge_agent("ask", "hi", "--timeout", "0.5", "--json", "--endpoint", endpoint)
+        assert late.returncode == 75, late.stderr
+        assert json.loads(late.stdout)["events"][-1]["reason"] == "deadline"
+        with Client(endpoint, timeout=5) as client:
+            filler = threading.Thread(target=lambda: _swallow(client.run, "one", timeout=20))
+            filler.start()
+            try:
+                with Client(endpoint, timeout=5) as other:
+                    waiter = threading.Thread(target=lambda: _swallow(other.run, "two", timeout=20))
+                    waiter.start()
+                    _wait_depth(server, 1)
+                    busy = edge_agent("ask", "three", "--endpoint", endpoint)
+                    assert busy.returncode == 75 and "busy" in busy.stderr
+                    server.stop()
+                    waiter.join(10)
+            finally:
+                filler.join(10)
+
+
+def _swallow(function: Any, *args: Any, **kwargs: Any) -> None:
+    """Run a client call whose own outcome another assertion covers."""
+    with contextlib.suppress(DaemonError):
+        function(*args, **kwargs)
+
+
+def _wait_depth(server: Any, depth: int) -> None:
+    wait_for(lambda: server.status()["running"] and server.status()["queue_depth"] == depth, 10)
+
+
+def test_client_streams_progress_and_raises_error_replies() -> None:
+    with running_server([answer("fine")]) as (_, endpoint), Client(endpoint, timeout=5) as client:
+        seen: list[dict[str, Any]] = []
+        result = client.run("how are you?", on_event=seen.append)
+        assert result["answer"] == "fine" and [e["type"] for e in seen] == ["FinalAnswerAction"]
+        assert client.status()["state"] == "ready"
+        with pytest.raises(DaemonError) as caught:
+            client.run("hi", workflow="nope")
+        assert caught.value.code == "bad_request"
+
+
+class ScriptedRouter:
+    """A ROUTER that records what arrives and answers only the requests it is told to."""
+
+    def __init__(self, context: zmq.Context[Any], answer_from: int) -> None:
+        self.socket = context.socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.bind("tcp://127.0.0.1:*")
+        self.endpoint = self.socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.answer_from = answer_from
+        self.received: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            if not self.socket.poll(20):
+                continue
+            identity, payload = self.socket.recv_multipart()
+            request = msgpack.unpackb(payload)
+            self.received.append(request)
+            if len(self.received) >= self.answer_from and request["op"] == "status":
+                reply = {
+                    "v": 1,
+                    "id": request["id"],
+                    "kind": "result",
+                    "op": "status",
+                    "state": "ready",
+                }
+                self.socket.send_multipart([identity, msgpack.packb(reply)])
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        self.socket.close(linger=0)
+
+
+def test_lazy_pirate_retries_idempotent_ops_with_the_same_id_only() -> None:
+    context: zmq.Context[Any] = zmq.Context()
+    router = ScriptedRouter(context, answer_from=3)
+    try:
+        with Client(router.endpoint, timeout=0.2, retries=2, run_grace=0.1) as client:
+            assert client.status()["state"] == "ready"
+            ids = {r["id"] for r in router.received}
+            assert len(router.received) == 3 and len(ids) == 1
+            router.received.clear()
+            with pytest.raises(Timeout):
+                client.run("hi", timeout=0.2)
+            wait_for(lambda: any(r["op"] == "cancel" for r in router.received), 5)
+            runs = [r for r in router.received if r["op"] == "run"]
+            cancels = [r for r in router.received if r["op"] == "cancel"]
+            assert len(runs) == 1 and runs[0]["deadline_ms"] == 200
+            assert [c["target"] for c in cancels] == [runs[0]["id"]]
+        router.answer_from = 10**6
+        with Client(router.endpoint, timeout=0.1, retries=1) as client, pytest.raises(Unavailable):
+            client.skills()
+    finally:
+        router.close()
+        context.term()
