@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 import zmq
+
 from edge_agent.endpoints import default_endpoint, ipc_path
 from edge_agent.wire import IDEMPOTENT_OPS, PROTOCOL_VERSION, WireError, decode_reply, encode
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import zmq
+
 from edge_agent.agent import Agent
 from edge_agent.bootstrap import model_info
 from edge_agent.config import Settings
