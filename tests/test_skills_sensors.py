@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -366,20 +365,24 @@ def test_a_device_that_disappears_between_listing_and_reading(fake: FakeSysfs, f
 # -- hostile input ---------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def mixed_tree(tmp_path_factory: pytest.TempPathFactory) -> Sensors:
+    base = tmp_path_factory.mktemp("mixed")
+    (base / "secret").write_text("do not read")
+    fake = FakeSysfs(base / "sys")
+    build_mixed(fake)
+    return sensors_of(fake)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.text(max_size=300))
-def test_any_sensor_name_is_looked_up_never_opened(name: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        fake = FakeSysfs(Path(tmp) / "sys")
-        build_mixed(fake)
-        (Path(tmp) / "secret").write_text("do not read")
-        sensors = sensors_of(fake)
-        known = {"thermal_zone0", "bme280", "28-0316a2796eff"}
-        if name in known:
-            assert sensors.read_sensor(name)["sensor"] == name
-        else:
-            with pytest.raises(SensorError, match="the sensors are: thermal_zone0, bme280, "):
-                sensors.read_sensor(name)
+@given(name=st.text(max_size=300) | st.sampled_from(["bme280", "../secret", "bme280/../.."]))
+def test_any_sensor_name_is_looked_up_never_opened(mixed_tree: Sensors, name: str) -> None:
+    known = {"thermal_zone0", "bme280", "28-0316a2796eff"}
+    if name in known:
+        assert mixed_tree.read_sensor(name)["sensor"] == name
+    else:
+        with pytest.raises(SensorError, match="the sensors are: thermal_zone0, bme280, "):
+            mixed_tree.read_sensor(name)
 
 
 contents = st.one_of(
@@ -404,18 +407,25 @@ victims = st.sampled_from(
 )
 
 
+@pytest.fixture(scope="module")
+def victim_tree(tmp_path_factory: pytest.TempPathFactory) -> FakeSysfs:
+    fake = FakeSysfs(tmp_path_factory.mktemp("victims") / "sys")
+    build_mixed(fake)
+    fake.iio_device(1, "veml7700", {"in_illuminance_raw": "300", "in_illuminance_scale": "2"})
+    return fake
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(victim=victims, content=contents)
 def test_any_file_content_gives_a_reading_or_a_sensor_error(
-    victim: tuple[str, str], content: bytes
+    victim_tree: FakeSysfs, victim: tuple[str, str], content: bytes
 ) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        fake = FakeSysfs(Path(tmp) / "sys")
-        build_mixed(fake)
-        fake.iio_device(1, "veml7700", {"in_illuminance_raw": "300", "in_illuminance_scale": "2"})
-        directory, file = victim
-        (fake.root / directory / file).write_bytes(content)
-        sensors = sensors_of(fake)
+    directory, file = victim
+    path = victim_tree.root / directory / file
+    original = path.read_bytes() if path.exists() else None
+    path.write_bytes(content)
+    try:
+        sensors = sensors_of(victim_tree)
         listed = sensors.list_sensors()["sensors"]
         assert len(listed) == 4
         for described in listed:
@@ -431,3 +441,8 @@ def test_any_file_content_gives_a_reading_or_a_sensor_error(
             sensors.cpu_temperature()
         except SensorError as exc:
             assert "thermal_zone0" in str(exc)
+    finally:
+        if original is None:
+            path.unlink()
+        else:
+            path.write_bytes(original)
