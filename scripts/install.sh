@@ -111,7 +111,21 @@ require_root() {
     fi
 }
 
+check_users() {
+    local user
+    for user in "${ADD_USERS[@]}"; do
+        getent passwd "$user" >/dev/null || die "no user $user to add to group $SERVICE"
+    done
+}
+
 choose_model() {
+    if [[ -z $MODEL && -f $CONFIG ]]; then
+        # A reinstall serves what the config already names, without asking again.
+        MODEL=$(sed -n -E '/^\[model\]/,/^\[/ s/^path *= *"(.*)"/\1/p' "$CONFIG" | head -n 1)
+        MODEL=${MODEL:-default}
+        skip "model $MODEL, from $CONFIG"
+        return
+    fi
     if [[ -z $MODEL ]]; then
         if [[ $ASSUME_YES -eq 0 && -t 0 ]]; then
             printf 'Path of the GGUF model to serve (empty: the embedded Gemma 3 270M): '
@@ -169,9 +183,7 @@ create_user() {
     fi
     local user
     for user in "${ADD_USERS[@]}"; do
-        if ! getent passwd "$user" >/dev/null; then
-            die "no user $user to add to group $SERVICE"
-        elif id -nG "$user" 2>/dev/null | tr ' ' '\n' | grep -qx "$SERVICE"; then
+        if id -nG "$user" 2>/dev/null | tr ' ' '\n' | grep -qx "$SERVICE"; then
             skip "user $user is in group $SERVICE"
         else
             step usermod --append --groups "$SERVICE" "$user"
@@ -190,7 +202,7 @@ install_venv() {
     step "$VENV/bin/python" -m pip install --quiet --upgrade "pip>=24" "setuptools>=77"
     local target=$SOURCE_DIR
     if [[ $MODEL == default ]]; then
-        target="$SOURCE_DIR[default-model]"
+        target="${SOURCE_DIR}[default-model]"
     fi
     # A regular (non-editable) install: the service must not depend on the checkout staying put.
     # The first install compiles llama.cpp, about 20 minutes on a Pi 4 and 8 on a Pi 5.
@@ -222,10 +234,17 @@ install_config() {
 }
 
 install_unit() {
+    local reinstall=0
+    [[ -f $UNIT_PATH ]] && reinstall=1
     step install -m 0644 -o root -g root "$SOURCE_DIR/systemd/$SERVICE.service" "$UNIT_PATH"
     step systemd-analyze verify "$UNIT_PATH"
     step systemctl daemon-reload
+    # Type=notify: this returns once the model is loaded and warmed up (READY=1), or fails.
     step systemctl enable --now "$SERVICE.service"
+    if [[ $reinstall -eq 1 ]]; then
+        # A running service keeps the old code and unit until it restarts.
+        step systemctl try-restart "$SERVICE.service"
+    fi
     printf 'edge-agent is %s. Check it with: systemctl status %s; journalctl -u %s\n' \
         "$([[ $DRY_RUN -eq 1 ]] && echo 'would be started' || echo started)" "$SERVICE" "$SERVICE"
 }
@@ -275,6 +294,7 @@ main() {
         uninstall
         return
     fi
+    check_users
     choose_model
     install_packages
     create_user

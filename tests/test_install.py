@@ -1,0 +1,299 @@
+"""scripts/install.sh: --dry-run shows every step and changes nothing; a real run is idempotent.
+
+The real runs happen in a private mount namespace over copies of /etc, /opt and /var, with real
+useradd/groupadd/install/sed/systemd-analyze; only the steps that need the network or a booted
+systemd (apt-get, python3 -m venv, pip, systemctl) are stand-ins that record their arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+INSTALLER = REPO / "scripts" / "install.sh"
+MODEL = "/opt/edge-agent/models/gemma-4-e2b-q4_k_m.gguf"
+
+
+def _install(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(INSTALLER), *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _steps(output: str) -> list[str]:
+    """The commands a run did (or, dry, would do): the lines starting with '+ '."""
+    return [line[2:] for line in output.splitlines() if line.startswith("+ ")]
+
+
+def _exists(name: str, database: str) -> bool:
+    found = subprocess.run(["getent", database, name], check=False, capture_output=True)
+    return found.returncode == 0
+
+
+def test_dry_run_prints_every_install_step_and_changes_nothing() -> None:
+    watched = [Path("/opt/edge-agent"), Path("/etc/edge-agent"), Path("/etc/systemd/system")]
+    before = {path: sorted(os.listdir(path)) if path.exists() else None for path in watched}
+    result = _install("--dry-run", "--model", MODEL)
+    assert result.returncode == 0, result.stderr
+    steps = _steps(result.stdout)
+    expected_in_order = [
+        "groupadd --system edge-agent",
+        "useradd --system --gid edge-agent",
+        "install -d -m 0755 -o root -g root /opt/edge-agent /opt/edge-agent/models",
+        "python3 -m venv /opt/edge-agent/venv",
+        f"/opt/edge-agent/venv/bin/python -m pip install --quiet --upgrade {REPO}",
+        "install -d -m 0755 -o root -g root /etc/edge-agent",
+        f"install -m 0644 -o root -g root {REPO}/systemd/config.example.toml "
+        "/etc/edge-agent/config.toml",
+        "sed -i -E",
+        f"install -m 0644 -o root -g root {REPO}/systemd/edge-agent.service "
+        "/etc/systemd/system/edge-agent.service",
+        "systemd-analyze verify /etc/systemd/system/edge-agent.service",
+        "systemctl daemon-reload",
+        "systemctl enable --now edge-agent.service",
+    ]
+    if _exists("edge-agent", "group"):
+        expected_in_order.remove("groupadd --system edge-agent")
+    if _exists("edge-agent", "passwd"):
+        expected_in_order.remove("useradd --system --gid edge-agent")
+    position = 0
+    for expected in expected_in_order:
+        matches = [i for i, step in enumerate(steps) if i >= position and step.startswith(expected)]
+        assert matches, f"missing or out of order: {expected}\n{result.stdout}"
+        position = matches[0] + 1
+    assert result.stdout.startswith("dry run: nothing below is done\n")
+    assert f"{MODEL} does not exist yet" in result.stdout
+    assert {path: sorted(os.listdir(path)) if path.exists() else None for path in watched} == before
+
+
+def test_dry_run_uninstall_of_nothing_says_so() -> None:
+    result = _install("--dry-run", "--uninstall")
+    assert result.returncode == 0, result.stderr
+    if not Path("/etc/systemd/system/edge-agent.service").exists():
+        assert "= no unit at /etc/systemd/system/edge-agent.service" in result.stdout
+    assert "add --purge to remove them" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "/home/pi/gemma.gguf"], "cannot read /home/pi/gemma.gguf (ProtectHome"),
+        (["--model", "/tmp/gemma.gguf"], "(ProtectHome/PrivateTmp)"),
+        (["--model", "models/gemma.gguf"], "needs an absolute path"),
+        (["--model", "/opt/edge-agent/models/gemma.bin"], "not a GGUF file name"),
+        (["--model", "/opt/edge-agent/models/my gemma.gguf"], "without spaces or quotes"),
+        (["--model", '/opt/x"; rm -rf /; ".gguf'], "without spaces or quotes"),
+        (["--model"], "--model needs a path"),
+        (["--purge"], "--purge only goes with --uninstall"),
+        (["--frobnicate"], "unknown argument: --frobnicate"),
+        (["--add-user", "no-such-user-here"], "no user no-such-user-here"),
+    ],
+)
+def test_bad_arguments_stop_before_any_step(args: list[str], message: str) -> None:
+    result = _install("--dry-run", *args)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert _steps(result.stdout) == []
+
+
+def test_a_real_run_needs_root() -> None:
+    if os.geteuid() == 0:
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    else:
+        command = []
+    result = subprocess.run(
+        [*command, "bash", str(INSTALLER), "--model", "default"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "run as root" in result.stderr
+
+
+# --- real runs in a private mount namespace ---------------------------------------------------
+
+_STUB = """#!/bin/bash
+# Stands in for a step that needs the network or a booted systemd: records the call, and leaves
+# behind what the real command would (a venv's python, the installed edge-agent script).
+name=$(basename "$0")
+printf '%s\\n' "$name $*" >> "$STUB_LOG"
+case "$name $1 $2" in
+    "python3 -m venv")
+        mkdir -p "$3/bin"
+        cp "$0" "$3/bin/python"
+        ;;
+    "python -m pip")
+        if [[ $* != *"pip>="* ]]; then
+            printf '#!/bin/sh\\nexit 0\\n' > "$(dirname "$0")/edge-agent"
+            chmod 755 "$(dirname "$0")/edge-agent"
+        fi
+        ;;
+esac
+exit 0
+"""
+
+_INNER = """
+set -eu
+for dir in etc opt var; do mount --bind "$SANDBOX/$dir" "/$dir"; done
+export PATH="$SANDBOX/stubs:$PATH"
+shift 0
+exec bash "$INSTALLER" "$@"
+"""
+
+
+class Machine:
+    """A fresh Debian as install.sh sees it: private /etc, /opt and /var, stubbed network steps."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        subprocess.run(["cp", "-a", "/etc", str(root / "etc")], check=True)
+        (root / "opt").mkdir()
+        for name in ("lib", "cache", "log", "mail"):
+            (root / "var" / name).mkdir(parents=True)
+        stubs = root / "stubs"
+        stubs.mkdir()
+        for name in ("apt-get", "python3", "systemctl"):
+            stub = stubs / name
+            stub.write_text(_STUB)
+            stub.chmod(0o755)
+        self.stub_log = root / "stub-calls.log"
+        self.stub_log.touch()
+
+    def install(self, *args: str) -> subprocess.CompletedProcess[str]:
+        environment = dict(
+            os.environ,
+            SANDBOX=str(self.root),
+            INSTALLER=str(INSTALLER),
+            STUB_LOG=str(self.stub_log),
+        )
+        return subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "bash", "-c", _INNER, "-", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def calls(self) -> list[str]:
+        return self.stub_log.read_text().splitlines()
+
+    def entry(self, database: str, name: str) -> str | None:
+        for line in (self.root / "etc" / database).read_text().splitlines():
+            if line.split(":", 1)[0] == name:
+                return line
+        return None
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> Machine:
+    if os.geteuid() != 0:
+        pytest.skip("a private mount namespace needs root (CI runs as root)")
+    if not (REPO / "systemd" / "config.example.toml").exists():
+        pytest.fail("systemd/config.example.toml is missing; install.sh installs it")
+    if shutil.which("useradd") is None:
+        pytest.fail("useradd is missing (Debian's passwd package)")
+    return Machine(tmp_path)
+
+
+def test_install_is_idempotent_and_uninstall_keeps_data_unless_purged(machine: Machine) -> None:
+    model = machine.root / "opt" / "edge-agent" / "models"
+    model.mkdir(parents=True)
+    (model / "gemma-4-e2b-q4_k_m.gguf").write_bytes(b"GGUF")
+
+    first = machine.install("--model", MODEL, "--yes")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert machine.entry("passwd", "edge-agent") is not None
+    assert machine.entry("passwd", "edge-agent").endswith(":/var/lib/edge-agent:/usr/sbin/nologin")
+    assert machine.entry("group", "edge-agent") is not None
+    config_file = machine.root / "etc" / "edge-agent" / "config.toml"
+    config = tomllib.loads(config_file.read_text())
+    assert config["model"]["path"] == MODEL
+    unit = machine.root / "etc" / "systemd" / "system" / "edge-agent.service"
+    assert unit.read_bytes() == (REPO / "systemd" / "edge-agent.service").read_bytes()
+    assert "systemctl enable --now edge-agent.service" in machine.calls()
+    assert any(call.startswith("python3 -m venv /opt/edge-agent/venv") for call in machine.calls())
+
+    # A second run finds everything in place: the user, the venv and the config are kept.
+    config_file.write_text(config_file.read_text() + "\n# a local edit\n")
+    second = machine.install("--yes")
+    assert second.returncode == 0, second.stdout + second.stderr
+    for kept in (
+        "= group edge-agent exists",
+        "= user edge-agent exists",
+        "= venv /opt/edge-agent/venv exists",
+        "= /etc/edge-agent/config.toml exists; kept as it is",
+    ):
+        assert kept in second.stdout
+    steps = _steps(second.stdout)
+    assert not [s for s in steps if s.startswith(("useradd", "groupadd", "python3 -m venv"))]
+    assert config_file.read_text().endswith("# a local edit\n")
+    assert steps[-1] == "systemctl try-restart edge-agent.service"  # runs the new code
+    assert "try-restart" not in first.stdout
+
+    # --model on a later run repoints the config and keeps the rest of it.
+    third = machine.install("--model", "/opt/edge-agent/models/other.gguf", "--yes")
+    assert third.returncode != 0  # that file is not there
+    assert "cannot read /opt/edge-agent/models/other.gguf" in third.stderr
+    (model / "other.gguf").write_bytes(b"GGUF")
+    third = machine.install("--model", "/opt/edge-agent/models/other.gguf", "--yes")
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert tomllib.loads(config_file.read_text())["model"]["path"] == (
+        "/opt/edge-agent/models/other.gguf"
+    )
+    assert config_file.read_text().endswith("# a local edit\n")
+
+    removed = machine.install("--uninstall")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert not unit.exists()
+    assert not (machine.root / "opt" / "edge-agent" / "venv").exists()
+    assert config_file.exists() and machine.entry("passwd", "edge-agent") is not None
+    assert "systemctl disable --now edge-agent.service" in machine.calls()
+
+    purged = machine.install("--uninstall", "--purge")
+    assert purged.returncode == 0, purged.stdout + purged.stderr
+    assert not config_file.parent.exists()
+    assert not (machine.root / "opt" / "edge-agent").exists()
+    assert machine.entry("passwd", "edge-agent") is None
+    assert machine.entry("group", "edge-agent") is None
+
+    again = machine.install("--uninstall", "--purge")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _steps(again.stdout) == [
+        "rm -rf /etc/edge-agent /var/lib/edge-agent /var/cache/edge-agent /opt/edge-agent/models"
+    ]
+
+
+def test_dry_run_uninstall_lists_the_removal_of_an_installed_service(machine: Machine) -> None:
+    installed = machine.install("--model", "default", "--yes")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    calls_before = machine.calls()
+    dry = machine.install("--uninstall", "--purge", "--dry-run")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert _steps(dry.stdout) == [
+        "systemctl disable --now edge-agent.service",
+        "rm -f /etc/systemd/system/edge-agent.service",
+        "systemctl daemon-reload",
+        "rm -rf /opt/edge-agent/venv",
+        "rm -rf /etc/edge-agent /var/lib/edge-agent /var/cache/edge-agent /opt/edge-agent/models",
+        "rmdir --ignore-fail-on-non-empty /opt/edge-agent",
+        "userdel edge-agent",
+        "groupdel edge-agent",
+    ]
+    assert machine.calls() == calls_before
+    assert (machine.root / "etc" / "systemd" / "system" / "edge-agent.service").exists()
+    assert machine.entry("passwd", "edge-agent") is not None
