@@ -297,3 +297,14 @@ def test_dry_run_uninstall_lists_the_removal_of_an_installed_service(machine: Ma
     assert machine.calls() == calls_before
     assert (machine.root / "etc" / "systemd" / "system" / "edge-agent.service").exists()
     assert machine.entry("passwd", "edge-agent") is not None
+
+
+def test_shell_scripts_are_shellcheck_clean() -> None:
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        pytest.fail("shellcheck is missing: apt-get install shellcheck (.ci/run does)")
+    scripts = [INSTALLER, REPO / "scripts" / "examples" / "ask-and-act.sh", REPO / ".ci" / "run"]
+    result = subprocess.run(
+        [shellcheck, *map(str, scripts)], check=False, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout
