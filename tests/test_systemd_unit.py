@@ -280,7 +280,14 @@ def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sa
     replies.write_text(json.dumps([json.dumps({"final_answer": "Served from the sandbox."})]))
     config = sandbox.root / "etc" / "edge-agent" / "config.toml"
     config.parent.mkdir()
-    config.write_text('[model]\npath = "mock:/opt/edge-agent/models/replies.json"\n')
+    # The shipped example, pointed at the mock the way install.sh points it at a GGUF.
+    example = (REPO / "systemd" / "config.example.toml").read_text()
+    assert example.count('\npath = "default"\n') == 1
+    config.write_text(
+        example.replace(
+            '\npath = "default"\n', '\npath = "mock:/opt/edge-agent/models/replies.json"\n'
+        )
+    )
     sandbox.boot()  # the unit's own ExecStart: edge-agent serve --config /etc/edge-agent/...
 
     # Type=notify: active only once the daemon said READY=1.
