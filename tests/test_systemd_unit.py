@@ -313,3 +313,32 @@ def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sa
     assert stop.returncode == 0, stop.stderr
     assert sandbox.wait(timeout_s=60) == 0, sandbox.diagnostics()  # a clean exit on SIGTERM
     assert not socket_file.exists()
+
+
+def test_the_daemon_loads_and_runs_the_embedded_gguf_under_the_unit(sandbox: Sandbox) -> None:
+    # The daemon's own llama.cpp path: the embedded model assembled into CacheDirectory, loaded,
+    # warmed up before READY=1, then a grammar-constrained run, all inside the unit's sandbox.
+    config = sandbox.root / "etc" / "edge-agent" / "config.toml"
+    config.parent.mkdir()
+    config.write_text((REPO / "systemd" / "config.example.toml").read_text())
+    sandbox.boot()
+
+    state = sandbox.wait_active(timeout_s=240)
+    assert state == "active", sandbox.systemctl("status", "edge-agent").stdout + (
+        sandbox.diagnostics()
+    )
+    cached = list((sandbox.root / "var" / "cache" / "edge-agent").rglob("*.gguf"))
+    assert cached, "the embedded model was not assembled into CacheDirectory"
+
+    asked = _ask_inside(sandbox, str(SERVICE_UID), "What time is it?")
+    # A 270M model may or may not reach an answer; either way it must have generated under the
+    # sandbox, and the daemon must have reported how.
+    assert asked.returncode in {0, 1}, asked.stdout + asked.stderr + sandbox.diagnostics()
+    reply = json.loads(asked.stdout)
+    actions = [event for event in reply["events"] if event.get("raw") is not None]
+    assert actions, reply
+    assert any((event.get("usage") or {}).get("generated_tokens") for event in actions), reply
+
+    stop = sandbox.systemctl("stop", "edge-agent.service")
+    assert stop.returncode == 0, stop.stderr
+    assert sandbox.wait(timeout_s=60) == 0, sandbox.diagnostics()
