@@ -205,7 +205,7 @@ install_venv() {
         target="${SOURCE_DIR}[default-model]"
     fi
     # A regular (non-editable) install: the service must not depend on the checkout staying put.
-    # The first install compiles llama.cpp, about 20 minutes on a Pi 4 and 8 on a Pi 5.
+    # The first install compiles llama.cpp from source: expect it to take a while on a Pi.
     step "$VENV/bin/python" -m pip install --quiet --upgrade "$target"
 }
 
