@@ -18,6 +18,8 @@ readonly CONFIG=$CONFIG_DIR/config.toml
 readonly UNIT_PATH=/etc/systemd/system/$SERVICE.service
 readonly STATE_DIR=/var/lib/$SERVICE
 readonly CACHE_DIR=/var/cache/$SERVICE
+# The client on everyone's PATH.
+readonly CLIENT_LINK=/usr/local/bin/$SERVICE
 # Debian packages that building llama-cpp-python (it compiles llama.cpp) and a venv need.
 readonly APT_PACKAGES=(python3 python3-venv python3-dev build-essential cmake)
 
@@ -207,6 +209,7 @@ install_venv() {
     # A regular (non-editable) install: the service must not depend on the checkout staying put.
     # The first install compiles llama.cpp from source: expect it to take a while on a Pi.
     step "$VENV/bin/python" -m pip install --quiet --upgrade "$target"
+    step ln -sfn "$VENV/bin/$SERVICE" "$CLIENT_LINK"
 }
 
 # Points [model] path in the config at $MODEL (the table systemd/config.example.toml documents).
@@ -256,6 +259,9 @@ uninstall() {
         step systemctl daemon-reload
     else
         skip "no unit at $UNIT_PATH"
+    fi
+    if [[ -L $CLIENT_LINK && $(readlink "$CLIENT_LINK") == "$VENV/bin/$SERVICE" ]]; then
+        step rm -f "$CLIENT_LINK"
     fi
     if [[ -d $VENV ]]; then
         step rm -rf "$VENV"

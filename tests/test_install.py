@@ -53,6 +53,7 @@ def test_dry_run_prints_every_install_step_and_changes_nothing() -> None:
         "install -d -m 0755 -o root -g root /opt/edge-agent /opt/edge-agent/models",
         "python3 -m venv /opt/edge-agent/venv",
         f"/opt/edge-agent/venv/bin/python -m pip install --quiet --upgrade {REPO}",
+        "ln -sfn /opt/edge-agent/venv/bin/edge-agent /usr/local/bin/edge-agent",
         "install -d -m 0755 -o root -g root /etc/edge-agent",
         f"install -m 0644 -o root -g root {REPO}/systemd/config.example.toml "
         "/etc/edge-agent/config.toml",
@@ -147,7 +148,7 @@ exit 0
 
 _INNER = """
 set -eu
-for dir in etc opt var; do mount --bind "$SANDBOX/$dir" "/$dir"; done
+for dir in etc opt var usr/local/bin; do mount --bind "$SANDBOX/$dir" "/$dir"; done
 export PATH="$SANDBOX/stubs:$PATH"
 shift 0
 exec bash "$INSTALLER" "$@"
@@ -161,6 +162,7 @@ class Machine:
         self.root = root
         subprocess.run(["cp", "-a", "/etc", str(root / "etc")], check=True)
         (root / "opt").mkdir()
+        (root / "usr" / "local" / "bin").mkdir(parents=True)
         for name in ("lib", "cache", "log", "mail"):
             (root / "var" / name).mkdir(parents=True)
         stubs = root / "stubs"
@@ -227,6 +229,8 @@ def test_install_is_idempotent_and_uninstall_keeps_data_unless_purged(machine: M
     assert unit.read_bytes() == (REPO / "systemd" / "edge-agent.service").read_bytes()
     assert "systemctl enable --now edge-agent.service" in machine.calls()
     assert any(call.startswith("python3 -m venv /opt/edge-agent/venv") for call in machine.calls())
+    client = machine.root / "usr" / "local" / "bin" / "edge-agent"
+    assert os.readlink(client) == "/opt/edge-agent/venv/bin/edge-agent"
 
     # A second run finds everything in place: the user, the venv and the config are kept.
     config_file.write_text(config_file.read_text() + "\n# a local edit\n")
@@ -261,6 +265,7 @@ def test_install_is_idempotent_and_uninstall_keeps_data_unless_purged(machine: M
     assert removed.returncode == 0, removed.stdout + removed.stderr
     assert not unit.exists()
     assert not (machine.root / "opt" / "edge-agent" / "venv").exists()
+    assert not client.is_symlink()
     assert config_file.exists() and machine.entry("passwd", "edge-agent") is not None
     assert "systemctl disable --now edge-agent.service" in machine.calls()
 
@@ -288,6 +293,7 @@ def test_dry_run_uninstall_lists_the_removal_of_an_installed_service(machine: Ma
         "systemctl disable --now edge-agent.service",
         "rm -f /etc/systemd/system/edge-agent.service",
         "systemctl daemon-reload",
+        "rm -f /usr/local/bin/edge-agent",
         "rm -rf /opt/edge-agent/venv",
         "rm -rf /etc/edge-agent /var/lib/edge-agent /var/cache/edge-agent /opt/edge-agent/models",
         "rmdir --ignore-fail-on-non-empty /opt/edge-agent",
