@@ -52,8 +52,14 @@ $UNIT_PATH, and starts it.
 EOF
 }
 
+# Messages may quote what the user typed: control characters in it must not reach the terminal.
+printable() {
+    local text="$*"
+    printf '%s' "${text//[[:cntrl:]]/?}"
+}
+
 die() {
-    printf 'install.sh: %s\n' "$*" >&2
+    printf 'install.sh: %s\n' "$(printable "$@")" >&2
     exit 1
 }
 
@@ -69,7 +75,7 @@ step() {
 
 # A step that was already done on an earlier run.
 skip() {
-    printf '= %s\n' "$*"
+    printf '= %s\n' "$(printable "$@")"
 }
 
 parse_args() {

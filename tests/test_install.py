@@ -8,12 +8,15 @@ systemd (apt-get, python3 -m venv, pip, systemctl) are stand-ins that record the
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLER = REPO / "scripts" / "install.sh"
@@ -314,3 +317,23 @@ def test_shell_scripts_are_shellcheck_clean() -> None:
         [shellcheck, *map(str, scripts)], check=False, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout
+
+
+_ARGUMENT_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    max_size=80,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=st.one_of(_ARGUMENT_TEXT, _ARGUMENT_TEXT.map(lambda s: f"/opt/edge-agent/{s}.gguf")))
+def test_any_model_argument_is_refused_clearly_or_taken_safely(model: str) -> None:
+    result = _install("--dry-run", "--model", model)
+    assert result.returncode in {0, 1}, result.stderr
+    if result.returncode == 1:
+        assert result.stderr.startswith("install.sh: ") and result.stderr.count("\n") == 1
+        assert _steps(result.stdout) == []
+        return
+    # Taken: a plain absolute GGUF path outside what the service cannot see, or "default".
+    safe = re.fullmatch(r"/[A-Za-z0-9._/+-]+\.gguf", model) is not None
+    assert model in {"default", ""} or (safe and not model.startswith(("/home/", "/tmp/"))), model
