@@ -13,6 +13,7 @@ import pytest
 import zmq
 from daemon_harness import (
     ANSWER,
+    REPO,
     Peer,
     edge_agent_command,
     run_request,
@@ -165,3 +166,27 @@ def test_default_endpoint_follows_the_runtime_directory(tmp_path: Path) -> None:
     xdg.mkdir()
     assert runtime_directory({"XDG_RUNTIME_DIR": str(xdg)}) == xdg / "edge-agent"
     assert runtime_directory({}) == Path(f"/tmp/edge-agent-{os.getuid()}")
+
+
+def test_the_example_config_serves_as_documented(tmp_path: Path) -> None:
+    mock = write_mock(tmp_path / "mock.json", [ANSWER])
+    endpoint = f"ipc://{tmp_path / 'agent.sock'}"
+    example = REPO / "systemd" / "config.example.toml"
+    daemon = start_daemon(
+        ["--config", str(example), "--model", f"mock:{mock}", "--endpoint", endpoint]
+    )
+    context: zmq.Context[Any] = zmq.Context()
+    peer = Peer(context, endpoint)
+    try:
+        wait_ready(endpoint, daemon)
+        peer.send({"v": 1, "id": "s", "op": "status"})
+        status = peer.recv(10)
+        assert status["workflows"] == ["device_health"] and status["skill_problems"] == []
+        assert status["queue_limit"] == 8
+        peer.send(run_request(id="w", workflow="device_health"))
+        assert peer.recv(10)["outcome"] == "answered"
+    finally:
+        peer.close()
+        context.term()
+        output = stop_daemon(daemon)
+    assert daemon.returncode == 0, output
