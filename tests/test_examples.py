@@ -21,6 +21,8 @@ from typing import Any
 import jinja2
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "scripts" / "examples"
@@ -317,3 +319,27 @@ def test_node_red_exec_command_runs_and_routes_by_exit_code(
     assert _route(flow["ea_by_exit_code"], result.returncode) == expected_node
     if expected_code == 0:
         assert json.loads(result.stdout)["answer"] == ANSWER
+
+
+_QUESTION = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+    min_size=1,
+    max_size=120,
+)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(question=_QUESTION)
+def test_shell_example_takes_any_question_as_data(
+    daemons: dict[str, MockDaemon], tmp_path: Path, question: str
+) -> None:
+    marker = tmp_path / "pwned"
+    hostile = question + f"$(touch {marker})`touch {marker}`"
+    result = _run_shell_example(daemons["answers"].endpoint, hostile)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"answered: {ANSWER}\n"
+    assert not marker.exists()
