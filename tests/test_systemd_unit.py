@@ -24,6 +24,9 @@ from systemd_sandbox import (
 MAX_EXPOSURE = 2.0
 INSTALLER = REPO / "scripts" / "install.sh"
 INSTALLED_UNIT = Path("etc/systemd/system/edge-agent.service")
+# Built-in skills that read /proc, /sys and /etc and must keep working under the hardening.
+# (cpu_temperature is left out: a container may have no thermal zone, and says so.)
+SANDBOXED_SKILLS = ("system_status", "now", "list_sensors")
 
 
 def _analyze() -> str:
@@ -277,7 +280,11 @@ def _ask_inside(sandbox: Sandbox, groups: str, *question: str) -> subprocess.Com
 
 def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sandbox) -> None:
     replies = sandbox.opt / "models" / "replies.json"
-    replies.write_text(json.dumps([json.dumps({"final_answer": "Served from the sandbox."})]))
+    # The built-in skills that read the machine run first, inside the sandbox.
+    calls = [json.dumps({"skill_name": name, "arguments": {}}) for name in SANDBOXED_SKILLS]
+    replies.write_text(
+        json.dumps([*calls, json.dumps({"final_answer": "Served from the sandbox."})])
+    )
     config = sandbox.root / "etc" / "edge-agent" / "config.toml"
     config.parent.mkdir()
     # The shipped example, pointed at the mock the way install.sh points it at a GGUF.
@@ -304,7 +311,19 @@ def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sa
 
     member = _ask_inside(sandbox, str(SERVICE_UID), "Are you there?")
     assert member.returncode == 0, member.stderr + sandbox.diagnostics()
-    assert json.loads(member.stdout)["answer"] == "Served from the sandbox."
+    reply = json.loads(member.stdout)
+    assert reply["answer"] == "Served from the sandbox."
+    observed = {
+        event["skill_name"]: event
+        for event in reply["events"]
+        if event["type"] in {"SkillResultObservation", "ToolErrorObservation"}
+    }
+    for name in SANDBOXED_SKILLS:
+        assert observed[name]["type"] == "SkillResultObservation", observed[name]
+    # Each part of system_status reads its own file; none may be hidden by the sandbox.
+    status_parts = observed["system_status"]["result"]
+    assert set(status_parts) == {"load_average", "memory", "disk", "uptime"}
+    assert not [part for part, value in status_parts.items() if "error" in value], status_parts
 
     stranger = _ask_inside(sandbox, "", "Are you there?")
     assert stranger.returncode == 69, stranger.stdout + stranger.stderr  # daemon unavailable
