@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -361,3 +362,47 @@ def test_the_daemon_loads_and_runs_the_embedded_gguf_under_the_unit(sandbox: San
     stop = sandbox.systemctl("stop", "edge-agent.service")
     assert stop.returncode == 0, stop.stderr
     assert sandbox.wait(timeout_s=60) == 0, sandbox.diagnostics()
+
+
+def _show(sandbox: Sandbox, *properties: str) -> dict[str, str]:
+    shown = sandbox.systemctl("show", "edge-agent.service", *(f"-p{p}" for p in properties))
+    return dict(line.split("=", 1) for line in shown.stdout.splitlines() if "=" in line)
+
+
+def test_a_hung_daemon_is_killed_by_the_watchdog_and_restarted(sandbox: Sandbox) -> None:
+    replies = sandbox.opt / "models" / "replies.json"
+    replies.write_text(json.dumps([json.dumps({"final_answer": "ok"})]))
+    config = sandbox.root / "etc" / "edge-agent" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[model]\npath = "mock:/opt/edge-agent/models/replies.json"\n')
+    # The unit's Restart= and start limits as shipped; only the clocks run faster.
+    sandbox.service_lines = ["WatchdogSec=2", "RestartSec=1"]
+    sandbox.exit_with_service = False
+    sandbox.boot()
+    assert sandbox.wait_active(timeout_s=60) == "active", sandbox.diagnostics()
+
+    # Alive: its pings keep a 2 s watchdog content for longer than that.
+    first = _show(sandbox, "MainPID", "NRestarts")
+    time.sleep(5)
+    assert _show(sandbox, "MainPID", "NRestarts") == first, sandbox.diagnostics()
+    assert first["NRestarts"] == "0"
+
+    # Hung: a stopped process sends nothing; systemd aborts it and starts a new one.
+    freeze = subprocess.run(
+        ["nsenter", "-t", str(sandbox.manager_pid), "-m", "-p", "kill", "-STOP", first["MainPID"]],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert freeze.returncode == 0, freeze.stderr
+    give_up = time.monotonic() + 30
+    now = first
+    while time.monotonic() < give_up:
+        now = _show(sandbox, "MainPID", "NRestarts", "ActiveState")
+        if now.get("NRestarts") == "1" and now.get("ActiveState") == "active":
+            break
+        time.sleep(0.2)
+    assert now.get("NRestarts") == "1" and now["ActiveState"] == "active", (
+        f"{now}\n{sandbox.diagnostics()}"
+    )
+    assert now["MainPID"] != first["MainPID"]
