@@ -78,8 +78,10 @@ class VocabBuffer:
 class ActionGrammar:
     """One compiled grammar, reset at the start of each reply."""
 
-    widths: tuple[int, ...] = (64, 2048)
-    """How many of the likeliest tokens the grammar judges before it judges them all."""
+    margins: tuple[float, ...] = (6.0, 16.0)
+    """How far below the best logit the grammar looks for an allowed token before it judges the
+    whole vocabulary."""
+    max_candidates = 4096
 
     def __init__(self, vocab: Any, gbnf: str, buffer: VocabBuffer) -> None:
         sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
@@ -102,37 +104,43 @@ class ActionGrammar:
         llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(array))
         return not math.isinf(one.logit)
 
-    def _apply(self, ids: npt.NDArray[np.int32], logits: npt.NDArray[np.float32]) -> None:
+    def _apply(
+        self, ids: npt.NDArray[np.int32], logits: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """The grammar's verdict on ``ids``: their logits, or -inf where it rejects them."""
         view = self._buffer.view[: len(ids)]
         view["id"] = ids
         view["logit"] = logits
         data = ctypes.cast(self._buffer.data, llama_cpp.llama_token_data_p)
         array = llama_cpp.llama_token_data_array(data, len(ids), -1, False)
         llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(array))
+        verdict: npt.NDArray[np.float32] = view["logit"].copy()
+        return verdict
 
-    def mask(self, logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        """The logits with every token the grammar rejects set to -inf.
+    def mask(
+        self, logits: npt.NDArray[np.float32], *, full: bool = False
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """The tokens the grammar was asked about and their logits, -inf where it says no.
 
-        The grammar first judges only the most likely tokens, widening the set until one fits:
-        the best allowed token is then the same one a full pass would find, for a fraction of
-        its cost. Only when none of them fits is the whole vocabulary judged.
+        The grammar first judges only the tokens whose logits are near the best, widening the set
+        until one fits: the best allowed token is then the same one a full pass would find, for a
+        fraction of its cost. Only when none fits (or with ``full``) is the whole vocabulary
+        judged.
         """
-        n_vocab = len(logits)
-        for width in self.widths:
-            if width >= n_vocab:
-                break
-            top = np.argpartition(logits, n_vocab - width)[n_vocab - width :].astype(np.int32)
-            self._apply(top, logits[top])
-            judged = self._buffer.view["logit"][:width]
-            if np.isfinite(judged).any():
-                self.partial_masks += 1
-                masked = np.full(n_vocab, -np.inf, dtype=np.float32)
-                masked[top] = judged
-                return masked
+        if not full:
+            best = float(logits.max())
+            for margin in self.margins:
+                candidates = np.flatnonzero(logits >= best - margin).astype(np.int32)
+                if len(candidates) > self.max_candidates:
+                    keep = np.argpartition(logits[candidates], -self.max_candidates)
+                    candidates = candidates[keep[-self.max_candidates :]]
+                judged = self._apply(candidates, logits[candidates])
+                if np.isfinite(judged).any():
+                    # Any allowed token here outranks every token outside the set.
+                    self.partial_masks += 1
+                    return candidates, judged
         self.full_masks += 1
-        self._apply(self._buffer.ids, logits)
-        full: npt.NDArray[np.float32] = self._buffer.view["logit"].copy()
-        return full
+        return self._buffer.ids, self._apply(self._buffer.ids, logits)
 
     def accept(self, token: int) -> None:
         llama_cpp.llama_sampler_accept(self._sampler, token)

@@ -1,0 +1,247 @@
+"""Benchmark the resident model: speed, grammar cost, prefix reuse, first action, memory.
+
+Every figure is measured side by side with its alternative in the same process and printed as a
+ratio against its budget:
+
+- prefill and decode tokens/s;
+- constrained decoding (check-first grammar) against unconstrained decoding, per generated token
+  (budget <= 1.2x), with llama-cpp-python's full-vocabulary grammar pass shown for reference;
+- prompt tokens evaluated over a 12-step agent run with prefix reuse, against the tokens that were
+  new to the model (budget <= 1.1x) and against a fresh context per step;
+- time to the first action of a query after warm-up, against a cold cache;
+- resident memory against the model file plus the KV cache (budget: + 100 MB).
+
+Usage: python scripts/bench_model.py [--model PATH] [--n-ctx 4096] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from edge_agent import Agent, AgentState, CallSkillAction, FinalAnswerAction, Registry, Usage
+from edge_agent.model.llama import LlamaModel, load_model
+
+QUERIES = [
+    "What is the temperature of the living room sensor?",
+    "What time is it?",
+    "Is the kitchen warmer than the bedroom?",
+    "How much free disk space is left?",
+    "What is today's date?",
+    "Tell me the humidity in the bathroom.",
+]
+
+
+def bench_registry() -> Registry:
+    registry = Registry()
+
+    @registry.skill
+    def read_sensor(name: str) -> float:
+        """Read a temperature sensor, in degrees Celsius."""
+        return 21.5
+
+    @registry.skill
+    def read_humidity(room: str) -> float:
+        """Relative humidity of a room, in percent."""
+        return 48.0
+
+    @registry.skill
+    def clock() -> str:
+        """The current local time, HH:MM."""
+        return "12:00"
+
+    @registry.skill
+    def today() -> str:
+        """Today's date, YYYY-MM-DD."""
+        return "2026-12-02"
+
+    @registry.skill
+    def disk_free(mount: str = "/") -> int:
+        """Free bytes on a mounted filesystem."""
+        return 12_000_000_000
+
+    return registry
+
+
+def rss_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def row(name: str, value: str, note: str = "") -> None:
+    print(f"  {name:<58} {value:>16}  {note}")
+
+
+def usage_of(reply: Any) -> Usage:
+    usage = getattr(reply, "usage", None)
+    if not isinstance(usage, Usage):
+        raise RuntimeError("the model did not report usage")
+    return usage
+
+
+def bench_speed(model: LlamaModel, agent: Agent) -> None:
+    print("\nprefill and decode")
+    prompt = agent.render_prompt(AgentState(query=QUERIES[0]))
+    prefill, decode = [], []
+    for _ in range(3):
+        model.forget()
+        usage = usage_of(model.generate(prompt, constrained=False, max_tokens=48))
+        prefill.append((usage.evaluated_tokens or 0) / (usage.prefill_s or 1e-9))
+        decode.append((usage.generated_tokens or 0) / (usage.decode_s or 1e-9))
+    row("prefill, tokens/s (prompt from a cold cache)", f"{statistics.median(prefill):.1f}",
+        f"{usage.evaluated_tokens} tokens")
+    row("decode, tokens/s (unconstrained, greedy)", f"{statistics.median(decode):.1f}",
+        f"{usage.generated_tokens} tokens")
+
+
+def decode_steps(usage: Usage) -> int:
+    """Tokens run through the model while decoding: a token cut off at the cap is never run."""
+    generated = usage.generated_tokens or 0
+    return generated - 1 if usage.stop == "length" else generated
+
+
+def bench_grammar(model: LlamaModel, agent: Agent) -> float:
+    print("\nconstrained decoding, cost per generated token (same prompts, same token counts)")
+    schema = agent.registry.action_schema()
+    names = ("check-first grammar", "unconstrained", "full-vocabulary grammar pass")
+    seconds = dict.fromkeys(names, 0.0)
+    steps = dict.fromkeys(names, 0)
+    for round_ in range(2):
+        for query in QUERIES:
+            prompt = agent.render_prompt(AgentState(query=query))
+            model.generate(prompt, max_tokens=1, constrained=False)  # cache the prompt for all
+            con = usage_of(model.generate(prompt, action_schema=schema))
+            # The same number of decode steps without the grammar, and with llama-cpp-python's
+            # way of applying it (the whole vocabulary judged at every token).
+            cap = (con.generated_tokens or 0) + 1
+            unc = usage_of(model.generate(prompt, constrained=False, max_tokens=cap))
+            full = usage_of(
+                model.generate(prompt, action_schema=schema, full_grammar_pass=True, max_tokens=cap)
+            )
+            if round_ == 0:
+                continue  # the first round warms caches and grammars
+            for name, usage in zip(names, (con, unc, full), strict=True):
+                seconds[name] += usage.decode_s or 0.0
+                steps[name] += decode_steps(usage)
+    per_token = {name: seconds[name] / max(1, steps[name]) for name in names}
+    for name in names:
+        row(f"{name}, ms per token", f"{per_token[name] * 1000:.2f}", f"{steps[name]} tokens")
+    ratio = per_token[names[0]] / per_token[names[1]]
+    full_ratio = per_token[names[2]] / per_token[names[1]]
+    row("constrained / unconstrained (budget <= 1.2)", f"{ratio:.2f}x",
+        "PASS" if ratio <= 1.2 else "OVER BUDGET")
+    row("full-vocabulary pass / unconstrained (llama-cpp-python)", f"{full_ratio:.2f}x",
+        "for reference")
+    return ratio
+
+
+def bench_reuse(model: LlamaModel, agent: Agent) -> float:
+    print("\nprefix reuse over one 12-step run")
+    model.forget()
+    state = agent.run(QUERIES[0], max_iterations=12, max_retries=12)
+    steps = [e for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)]
+    usages = [e.usage for e in steps if e.usage is not None]
+    evaluated = sum(u.evaluated_tokens or 0 for u in usages)
+    new = usages[0].prompt_tokens or 0
+    for before, after in itertools.pairwise(usages):
+        new += (after.prompt_tokens or 0) - (before.prompt_tokens or 0) - (
+            before.generated_tokens or 0
+        )
+    # The same prompts again, each in a fresh context.
+    replay = AgentState(query=state.query)
+    fresh_evaluated = 0
+    fresh_s = 0.0
+    schema = agent.registry.action_schema()
+    for event in state.stream:
+        if isinstance(event, CallSkillAction | FinalAnswerAction):
+            model.forget()
+            usage = usage_of(model.generate(agent.render_prompt(replay), action_schema=schema))
+            fresh_evaluated += usage.evaluated_tokens or 0
+            fresh_s += usage.prefill_s or 0.0
+        replay.stream.append(event)
+    reuse_s = sum(u.prefill_s or 0.0 for u in usages)
+    row("steps in the run", f"{len(usages)}", f"outcome {state.outcome}")
+    row("prompt tokens in all steps", f"{sum(u.prompt_tokens or 0 for u in usages)}")
+    row("tokens new to the model", f"{new}")
+    row("evaluated with reuse", f"{evaluated}")
+    row("evaluated with a fresh context per step", f"{fresh_evaluated}")
+    ratio = evaluated / max(1, new)
+    row("reuse: evaluated / new (budget <= 1.1)", f"{ratio:.3f}x",
+        "PASS" if ratio <= 1.1 else "OVER BUDGET")
+    row("fresh context / reuse, tokens evaluated", f"{fresh_evaluated / max(1, evaluated):.1f}x")
+    row("fresh context / reuse, prefill seconds", f"{fresh_s / max(reuse_s, 1e-9):.1f}x",
+        f"{fresh_s:.2f} s vs {reuse_s:.2f} s")
+    return ratio
+
+
+def bench_first_action(model: LlamaModel, agent: Agent) -> None:
+    print("\ntime to the first action of a query")
+    cold, warm = [], []
+    for query in QUERIES[:3]:
+        model.forget()
+        started = time.perf_counter()
+        agent.step(AgentState(query=query))
+        cold.append(time.perf_counter() - started)
+        model.forget()
+        model.warm_up(agent.preamble())
+        started = time.perf_counter()
+        agent.step(AgentState(query=query))
+        warm.append(time.perf_counter() - started)
+    row("cold cache, s", f"{statistics.median(cold):.3f}")
+    row("after warm-up with agent.preamble(), s", f"{statistics.median(warm):.3f}")
+    row("cold / warm", f"{statistics.median(cold) / statistics.median(warm):.1f}x")
+
+
+def bench_memory(model: LlamaModel, agent: Agent, baseline: int) -> None:
+    print("\nresident memory, after warm-up and one agent run per query (as a daemon would)")
+    model.warm_up(agent.preamble())
+    for query in QUERIES:
+        agent.run(query, max_iterations=4)
+    file_size = model.info["file_size_bytes"]
+    kv = model.kv_cache_bytes or 0
+    rss = rss_bytes()
+    mib = 1024 * 1024
+    row("process RSS before loading, MiB", f"{baseline / mib:.0f}")
+    row("process RSS now, MiB", f"{rss / mib:.0f}")
+    row("model file + KV cache (f16, n_ctx), MiB", f"{(file_size + kv) / mib:.0f}",
+        f"file {file_size / mib:.0f} + KV {kv / mib:.0f}")
+    over = (rss - file_size - kv) / mib
+    row("RSS - (file + KV), MiB (budget <= 100)", f"{over:.0f}",
+        "PASS" if over <= 100 else "OVER BUDGET")
+    row("  of which the interpreter and libraries before loading, MiB", f"{baseline / mib:.0f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--model", default=None, help="a GGUF path (default: the embedded model)")
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    baseline = rss_bytes()
+    started = time.perf_counter()
+    model = load_model(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
+    agent = Agent(model, bench_registry())
+    print(f"model {model.info['name']} ({model.info['architecture']}), n_ctx {model.n_ctx}, "
+          f"{model.n_threads} threads, loaded in {time.perf_counter() - started:.2f} s")
+    try:
+        bench_memory(model, agent, baseline)
+        bench_speed(model, agent)
+        grammar = bench_grammar(model, agent)
+        reuse = bench_reuse(model, agent)
+        bench_first_action(model, agent)
+    finally:
+        model.close()
+    ok = grammar <= 1.2 and reuse <= 1.1
+    print("\nbudgets:", "all met" if ok else "NOT MET")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
