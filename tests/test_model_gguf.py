@@ -126,8 +126,9 @@ def test_lying_header_counts(tmp_path: Path, field: str, packed: bytes) -> None:
 
 def test_huge_string_and_array_lengths(tmp_path: Path) -> None:
     huge_string = _string("general.name")[:0] + struct.pack("<Q", 1 << 60)
-    bad = tiny_gguf(extra_kv=_string("general.name") + struct.pack("<I", 8) + huge_string,
-                    n_extra_kv=1)
+    bad = tiny_gguf(
+        extra_kv=_string("general.name") + struct.pack("<I", 8) + huge_string, n_extra_kv=1
+    )
     with pytest.raises(ModelLoadError, match="truncated"):
         read_gguf(_write(tmp_path, bad))
     huge_array = _string("x") + struct.pack("<IIQ", 9, 4, 1 << 61)
@@ -155,3 +156,21 @@ def test_truncated_real_model_fails_cleanly(tmp_path: Path, cut: int) -> None:
         os.sendfile(dst.fileno(), src.fileno(), 0, length)
     with pytest.raises(ModelLoadError, match=r"truncated|ends"):
         load_model(target)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    edits=st.lists(
+        st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=4
+    )
+)
+def test_corrupted_files_reach_llama_cpp_only_when_sound_and_never_crash(
+    tmp_path: Path, edits: list[tuple[int, int]]
+) -> None:
+    data = bytearray(tiny_gguf())
+    for position, value in edits:
+        data[position % len(data)] = value
+    with pytest.raises(ModelLoadError):
+        load_model(_write(tmp_path, bytes(data)), n_ctx=128)
