@@ -30,6 +30,7 @@ from edge_agent import (
     ValidationErrorObservation,
     load_model,
 )
+from edge_agent.model.constrained import GrammarError
 from edge_agent.model.formats import GEMMA3
 from edge_agent.model.llama import LlamaModel, ModelClosed
 from edge_agent.prompt import render_event
@@ -274,7 +275,9 @@ def test_unknown_options_are_ignored_and_bad_ones_are_clear(model: LlamaModel) -
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(text=st.text(max_size=200) | st.sampled_from(["", "<end_of_turn>", "<start_of_turn>model\n"]))
+@given(
+    text=st.text(max_size=200) | st.sampled_from(["", "<end_of_turn>", "<start_of_turn>model\n"])
+)
 def test_hostile_prompts_never_crash(model: LlamaModel, text: str) -> None:
     reply = model.generate(text, max_tokens=2, constrained=False)
     assert isinstance(reply, Completion) and reply.usage is not None
@@ -299,3 +302,53 @@ def test_load_model_rejects_bad_arguments() -> None:
         load_model(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="n_ctx"):
         load_model(n_ctx=8)
+
+
+_SCHEMA_KEYS = st.sampled_from(
+    [
+        "type",
+        "properties",
+        "required",
+        "items",
+        "enum",
+        "const",
+        "oneOf",
+        "anyOf",
+        "$ref",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "additionalProperties",
+        "$defs",
+        "format",
+    ]
+)
+_SCHEMA_LEAVES = (
+    st.sampled_from(["object", "string", "integer", "array", "null", "#/$defs/x", "^a+$", "date"])
+    | st.integers(-3, 3)
+    | st.booleans()
+)
+_SCHEMAS = st.recursive(
+    _SCHEMA_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SCHEMA_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(schema=st.dictionaries(_SCHEMA_KEYS, _SCHEMAS, max_size=4))
+def test_odd_action_schemas_give_a_reply_or_a_grammar_error(
+    model: LlamaModel, schema: dict[str, Any]
+) -> None:
+    prompt = GEMMA3.opening("", "Say hi.")
+    try:
+        reply = model.generate(prompt, action_schema=schema, max_tokens=2)
+    except GrammarError as exc:
+        assert exc.code == "grammar"
+    else:
+        assert reply.usage is not None and reply.usage.generated_tokens is not None
+        assert reply.usage.generated_tokens <= 2

@@ -62,7 +62,15 @@ def schema_to_gbnf(schema: dict[str, Any]) -> str:
     """The GBNF grammar of one action; raises :class:`GrammarError` if the schema is unusable."""
     try:
         return str(json_schema_to_gbnf(json.dumps(inline_refs(schema))))
-    except (KeyError, ValueError, TypeError, AssertionError, RecursionError) as exc:
+    except (
+        KeyError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        AssertionError,
+        RecursionError,
+    ) as exc:  # what llama-cpp-python's converter raises on schemas it cannot follow
         raise GrammarError(f"the action schema cannot be made into a grammar: {exc!r}") from exc
 
 
@@ -163,6 +171,8 @@ class GrammarCache:
         self._by_text: OrderedDict[str, ActionGrammar] = OrderedDict()
 
     def get(self, schema: dict[str, Any]) -> ActionGrammar:
+        if not isinstance(schema, dict):
+            raise TypeError(f"action_schema must be a dict, not {type(schema).__name__}")
         hit = self._by_id.get(id(schema))
         if hit is not None and hit[0] is schema:
             return hit[1]
