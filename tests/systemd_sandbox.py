@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +33,17 @@ TEST_DROPIN = "zz-sandbox-test.conf"
 
 _INNER = """
 set -eu
-for dir in etc run var opt; do mount --bind "$SANDBOX_ROOT/$dir" "/$dir"; done
+# The code under test wherever it lives (/tmp and /root are hidden from the service).
+mount --bind "$SOURCE_TREE" "$SANDBOX_ROOT/opt/edge-agent/src"
+mount --bind "$SITE_PACKAGES" "$SANDBOX_ROOT/opt/edge-agent/site-packages"
+for dir in etc run var; do mount --bind "$SANDBOX_ROOT/$dir" "/$dir"; done
+mount --rbind "$SANDBOX_ROOT/opt" /opt
 exec "$SYSTEMD_BINARY" --system --unit=edge-agent.service
 """
+# Where the service finds them, through the bind mounts above.
+SANDBOX_SOURCE = "/opt/edge-agent/src"
+SANDBOX_SITE_PACKAGES = "/opt/edge-agent/site-packages"
+SANDBOX_PACKAGES = "/opt/edge-agent/packages"
 
 
 def system_python() -> Path | None:
@@ -98,11 +107,20 @@ class Sandbox:
         venv = self.opt / "venv"
         subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], check=True)
         site_packages = next((venv / "lib").glob("python3.*/site-packages"))
-        # The project and its dependencies come from the test venv; addsitedir also reads its .pth
-        # files, among them the editable install of edge_agent.
-        ours = next((REPO / ".venv" / "lib").glob("python3.*/site-packages"))
+        (self.opt / "src").mkdir()
+        (self.opt / "site-packages").mkdir()
+        # edge_agent as the installed layout has it (daemon/ -> edge_agent, skills/ ->
+        # edge_agent.skills), linked into the bound source tree.
+        package = self.opt / "packages" / "edge_agent"
+        package.mkdir(parents=True)
+        for entry in sorted((REPO / "daemon").iterdir()):
+            (package / entry.name).symlink_to(f"{SANDBOX_SOURCE}/daemon/{entry.name}")
+        (package / "skills").symlink_to(f"{SANDBOX_SOURCE}/skills")
+        # The dependencies come from the test venv's site-packages. The package path goes first,
+        # ahead of the editable-install finder that addsitedir brings along (it points at the
+        # checkout's own path, which the service may not see).
         (site_packages / "edge_agent_test.pth").write_text(
-            f"import site; site.addsitedir({str(ours)!r})\n"
+            f"{SANDBOX_PACKAGES}\nimport site; site.addsitedir({SANDBOX_SITE_PACKAGES!r})\n"
         )
         script = venv / "bin" / "edge-agent"
         script.write_text(
@@ -131,6 +149,8 @@ class Sandbox:
         environment = dict(
             os.environ,
             SANDBOX_ROOT=str(self.root),
+            SOURCE_TREE=str(REPO),
+            SITE_PACKAGES=sysconfig.get_paths()["purelib"],
             SYSTEMD_BINARY=str(SYSTEMD_BINARY),
             # Tells systemd it runs in a container: no hardware setup, logs to stderr.
             container="edge-agent-test",
