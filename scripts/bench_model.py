@@ -113,7 +113,7 @@ def bench_grammar(model: LlamaModel, agent: Agent) -> float:
     names = ("check-first grammar", "unconstrained", "full-vocabulary grammar pass")
     seconds = dict.fromkeys(names, 0.0)
     steps = dict.fromkeys(names, 0)
-    for round_ in range(2):
+    for round_ in range(3):
         for query in QUERIES:
             prompt = agent.render_prompt(AgentState(query=query))
             model.generate(prompt, max_tokens=1, constrained=False)  # cache the prompt for all
