@@ -352,3 +352,35 @@ def test_odd_action_schemas_give_a_reply_or_a_grammar_error(
     else:
         assert reply.usage is not None and reply.usage.generated_tokens is not None
         assert reply.usage.generated_tokens <= 2
+
+
+def test_sampling_with_a_temperature_still_follows_the_grammar(
+    agent: Agent, model: LlamaModel
+) -> None:
+    prompt = agent.render_prompt(AgentState(query="What time is it?"))
+    schema = agent.registry.action_schema()
+    for _ in range(2):
+        reply = model.generate(prompt, action_schema=schema, temperature=1.5, max_tokens=40)
+        assert reply.usage is not None
+        if reply.usage.stop == "stop":
+            value = json.loads(reply)
+            assert value.get("skill_name") in ("read_sensor", "clock") or value["final_answer"]
+        else:
+            assert reply.lstrip().startswith("{")
+
+
+def test_load_model_warms_up_at_load() -> None:
+    handle = load_model(n_ctx=512, warm_up="<start_of_turn>user\nYou are a helpful assistant.")
+    try:
+        assert handle.info["cached_tokens"] > 5
+        reply = handle.generate(
+            "<start_of_turn>user\nYou are a helpful assistant.\n\nHi<end_of_turn>\n",
+            max_tokens=1,
+            constrained=False,
+        )
+        assert reply.usage is not None and reply.usage.evaluated_tokens is not None
+        assert reply.usage.evaluated_tokens < 8
+    finally:
+        handle.close()
+    with pytest.raises(ContextExceeded):
+        load_model(n_ctx=64, warm_up="word " * 200)

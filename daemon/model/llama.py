@@ -299,7 +299,8 @@ class LlamaModel:
         with self._lock:
             self._check_open()
             tokens = self.tokenize(text)
-            if len(tokens) >= self.n_ctx:
+            # A shared prefix that leaves no room for a reply makes every request fail: say so now.
+            if len(tokens) + self.max_tokens > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
             keep = self._reuse([*tokens, -1])
             self._evaluate(tokens[keep:])
