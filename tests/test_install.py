@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -112,18 +113,24 @@ def test_bad_arguments_stop_before_any_step(args: list[str], message: str) -> No
 
 
 def test_a_real_run_needs_root() -> None:
-    if os.geteuid() == 0:
-        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-    else:
-        command = []
-    result = subprocess.run(
-        [*command, "bash", str(INSTALLER), "--model", "default"],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 1
+    # A copy the unprivileged user can read, wherever the checkout is.
+    readable = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        readable.chmod(0o755)
+        script = readable / "install.sh"
+        shutil.copy(INSTALLER, script)
+        script.chmod(0o755)
+        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        result = subprocess.run(
+            [*(as_nobody if os.geteuid() == 0 else []), "bash", str(script), "--model", "default"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        shutil.rmtree(readable)
+    assert result.returncode == 1, result.stderr
     assert "run as root" in result.stderr
 
 
