@@ -46,6 +46,12 @@ def _write_under(directory: str) -> None:
     probe.unlink()
 
 
+def _send_off_device() -> None:
+    # 192.0.2.1 is TEST-NET-1: never a real host, so nothing leaves even where the send succeeds.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.sendto(b"probe", ("192.0.2.1", 9))
+
+
 def probe_sandbox() -> dict[str, Any]:
     return {
         "status": _status_fields(),
@@ -66,6 +72,7 @@ def probe_sandbox() -> dict[str, Any]:
             lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close()
         ),
         "dev_entries": sorted(os.listdir("/dev")),
+        "send_off_device": _errno_of(_send_off_device),
     }
 
 

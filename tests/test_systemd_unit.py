@@ -241,6 +241,7 @@ def test_llama_cpp_and_pyzmq_run_under_the_units_sandbox(
     assert jail["list_home"] == jail["list_root"] == "EACCES"  # ProtectHome
     assert jail["mmap_write_exec"] == "EPERM"  # MemoryDenyWriteExecute
     assert jail["socket_packet"] == "EAFNOSUPPORT"  # RestrictAddressFamilies
+    assert jail["send_off_device"] == "EPERM"  # IPAddressDeny=any (the host itself may send)
     assert not {"mem", "kmsg", "vda", "sda", "mmcblk0"} & set(jail["dev_entries"])  # PrivateDevices
 
 
