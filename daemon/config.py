@@ -54,6 +54,8 @@ class ModelSettings(_Section):
     """``default`` (the embedded model), a GGUF path, or ``mock:FILE`` (scripted replies)."""
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
     warm_up: bool = True
+    load_timeout_s: PositiveSeconds = 900.0
+    """How long systemd's start timeout is extended while the model loads; then it applies."""
 
 
 class SkillsSettings(_Section):

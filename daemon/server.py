@@ -106,6 +106,9 @@ class Server:
         self._router.setsockopt(zmq.MAXMSGSIZE, 4 * self.limits.max_request_bytes + 4096)
         self._router.setsockopt(zmq.LINGER, 1000)
         self._router.setsockopt(zmq.SNDHWM, 10_000)
+        # Report a reply that cannot be delivered (peer gone, or not reading) instead of losing it
+        # silently; _send counts it and moves on.
+        self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._router.setsockopt(zmq.RCVHWM, 10_000)
         self._worker = RunWorker(self._load_agent, self._post)
 
@@ -192,7 +195,11 @@ class Server:
                 if watchdog is not None and now >= next_watchdog:
                     notifier.watchdog()
                     next_watchdog = now + watchdog
-                if self.state == "loading" and now >= next_extend:
+                if (
+                    self.state == "loading"
+                    and now >= next_extend
+                    and now - self.started < self.settings.model.load_timeout_s
+                ):
                     notifier.extend_timeout(EXTEND_STEP_S)
                     next_extend = now + EXTEND_STEP_S / 3
                 if self._stop.is_set() and self._stop_started is None:
@@ -281,6 +288,13 @@ class Server:
         self, envelope: list[bytes], request_id: str | None, code: ErrorCode, message: str
     ) -> None:
         self.counters[f"error_{code}"] += 1
+        # Hostile input must not flood the journal: client mistakes are debug, the rest info.
+        level = (
+            logging.DEBUG
+            if code in ("bad_request", "too_large", "unsupported_version")
+            else (logging.INFO)
+        )
+        log.log(level, "request %s: %s: %s", request_id, code, message)
         self._reply(envelope, error_reply(request_id, code, message))
 
     def _reply(self, envelope: list[bytes], reply: dict[str, Any]) -> None:
@@ -460,6 +474,13 @@ class Server:
             )
         else:
             self.counters["runs_finished"] += 1
+            log.info(
+                "run %s: %s after %.0f ms in queue, %.0f ms running",
+                job.request_id,
+                message.outcome,
+                ((job.started or job.received) - job.received) * 1000,
+                (time.monotonic() - (job.started or job.received)) * 1000,
+            )
             self.counters[f"outcome_{message.outcome}"] += 1
             self._send(job.envelope, message.payload)
         if self._stop_started is None:

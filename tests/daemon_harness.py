@@ -198,7 +198,7 @@ def wait_ready(endpoint: str, process: subprocess.Popen[str], timeout: float = 3
                 peer.close()
         raise TimeoutError("the daemon did not become ready")
     finally:
-        context.term()
+        context.destroy(linger=0)
 
 
 def stop_daemon(process: subprocess.Popen[str], timeout: float = 20.0) -> str:

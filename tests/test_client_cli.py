@@ -215,4 +215,4 @@ def test_lazy_pirate_retries_idempotent_ops_with_the_same_id_only() -> None:
             client.skills()
     finally:
         router.close()
-        context.term()
+        context.destroy(linger=0)

@@ -31,7 +31,7 @@ QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
 def context() -> Iterator[zmq.Context[Any]]:
     ctx: zmq.Context[Any] = zmq.Context()
     yield ctx
-    ctx.term()
+    ctx.destroy(linger=0)
 
 
 @pytest.fixture
@@ -345,3 +345,43 @@ def test_ids_are_per_request_and_replies_go_to_their_own_client(context, peers) 
         assert b.recv()["op"] == "status"
         assert a.recv()["answer"] == "one"
         assert a.silent(0.05) and b.silent(0.05)
+
+
+def test_a_run_that_ignores_interruption_is_answered_shutting_down_within_the_bound(
+    context, peers, monkeypatch
+) -> None:
+    import edge_agent.server
+
+    monkeypatch.setattr(edge_agent.server, "INTERRUPT_WAIT_S", 0.2)
+    release = threading.Event()
+
+    class HungModel:
+        def generate(self, prompt: str, **kwargs: Any) -> str:
+            release.wait(30)  # deaf to should_stop, like a stuck native call
+            return ANSWER
+
+    model = HungModel()
+    try:
+        with running_server(load=lambda: model, config=QUICK_STOP) as (server, endpoint):
+            dealer = open_peer(context, peers, endpoint)
+            dealer.send(run_request(id="stuck"))
+            wait_for(lambda: server.status()["running"] == "stuck", 5)
+            started = time.monotonic()
+            server.stop()
+            reply = dealer.recv(5)
+            assert (reply["kind"], reply["code"], reply["id"]) == ("error", "shutting_down", "stuck")
+            assert time.monotonic() - started < 2.0
+    finally:
+        release.set()
+
+
+def test_undeliverable_replies_are_counted_not_lost_silently(context, peers) -> None:
+    with running_server([{"text": ANSWER, "delay_s": 0.2}]) as (server, endpoint):
+        leaver = Peer(context, endpoint)
+        leaver.send(run_request(id="gone"))
+        wait_for(lambda: server.status()["running"] == "gone", 5)
+        leaver.close()
+        wait_for(lambda: server.status()["counters"]["replies_dropped"] == 1, 5)
+        other = open_peer(context, peers, endpoint)
+        other.send(run_request(id="next"))
+        assert other.recv()["outcome"] == "answered"

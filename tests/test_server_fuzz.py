@@ -103,4 +103,4 @@ def test_no_input_kills_hangs_or_disturbs_the_daemon() -> None:
         finally:
             for peer in (bystander, attacker, req_attacker):
                 peer.close()
-    context.term()
+    context.destroy(linger=0)
