@@ -537,7 +537,8 @@ class Server:
         )
 
     def status(self) -> dict[str, Any]:
-        errors = {k[len("error_") :]: v for k, v in self.counters.items() if k.startswith("error_")}
+        counters = dict(self.counters)  # one C-level copy: tests read it from another thread
+        errors = {k[len("error_") :]: v for k, v in counters.items() if k.startswith("error_")}
         return {
             "state": self.state,
             "protocol": PROTOCOL_VERSION,
@@ -552,17 +553,15 @@ class Server:
             "skills": len(self.options.registry),
             "skill_problems": list(self.options.skill_problems),
             "counters": {
-                "requests": self.counters["frames"],
-                "runs_accepted": self.counters["runs_accepted"],
-                "runs_finished": self.counters["runs_finished"],
-                "runs_cancelled": self.counters["runs_cancelled"],
-                "replies_dropped": self.counters["replies_dropped"],
+                "requests": counters.get("frames", 0),
+                "runs_accepted": counters.get("runs_accepted", 0),
+                "runs_finished": counters.get("runs_finished", 0),
+                "runs_cancelled": counters.get("runs_cancelled", 0),
+                "replies_dropped": counters.get("replies_dropped", 0),
                 "errors": sum(errors.values()),
                 "errors_by_code": errors,
                 "outcomes": {
-                    k[len("outcome_") :]: v
-                    for k, v in self.counters.items()
-                    if k.startswith("outcome_")
+                    k[len("outcome_") :]: v for k, v in counters.items() if k.startswith("outcome_")
                 },
             },
         }
