@@ -7,12 +7,10 @@ answered at once while a run goes on. Every request gets exactly one final reply
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import logging
 import os
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -23,9 +21,9 @@ import zmq
 from edge_agent.agent import Agent
 from edge_agent.bootstrap import model_info
 from edge_agent.config import Settings
-from edge_agent.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
 from edge_agent.model.protocol import ModelHandle
 from edge_agent.registry import Registry
+from edge_agent.router import RouterSocket, WakeUpPipe, split_frames
 from edge_agent.systemd import Notifier
 from edge_agent.wire import (
     PROTOCOL_VERSION,
@@ -95,21 +93,8 @@ class Server:
         self._stop = threading.Event()
         self._stop_started: float | None = None
         self._interrupted_at: float | None = None
-        self._claims: list[IpcClaim] = []
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._context = zmq.Context()
-        self._router = self._context.socket(zmq.ROUTER)
-        # A frame far beyond the request limit is dropped by ZeroMQ with its connection; one a
-        # little over it still gets a `too_large` reply.
-        self._router.setsockopt(zmq.MAXMSGSIZE, 4 * self.limits.max_request_bytes + 4096)
-        self._router.setsockopt(zmq.LINGER, 1000)
-        self._router.setsockopt(zmq.SNDHWM, 10_000)
-        # Report a reply that cannot be delivered (peer gone, or not reading) instead of losing it
-        # silently; _send counts it and moves on.
-        self._router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self._router.setsockopt(zmq.RCVHWM, 10_000)
+        self._wakeup = WakeUpPipe()
+        self._router = RouterSocket(self.limits.max_request_bytes)
         self._worker = RunWorker(self._load_agent, self._post)
 
     # -- setup and teardown -------------------------------------------------------------------
@@ -117,56 +102,27 @@ class Server:
     def bind(self) -> list[str]:
         """Claim and bind every endpoint; raises EndpointError and leaves nothing bound."""
         try:
-            for requested in self.options.endpoints:
-                endpoint = check_endpoint(requested, allow_remote=self.limits.allow_remote)
-                path = ipc_path(endpoint)
-                claim = None
-                if path is not None:
-                    claim = IpcClaim(path)
-                    claim.acquire()
-                    self._claims.append(claim)
-                if "[" in endpoint:
-                    self._router.setsockopt(zmq.IPV6, 1)
-                # No one but this user (and, under systemd's UMask=0007, its group) may connect.
-                previous = os.umask(0o077)
-                os.umask(previous | 0o007)
-                try:
-                    self._router.bind(endpoint)
-                except zmq.ZMQError as exc:
-                    raise EndpointError(f"cannot bind {endpoint}: {exc}") from None
-                finally:
-                    os.umask(previous)
-                if claim is not None:
-                    claim.bound()
-                self.bound.append(self._router.getsockopt_string(zmq.LAST_ENDPOINT))
+            self.bound = self._router.bind(
+                self.options.endpoints, allow_remote=self.limits.allow_remote
+            )
         except BaseException:
             self.close()
             raise
         return self.bound
 
     def close(self) -> None:
-        self._router.close(linger=1000)
-        self._context.term()
-        for claim in self._claims:
-            claim.release()
-        self._claims.clear()
-        self._wake_r.close()
-        self._wake_w.close()
+        self._router.close()
+        self._wakeup.close()
         self.options.notifier.close()
 
     def stop(self) -> None:
         """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
         self._stop.set()
-        self._wake()
-
-    def _wake(self) -> None:
-        # A full pipe already holds a wake-up; the loop drains it.
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"\0")
+        self._wakeup.wake()
 
     def _post(self, message: Message) -> None:
         self._outbox.put(message)
-        self._wake()
+        self._wakeup.wake()
 
     def _load_agent(self) -> Agent:
         model = self.options.load_model()
@@ -182,8 +138,8 @@ class Server:
         """Answer requests until stopped; returns the process exit code."""
         notifier = self.options.notifier
         poller = zmq.Poller()
-        poller.register(self._router, zmq.POLLIN)
-        poller.register(self._wake_r.fileno(), zmq.POLLIN)
+        poller.register(self._router.socket, zmq.POLLIN)
+        poller.register(self._wakeup.fileno(), zmq.POLLIN)
         watchdog = notifier.watchdog_interval_s
         next_watchdog = time.monotonic()
         next_extend = time.monotonic()
@@ -210,10 +166,10 @@ class Server:
                     break
                 wait = self._next_wait(now, next_watchdog if watchdog else None, next_extend)
                 for item, _ in poller.poll(round(wait * 1000)):
-                    if item is self._router:
+                    if item is self._router.socket:
                         self._read_requests()
                     else:
-                        self._drain_wake()
+                        self._wakeup.drain()
                 self._read_outbox()
         finally:
             self._worker.inbox.put(None)
@@ -232,31 +188,23 @@ class Server:
             moments.append(now + 0.05)
         return max(0.0, min(moments) - now)
 
-    def _drain_wake(self) -> None:
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while self._wake_r.recv(4096):
-                pass
-
     # -- requests -----------------------------------------------------------------------------
 
     def _read_requests(self) -> None:
         for _ in range(MAX_FRAMES_PER_WAKE):
-            try:
-                frames = self._router.recv_multipart(zmq.NOBLOCK, copy=True)
-            except zmq.Again:
+            frames = self._router.receive()
+            if frames is None:
                 return
             self.counters["frames"] += 1
             try:
                 self._handle(frames)
             except Exception:
                 log.exception("request handling failed")
-                envelope = frames[:2] if len(frames) > 2 and frames[1] == b"" else frames[:1]
+                envelope = split_frames(frames)[0]
                 self._reply(envelope, error_reply(None, "internal", "the daemon hit a bug"))
 
     def _handle(self, frames: list[bytes]) -> None:
-        req_shape = len(frames) >= 3 and frames[1] == b""
-        envelope = frames[:2] if req_shape else frames[:1]
-        payloads = frames[len(envelope) :]
+        envelope, payloads, req_shape = split_frames(frames)
         if len(payloads) != 1:
             self._fail(
                 envelope,
@@ -301,12 +249,8 @@ class Server:
         self._send(envelope, encode(reply))
 
     def _send(self, envelope: list[bytes], payload: bytes) -> None:
-        try:
-            self._router.send_multipart([*envelope, payload], zmq.NOBLOCK)
-        except zmq.ZMQError as exc:
-            # The peer is gone or stopped reading; other clients must not wait for it.
+        if not self._router.send(envelope, payload):
             self.counters["replies_dropped"] += 1
-            log.debug("reply dropped: %s", exc)
 
     def _workflow(self, name: str | None) -> Workflow | None:
         if name is None:
