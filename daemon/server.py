@@ -23,7 +23,9 @@ from edge_agent.bootstrap import model_info
 from edge_agent.config import Settings
 from edge_agent.model.protocol import ModelHandle
 from edge_agent.registry import Registry
+from edge_agent.reports import counter_report, skill_entries
 from edge_agent.router import RouterSocket, WakeUpPipe, split_frames
+from edge_agent.runqueue import RunQueue, job_for
 from edge_agent.systemd import Notifier
 from edge_agent.wire import (
     PROTOCOL_VERSION,
@@ -41,7 +43,6 @@ from edge_agent.wire import (
 )
 from edge_agent.worker import (
     Finished,
-    Job,
     Loaded,
     LoadFailed,
     Message,
@@ -87,8 +88,7 @@ class Server:
         self.bound: list[str] = []
         self.counters: collections.Counter[str] = collections.Counter()
         self._model: ModelHandle | None = None
-        self._pending: collections.OrderedDict[str, Job] = collections.OrderedDict()
-        self._running: Job | None = None
+        self._runs = RunQueue(self.limits.queue_limit)
         self._outbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._stop_started: float | None = None
@@ -183,7 +183,9 @@ class Server:
             moments.append(next_watchdog)
         if self.state == "loading":
             moments.append(next_extend)
-        moments.extend(job.deadline for job in self._pending.values() if job.deadline is not None)
+        queued_deadline = self._runs.next_deadline()
+        if queued_deadline is not None:
+            moments.append(queued_deadline)
         if self._stop_started is not None:
             moments.append(now + 0.05)
         return max(0.0, min(moments) - now)
@@ -268,25 +270,14 @@ class Server:
             self._fail(envelope, request.id, exc.code, exc.message)
             return
         allowed = workflow.allowed_skills if workflow else None
-        skills = [
-            {
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.parameters_schema,
-                "source": spec.source,
-                "timeout_s": spec.timeout_s,
-            }
-            for spec in self.options.registry.select(allowed)
-        ]
+        skills = skill_entries(self.options.registry, allowed)
         self._reply(envelope, result_reply(request.id, "skills", skills=skills))
 
     def _accept(self, envelope: list[bytes], request: RunRequest, *, stream: bool) -> None:
         if self._stop_started is not None:
             self._fail(envelope, request.id, "shutting_down", "the daemon is shutting down")
             return
-        if request.id in self._pending or (
-            self._running is not None and self._running.request_id == request.id
-        ):
+        if self._runs.holds(request.id):
             self._fail(
                 envelope,
                 request.id,
@@ -294,12 +285,12 @@ class Server:
                 f"a run with id {request.id!r} is already queued or running",
             )
             return
-        if len(self._pending) >= self.limits.queue_limit:
+        if self._runs.full:
             self._fail(
                 envelope,
                 request.id,
                 "busy",
-                f"{len(self._pending)} runs are already waiting; try again later",
+                f"{len(self._runs)} runs are already waiting; try again later",
             )
             return
         try:
@@ -307,41 +298,24 @@ class Server:
         except WireError as exc:
             self._fail(envelope, request.id, exc.code, exc.message)
             return
-        wanted = request.max_iterations or (workflow.max_iterations if workflow else None)
-        deadline_s = (
-            request.deadline_ms / 1000
-            if request.deadline_ms is not None
-            else self.limits.default_deadline_s
-        )
-        job = Job(
-            request_id=request.id,
-            envelope=envelope,
-            query=request.query,
-            workflow=workflow,
-            max_iterations=min(
-                wanted or self.limits.max_iterations, self.limits.max_iterations_cap
-            ),
-            max_retries=self.limits.max_retries,
-            deadline=None if deadline_s is None else time.monotonic() + deadline_s,
-            stream=stream,
-        )
-        self._pending[job.request_id] = job
+        job = job_for(request, envelope, workflow, self.limits, stream=stream)
+        position = self._runs.add(job)
         self.counters["runs_accepted"] += 1
         if stream:
-            position = len(self._pending) - 1 + (self._running is not None)
             self._reply(envelope, accepted_reply(job.request_id, position))
 
     def _cancel(self, envelope: list[bytes], request: CancelRequest) -> None:
         found: str | None = None
-        job = self._pending.pop(request.target, None)
+        job = self._runs.remove_waiting(request.target)
+        running = self._runs.running
         if job is not None:
             found = "queued"
             job.cancelled.set()
             self.counters["runs_cancelled"] += 1
             self._send(job.envelope, interrupted_result(job, "cancelled"))
-        elif self._running is not None and self._running.request_id == request.target:
+        elif running is not None and running.request_id == request.target:
             found = "running"
-            self._running.cancelled.set()
+            running.cancelled.set()
             self.counters["runs_cancelled"] += 1
         self._reply(
             envelope,
@@ -353,10 +327,7 @@ class Server:
     # -- runs ---------------------------------------------------------------------------------
 
     def _expire_queued(self, now: float) -> None:
-        for job in [
-            j for j in self._pending.values() if j.deadline is not None and j.deadline <= now
-        ]:
-            del self._pending[job.request_id]
+        for job in self._runs.expired(now):
             self._fail(
                 job.envelope,
                 job.request_id,
@@ -365,13 +336,12 @@ class Server:
             )
 
     def _dispatch(self) -> None:
-        if self.state == "loading" or self._running is not None or self._stop_started is not None:
+        if self.state == "loading" or self._stop_started is not None:
             return
-        if self._pending:
-            _, job = self._pending.popitem(last=False)
-            self._running = job
+        job = self._runs.start_next()
+        if job is not None:
             self._worker.inbox.put(job)
-        self.state = "busy" if self._running is not None else "ready"
+        self.state = "busy" if self._runs.running is not None else "ready"
 
     def _read_outbox(self) -> None:
         while True:
@@ -394,21 +364,20 @@ class Server:
                 log.error("cannot serve: the model failed to load: %s", message.error)
                 self.exit_code = 1
                 self.options.notifier.status(f"model failed to load: {message.error}")
-                for job in list(self._pending.values()):
+                for job in self._runs.drain():
                     self._fail(
                         job.envelope,
                         job.request_id,
                         "internal",
                         f"the model failed to load: {message.error}",
                     )
-                self._pending.clear()
                 self._stop.set()
 
     def _finish(self, message: Finished) -> None:
         job = message.job
-        if job is not self._running:
+        if job is not self._runs.running:
             return  # already answered `shutting_down` when it overran the shutdown bound
-        self._running = None
+        self._runs.running = None
         if message.payload is None:
             self._fail(
                 job.envelope,
@@ -437,35 +406,35 @@ class Server:
         self.state = "stopping"
         log.info(
             "shutting down: %d queued, %s running",
-            len(self._pending),
-            self._running.request_id if self._running else "none",
+            len(self._runs),
+            self._runs.running.request_id if self._runs.running else "none",
         )
         self.options.notifier.stopping()
-        for job in list(self._pending.values()):
+        for job in self._runs.drain():
             self._fail(
                 job.envelope,
                 job.request_id,
                 "shutting_down",
                 "the daemon is shutting down; the run did not start",
             )
-        self._pending.clear()
 
     def _finished_shutdown(self, now: float) -> bool:
         if self._stop_started is None:
             return False
-        if self._running is None:
+        running = self._runs.running
+        if running is None:
             return True
         if (
             self._interrupted_at is None
             and now - self._stop_started >= self.limits.shutdown_grace_s
         ):
             self._interrupted_at = now
-            self._running.cancelled.set()
+            running.cancelled.set()
         if self._interrupted_at is not None and now - self._interrupted_at >= INTERRUPT_WAIT_S:
-            job, self._running = self._running, None
+            self._runs.running = None
             self._fail(
-                job.envelope,
-                job.request_id,
+                running.envelope,
+                running.request_id,
                 "shutting_down",
                 "the daemon shut down before the run returned",
             )
@@ -476,38 +445,27 @@ class Server:
 
     def _status_line(self) -> str:
         return (
-            f"{self.state}; {len(self._pending)} queued; "
+            f"{self.state}; {len(self._runs)} queued; "
             f"{self.counters['runs_finished']} runs answered"
         )
 
     def status(self) -> dict[str, Any]:
-        counters = dict(self.counters)  # one C-level copy: tests read it from another thread
-        errors = {k[len("error_") :]: v for k, v in counters.items() if k.startswith("error_")}
+        running = self._runs.running
         return {
             "state": self.state,
             "protocol": PROTOCOL_VERSION,
             "pid": os.getpid(),
             "uptime_s": round(time.monotonic() - self.started, 3),
-            "queue_depth": len(self._pending),
+            "queue_depth": len(self._runs),
             "queue_limit": self.limits.queue_limit,
-            "running": self._running.request_id if self._running else None,
+            "running": running.request_id if running else None,
             "model": model_info(self._model, self.options.model_spec),
             "endpoints": list(self.bound),
             "workflows": sorted(self.options.workflows),
             "skills": len(self.options.registry),
             "skill_problems": list(self.options.skill_problems),
-            "counters": {
-                "requests": counters.get("frames", 0),
-                "runs_accepted": counters.get("runs_accepted", 0),
-                "runs_finished": counters.get("runs_finished", 0),
-                "runs_cancelled": counters.get("runs_cancelled", 0),
-                "replies_dropped": counters.get("replies_dropped", 0),
-                "errors": sum(errors.values()),
-                "errors_by_code": errors,
-                "outcomes": {
-                    k[len("outcome_") :]: v for k, v in counters.items() if k.startswith("outcome_")
-                },
-            },
+            # One C-level copy of the counters: tests read the status from another thread.
+            "counters": counter_report(dict(self.counters)),
         }
 
 

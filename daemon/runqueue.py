@@ -1,0 +1,95 @@
+"""The runs waiting for the one model, in arrival order, and the run it is busy with.
+
+Pure bookkeeping, owned by the serving loop's thread: it decides nothing about replies.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+
+from edge_agent.config import DaemonSettings
+from edge_agent.wire import RunRequest
+from edge_agent.worker import Job
+from edge_agent.workflow import Workflow
+
+
+def job_for(
+    request: RunRequest,
+    envelope: list[bytes],
+    workflow: Workflow | None,
+    limits: DaemonSettings,
+    *,
+    stream: bool,
+) -> Job:
+    """A Job with the server's policy applied: iterations capped, the deadline made absolute."""
+    wanted = request.max_iterations or (workflow.max_iterations if workflow else None)
+    deadline_s = (
+        request.deadline_ms / 1000 if request.deadline_ms is not None else limits.default_deadline_s
+    )
+    return Job(
+        request_id=request.id,
+        envelope=envelope,
+        query=request.query,
+        workflow=workflow,
+        max_iterations=min(wanted or limits.max_iterations, limits.max_iterations_cap),
+        max_retries=limits.max_retries,
+        deadline=None if deadline_s is None else time.monotonic() + deadline_s,
+        stream=stream,
+    )
+
+
+class RunQueue:
+    """At most ``limit`` waiting runs plus the running one; ids are unique among them."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.running: Job | None = None
+        self._waiting: collections.OrderedDict[str, Job] = collections.OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def holds(self, request_id: str) -> bool:
+        return request_id in self._waiting or (
+            self.running is not None and self.running.request_id == request_id
+        )
+
+    @property
+    def full(self) -> bool:
+        return len(self._waiting) >= self.limit
+
+    def add(self, job: Job) -> int:
+        """Queue ``job``; returns how many runs are ahead of it."""
+        self._waiting[job.request_id] = job
+        return len(self._waiting) - 1 + (self.running is not None)
+
+    def remove_waiting(self, request_id: str) -> Job | None:
+        return self._waiting.pop(request_id, None)
+
+    def expired(self, now: float) -> list[Job]:
+        """Remove and return the waiting runs whose deadline has passed."""
+        late = [j for j in self._waiting.values() if j.deadline is not None and j.deadline <= now]
+        for job in late:
+            del self._waiting[job.request_id]
+        return late
+
+    def next_deadline(self) -> float | None:
+        deadlines = [j.deadline for j in self._waiting.values() if j.deadline is not None]
+        return min(deadlines) if deadlines else None
+
+    def start_next(self) -> Job | None:
+        """Make the oldest waiting run the running one, if the model is free."""
+        if self.running is not None or not self._waiting:
+            return None
+        _, self.running = self._waiting.popitem(last=False)
+        return self.running
+
+    def drain(self) -> list[Job]:
+        """Remove and return every waiting run."""
+        jobs = list(self._waiting.values())
+        self._waiting.clear()
+        return jobs
+
+
+__all__ = ["RunQueue", "job_for"]
