@@ -3,6 +3,8 @@ lives on, and another client's run in flight is answered correctly."""
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 import msgpack
@@ -96,7 +98,13 @@ def test_no_input_kills_hangs_or_disturbs_the_daemon() -> None:
                 assert result["id"] == BYSTANDER and result["answer"] == "3", result
                 assert bystander.silent(0.001)
 
+            bystander.send(run_request("one plus two?", id=BYSTANDER))
+            assert bystander.recv(10)["answer"] == "3"
+            fds_before, threads_before = len(os.listdir("/proc/self/fd")), threading.active_count()
             one_exchange()
+            # Nothing leaks per request: no file descriptors, no threads.
+            assert len(os.listdir("/proc/self/fd")) <= fds_before + 4
+            assert threading.active_count() == threads_before
             status = server.status()
             assert status["state"] in ("ready", "busy")
             assert status["counters"]["errors"] > 0
