@@ -8,7 +8,7 @@ from typing import Any
 
 from edge_agent.config import ConfigError, Settings
 from edge_agent.model.protocol import ModelHandle
-from edge_agent.registry import Registry
+from edge_agent.registry import Registry, to_jsonable
 from edge_agent.replay import ReplayFileError, ReplayModel
 from edge_agent.workflow import Workflow
 
@@ -43,7 +43,8 @@ def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
     info = getattr(model, "info", None)
     described: dict[str, Any] = {"spec": spec}
     if isinstance(info, dict):
-        described.update({str(k): v for k, v in info.items()})
+        # Whatever the handle reports must survive msgpack: paths and the like become strings.
+        described.update(to_jsonable(info))
     return described
 
 

@@ -23,6 +23,7 @@ EXIT_BAD_INPUT = 65
 EXIT_UNAVAILABLE = 69
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
+EXIT_INTERRUPTED = 130
 
 _CODE_EXITS = {
     "bad_request": EXIT_BAD_INPUT,
@@ -160,6 +161,9 @@ def _client_command(args: argparse.Namespace) -> int:
                 _print_skills(client.skills(), as_json)
                 return EXIT_OK
             return _ask(client, args)
+    except KeyboardInterrupt:
+        print("edge-agent: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except DaemonError as exc:
         code = _CODE_EXITS.get(exc.code, EXIT_NO_ANSWER)
         if as_json:

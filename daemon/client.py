@@ -140,7 +140,13 @@ class Client:
         for _ in range(attempts):
             sock = self._connected()
             sock.send(payload)
-            reply = self._await(sock, request_id, time.monotonic() + wait, on_progress)
+            try:
+                reply = self._await(sock, request_id, time.monotonic() + wait, on_progress)
+            except KeyboardInterrupt:
+                if op == "run":  # the caller gave up: free the model for the next question
+                    self._reset()
+                    self._cancel_quietly(request_id)
+                raise
             if reply is not None:
                 return reply
             self._reset()  # Lazy Pirate: a fresh socket, so a late reply cannot be mistaken

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -216,3 +217,25 @@ def test_lazy_pirate_retries_idempotent_ops_with_the_same_id_only() -> None:
     finally:
         router.close()
         context.destroy(linger=0)
+
+
+def test_ctrl_c_on_ask_cancels_the_run_and_exits_130() -> None:
+    slow = [{"text": ANSWER, "delay_s": 30}]
+    with running_server(slow, config="[daemon]\nshutdown_grace_s = 0.05\n") as (server, endpoint):
+        asking = subprocess.Popen(
+            [EDGE_AGENT, "ask", "hi", "--endpoint", endpoint],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_for(lambda: server.status()["running"] is not None, 20)
+            asking.send_signal(signal.SIGINT)
+            _, stderr = asking.communicate(timeout=20)
+        finally:
+            if asking.poll() is None:
+                asking.kill()
+                asking.communicate()
+        assert asking.returncode == 130, stderr
+        wait_for(lambda: server.status()["counters"]["runs_cancelled"] == 1, 10)
+        wait_for(lambda: server.status()["running"] is None, 10)
