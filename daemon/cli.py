@@ -2,8 +2,9 @@
 
 Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 1 no answer (max
 iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input; 69 the daemon
-is unavailable; 75 busy, shutting down, or out of time. ``serve`` exits 0 after a clean shutdown,
-1 when the model fails to load, 69 when another daemon holds the endpoint, 78 on a config error.
+is unavailable; 75 busy, shutting down, or out of time; 130 Ctrl-C (the run is cancelled too).
+``serve`` exits 0 after a clean shutdown, 1 when the model fails to load, 69 when another daemon
+holds the endpoint, 78 on a config error.
 """
 
 from __future__ import annotations
