@@ -174,3 +174,58 @@ def test_corrupted_files_reach_llama_cpp_only_when_sound_and_never_crash(
         data[position % len(data)] = value
     with pytest.raises(ModelLoadError):
         load_model(_write(tmp_path, bytes(data)), n_ctx=128)
+
+
+@pytest.mark.parametrize(
+    ("key", "kind", "value"),
+    [
+        ("gemma3.block_count", 4, 0),
+        ("gemma3.block_count", 4, 513),
+        ("gemma3.block_count", 4, 0xFFFFFFFF),
+        ("gemma3.attention.layer_norm_rms_epsilon", 6, -1.0),
+        ("gemma3.attention.layer_norm_rms_epsilon", 6, float("nan")),
+    ],
+)
+def test_hyperparameters_llama_cpp_would_abort_on(
+    tmp_path: Path, key: str, kind: int, value: float
+) -> None:
+    packed = struct.pack("<I" if kind == 4 else "<f", value)
+    entry = _string(key) + struct.pack("<I", kind) + packed
+    with pytest.raises(ModelLoadError, match=r"layer count|epsilon"):
+        read_gguf(_write(tmp_path, tiny_gguf(extra_kv=entry, n_extra_kv=1)))
+
+
+@pytest.fixture(scope="module")
+def real_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source, _ = default_model_path()
+    target = tmp_path_factory.mktemp("model") / "copy.gguf"
+    with source.open("rb") as src, target.open("wb") as dst:
+        os.sendfile(dst.fileno(), src.fileno(), 0, source.stat().st_size)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("key", "packed"),
+    [
+        ("gemma3.block_count", struct.pack("<I", 0)),
+        ("gemma3.block_count", struct.pack("<I", 0x600012)),
+        ("gemma3.attention.layer_norm_rms_epsilon", struct.pack("<f", float("nan"))),
+    ],
+)
+def test_real_model_with_an_aborting_hyperparameter_fails_cleanly(
+    real_copy: Path, key: str, packed: bytes
+) -> None:
+    # These values made llama.cpp abort the whole process before the header checks knew them.
+    header = real_copy.read_bytes()[:2048]
+    offset = header.index(_string(key)) + len(_string(key)) + 4
+    original = header[offset : offset + 4]
+    with real_copy.open("r+b") as file:
+        file.seek(offset)
+        file.write(packed)
+    try:
+        with pytest.raises(ModelLoadError, match=r"layer count|epsilon"):
+            load_model(real_copy, n_ctx=128)
+    finally:
+        with real_copy.open("r+b") as file:
+            file.seek(offset)
+            file.write(original)

@@ -7,6 +7,7 @@ lies, so every size and offset is checked here first, against the file's real le
 from __future__ import annotations
 
 import dataclasses
+import math
 import mmap
 import os
 import struct
@@ -21,6 +22,8 @@ DEFAULT_ALIGNMENT = 32
 MAX_DIMS = 4
 MAX_TENSOR_NAME = 63
 MAX_ARRAY_DEPTH = 4
+# llama.cpp aborts the process (instead of failing the load) on a layer count above this.
+MAX_LAYERS = 512
 # Metadata strings longer than this are skipped rather than kept (chat templates are ~10 KB).
 MAX_KEPT_STRING = 1 << 20
 
@@ -311,6 +314,24 @@ def _parse(file: Path, size: int, data: mmap.mmap) -> GGUFInfo:
                 f"tensor {name!r} ends at byte {data_start + offset + nbytes} but the file has "
                 f"only {size} bytes (truncated?)",
             )
+    _check_hyperparameters(file, metadata)
     return GGUFInfo(
         path=file, size_bytes=size, version=version, n_tensors=n_tensors, metadata=metadata
     )
+
+
+def _check_hyperparameters(file: Path, metadata: dict[str, Any]) -> None:
+    """Reject the values llama.cpp would abort on rather than report (found by fuzzing)."""
+    architecture = metadata.get("general.architecture")
+    if not isinstance(architecture, str) or not architecture:
+        raise _bad(file, "it does not name its architecture (general.architecture)")
+    layers = metadata.get(f"{architecture}.block_count")
+    if layers is not None and (
+        not isinstance(layers, int) or isinstance(layers, bool) or not 1 <= layers <= MAX_LAYERS
+    ):
+        raise _bad(file, f"its layer count {layers!r} is not between 1 and {MAX_LAYERS}")
+    for key, value in metadata.items():
+        if not (key.startswith(f"{architecture}.") and key.endswith("epsilon")):
+            continue
+        if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise _bad(file, f"{key} is {value!r}, not a small non-negative number")
