@@ -142,6 +142,13 @@ def _serve(args: argparse.Namespace) -> int:
     log.info("edge-agent %s listening on %s", spec, ", ".join(bound))
     code = server.serve()
     log.info("edge-agent stopped")
+    if server.worker_alive:
+        # A run stuck in native code would make interpreter shutdown wait on it or crash under
+        # it; every client has had its reply, so leave at once.
+        log.warning("a run did not return in time; exiting without waiting for it")
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(code)
     return code
 
 

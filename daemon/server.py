@@ -115,6 +115,11 @@ class Server:
         self._wakeup.close()
         self.options.notifier.close()
 
+    @property
+    def worker_alive(self) -> bool:
+        """True while the run thread is still inside a run (one that overran the shutdown bound)."""
+        return self._worker.is_alive()
+
     def stop(self) -> None:
         """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
         self._stop.set()
@@ -173,6 +178,7 @@ class Server:
                 self._read_outbox()
         finally:
             self._worker.inbox.put(None)
+            self._worker.join(timeout=1.0)
             notifier.status("stopped")
             self.close()
         return self.exit_code
