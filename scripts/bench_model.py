@@ -216,6 +216,12 @@ def bench_memory(model: LlamaModel, agent: Agent, baseline: int) -> None:
     row("RSS - (file + KV), MiB (budget <= 100)", f"{over:.0f}",
         "PASS" if over <= 100 else "OVER BUDGET")
     row("  of which the interpreter and libraries before loading, MiB", f"{baseline / mib:.0f}")
+    settled = rss_bytes()
+    for i in range(100):
+        # Distinct queries of distinct lengths, so nothing is sized only once.
+        agent.step(AgentState(query=f"{QUERIES[i % len(QUERIES)]} ({'please ' * (i % 7)}#{i})"))
+    row("RSS change over 100 more requests, MiB", f"{(rss_bytes() - settled) / mib:+.1f}",
+        "flat" if rss_bytes() - settled < 4 * mib else "GROWING")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -182,6 +182,7 @@ class LlamaModel:
         self._cached: list[int] = []
         """The tokens whose keys and values are in the cache, in order from position 0."""
         self._piece = ctypes.create_string_buffer(_PIECE_BUFFER)
+        self._batch_tokens = (llama_cpp.llama_token * self.n_batch)()
         self._rng = np.random.default_rng(self.seed)
         self._eog = self._end_of_generation_tokens()
 
@@ -226,11 +227,12 @@ class LlamaModel:
         """The tokens of ``text``, control markers such as ``<start_of_turn>`` included."""
         data = text.encode("utf-8", errors="replace")
         bos = add_bos and self._add_bos
-        capacity = len(data) + 2
+        # Power-of-two sizes: ctypes keeps every array type it makes, so sizes must not vary freely.
+        capacity = 1 << (len(data) + 1).bit_length()
         buffer = (llama_cpp.llama_token * capacity)()
         count = llama_cpp.llama_tokenize(self._vocab, data, len(data), buffer, capacity, bos, True)
         if count < 0:
-            capacity = -count
+            capacity = 1 << (-count - 1).bit_length()
             buffer = (llama_cpp.llama_token * capacity)()
             count = llama_cpp.llama_tokenize(
                 self._vocab, data, len(data), buffer, capacity, bos, True
@@ -276,8 +278,9 @@ class LlamaModel:
         for start in range(0, len(tokens), self.n_batch):
             if interrupted is not None and start and interrupted():
                 return False
-            chunk = tokens[start : start + self.n_batch]
-            array = (llama_cpp.llama_token * len(chunk))(*chunk)
+            chunk: list[Any] = tokens[start : start + self.n_batch]
+            array = self._batch_tokens
+            array[: len(chunk)] = chunk
             batch = llama_cpp.llama_batch_get_one(array, len(chunk))
             status = llama_cpp.llama_decode(self._context, batch)
             if status != 0:
