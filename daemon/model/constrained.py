@@ -2,8 +2,9 @@
 
 llama.cpp's grammar sampler can mask the whole vocabulary (262k tokens for Gemma) at every step,
 which is what makes grammar decoding slow. Most of the time the model's own pick already fits, so
-:class:`ActionGrammar` asks the grammar about that single token, and masks the whole vocabulary
-only when the pick is rejected (as llama.cpp's common sampler does).
+:class:`ActionGrammar` asks the grammar about that single token (as llama.cpp's common sampler
+does). When the pick is rejected it judges only the tokens whose logits are near the best, which
+finds the same best allowed token; the whole vocabulary is judged only when none of those fits.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from edge_agent.model.protocol import ModelError
 
-_MAX_REF_DEPTH = 8
+# Deep enough for real nested argument models; shallow enough that references cannot blow up.
+_MAX_REF_DEPTH = 6
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
