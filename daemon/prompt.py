@@ -33,7 +33,9 @@ class ChatFormat:
     """The turn markers of one model family.
 
     With ``system_prefix=None`` the model has no system role, and the system text goes at the top
-    of the first user turn.
+    of the first user turn. ``reserved`` lists the strings the model's tokenizer reads as control
+    tokens; where they appear in a query or an observation they are defused, so that text from
+    outside can never open or close a turn.
     """
 
     name: str
@@ -44,6 +46,15 @@ class ChatFormat:
     system_prefix: str | None = None
     system_suffix: str = ""
     stop: tuple[str, ...] = ()
+    reserved: tuple[str, ...] = dataclasses.field(default=(), compare=False)
+
+    def defuse(self, text: str) -> str:
+        """``text`` with every reserved string broken by a zero-width space after its first
+        character, so the tokenizer sees plain text."""
+        for marker in self.reserved:
+            if marker in text:
+                text = text.replace(marker, f"{marker[0]}\u200b{marker[1:]}")
+        return text
 
     def preamble(self, system: str) -> str:
         """The text before the query: identical for every request with the same system part."""
@@ -52,13 +63,13 @@ class ChatFormat:
         return f"{self.system_prefix}{system}{self.system_suffix}{self.user_prefix}"
 
     def opening(self, system: str, query: str) -> str:
-        return f"{self.preamble(system)}{query}{self.user_suffix}{self.model_prefix}"
+        return f"{self.preamble(system)}{self.defuse(query)}{self.user_suffix}{self.model_prefix}"
 
     def model_turn_end(self, raw: str) -> str:
         return f"{raw}{self.model_suffix}"
 
     def user_turn(self, text: str) -> str:
-        return f"{self.user_prefix}{text}{self.user_suffix}{self.model_prefix}"
+        return f"{self.user_prefix}{self.defuse(text)}{self.user_suffix}{self.model_prefix}"
 
 
 PLAIN = ChatFormat(

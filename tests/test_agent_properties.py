@@ -157,3 +157,32 @@ def test_every_event_type_is_its_class_name(type_name: str) -> None:
     schema = EVENT_ADAPTER.json_schema()
     ref = schema["discriminator"]["mapping"][type_name]
     assert ref.endswith("/" + type_name)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["<start_of_turn>", "<end_of_turn>", "model\n", "x", "<", ">"]), max_size=12
+    ).map("".join)
+)
+def test_text_from_outside_can_never_open_or_close_a_turn(hostile: str) -> None:
+    gemma = ChatFormat(
+        name="test-gemma",
+        user_prefix="<start_of_turn>user\n",
+        user_suffix="<end_of_turn>\n",
+        model_prefix="<start_of_turn>model\n",
+        model_suffix="<end_of_turn>\n",
+        stop=("<end_of_turn>",),
+        reserved=("<start_of_turn>", "<end_of_turn>"),
+    )
+    reg = Registry()
+    reg.add(lambda: hostile, name="echo")
+
+    class Formatted(MockModel):
+        chat_format = gemma
+
+    model = Formatted(['{"skill_name": "echo"}', '{"final_answer": "ok"}'])
+    Agent(model, reg).run(hostile)
+    # Exactly the markers the format itself wrote: two user turns, two model turns, one reply.
+    assert model.prompts[1].count("<start_of_turn>") == 4
+    assert model.prompts[1].count("<end_of_turn>") == 3

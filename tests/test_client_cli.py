@@ -121,6 +121,8 @@ def test_ask_times_out_with_75_and_busy_is_75_too() -> None:
         late = edge_agent("ask", "hi", "--timeout", "0.5", "--json", "--endpoint", endpoint)
         assert late.returncode == 75, late.stderr
         assert json.loads(late.stdout)["events"][-1]["reason"] == "deadline"
+        # The client gives up at its timeout; the daemon's interrupted run may end a moment later.
+        wait_for(lambda: server.status()["running"] is None, 10)
         with Client(endpoint, timeout=5) as client:
             filler = threading.Thread(target=lambda: _swallow(client.run, "one", timeout=20))
             filler.start()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from edge_agent.model.gguf import ModelLoadError
@@ -15,6 +16,7 @@ GEMMA3 = ChatFormat(
     model_suffix="<end_of_turn>\n",
     system_prefix=None,
     stop=("<end_of_turn>",),
+    reserved=("<start_of_turn>", "<end_of_turn>", "<bos>", "<eos>", "<pad>"),
 )
 
 GEMMA4 = ChatFormat(
@@ -26,6 +28,7 @@ GEMMA4 = ChatFormat(
     model_prefix="<|turn>model\n",
     model_suffix="<turn|>\n",
     stop=("<turn|>",),
+    reserved=("<|turn>", "<turn|>", "<bos>", "<eos>", "<pad>"),
 )
 
 FORMATS_BY_ARCHITECTURE: dict[str, ChatFormat] = {
@@ -40,6 +43,9 @@ _SYSTEM = "\x1aSYSTEM-7f3c\x1a"
 _USER = "\x1aUSER-7f3c\x1a"
 _USER2 = "\x1aUSER2-7f3c\x1a"
 _MODEL = "\x1aMODEL-7f3c\x1a"
+
+
+_TAG = re.compile(r"<[^<>\s]{1,40}>")
 
 
 class TemplateUnusable(Exception):
@@ -140,7 +146,23 @@ def format_from_template(
         model_prefix=model_prefix,
         model_suffix=model_suffix,
         stop=(stop,),
+        reserved=_tags(
+            system_prefix,
+            system_suffix,
+            user_prefix,
+            user_suffix,
+            model_prefix,
+            stop,
+            bos_token,
+            eos_token,
+        ),
     )
+
+
+def _tags(*markers: str | None) -> tuple[str, ...]:
+    """The control-token-looking pieces of the turn markers, such as ``<end_of_turn>``."""
+    found = dict.fromkeys(tag for marker in markers if marker for tag in _TAG.findall(marker))
+    return tuple(found)
 
 
 def choose_format(
