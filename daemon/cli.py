@@ -57,7 +57,10 @@ def _positive(text: str) -> float:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edge-agent", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    endpoint_help = "daemon endpoint (default: $EDGE_AGENT_ENDPOINT, else the runtime ipc socket)"
+    endpoint_help = (
+        "daemon endpoint (default: $EDGE_AGENT_ENDPOINT, else your own daemon's ipc socket, "
+        "else the service's /run/edge-agent/agent.sock)"
+    )
 
     serve = commands.add_parser("serve", help="load the model and answer requests")
     serve.add_argument("--config", help="TOML config file (see systemd/config.example.toml)")
@@ -265,7 +268,23 @@ def _print_skills(skills: list[dict[str, Any]], as_json: bool) -> None:
         _emit(skills)
         return
     for entry in skills:
-        print(f"{entry.get('name')}: {entry.get('description')}")
+        print(f"{_signature(entry)}  [{entry.get('source')}, timeout {entry.get('timeout_s')} s]")
+        if entry.get("description"):
+            print(f"    {entry['description']}")
+
+
+def _signature(entry: dict[str, Any]) -> str:
+    """``read_sensor(name: string)``, from the skill's argument schema."""
+    schema = entry.get("parameters") or {}
+    required = set(schema.get("required", ()))
+    params = []
+    for name, prop in (schema.get("properties") or {}).items():
+        kind = prop.get("type") or " | ".join(
+            str(option.get("type", "?")) for option in prop.get("anyOf", ())
+        ) or "any"
+        default = "" if name in required else f" = {prop.get('default')!r}"
+        params.append(f"{name}: {kind}{default}")
+    return f"{entry.get('name')}({', '.join(params)})"
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Any
 
 import zmq
 
-from edge_agent.endpoints import default_endpoint, ipc_path
+from edge_agent.endpoints import client_endpoint, ipc_path
 from edge_agent.wire import IDEMPOTENT_OPS, PROTOCOL_VERSION, WireError, decode_reply, encode
 
 RUN_GRACE_S = 2.0
@@ -66,7 +66,7 @@ class Client:
             raise ValueError("timeout must be positive")
         if retries < 0:
             raise ValueError("retries must be >= 0")
-        self.endpoint = endpoint or default_endpoint()
+        self.endpoint = endpoint or client_endpoint()
         self.timeout = timeout
         self.retries = retries
         self.run_grace = run_grace

@@ -42,6 +42,19 @@ def default_endpoint(environ: Mapping[str, str] | None = None) -> str:
     return f"ipc://{runtime_directory(environ) / SOCKET_NAME}"
 
 
+SERVICE_RUNTIME_DIRECTORY = Path("/run/edge-agent")
+"""Where the systemd unit's ``RuntimeDirectory=edge-agent`` puts the service's socket."""
+
+
+def client_endpoint(environ: Mapping[str, str] | None = None) -> str:
+    """Where a client looks by default: a daemon of the user's own (``make run``) if its socket
+    is there, else the system service's socket when the service is installed."""
+    own = runtime_directory(environ) / SOCKET_NAME
+    if not os.path.lexists(own) and os.path.isdir(SERVICE_RUNTIME_DIRECTORY):
+        return f"ipc://{SERVICE_RUNTIME_DIRECTORY / SOCKET_NAME}"
+    return f"ipc://{own}"
+
+
 def check_endpoint(endpoint: str, *, allow_remote: bool) -> str:
     """The endpoint if it is ipc:// or tcp:// on loopback (or anywhere when ``allow_remote``)."""
     if endpoint.startswith("ipc://"):
@@ -152,6 +165,7 @@ __all__ = [
     "EndpointInUse",
     "IpcClaim",
     "check_endpoint",
+    "client_endpoint",
     "default_endpoint",
     "ipc_path",
     "runtime_directory",

@@ -112,6 +112,10 @@ def test_status_and_skills_commands(mock_daemon: str) -> None:
     assert isinstance(skills, list)
     for entry in skills:
         assert set(entry) == {"name", "description", "parameters", "source", "timeout_s"}
+    plain = edge_agent("skills", "--endpoint", mock_daemon).stdout
+    for entry in skills:
+        # Each line shows the call's shape and where the skill came from.
+        assert f"{entry['name']}(" in plain and f"[{entry['source']}, timeout" in plain
 
 
 def test_ask_times_out_with_75_and_busy_is_75_too() -> None:

@@ -176,6 +176,22 @@ def test_default_endpoint_follows_the_runtime_directory(tmp_path: Path) -> None:
     assert runtime_directory({}) == Path(f"/tmp/edge-agent-{os.getuid()}")
 
 
+def test_a_client_finds_its_own_daemon_else_the_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edge_agent import endpoints
+
+    xdg, service = tmp_path / "xdg", tmp_path / "run-edge-agent"
+    (xdg / "edge-agent").mkdir(parents=True)
+    env = {"XDG_RUNTIME_DIR": str(xdg)}
+    monkeypatch.setattr(endpoints, "SERVICE_RUNTIME_DIRECTORY", service)
+    assert endpoints.client_endpoint(env) == f"ipc://{xdg}/edge-agent/agent.sock"
+    service.mkdir()
+    assert endpoints.client_endpoint(env) == f"ipc://{service}/agent.sock"
+    (xdg / "edge-agent" / "agent.sock").touch()
+    assert endpoints.client_endpoint(env) == f"ipc://{xdg}/edge-agent/agent.sock"
+
+
 def test_the_example_config_serves_as_documented(tmp_path: Path) -> None:
     mock = write_mock(tmp_path / "mock.json", [ANSWER])
     endpoint = f"ipc://{tmp_path / 'agent.sock'}"
