@@ -8,8 +8,10 @@ from typing import Any
 
 from edge_agent.config import ConfigError, Settings
 from edge_agent.model.protocol import ModelHandle
+from edge_agent.plugins import load_plugins
 from edge_agent.registry import Registry, to_jsonable
 from edge_agent.replay import ReplayFileError, ReplayModel
+from edge_agent.skills import register_builtins
 from edge_agent.workflow import Workflow
 
 log = logging.getLogger(__name__)
@@ -49,37 +51,27 @@ def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
 
 
 def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
-    """Register the built-in skills and the plugins; each problem is returned, none is raised."""
+    """Register the built-in skills and the plugins; each problem is logged and returned, none
+    is raised."""
     problems: list[dict[str, str]] = []
     options = settings.skills
     if options.builtins:
         try:
-            from edge_agent.skills import register_builtins  # noqa: PLC0415
-        except ImportError as exc:
-            problems.append({"source": "edge_agent.skills", "error": f"unavailable: {exc}"})
-        else:
-            try:
-                register_builtins(
-                    registry,
-                    sysfs_root=options.sysfs_root,
-                    weather=options.weather,
-                    timeouts=dict(options.timeouts) or None,
-                )
-            except Exception as exc:
-                log.exception("the built-in skills failed to register")
-                problems.append({"source": "edge_agent.skills", "error": f"{exc!r}"})
+            register_builtins(
+                registry,
+                sysfs_root=options.sysfs_root,
+                weather=options.weather,
+                timeouts=dict(options.timeouts) or None,
+            )
+        except Exception as exc:
+            log.exception("the built-in skills failed to register")
+            problems.append({"source": "edge_agent.skills", "error": f"{exc!r}"})
     if options.directories or options.entry_points:
-        try:
-            from edge_agent.plugins import load_plugins  # noqa: PLC0415
-        except ImportError as exc:
-            problems.append({"source": "edge_agent.plugins", "error": f"unavailable: {exc}"})
-        else:
-            for problem in load_plugins(
-                registry, list(options.directories), entry_points=options.entry_points
-            ):
-                problems.append({"source": str(problem.source), "error": str(problem.error)})
-    for reported in problems:
-        log.warning("skill problem in %s: %s", reported["source"], reported["error"])
+        # load_plugins logs each problem itself.
+        for problem in load_plugins(
+            registry, list(options.directories), entry_points=options.entry_points
+        ):
+            problems.append({"source": str(problem.source), "error": str(problem.error)})
     return problems
 
 
