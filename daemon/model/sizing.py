@@ -1,0 +1,55 @@
+"""The sizes of a llama.cpp context: their defaults, their checks, the threads, the KV cache."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+DEFAULT_N_CTX = 4096
+DEFAULT_MAX_TOKENS = 256
+DEFAULT_N_BATCH = 512
+# llama.cpp sizes its compute buffer for a whole micro-batch of vocabulary-wide logits (262k for
+# Gemma); 128 tokens keep that small at almost the same prefill speed on a CPU.
+DEFAULT_N_UBATCH = 128
+
+
+def _positive_int(name: str, value: object, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on (all four cores of a Raspberry Pi 5)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _kv_cache_bytes(metadata: dict[str, Any], architecture: str | None, n_ctx: int) -> int | None:
+    """The size of a full f16 KV cache of ``n_ctx`` tokens, from the GGUF's hyperparameters."""
+
+    def number(key: str) -> int | None:
+        value = metadata.get(f"{architecture}.{key}")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    layers, kv_heads = number("block_count"), number("attention.head_count_kv")
+    heads, width = number("attention.head_count"), number("embedding_length")
+    head_dim = width // heads if width and heads else None
+    key_len = number("attention.key_length") or head_dim
+    value_len = number("attention.value_length") or head_dim
+    if not (layers and kv_heads and key_len and value_len):
+        return None
+    return n_ctx * layers * kv_heads * (key_len + value_len) * 2
+
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_N_BATCH",
+    "DEFAULT_N_CTX",
+    "DEFAULT_N_UBATCH",
+    "default_threads",
+]
