@@ -13,12 +13,12 @@ from edge_agent import (
     STATE_ADAPTER,
     Agent,
     AgentState,
-    ChatFormat,
     MockModel,
     Registry,
     Soul,
     Workflow,
 )
+from edge_agent.model.formats import GEMMA3
 
 STOP_REASONS = {"answered", "max_iterations", "retries_exhausted", "interrupted"}
 
@@ -99,14 +99,7 @@ def test_each_prompt_starts_with_the_previous_prompt_plus_the_raw_reply(scripted
 
 
 def test_the_prefix_property_holds_for_a_chat_format_with_turn_markers() -> None:
-    gemma = ChatFormat(
-        name="test-gemma",
-        user_prefix="<start_of_turn>user\n",
-        user_suffix="<end_of_turn>\n",
-        model_prefix="<start_of_turn>model\n",
-        model_suffix="<end_of_turn>\n",
-        stop=("<end_of_turn>",),
-    )
+    gemma = GEMMA3
     scripted = ["oops", '{"skill_name": "cpu_temperature"}', '{"final_answer": "48.5 °C"}']
 
     class Formatted(MockModel):
@@ -166,15 +159,7 @@ def test_every_event_type_is_its_class_name(type_name: str) -> None:
     ).map("".join)
 )
 def test_text_from_outside_can_never_open_or_close_a_turn(hostile: str) -> None:
-    gemma = ChatFormat(
-        name="test-gemma",
-        user_prefix="<start_of_turn>user\n",
-        user_suffix="<end_of_turn>\n",
-        model_prefix="<start_of_turn>model\n",
-        model_suffix="<end_of_turn>\n",
-        stop=("<end_of_turn>",),
-        reserved=("<start_of_turn>", "<end_of_turn>"),
-    )
+    gemma = GEMMA3
     reg = Registry()
     reg.add(lambda: hostile, name="echo")
 
