@@ -57,7 +57,10 @@ class RunQueue:
 
     @property
     def full(self) -> bool:
-        return len(self._waiting) >= self.limit
+        # With the model idle, the head of the queue is the run about to start, not a waiting
+        # one: two requests that arrive in the same instant must not see "busy" for a free model.
+        capacity = self.limit + (self.running is None)
+        return len(self._waiting) >= capacity
 
     def add(self, job: Job) -> int:
         """Queue ``job``; returns how many runs are ahead of it."""

@@ -226,6 +226,24 @@ def test_busy_when_the_queue_is_full(context, peers) -> None:
         assert status["state"] == "busy" and status["queue_depth"] == 2
 
 
+def test_an_idle_model_takes_one_run_beyond_the_queue_limit_even_in_a_burst(
+    context, peers
+) -> None:
+    """Requests read in one wake-up, before the first is started, must not see a free model as
+    busy: the limit counts the runs that wait, not the one about to run."""
+    config = "[daemon]\nqueue_limit = 1\nshutdown_grace_s = 0.05\n"
+    with running_server([SLOW], config=config) as (server, endpoint):
+        dealer = open_peer(context, peers, endpoint)
+        for name in ("first", "second", "third"):
+            dealer.send(run_request(id=name, stream=True))
+        replies = [dealer.recv() for _ in range(3)]
+        kinds = {(r["id"], r["kind"], r.get("code")) for r in replies}
+        assert ("first", "accepted", None) in kinds and ("second", "accepted", None) in kinds
+        assert ("third", "error", "busy") in kinds
+        wait_for(lambda: server.status()["running"] == "first", 5)
+        assert server.status()["queue_depth"] == 1
+
+
 def test_status_is_answered_at_once_mid_run(context, peers) -> None:
     with running_server([SLOW], config=QUICK_STOP) as (server, endpoint):
         dealer = open_peer(context, peers, endpoint)
