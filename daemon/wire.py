@@ -7,7 +7,7 @@ by the ``*_reply`` helpers and packed by :func:`encode`. ``docs/protocol.md`` is
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 import msgpack
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -26,15 +26,7 @@ ErrorCode = Literal[
     "shutting_down",
     "internal",
 ]
-ERROR_CODES: Final[tuple[str, ...]] = (
-    "bad_request",
-    "too_large",
-    "unsupported_version",
-    "busy",
-    "deadline",
-    "shutting_down",
-    "internal",
-)
+ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 OPS: Final[tuple[str, ...]] = ("run", "status", "skills", "cancel")
 IDEMPOTENT_OPS: Final = frozenset({"status", "skills", "cancel"})
 
