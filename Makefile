@@ -33,11 +33,12 @@ pytest: $(STAMP)
 run: $(STAMP)
 	$(BIN)/edge-agent serve --model default
 
+# Each benchmark exits non-zero when a budget is missed; run them all and report every verdict.
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,default-model,bench]"
-	$(BIN)/python scripts/bench_overhead.py
-	$(BIN)/python scripts/bench_model.py
-	$(BIN)/python scripts/bench_ipc.py
+	-$(BIN)/python scripts/bench_overhead.py
+	-$(BIN)/python scripts/bench_model.py
+	-$(BIN)/python scripts/bench_ipc.py
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache
