@@ -4,8 +4,7 @@ The public names of the framework. Importing this package has no side effects: l
 and the built-in skills are loaded only when asked for.
 """
 
-from edge_agent.agent import Agent
-from edge_agent.events import (
+from edge_agent.agent.events import (
     EVENT_ADAPTER,
     STATE_ADAPTER,
     Action,
@@ -23,6 +22,10 @@ from edge_agent.events import (
     Usage,
     ValidationErrorObservation,
 )
+from edge_agent.agent.loop import Agent
+from edge_agent.agent.prompt import PLAIN, ChatFormat
+from edge_agent.agent.registry import Registry, SkillSpec, get_registry, skill
+from edge_agent.agent.workflow import Result, Soul, Workflow
 from edge_agent.model import (
     Completion,
     ContextExceeded,
@@ -31,9 +34,6 @@ from edge_agent.model import (
     ModelHandle,
     load_model,
 )
-from edge_agent.prompt import PLAIN, ChatFormat
-from edge_agent.registry import Registry, SkillSpec, get_registry, skill
-from edge_agent.workflow import Result, Soul, Workflow
 
 __all__ = [
     "EVENT_ADAPTER",

@@ -106,11 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("edge_agent.cli")
-    from edge_agent.bootstrap import check_workflows, load_skills, model_factory  # noqa: PLC0415
-    from edge_agent.config import ConfigError, load_settings  # noqa: PLC0415
+    from edge_agent.agent.registry import get_registry  # noqa: PLC0415
     from edge_agent.endpoints import EndpointError, EndpointInUse, default_endpoint  # noqa: PLC0415
-    from edge_agent.registry import get_registry  # noqa: PLC0415
-    from edge_agent.server import Server, ServerOptions  # noqa: PLC0415
+    from edge_agent.service.assembly import check_workflows, load_skills, model_factory  # noqa: PLC0415
+    from edge_agent.service.config import ConfigError, load_settings  # noqa: PLC0415
+    from edge_agent.service.server import Server, ServerOptions  # noqa: PLC0415
 
     try:
         settings = load_settings(args.config)

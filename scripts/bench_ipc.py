@@ -29,10 +29,10 @@ from typing import Any
 import msgpack
 import zmq
 
-from edge_agent.agent import Agent
-from edge_agent.registry import Registry
-from edge_agent.replay import ReplayModel
-from edge_agent.worker import state_fields
+from edge_agent.agent.loop import Agent
+from edge_agent.agent.registry import Registry
+from edge_agent.model.scripted import MockModel
+from edge_agent.service.worker import state_fields
 
 SCRIPT = [
     '{"skill_name": "add", "arguments": {"a": 2, "b": 3}}',
@@ -67,7 +67,7 @@ def plugin_source() -> str:
 
 
 def serve_http(port: int, mock: str) -> None:
-    agent = Agent(ReplayModel.from_file(mock), bench_registry())
+    agent = Agent(MockModel.from_file(mock), bench_registry())
     lock = threading.Lock()  # one model: one run at a time, like the daemon
     started = time.monotonic()
 
@@ -99,7 +99,7 @@ def serve_http(port: int, mock: str) -> None:
             request = json.loads(self.rfile.read(length))
             with lock:
                 model = agent.model
-                if isinstance(model, ReplayModel):
+                if isinstance(model, MockModel):
                     model.reset()
                 state = agent.run(request["query"], max_iterations=12)
                 self._reply({"id": request["id"], "kind": "result", **state_fields(state)})
@@ -235,11 +235,11 @@ def measure(
     while zmq_call("status")["state"] != "ready":
         time.sleep(0.05)
     # The agent run by itself, in this process: the work both servers wrap.
-    agent = Agent(ReplayModel([(s, 0.0) for s in SCRIPT]), bench_registry())
+    agent = Agent(MockModel(SCRIPT), bench_registry())
 
     def bare_run() -> None:
         model = agent.model
-        if isinstance(model, ReplayModel):
+        if isinstance(model, MockModel):
             model.reset()
         state_fields(agent.run(QUERY, max_iterations=12))
 

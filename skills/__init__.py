@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from edge_agent.registry import DEFAULT_TIMEOUT_S, Registry
+from edge_agent.agent.registry import DEFAULT_TIMEOUT_S, Registry
 from edge_agent.skills.clock import Clock
 from edge_agent.skills.sensors import Sensors
 from edge_agent.skills.sysfs import (

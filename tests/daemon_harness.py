@@ -22,13 +22,13 @@ from typing import Any
 import msgpack
 import zmq
 
-from edge_agent.config import Settings, parse_settings
-from edge_agent.model.protocol import ModelHandle
-from edge_agent.registry import Registry
-from edge_agent.replay import ReplayModel
-from edge_agent.server import Server, ServerOptions
-from edge_agent.systemd import Notifier
-from edge_agent.workflow import Workflow
+from edge_agent.agent.protocol import ModelHandle
+from edge_agent.agent.registry import Registry
+from edge_agent.agent.workflow import Workflow
+from edge_agent.model.scripted import MockModel
+from edge_agent.service.config import Settings, parse_settings
+from edge_agent.service.server import Server, ServerOptions
+from edge_agent.service.systemd import Notifier
 
 ANSWER = '{"final_answer": "It is 21 C in the kitchen."}'
 REPO = Path(__file__).resolve().parent.parent
@@ -71,12 +71,7 @@ def running_server(
     """A Server serving in a thread on tcp://127.0.0.1:<random>, stopped and joined on exit."""
     settings: Settings = parse_settings(config)
     if load is None:
-        model = ReplayModel(
-            [
-                (r, 0.0) if isinstance(r, str) else (r["text"], float(r.get("delay_s", 0)))
-                for r in (replies if replies is not None else [ANSWER])
-            ]
-        )
+        model = MockModel(replies if replies is not None else [ANSWER])
         load = lambda: model  # noqa: E731
     server = Server(
         settings,

@@ -30,10 +30,10 @@ from edge_agent import (
     ValidationErrorObservation,
     load_model,
 )
+from edge_agent.agent.prompt import render_event
 from edge_agent.model.constrained import GrammarError
 from edge_agent.model.formats import GEMMA3
 from edge_agent.model.llama import LlamaModel, ModelClosed
-from edge_agent.prompt import render_event
 
 N_CTX = 2048
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from edge_agent import Agent, MockModel, SkillResultObservation
-from edge_agent.plugins import ENTRY_POINT_GROUP, PluginProblem, load_plugins
-from edge_agent.registry import Registry
+from edge_agent.agent.registry import Registry
+from edge_agent.service.plugins import ENTRY_POINT_GROUP, PluginProblem, load_plugins
 from edge_agent.skills import register_builtins
 
 GOOD = """
-from edge_agent.registry import Registry
+from edge_agent.agent.registry import Registry
 
 
 def register(registry: Registry) -> None:
@@ -94,7 +94,7 @@ def test_broken_plugins_are_reported_and_skipped(
     write(directory, "_helpers.py", "raise RuntimeError('never imported')\n")
     write(directory, "notes.txt", "not python")
     before = registry.names()
-    with caplog.at_level(logging.WARNING, logger="edge_agent.plugins"):
+    with caplog.at_level(logging.WARNING, logger="edge_agent.service.plugins"):
         problems = load_plugins(registry, [directory], entry_points=False)
     by_file = {Path(p.source).name: p.error for p in problems}
     assert sorted(by_file) == sorted(BROKEN)

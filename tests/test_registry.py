@@ -7,7 +7,7 @@ from typing import Any, Literal
 import pytest
 
 from edge_agent import Registry
-from edge_agent.registry import SkillNameClash
+from edge_agent.agent.registry import SkillNameClash
 
 
 def test_name_description_and_schema_come_from_the_function() -> None:

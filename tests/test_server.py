@@ -21,7 +21,7 @@ from daemon_harness import (
     wait_for,
 )
 
-from edge_agent.workflow import Workflow
+from edge_agent.agent.workflow import Workflow
 
 SLOW = {"text": ANSWER, "delay_s": 30}
 QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
@@ -308,13 +308,13 @@ def test_cancel_a_queued_and_a_running_run(context, peers) -> None:
 
 
 def test_status_says_loading_and_runs_wait_for_the_model(context, peers) -> None:
-    from edge_agent.replay import ReplayModel
+    from edge_agent.model.scripted import MockModel
 
     release = threading.Event()
 
-    def slow_load() -> ReplayModel:
+    def slow_load() -> MockModel:
         release.wait(10)
-        return ReplayModel([(ANSWER, 0.0)])
+        return MockModel([ANSWER])
 
     with running_server(load=slow_load, wait_ready=False) as (_, endpoint):
         dealer = open_peer(context, peers, endpoint)
@@ -368,9 +368,9 @@ def test_ids_are_per_request_and_replies_go_to_their_own_client(context, peers) 
 def test_a_run_that_ignores_interruption_is_answered_shutting_down_within_the_bound(
     context, peers, monkeypatch
 ) -> None:
-    import edge_agent.server
+    import edge_agent.service.server
 
-    monkeypatch.setattr(edge_agent.server, "INTERRUPT_WAIT_S", 0.2)
+    monkeypatch.setattr(edge_agent.service.server, "INTERRUPT_WAIT_S", 0.2)
     release = threading.Event()
 
     class HungModel:

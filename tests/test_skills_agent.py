@@ -20,7 +20,7 @@ from edge_agent import (
     SkillResultObservation,
     ToolErrorObservation,
 )
-from edge_agent.registry import Registry
+from edge_agent.agent.registry import Registry
 from edge_agent.skills import BUILTIN_NAMES, register_builtins
 from edge_agent.skills.sysfs import SYSFS_ROOT_ENV
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.registry import Registry
+from edge_agent.agent.registry import Registry
 from edge_agent.skills import register_builtins
 from edge_agent.skills.clock import Clock
 from edge_agent.skills.weather import OpenMeteo, Weather, WeatherError

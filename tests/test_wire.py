@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.config import ConfigError, parse_settings
+from edge_agent.service.config import ConfigError, parse_settings
 from edge_agent.wire import (
     ERROR_CODES,
     CancelRequest,

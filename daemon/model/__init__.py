@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge_agent.model.mock import MockModel, MockModelExhausted
-from edge_agent.model.protocol import Completion, ContextExceeded, ModelError, ModelHandle
+from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError, ModelHandle
+from edge_agent.model.scripted import MockModel, MockModelExhausted
 
 __all__ = [
     "Completion",

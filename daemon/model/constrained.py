@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-from edge_agent.model.protocol import ModelError
+from edge_agent.agent.protocol import ModelError
 
 # Deep enough for real nested argument models; shallow enough that references cannot blow up.
 _MAX_REF_DEPTH = 6

@@ -1,7 +1,7 @@
 """The decoding loop: pick a token (greedy or sampled, grammar-masked), evaluate it, repeat.
 
 It ends at an end-of-generation token, a stop string, the token cap or an interruption, and
-:func:`_completion` turns what came out into a :class:`~edge_agent.model.protocol.Completion`.
+:func:`_completion` turns what came out into a :class:`~edge_agent.agent.protocol.Completion`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from edge_agent.events import Usage
+from edge_agent.agent.events import Usage
+from edge_agent.agent.protocol import Completion
 from edge_agent.model.constrained import ActionGrammar
 from edge_agent.model.kvcache import CachedHandle
-from edge_agent.model.protocol import Completion
 
 
 class Decoder(CachedHandle):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from edge_agent.agent.prompt import ChatFormat
 from edge_agent.model.gguf import ModelLoadError
-from edge_agent.prompt import ChatFormat
 
 GEMMA3 = ChatFormat(
     name="gemma3",

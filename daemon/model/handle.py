@@ -17,10 +17,11 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
+from edge_agent.agent.prompt import ChatFormat
+from edge_agent.agent.protocol import ModelError
 from edge_agent.model.constrained import GrammarCache
 from edge_agent.model.formats import choose_format
 from edge_agent.model.gguf import ModelLoadError, read_gguf
-from edge_agent.model.protocol import ModelError
 from edge_agent.model.sizing import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_BATCH,
@@ -30,7 +31,6 @@ from edge_agent.model.sizing import (
     _positive_int,
     default_threads,
 )
-from edge_agent.prompt import ChatFormat
 
 _PIECE_BUFFER = 64
 

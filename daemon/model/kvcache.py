@@ -14,8 +14,8 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
+from edge_agent.agent.protocol import ContextExceeded, ModelError
 from edge_agent.model.handle import LlamaHandle
-from edge_agent.model.protocol import ContextExceeded, ModelError
 
 
 class DecodeFailed(ModelError):

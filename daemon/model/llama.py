@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edge_agent.agent.protocol import Completion, ContextExceeded
 from edge_agent.model.decoding import Decoder, _completion
 from edge_agent.model.embedded import default_model_path
 from edge_agent.model.gguf import ModelLoadError
 from edge_agent.model.handle import ModelClosed
 from edge_agent.model.kvcache import DecodeFailed
-from edge_agent.model.protocol import Completion, ContextExceeded
 from edge_agent.model.sizing import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_BATCH,
@@ -50,6 +50,9 @@ class LlamaModel(Decoder):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def reset(self) -> None:
+        """Nothing to forget between runs: the KV cache is kept on purpose."""
 
     # -- generation -----------------------------------------------------------------------------
 

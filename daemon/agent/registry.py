@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from edge_agent.threads import WorkerPool
+from edge_agent.agent.threads import WorkerPool
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import collections
 import time
 
-from edge_agent.config import DaemonSettings
+from edge_agent.agent.workflow import Workflow
+from edge_agent.service.config import DaemonSettings
+from edge_agent.service.worker import Job
 from edge_agent.wire import RunRequest
-from edge_agent.worker import Job
-from edge_agent.workflow import Workflow
 
 
 def job_for(

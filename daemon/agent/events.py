@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, RootModel, TypeAdapter
 
 if TYPE_CHECKING:
-    from edge_agent.workflow import Workflow
+    from edge_agent.agent.workflow import Workflow
 
 Outcome = Literal["answered", "max_iterations", "retries_exhausted", "interrupted"]
 

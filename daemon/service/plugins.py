@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from edge_agent.registry import Registry
+from edge_agent.agent.registry import Registry
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 
-from edge_agent.loopstate import LoopState
-from edge_agent.reports import skill_entries
-from edge_agent.router import split_frames
-from edge_agent.runqueue import job_for
+from edge_agent.agent.workflow import Workflow
+from edge_agent.service.loopstate import LoopState
+from edge_agent.service.reports import skill_entries
+from edge_agent.service.router import split_frames
+from edge_agent.service.runqueue import job_for
+from edge_agent.service.worker import interrupted_result
 from edge_agent.wire import (
     CancelRequest,
     RunRequest,
@@ -22,11 +24,9 @@ from edge_agent.wire import (
     error_reply,
     result_reply,
 )
-from edge_agent.worker import interrupted_result
-from edge_agent.workflow import Workflow
 
 # The serving loop's log lines keep the logger name they had before the loop was split up.
-log = logging.getLogger("edge_agent.server")
+log = logging.getLogger("edge_agent.service.server")
 
 MAX_FRAMES_PER_WAKE = 256
 

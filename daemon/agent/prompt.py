@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agent.events import (
+from edge_agent.agent.events import (
     CallSkillAction,
     Event,
     FinalAnswerAction,
@@ -24,8 +24,8 @@ from edge_agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.registry import SkillSpec, compact_json
-from edge_agent.workflow import Soul, Workflow
+from edge_agent.agent.registry import SkillSpec, compact_json
+from edge_agent.agent.workflow import Soul, Workflow
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -11,9 +11,9 @@ import time
 
 import zmq
 
-from edge_agent.handlers import MAX_FRAMES_PER_WAKE, RequestHandlers
-from edge_agent.loopstate import ServerOptions
-from edge_agent.runs import RunLifecycle
+from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandlers
+from edge_agent.service.loopstate import ServerOptions
+from edge_agent.service.runs import RunLifecycle
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +26,8 @@ INTERRUPT_WAIT_S = 5.0
 class Server(RequestHandlers, RunLifecycle):
     """Binds the endpoints, then :meth:`serve` answers until :meth:`stop` (any thread, signals).
 
-    The state and the replies live in :class:`~edge_agent.loopstate.LoopState`, the request
-    handlers in :mod:`edge_agent.handlers`, the run bookkeeping in :mod:`edge_agent.runs`;
+    The state and the replies live in :class:`~edge_agent.service.loopstate.LoopState`, the request
+    handlers in :mod:`~.handlers`, the run bookkeeping in :mod:`~.runs`;
     this class holds the loop, its setup and teardown, and shutdown.
     """
 

@@ -1,6 +1,6 @@
 """The runs' side of the serving loop: queued deadlines, dispatch to the worker, its messages.
 
-The worker thread posts its messages (:data:`edge_agent.worker.Message`) to the outbox; the
+The worker thread posts its messages (:data:`edge_agent.service.worker.Message`) to the outbox; the
 loop's thread reads them here, sends what they carry and keeps the queue and the state in step.
 """
 
@@ -10,11 +10,11 @@ import logging
 import queue
 import time
 
-from edge_agent.loopstate import LoopState
-from edge_agent.worker import Finished, Loaded, LoadFailed, Send
+from edge_agent.service.loopstate import LoopState
+from edge_agent.service.worker import Finished, Loaded, LoadFailed, Send
 
 # The serving loop's log lines keep the logger name they had before the loop was split up.
-log = logging.getLogger("edge_agent.server")
+log = logging.getLogger("edge_agent.service.server")
 
 
 class RunLifecycle(LoopState):
@@ -48,7 +48,7 @@ class RunLifecycle(LoopState):
             elif isinstance(message, Finished):
                 self._finish(message)
             elif isinstance(message, Loaded):
-                self._model = message.agent.model
+                self._model = message.agent.handle
                 if self._stop_started is not None:
                     continue
                 self.state = "ready"

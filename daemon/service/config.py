@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from edge_agent.workflow import Soul, Workflow
+from edge_agent.agent.workflow import Soul, Workflow
 
 DEFAULT_MAX_ITERATIONS = 12
 """The seed's override for small models: more room to converge than the framework's 8."""

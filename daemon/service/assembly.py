@@ -6,13 +6,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.config import ConfigError, Settings
-from edge_agent.model.protocol import ModelHandle
-from edge_agent.plugins import load_plugins
-from edge_agent.registry import Registry, to_jsonable
-from edge_agent.replay import ReplayFileError, ReplayModel
+from edge_agent.agent.protocol import ModelHandle
+from edge_agent.agent.registry import Registry, to_jsonable
+from edge_agent.agent.workflow import Workflow
+from edge_agent.model.scripted import MockModel, ScriptFileError
+from edge_agent.service.config import ConfigError, Settings
+from edge_agent.service.plugins import load_plugins
 from edge_agent.skills import register_builtins
-from edge_agent.workflow import Workflow
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +26,10 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
     """
     if spec.startswith(MOCK_PREFIX):
         try:
-            replay = ReplayModel.from_file(spec[len(MOCK_PREFIX) :])
-        except ReplayFileError as exc:
+            script = MockModel.from_file(spec[len(MOCK_PREFIX) :])
+        except ScriptFileError as exc:
             raise ConfigError(str(exc)) from None
-        return lambda: replay
+        return lambda: script
 
     def load() -> ModelHandle:
         from edge_agent.model import load_model  # noqa: PLC0415 - llama.cpp loads only here
@@ -42,11 +42,10 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
 
 
 def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
-    info = getattr(model, "info", None)
     described: dict[str, Any] = {"spec": spec}
-    if isinstance(info, dict):
+    if model is not None:
         # Whatever the handle reports must survive msgpack: paths and the like become strings.
-        described.update(to_jsonable(info))
+        described.update(to_jsonable(model.info))
     return described
 
 

@@ -1,7 +1,7 @@
 """What every part of the serving loop shares: its options, its state, how it replies, its status.
 
-:class:`LoopState` is the base of :class:`edge_agent.server.Server`; the request handlers
-(:mod:`edge_agent.handlers`) and the run bookkeeping (:mod:`edge_agent.runs`) build on it.
+:class:`LoopState` is the base of :class:`edge_agent.service.server.Server`; the request
+handlers (:mod:`~.handlers`) and the run bookkeeping (:mod:`~.runs`) build on it.
 """
 
 from __future__ import annotations
@@ -16,21 +16,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.agent import Agent
-from edge_agent.bootstrap import model_info
-from edge_agent.config import Settings
-from edge_agent.model.protocol import ModelHandle
-from edge_agent.registry import Registry
-from edge_agent.reports import counter_report
-from edge_agent.router import RouterSocket, WakeUpPipe
-from edge_agent.runqueue import RunQueue
-from edge_agent.systemd import Notifier
+from edge_agent.agent.loop import Agent
+from edge_agent.agent.protocol import ModelHandle
+from edge_agent.agent.registry import Registry
+from edge_agent.agent.workflow import Soul, Workflow
+from edge_agent.service.assembly import model_info
+from edge_agent.service.config import Settings
+from edge_agent.service.reports import counter_report
+from edge_agent.service.router import RouterSocket, WakeUpPipe
+from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.systemd import Notifier
+from edge_agent.service.worker import Message, RunWorker
 from edge_agent.wire import PROTOCOL_VERSION, ErrorCode, encode, error_reply
-from edge_agent.worker import Message, RunWorker
-from edge_agent.workflow import Soul, Workflow
 
 # The serving loop's log lines keep the logger name they had before the loop was split up.
-log = logging.getLogger("edge_agent.server")
+log = logging.getLogger("edge_agent.service.server")
 
 
 @dataclasses.dataclass
@@ -78,9 +78,8 @@ class LoopState:
     def _load_agent(self) -> Agent:
         model = self.options.load_model()
         agent = Agent(model, self.options.registry, soul=self.options.soul)
-        warm_up = getattr(model, "warm_up", None)
-        if self.settings.model.warm_up and callable(warm_up):
-            warm_up(agent.preamble())
+        if self.settings.model.warm_up:
+            agent.handle.warm_up(agent.preamble())
         return agent
 
     # -- replies ------------------------------------------------------------------------------

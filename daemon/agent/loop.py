@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from edge_agent.events import (
+from edge_agent.agent.events import (
     AgentState,
     CallSkillAction,
     Event,
@@ -27,10 +27,17 @@ from edge_agent.events import (
     Usage,
     ValidationErrorObservation,
 )
-from edge_agent.model.protocol import ModelHandle
-from edge_agent.parsing import parse_action
-from edge_agent.prompt import PLAIN, ChatFormat, render_event, render_system
-from edge_agent.registry import (
+from edge_agent.agent.parsing import parse_action
+from edge_agent.agent.prompt import ChatFormat, render_event, render_system
+from edge_agent.agent.protocol import (
+    Completion,
+    ContextExceeded,
+    ModelError,
+    ModelHandle,
+    SupportsGenerate,
+    full_handle,
+)
+from edge_agent.agent.registry import (
     Registry,
     SkillStillRunning,
     compact_json,
@@ -38,8 +45,8 @@ from edge_agent.registry import (
     get_registry,
     to_jsonable,
 )
-from edge_agent.supervision import RunRecord, supervise
-from edge_agent.workflow import Result, Soul, Workflow
+from edge_agent.agent.supervision import RunRecord, supervise
+from edge_agent.agent.workflow import Result, Soul, Workflow
 
 log = logging.getLogger(__name__)
 
@@ -71,14 +78,16 @@ def _summary(event: CallSkillAction | FinalAnswerAction | None) -> str:
 class Agent:
     """Runs the bounded loop: ask the model, dispatch its action, record everything."""
 
-    model: ModelHandle
+    model: ModelHandle | SupportsGenerate
     registry: Registry = dataclasses.field(default_factory=get_registry)
     soul: Soul | None = dataclasses.field(default=None, kw_only=True)
     max_result_chars: int = dataclasses.field(default=4000, kw_only=True)
 
     def __post_init__(self) -> None:
-        if self.model is None or not callable(getattr(self.model, "generate", None)):
+        if not isinstance(self.model, SupportsGenerate):
             raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
+        self.handle: ModelHandle = full_handle(self.model)
+        """The model with the whole ModelHandle protocol: the bare ones get its defaults."""
         if not isinstance(self.registry, Registry):
             raise TypeError(f"registry must be a Registry, not {type(self.registry).__name__}")
         if self.soul is not None and not isinstance(self.soul, Soul):
@@ -89,8 +98,7 @@ class Agent:
 
     @property
     def chat_format(self) -> ChatFormat:
-        fmt = getattr(self.model, "chat_format", None)
-        return fmt if isinstance(fmt, ChatFormat) else PLAIN
+        return self.handle.chat_format
 
     def _system(self, workflow: Workflow | None) -> tuple[str, dict[str, None]]:
         """(system text, allowed skill names), rendered once per registry version."""
@@ -139,15 +147,16 @@ class Agent:
         allowed = workflow.allowed_skills if workflow is not None else None
         started = time.perf_counter()
         try:
-            raw = self.model.generate(
+            raw = self.handle.generate(
                 prompt, action_schema=self.registry.action_schema(allowed), **opts
             )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
+            exceeded = exc if isinstance(exc, ContextExceeded) else None
             return ModelErrorObservation(
-                code=str(getattr(exc, "code", "model_error")),
+                code=exc.code if isinstance(exc, ModelError) else "model_error",
                 error=f"{type(exc).__name__}: {exc}",
-                n_prompt_tokens=getattr(exc, "n_prompt_tokens", None),
-                n_ctx=getattr(exc, "n_ctx", None),
+                n_prompt_tokens=exceeded.n_prompt_tokens if exceeded else None,
+                n_ctx=exceeded.n_ctx if exceeded else None,
                 usage=Usage(model_s=time.perf_counter() - started),
             )
         elapsed = time.perf_counter() - started
@@ -157,10 +166,10 @@ class Agent:
                 error=f"the model returned {type(raw).__name__}, not str",
                 usage=Usage(model_s=elapsed),
             )
-        reported = getattr(raw, "usage", None)
+        reported = raw.usage if isinstance(raw, Completion) else None
         usage = (
             reported.model_copy(update={"model_s": elapsed})
-            if isinstance(reported, Usage)
+            if reported is not None
             else Usage(model_s=elapsed)
         )
         return parse_action(str(raw), names, usage)

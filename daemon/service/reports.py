@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from edge_agent.registry import Registry
+from edge_agent.agent.registry import Registry
 
 
 def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[dict[str, Any]]:

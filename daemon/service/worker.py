@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.agent import Agent
-from edge_agent.events import EVENT_ADAPTER, AgentState, Event, InterruptedObservation
+from edge_agent.agent.events import EVENT_ADAPTER, AgentState, Event, InterruptedObservation
+from edge_agent.agent.loop import Agent
+from edge_agent.agent.workflow import Workflow
 from edge_agent.wire import encode, event_reply, result_reply
-from edge_agent.workflow import Workflow
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +124,7 @@ class RunWorker(threading.Thread):
 
     def _execute(self, agent: Agent, job: Job) -> Finished:
         job.started = time.monotonic()
-        reset = getattr(agent.model, "reset", None)
-        if callable(reset):
-            reset()
+        agent.handle.reset()
 
         def on_event(event: Event) -> None:
             if job.stream:

@@ -14,14 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.events import (
+from edge_agent.agent.events import (
     AgentState,
     CallSkillAction,
     Event,
     FinalAnswerAction,
     ToolErrorObservation,
 )
-from edge_agent.registry import Registry
+from edge_agent.agent.registry import Registry
 
 POLL_S = 0.05
 """How often the waiting caller looks for an overrun skill: the precision of skill timeouts."""

@@ -1,0 +1,119 @@
+"""The seam between the agent and a model, declared in full.
+
+The loop's contract asks only for ``generate(prompt, **kwargs) -> str``: any such object can drive
+an :class:`~edge_agent.agent.loop.Agent`. A model that wants more of the framework (its own turn
+markers, a warm cache, a status report) implements :class:`ModelHandle` in full; the agent wraps a
+bare one in :class:`BareModel`, which gives the defaults. Nothing else looks for optional members.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from edge_agent.agent.events import Usage
+from edge_agent.agent.prompt import PLAIN, ChatFormat
+
+
+@runtime_checkable
+class SupportsGenerate(Protocol):
+    """The least a model must do: return its raw reply to ``prompt``."""
+
+    def generate(self, prompt: str, **kwargs: Any) -> str: ...
+
+
+@runtime_checkable
+class ModelHandle(Protocol):
+    """A language model, as the agent and the daemon use it.
+
+    ``generate`` returns the model's raw reply to ``prompt``; a :class:`Completion` also says what
+    it cost. The agent passes keyword options a handle may use or ignore:
+
+    - ``action_schema``: the JSON schema of one valid action, for constrained decoding;
+    - ``deadline``: a ``time.monotonic()`` instant, and ``should_stop``: a cancel check;
+    - ``prefix``: text the reply must start with (the model writes the rest).
+
+    ``generate`` raises :class:`ModelError` for a failure the run should record.
+    """
+
+    @property
+    def chat_format(self) -> ChatFormat:
+        """The model's turn markers."""
+        ...
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What the daemon's ``status`` reports about the model (msgpack-safe values)."""
+        ...
+
+    def generate(self, prompt: str, **kwargs: Any) -> str: ...
+
+    def warm_up(self, preamble: str) -> None:
+        """Evaluate text every prompt starts with, so the first query pays only for its own."""
+        ...
+
+    def reset(self) -> None:
+        """Forget per-run state before a new run (a script starts over; a cache is kept)."""
+        ...
+
+
+class BareModel:
+    """A :class:`ModelHandle` around an object that only has ``generate``."""
+
+    def __init__(self, model: SupportsGenerate) -> None:
+        self.model = model
+
+    @property
+    def chat_format(self) -> ChatFormat:
+        return PLAIN
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {"kind": type(self.model).__name__}
+
+    def generate(self, prompt: str, **kwargs: Any) -> str:
+        return self.model.generate(prompt, **kwargs)
+
+    def warm_up(self, preamble: str) -> None:
+        """A bare model has no cache to warm."""
+
+    def reset(self) -> None:
+        """A bare model keeps no per-run state."""
+
+
+def full_handle(model: SupportsGenerate | ModelHandle) -> ModelHandle:
+    """``model`` itself when it implements the whole protocol, else wrapped in BareModel."""
+    if isinstance(model, ModelHandle):
+        return model
+    return BareModel(model)
+
+
+class Completion(str):
+    """A reply that also says what it cost; it is a ``str`` for every other purpose."""
+
+    __slots__ = ("usage",)
+    usage: Usage | None
+
+    def __new__(cls, text: str, usage: Usage | None = None) -> Completion:
+        self = super().__new__(cls, text)
+        self.usage = usage
+        return self
+
+
+class ModelError(Exception):
+    """A model call failed in a way the run should record and may retry."""
+
+    code = "model_error"
+
+
+class ContextExceeded(ModelError):
+    """The prompt would not fit the context window with room for a reply."""
+
+    code = "context_exceeded"
+
+    def __init__(self, n_prompt_tokens: int, n_ctx: int) -> None:
+        super().__init__(
+            f"the prompt has {n_prompt_tokens} tokens, more than the context of {n_ctx} "
+            "tokens leaves room for"
+        )
+        self.n_prompt_tokens = n_prompt_tokens
+        self.n_ctx = n_ctx

@@ -1,0 +1,136 @@
+"""The scripted model: replies written in advance, for tests, demos and ``--model mock:FILE``.
+
+It ships with the package so that the loop, the daemon and every client can be driven without
+weights. Each reply is a string, or ``{"text": "...", "delay_s": 0.5}`` to make that reply take a
+while, like a slow model (for tests of cancel and shutdown mid-run). A daemon calls ``reset``
+before each run, so every run replays the script from its first reply.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from edge_agent.agent.events import Usage
+from edge_agent.agent.prompt import PLAIN, ChatFormat
+from edge_agent.agent.protocol import Completion, ModelError
+
+MAX_DELAY_S = 3600.0
+
+
+class MockModelExhausted(ModelError):
+    """The scripted model was asked for more replies than it was given."""
+
+    code = "mock_exhausted"
+
+
+class ScriptFileError(ValueError):
+    """The mock file is missing or not a list of scripted replies."""
+
+
+Reply = str | dict[str, Any]
+
+
+def _parse_reply(item: object, index: int, source: str) -> tuple[str, float]:
+    if isinstance(item, str):
+        return item, 0.0
+    if isinstance(item, dict) and isinstance(item.get("text"), str) and set(item) <= {
+        "text",
+        "delay_s",
+    }:
+        delay = item.get("delay_s", 0.0)
+        if isinstance(delay, int | float) and not isinstance(delay, bool) and (
+            0 <= delay <= MAX_DELAY_S
+        ):
+            return item["text"], float(delay)
+    raise ScriptFileError(
+        f'{source}: reply {index} must be a string or {{"text": str, "delay_s": seconds}}'
+    )
+
+
+class MockModel:
+    """Returns its scripted replies in order and records every prompt in ``.prompts``."""
+
+    def __init__(self, responses: Iterable[Reply], *, source: str = "<script>") -> None:
+        if isinstance(responses, str | bytes):
+            raise TypeError("MockModel takes a list of replies, not a single string")
+        items = list(responses)
+        try:
+            self.replies = [_parse_reply(item, i, source) for i, item in enumerate(items)]
+        except ScriptFileError as exc:
+            raise TypeError(f"MockModel replies must be strings: {exc}") from None
+        self.responses = [text for text, _ in self.replies]
+        self.source = source
+        self.prompts: list[str] = []
+        self.calls: list[dict[str, Any]] = []
+        self._next = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> MockModel:
+        """The script in a JSON file: a list of replies. Raises ScriptFileError."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ScriptFileError(f"{path}: cannot read the mock replies: {exc}") from None
+        if not isinstance(data, list):
+            raise ScriptFileError(f"{path}: the mock file must hold a JSON list of replies")
+        for index, item in enumerate(data):
+            _parse_reply(item, index, str(path))
+        return cls(data, source=str(path))
+
+    # -- the ModelHandle protocol -------------------------------------------------------------
+
+    @property
+    def chat_format(self) -> ChatFormat:
+        return PLAIN
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {"kind": "mock", "file": self.source, "replies": len(self.replies)}
+
+    def warm_up(self, preamble: str) -> None:
+        """Nothing to warm: the script has no cache."""
+
+    def reset(self) -> None:
+        """Start the script over from its first reply, forgetting the prompts recorded so far."""
+        with self._lock:
+            self._next = 0
+            self.prompts.clear()
+            self.calls.clear()
+
+    def generate(self, prompt: str, **kwargs: Any) -> str:
+        with self._lock:
+            self.prompts.append(prompt)
+            self.calls.append(kwargs)
+            index = self._next
+            self._next += 1
+        if index >= len(self.replies):
+            raise MockModelExhausted(
+                f"the script {self.source} has {len(self.replies)} replies; call {index + 1} "
+                "has none"
+            )
+        text, delay = self.replies[index]
+        if delay and not _wait(delay, kwargs.get("deadline"), kwargs.get("should_stop")):
+            # Like llama.cpp stopped mid-reply: no text, and the loop sees why at its next check.
+            return Completion("", Usage(stop="interrupted"))
+        return text
+
+
+def _wait(delay: float, deadline: Any, should_stop: Callable[[], bool] | None) -> bool:
+    """Sleep ``delay`` seconds like a slow model; False when the run was interrupted first."""
+    until = time.monotonic() + delay
+    while (left := until - time.monotonic()) > 0:
+        if should_stop is not None and should_stop():
+            return False
+        if isinstance(deadline, int | float) and time.monotonic() >= deadline:
+            return False
+        time.sleep(min(left, 0.01))
+    return True
+
+
+__all__ = ["MockModel", "MockModelExhausted", "ScriptFileError"]
