@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from edge_agent.agent.checks import check_count
 from edge_agent.agent.events import (
     AgentState,
     CallSkillAction,
@@ -56,14 +57,6 @@ DEFAULT_MAX_RETRIES = 3
 _SUMMARY_CHARS = 200
 
 
-def _check_count(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 def _summary(event: CallSkillAction | FinalAnswerAction | None) -> str:
     if event is None:
         return "no action was taken"
@@ -92,7 +85,7 @@ class Agent:
             raise TypeError(f"registry must be a Registry, not {type(self.registry).__name__}")
         if self.soul is not None and not isinstance(self.soul, Soul):
             raise TypeError(f"soul must be a Soul, not {type(self.soul).__name__}")
-        _check_count("max_result_chars", self.max_result_chars, 64)
+        check_count("max_result_chars", self.max_result_chars, 64)
 
     # -- the prompt ---------------------------------------------------------------------------
 
@@ -199,8 +192,8 @@ class Agent:
             max_iterations = (workflow.max_iterations if workflow else None) or (
                 DEFAULT_MAX_ITERATIONS
             )
-        _check_count("max_iterations", max_iterations, 1)
-        retries_left = _check_count("max_retries", max_retries, 0)
+        check_count("max_iterations", max_iterations, 1)
+        retries_left = check_count("max_retries", max_retries, 0)
         if deadline is not None and (
             isinstance(deadline, bool) or not isinstance(deadline, int | float)
         ):

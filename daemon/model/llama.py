@@ -1,49 +1,103 @@
 """A Gemma GGUF kept resident through llama.cpp, that never re-reads what it has already seen.
 
-The handle remembers which tokens its KV cache holds. Each prompt is tokenized, compared with that
-list, and only the tokens after the longest common prefix are evaluated: across the steps of one
-run (the prompt only grows) and across runs (the system part is byte-identical). Gemma's sliding
+:class:`LlamaModel` owns its parts, each with its own state: the runtime (llama.cpp's pointers,
+:mod:`~edge_agent.model.runtime`), the KV cache (which tokens the context holds,
+:mod:`~edge_agent.model.kvcache`), the sampler and the grammar cache. Each prompt is tokenized and
+only the tokens after the longest prefix already cached are evaluated: across the steps of one run
+(the prompt only grows) and across runs (the system part is byte-identical). Gemma's sliding
 window cache is only safe to cut back partially at full size, hence ``swa_full=True``.
 """
 
 from __future__ import annotations
 
-import logging
 import os
+import threading
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from edge_agent.agent.protocol import Completion, ContextExceeded
-from edge_agent.model.decoding import Decoder, _completion
+from edge_agent.agent.checks import check_count
+from edge_agent.agent.prompt import ChatFormat
+from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError
+from edge_agent.model.constrained import ActionGrammar, GrammarCache
+from edge_agent.model.decoding import completion, decode_reply
 from edge_agent.model.embedded import default_model_path
-from edge_agent.model.gguf import ModelLoadError
-from edge_agent.model.handle import ModelClosed
-from edge_agent.model.kvcache import DecodeFailed
+from edge_agent.model.formats import choose_format
+from edge_agent.model.gguf import ModelLoadError, read_gguf
+from edge_agent.model.kvcache import KVCache
+from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed
+from edge_agent.model.sampler import Sampler
 from edge_agent.model.sizing import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
     DEFAULT_N_UBATCH,
-    _positive_int,
+    ContextSizes,
     default_threads,
+    kv_cache_bytes,
 )
 
-log = logging.getLogger(__name__)
+
+class BadPrefix(ModelError):
+    """Text a reply was told to start with is not allowed by the action grammar."""
+
+    code = "bad_prefix"
 
 
-class LlamaModel(Decoder):
-    """A resident GGUF model; satisfies :class:`edge_agent.model.ModelHandle`.
+def _release(grammars: GrammarCache, runtime: LlamaRuntime) -> None:
+    # Grammars hold the vocabulary's pointer: free them before the model itself.
+    grammars.close()
+    runtime.close()
 
-    ``generate(prompt, action_schema=..., deadline=..., should_stop=..., max_tokens=...)`` returns
-    a :class:`Completion` whose ``usage`` says how many prompt tokens were actually evaluated.
+
+class LlamaModel:
+    """A resident GGUF model; implements :class:`edge_agent.agent.protocol.ModelHandle`.
+
     One call runs at a time; concurrent callers wait.
-
-    Loading, facts and tokens live in :class:`~edge_agent.model.handle.LlamaHandle`, the prefix
-    bookkeeping in :class:`~edge_agent.model.kvcache.CachedHandle`, the token loop in
-    :class:`~edge_agent.model.decoding.Decoder`; this class holds ``generate``.
     """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        n_batch: int = DEFAULT_N_BATCH,
+        n_ubatch: int = DEFAULT_N_UBATCH,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.0,
+        seed: int = 0,
+        chat_format: ChatFormat | None = None,
+        sha256: str | None = None,
+        verbose: bool = False,
+    ) -> None:
+        sizes = ContextSizes(
+            n_ctx=n_ctx,
+            n_threads=default_threads() if n_threads is None else n_threads,
+            n_batch=n_batch,
+            n_ubatch=n_ubatch,
+            max_tokens=max_tokens,
+        )
+        if chat_format is not None and not isinstance(chat_format, ChatFormat):
+            raise TypeError(f"chat_format must be a ChatFormat, not {type(chat_format).__name__}")
+        self.path = Path(path)
+        gguf = read_gguf(self.path)
+        self.sizes = sizes
+        self.architecture = gguf.architecture
+        self.chat_format: ChatFormat = chat_format or choose_format(
+            gguf.architecture, gguf.chat_template, source=str(self.path)
+        )
+        self.kv_cache_bytes = kv_cache_bytes(gguf.metadata, gguf.architecture, sizes.n_ctx)
+        self._facts = {"name": gguf.name, "file_size_bytes": gguf.size_bytes, "sha256": sha256}
+        self._runtime = LlamaRuntime(self.path, gguf, sizes, verbose=verbose)
+        self._cache = KVCache(self._runtime)
+        self._sampler = Sampler(temperature, seed)
+        self._grammars = GrammarCache(self._runtime.vocab, self._runtime.n_vocab)
+        self._finalizer = weakref.finalize(self, _release, self._grammars, self._runtime)
+        self._end_tokens = self._runtime.end_of_generation(self.chat_format.stop)
+        self._lock = threading.Lock()
 
     def __enter__(self) -> LlamaModel:
         return self
@@ -51,8 +105,80 @@ class LlamaModel(Decoder):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- facts ----------------------------------------------------------------------------------
+
+    @property
+    def n_ctx(self) -> int:
+        return self.sizes.n_ctx
+
+    @property
+    def n_threads(self) -> int:
+        return self.sizes.n_threads
+
+    @property
+    def max_tokens(self) -> int:
+        return self.sizes.max_tokens
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What the daemon's ``status`` reports about the model."""
+        return {
+            "path": str(self.path),
+            "name": self._facts["name"],
+            "architecture": self.architecture,
+            "chat_format": self.chat_format.name,
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "file_size_bytes": self._facts["file_size_bytes"],
+            "sha256": self._facts["sha256"],
+            "swa_full": True,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "cached_tokens": len(self._cache),
+        }
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Free llama.cpp's model and context; later calls raise :class:`ModelClosed`."""
+        with self._lock:
+            self._finalizer()
+            self._cache.tokens = []
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ModelClosed("the model has been closed")
+
+    def tokenize(self, text: str, *, add_bos: bool = True) -> list[int]:
+        """The tokens of ``text``, control markers such as ``<start_of_turn>`` included."""
+        with self._lock:
+            self._check_open()
+            return self._runtime.tokenize(text, add_bos=add_bos)
+
+    # -- the cache ------------------------------------------------------------------------------
+
+    def warm_up(self, preamble: str) -> None:
+        """Evaluate ``preamble`` (the prompt prefix every request shares) into the cache now."""
+        if not isinstance(preamble, str):
+            raise TypeError(f"warm_up takes a str, not {type(preamble).__name__}")
+        with self._lock:
+            self._check_open()
+            tokens = self._runtime.tokenize(preamble)
+            # A shared prefix that leaves no room for a reply makes every request fail: say so now.
+            if len(tokens) + self.max_tokens > self.n_ctx:
+                raise ContextExceeded(len(tokens), self.n_ctx)
+            keep = self._cache.reuse([*tokens, -1])
+            self._cache.evaluate(tokens[keep:])
+
     def reset(self) -> None:
         """Nothing to forget between runs: the KV cache is kept on purpose."""
+
+    def forget(self) -> None:
+        """Empty the cache, so the next prompt is evaluated from scratch (for comparisons)."""
+        with self._lock:
+            self._check_open()
+            self._cache.clear()
 
     # -- generation -----------------------------------------------------------------------------
 
@@ -62,6 +188,7 @@ class LlamaModel(Decoder):
         *,
         action_schema: dict[str, Any] | None = None,
         constrained: bool = True,
+        prefix: str = "",
         deadline: float | None = None,
         should_stop: Callable[[], bool] | None = None,
         max_tokens: int | None = None,
@@ -72,16 +199,18 @@ class LlamaModel(Decoder):
         """The model's reply to ``prompt``, up to the end of its turn or ``max_tokens`` tokens.
 
         With ``action_schema`` (and ``constrained`` left on) the reply follows that JSON schema.
-        ``deadline`` (a ``time.monotonic()`` instant) and ``should_stop`` are checked between
-        tokens; either ends the reply with ``usage.stop == "interrupted"``. Raises
-        :class:`ContextExceeded` when the prompt leaves no room for ``max_tokens``.
-        ``full_grammar_pass=True`` masks the whole vocabulary at every token, as
-        llama-cpp-python does; it exists to measure what the default path saves.
+        ``prefix`` is text the reply starts with: it is evaluated like the prompt (the grammar
+        must allow it) and the model writes the rest. ``deadline`` (a ``time.monotonic()``
+        instant) and ``should_stop`` are checked between tokens; either ends the reply with
+        ``usage.stop == "interrupted"``. Raises :class:`ContextExceeded` when the prompt leaves
+        no room for ``max_tokens``. ``full_grammar_pass=True`` masks the whole vocabulary at
+        every token, as llama-cpp-python does; it exists to measure what the default path saves.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
-        cap = self.max_tokens if max_tokens is None else _positive_int("max_tokens", max_tokens)
-        temp = self.temperature if temperature is None else float(temperature)
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        cap = self.max_tokens if max_tokens is None else check_count("max_tokens", max_tokens)
 
         def interrupted() -> bool:
             if should_stop is not None and should_stop():
@@ -90,7 +219,9 @@ class LlamaModel(Decoder):
 
         with self._lock:
             self._check_open()
-            tokens = self.tokenize(prompt) or [self._bos]
+            runtime = self._runtime
+            forced = runtime.tokenize(prefix, add_bos=False) if prefix else []
+            tokens = (runtime.tokenize(prompt) or [runtime.bos]) + forced
             if len(tokens) + cap > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
             grammar = (
@@ -98,12 +229,15 @@ class LlamaModel(Decoder):
                 if constrained and action_schema is not None
                 else None
             )
+            if grammar is not None:
+                grammar.reset()
+                self._force(grammar, forced, prefix)
             started = time.perf_counter()
-            keep = self._reuse(tokens)
+            keep = self._cache.reuse(tokens)
             evaluated = len(tokens) - keep
-            if not self._evaluate(tokens[keep:], interrupted):
-                return _completion(
-                    b"",
+            if not self._cache.evaluate(tokens[keep:], interrupted):
+                return completion(
+                    prefix.encode(),
                     len(tokens),
                     evaluated,
                     0,
@@ -112,18 +246,61 @@ class LlamaModel(Decoder):
                     stop="interrupted",
                 )
             prefill_done = time.perf_counter()
-            text, generated, stop = self._decode(
-                grammar, cap, temp, interrupted, full_pass=full_grammar_pass
+            reply = decode_reply(
+                runtime,
+                self._cache,
+                self._sampler,
+                grammar,
+                end_tokens=self._end_tokens,
+                stops=self.chat_format.stop,
+                cap=cap,
+                temperature=temperature,
+                interrupted=interrupted,
+                full_pass=full_grammar_pass,
             )
-            return _completion(
-                text,
+            return completion(
+                prefix.encode() + reply.text,
                 len(tokens),
                 evaluated,
-                generated,
+                reply.generated,
                 started=started,
                 prefill_done=prefill_done,
-                stop=stop,
+                stop=reply.stop,
             )
+
+    @staticmethod
+    def _force(grammar: ActionGrammar, forced: list[int], prefix: str) -> None:
+        for token in forced:
+            # An unchecked token the grammar cannot take would abort inside llama.cpp.
+            if not grammar.allows(token):
+                raise BadPrefix(f"the action grammar does not allow a reply to start {prefix!r}")
+            grammar.accept(token)
+
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        """The log-probability of each token of each continuation, were it the reply's start.
+
+        The prompt is evaluated once (its cached prefix reused, as for ``generate``); each
+        continuation is evaluated after it and cut away again.
+        """
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
+        with self._lock:
+            self._check_open()
+            runtime = self._runtime
+            tokens = runtime.tokenize(prompt) or [runtime.bos]
+            pieces = [runtime.tokenize(text, add_bos=False) for text in continuations]
+            longest = max((len(p) for p in pieces), default=0)
+            if len(tokens) + longest + 1 > self.n_ctx:
+                raise ContextExceeded(len(tokens) + longest, self.n_ctx)
+            keep = self._cache.reuse(tokens)
+            self._cache.evaluate(tokens[keep:])
+            scores = []
+            for piece in pieces:
+                scores.append(self._cache.score(piece))
+                if len(self._cache) != len(tokens):
+                    # The cut-back failed and the cache was cleared: bring the prompt back.
+                    self._cache.evaluate(tokens[self._cache.reuse(tokens) :])
+            return scores
 
 
 def load_model(
@@ -157,12 +334,12 @@ def load_model(
     return model
 
 
-# The sizes and ModelClosed/DecodeFailed moved out; they stay importable from here.
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_N_BATCH",
     "DEFAULT_N_CTX",
     "DEFAULT_N_UBATCH",
+    "BadPrefix",
     "DecodeFailed",
     "LlamaModel",
     "ModelClosed",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
+
+from edge_agent.agent.checks import check_count
 
 DEFAULT_N_CTX = 4096
 DEFAULT_MAX_TOKENS = 256
@@ -11,14 +14,6 @@ DEFAULT_N_BATCH = 512
 # llama.cpp sizes its compute buffer for a whole micro-batch of vocabulary-wide logits (262k for
 # Gemma); 128 tokens keep that small at almost the same prefill speed on a CPU.
 DEFAULT_N_UBATCH = 128
-
-
-def _positive_int(name: str, value: object, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
 
 
 def default_threads() -> int:
@@ -29,7 +24,27 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _kv_cache_bytes(metadata: dict[str, Any], architecture: str | None, n_ctx: int) -> int | None:
+@dataclasses.dataclass(frozen=True)
+class ContextSizes:
+    """How big a llama.cpp context is, checked once: callers' mistakes raise here."""
+
+    n_ctx: int = DEFAULT_N_CTX
+    n_threads: int = dataclasses.field(default_factory=default_threads)
+    n_batch: int = DEFAULT_N_BATCH
+    n_ubatch: int = DEFAULT_N_UBATCH
+    max_tokens: int = DEFAULT_MAX_TOKENS
+
+    def __post_init__(self) -> None:
+        check_count("n_ctx", self.n_ctx, 64)
+        check_count("n_threads", self.n_threads, 1)
+        check_count("n_batch", self.n_batch, 1)
+        check_count("n_ubatch", self.n_ubatch, 1)
+        check_count("max_tokens", self.max_tokens, 1)
+        # llama.cpp never runs a micro-batch larger than the batch.
+        object.__setattr__(self, "n_ubatch", min(self.n_ubatch, self.n_batch))
+
+
+def kv_cache_bytes(metadata: dict[str, Any], architecture: str | None, n_ctx: int) -> int | None:
     """The size of a full f16 KV cache of ``n_ctx`` tokens, from the GGUF's hyperparameters."""
 
     def number(key: str) -> int | None:
@@ -51,5 +66,7 @@ __all__ = [
     "DEFAULT_N_BATCH",
     "DEFAULT_N_CTX",
     "DEFAULT_N_UBATCH",
+    "ContextSizes",
     "default_threads",
+    "kv_cache_bytes",
 ]

@@ -1,0 +1,191 @@
+"""llama.cpp's model and context: loaded and checked once, freed exactly once.
+
+:class:`LlamaRuntime` owns the C pointers and what is read from them: the vocabulary, the
+tokenizer, the end-of-generation tokens, and the one batch call everything else goes through.
+It keeps no record of what has been evaluated; that is :class:`~edge_agent.model.kvcache.KVCache`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+
+from edge_agent.agent.protocol import ModelError
+from edge_agent.model.gguf import GGUFInfo, ModelLoadError
+from edge_agent.model.sizing import ContextSizes
+
+_PIECE_BUFFER = 64
+
+
+class ModelClosed(ModelError):
+    """The model was closed; the daemon is shutting down."""
+
+    code = "model_closed"
+
+
+class DecodeFailed(ModelError):
+    """llama.cpp could not evaluate a batch of tokens."""
+
+    code = "decode_failed"
+
+
+def _free(model: Any, context: Any, batch: Any) -> None:
+    if batch is not None:
+        llama_cpp.llama_batch_free(batch)
+    if context:
+        llama_cpp.llama_free(context)
+    if model:
+        llama_cpp.llama_model_free(model)
+
+
+class LlamaRuntime:
+    """A loaded GGUF model and its llama.cpp context, freed by :meth:`close` or when collected."""
+
+    def __init__(
+        self, path: Path, gguf: GGUFInfo, sizes: ContextSizes, *, verbose: bool = False
+    ) -> None:
+        self.path = path
+        self.sizes = sizes
+        from llama_cpp import _logger  # noqa: PLC0415 - its import installs the log hook
+
+        _logger.set_verbose(verbose)
+        llama_cpp.llama_backend_init()
+        model_params = llama_cpp.llama_model_default_params()
+        model_params.n_gpu_layers = 0
+        model = llama_cpp.llama_model_load_from_file(str(path).encode(), model_params)
+        if not model:
+            raise ModelLoadError(
+                f"llama.cpp could not load {path} (architecture {gguf.architecture!r}). "
+                "Check that the file is a complete GGUF of a model this llama.cpp supports, "
+                "or omit the path to use the embedded default model."
+            )
+        context_params = llama_cpp.llama_context_default_params()
+        context_params.n_ctx = sizes.n_ctx
+        context_params.n_batch = sizes.n_batch
+        context_params.n_ubatch = sizes.n_ubatch
+        context_params.n_seq_max = 1
+        context_params.n_threads = sizes.n_threads
+        context_params.n_threads_batch = sizes.n_threads
+        # A partial cut-back of Gemma's sliding-window cache is only correct at full size.
+        context_params.swa_full = True
+        context_params.no_perf = True
+        context = llama_cpp.llama_init_from_model(model, context_params)
+        if not context:
+            llama_cpp.llama_model_free(model)
+            raise ModelLoadError(
+                f"llama.cpp could not create a context of {sizes.n_ctx} tokens for {path}; "
+                "try a smaller n_ctx (is there enough memory?)"
+            )
+        self._model: Any = model
+        self._context: Any = context
+        self._vocab: Any = llama_cpp.llama_model_get_vocab(model)
+        self._memory: Any = llama_cpp.llama_get_memory(context)
+        # One batch with a logits flag per token, so a run of tokens can be scored in one call.
+        self._batch: Any = llama_cpp.llama_batch_init(sizes.n_batch, 0, 1)
+        self._finalizer = weakref.finalize(self, _free, model, context, self._batch)
+        self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
+        self.vocab: Any = self._vocab
+        """llama.cpp's vocabulary pointer, for grammars built on this model."""
+        self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
+        self.bos = int(llama_cpp.llama_vocab_bos(self._vocab))
+        self._piece = ctypes.create_string_buffer(_PIECE_BUFFER)
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Free llama.cpp's model and context; later calls raise :class:`ModelClosed`."""
+        self._finalizer()
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise ModelClosed("the model has been closed")
+
+    # -- tokens ---------------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, add_bos: bool = True) -> list[int]:
+        """The tokens of ``text``, control markers such as ``<start_of_turn>`` included."""
+        data = text.encode("utf-8", errors="replace")
+        bos = add_bos and self._add_bos
+        # Power-of-two sizes: ctypes keeps every array type it makes, so sizes must not vary freely.
+        capacity = 1 << (len(data) + 1).bit_length()
+        buffer = (llama_cpp.llama_token * capacity)()
+        count = llama_cpp.llama_tokenize(self._vocab, data, len(data), buffer, capacity, bos, True)
+        if count < 0:
+            capacity = 1 << (-count - 1).bit_length()
+            buffer = (llama_cpp.llama_token * capacity)()
+            count = llama_cpp.llama_tokenize(
+                self._vocab, data, len(data), buffer, capacity, bos, True
+            )
+            if count < 0:
+                raise ModelError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
+        return list(buffer[:count])
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of one token as it appears in text."""
+        n = llama_cpp.llama_token_to_piece(self._vocab, token, self._piece, _PIECE_BUFFER, 0, False)
+        if n < 0:
+            big = ctypes.create_string_buffer(-n)
+            n = llama_cpp.llama_token_to_piece(self._vocab, token, big, -n, 0, False)
+            return big.raw[:n]
+        return self._piece.raw[:n]
+
+    def end_of_generation(self, stops: tuple[str, ...]) -> frozenset[int]:
+        """The tokens that end a reply: the vocabulary's own, and each one-token stop string."""
+        eog = {t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self._vocab, t)}
+        for stop in stops:
+            tokens = self.tokenize(stop, add_bos=False)
+            if len(tokens) == 1:
+                eog.add(tokens[0])
+        return frozenset(eog)
+
+    def control_tokens(self) -> list[str]:
+        """The text of every control token the tokenizer defines (turn markers, ``</s>``, ...)."""
+        found = []
+        for token in range(self.n_vocab):
+            attr = llama_cpp.llama_vocab_get_attr(self._vocab, token)
+            if attr & llama_cpp.LLAMA_TOKEN_ATTR_CONTROL:
+                text = llama_cpp.llama_vocab_get_text(self._vocab, token)
+                if text:
+                    found.append(text.decode("utf-8", errors="replace"))
+        return found
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def decode(self, tokens: list[int], start: int, *, all_logits: bool = False) -> None:
+        """Evaluate ``tokens`` at positions ``start...``, at most n_batch of them; the logits of
+        the last (or, with ``all_logits``, of every) token can then be read."""
+        batch = self._batch
+        count = len(tokens)
+        for i, token in enumerate(tokens):
+            batch.token[i] = token
+            batch.pos[i] = start + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = all_logits or i == count - 1
+        batch.n_tokens = count
+        status = llama_cpp.llama_decode(self._context, batch)
+        if status != 0:
+            raise DecodeFailed(f"llama.cpp failed to evaluate {count} tokens ({status})")
+
+    def logits(self, index: int = -1) -> npt.NDArray[np.float32]:
+        """The logits after the ``index``-th token of the last batch (-1: its last)."""
+        pointer = llama_cpp.llama_get_logits_ith(self._context, index)
+        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+
+    def forget_from(self, position: int) -> bool:
+        """Drop the cache from ``position`` on; False if llama.cpp cannot cut there."""
+        return bool(llama_cpp.llama_memory_seq_rm(self._memory, -1, position, -1))
+
+    def forget_all(self) -> None:
+        llama_cpp.llama_memory_clear(self._memory, True)
+
+
+__all__ = ["DecodeFailed", "LlamaRuntime", "ModelClosed"]
