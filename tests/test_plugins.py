@@ -66,7 +66,6 @@ def registry() -> Iterator[Registry]:
     registry = Registry()
     register_builtins(registry)
     yield registry
-    registry.close()
 
 
 def test_a_good_plugin_file_adds_its_skills_with_its_path(

@@ -53,7 +53,6 @@ def bme280_tree(root: Path) -> FakeSysfs:
 def registry() -> Iterator[Registry]:
     registry = Registry()
     yield registry
-    registry.close()
 
 
 def test_sensor_run_over_a_tree_named_by_the_environment(

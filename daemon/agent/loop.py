@@ -28,6 +28,7 @@ from edge_agent.agent.events import (
     Usage,
     ValidationErrorObservation,
 )
+from edge_agent.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
 from edge_agent.agent.parsing import parse_action
 from edge_agent.agent.prompt import ChatFormat, render_event, render_system
 from edge_agent.agent.protocol import (
@@ -38,15 +39,8 @@ from edge_agent.agent.protocol import (
     SupportsGenerate,
     full_handle,
 )
-from edge_agent.agent.registry import (
-    Registry,
-    SkillStillRunning,
-    compact_json,
-    format_validation_error,
-    get_registry,
-    to_jsonable,
-)
-from edge_agent.agent.supervision import RunRecord, supervise
+from edge_agent.agent.registry import Registry, get_registry
+from edge_agent.agent.supervision import RunRecord, SkillStillRunning, Supervisor
 from edge_agent.agent.workflow import Result, Soul, Workflow
 
 log = logging.getLogger(__name__)
@@ -81,11 +75,20 @@ class Agent:
             raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
         self.handle: ModelHandle = full_handle(self.model)
         """The model with the whole ModelHandle protocol: the bare ones get its defaults."""
+        self.supervisor = Supervisor()
+        """This agent's run threads, and its skills that hung."""
+        self._systems: dict[
+            tuple[int, Soul | None, Workflow | None], tuple[str, dict[str, None]]
+        ] = {}
         if not isinstance(self.registry, Registry):
             raise TypeError(f"registry must be a Registry, not {type(self.registry).__name__}")
         if self.soul is not None and not isinstance(self.soul, Soul):
             raise TypeError(f"soul must be a Soul, not {type(self.soul).__name__}")
         check_count("max_result_chars", self.max_result_chars, 64)
+
+    def close(self) -> None:
+        """Stop this agent's idle run threads (they also end when the agent is collected)."""
+        self.supervisor.close()
 
     # -- the prompt ---------------------------------------------------------------------------
 
@@ -95,13 +98,15 @@ class Agent:
 
     def _system(self, workflow: Workflow | None) -> tuple[str, dict[str, None]]:
         """(system text, allowed skill names), rendered once per registry version."""
-
-        def build() -> tuple[str, dict[str, None]]:
+        key = (self.registry.version, self.soul, workflow)
+        system = self._systems.get(key)
+        if system is None:
+            if len(self._systems) > 64:
+                self._systems.clear()
             skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
             text = render_system(self.soul or Soul(), workflow, skills)
-            return text, dict.fromkeys(s.name for s in skills)
-
-        return self.registry.memo(("system", self.soul, workflow), build)
+            system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
+        return system
 
     def system_prompt(self, workflow: Workflow | None = None) -> str:
         """The system part of every prompt for ``workflow``."""
@@ -206,7 +211,7 @@ class Agent:
         record = RunRecord(
             state, max_iterations, retries_left, deadline, should_stop, on_event, opts
         )
-        supervise(record, self._loop, self.registry)
+        self.supervisor.run(record, self._loop)
         return state
 
     def _loop(self, run: RunRecord, generation: int) -> None:
@@ -296,6 +301,7 @@ class Agent:
         if spec.timeout_s is not None:
             run.enter_skill(spec.name, spec.timeout_s, list(names))
         try:
+            self.supervisor.check_free(spec.name)
             result = self.registry.call(spec, arguments)
         except SkillStillRunning as exc:
             error = str(exc)

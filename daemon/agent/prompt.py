@@ -24,7 +24,8 @@ from edge_agent.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.registry import SkillSpec, compact_json
+from edge_agent.agent.jsonvalues import compact_json
+from edge_agent.agent.registry import SkillSpec
 from edge_agent.agent.workflow import Soul, Workflow
 
 

@@ -8,31 +8,22 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import logging
-import math
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-
-from edge_agent.agent.threads import WorkerPool
+from pydantic import BaseModel, ConfigDict, create_model
 
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 2.0
 
 
 class SkillNameClash(ValueError):
     """A second skill tried to register under a name that is taken."""
-
-
-class SkillStillRunning(Exception):
-    """A skill's previous call hung and has not returned yet, so it is not started again."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -91,10 +82,8 @@ class Registry:
         self._skills: dict[str, SkillSpec] = {}
         self._version = 0
         self._lock = threading.Lock()
-        self._hung: dict[str, threading.Thread] = {}
-        self.workers = WorkerPool()
-        self._memo: dict[Hashable, Any] = {}
-        self._memo_version = 0
+        self._schemas: dict[frozenset[str] | None, dict[str, Any]] = {}
+        self._schemas_version = 0
 
     # -- registration -------------------------------------------------------------------------
 
@@ -205,24 +194,18 @@ class Registry:
         wanted = set(allowed)
         return [spec for spec in self._skills.values() if spec.name in wanted]
 
-    def memo(self, key: Hashable, build: Callable[[], T]) -> T:
-        """``build()``, computed once per registry version and key: for text and schemas derived
-        from the skills, which every step needs and which change only when the skills do."""
-        if self._memo_version != self._version or len(self._memo) > 256:
-            self._memo = {}
-            self._memo_version = self._version
-        try:
-            return self._memo[key]  # type: ignore[no-any-return]
-        except KeyError:
-            value = self._memo[key] = build()
-            return value
-
     def action_schema(self, allowed: frozenset[str] | None = None) -> dict[str, Any]:
         """The JSON schema of one action: a branch per skill, plus ``final_answer``.
 
         Cached per registry version and skill subset; callers must not mutate the result.
         """
-        return self.memo(("action_schema", allowed), lambda: self._build_action_schema(allowed))
+        if self._schemas_version != self._version or len(self._schemas) > 64:
+            self._schemas = {}
+            self._schemas_version = self._version
+        schema = self._schemas.get(allowed)
+        if schema is None:
+            schema = self._schemas[allowed] = self._build_action_schema(allowed)
+        return schema
 
     def _build_action_schema(self, allowed: frozenset[str] | None) -> dict[str, Any]:
         branches: list[dict[str, Any]] = []
@@ -251,72 +234,11 @@ class Registry:
     # -- dispatch -----------------------------------------------------------------------------
 
     def call(self, spec: SkillSpec, arguments: dict[str, Any]) -> Any:
-        """Run a skill with validated arguments, in the calling thread.
+        """Run a skill with validated arguments, in the calling thread; raises what it raised.
 
-        The agent enforces ``spec.timeout_s``: its run carries on in a fresh thread when a skill
-        overruns. Raises what the skill raised, or :class:`SkillStillRunning` while an earlier call
-        of the skill is still stuck.
+        The agent enforces ``spec.timeout_s`` (see :mod:`edge_agent.agent.supervision`).
         """
-        stuck = self._hung.get(spec.name)
-        if stuck is not None:
-            if stuck.is_alive():
-                raise SkillStillRunning(
-                    f"skill {spec.name!r} is still running from an earlier call that hung"
-                )
-            self._hung.pop(spec.name, None)
         return spec.function(**arguments)
-
-    def mark_hung(self, name: str, thread: threading.Thread) -> None:
-        """Record that ``thread`` is stuck inside skill ``name``; it is not started again until
-        that thread has finished."""
-        self._hung[name] = thread
-        log.warning("skill %s ran past its timeout; its thread is abandoned", name)
-
-    def close(self) -> None:
-        """Stop the idle run threads; later runs start new ones."""
-        self.workers.close()
-
-
-def format_validation_error(skill_name: str, error: ValidationError) -> str:
-    """Name each bad field and what was expected, in words a small model can act on."""
-    parts = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(p) for p in item.get("loc", ())) or "arguments"
-        kind = item.get("type", "")
-        if kind == "missing":
-            parts.append(f"missing required argument {where!r}")
-        elif kind == "extra_forbidden":
-            parts.append(f"unexpected argument {where!r}")
-        else:
-            parts.append(f"argument {where!r}: {item.get('msg', 'invalid')}")
-    return f"Bad arguments for skill {skill_name!r}: " + "; ".join(parts) + "."
-
-
-def to_jsonable(value: Any, _depth: int = 0) -> Any:
-    """Make a skill's return value JSON-safe: models and dataclasses are dumped, the rest is str."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if _depth > 32:
-        return str(value)
-    if isinstance(value, BaseModel):
-        return to_jsonable(value.model_dump(mode="json"), _depth + 1)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(dataclasses.asdict(value), _depth + 1)
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v, _depth + 1) for v in value]
-    return str(value)
-
-
-_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=str)
-
-
-def compact_json(value: Any) -> str:
-    """One-line JSON as the model reads it: non-ASCII kept, anything odd as its str."""
-    return _COMPACT_ENCODER.encode(value)
 
 
 _default_registry: Registry | None = None

@@ -9,8 +9,10 @@ record. The record holds every counter of the loop, so nothing is lost in the ha
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +23,9 @@ from edge_agent.agent.events import (
     FinalAnswerAction,
     ToolErrorObservation,
 )
-from edge_agent.agent.registry import Registry
+from edge_agent.agent.threads import WorkerPool
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.05
 """How often the waiting caller looks for an overrun skill: the precision of skill timeouts."""
@@ -29,6 +33,10 @@ POLL_S = 0.05
 
 class Superseded(Exception):
     """Raised in an abandoned loop thread when its stuck skill finally returns."""
+
+
+class SkillStillRunning(Exception):
+    """A skill's previous call hung and has not returned yet, so it is not started again."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -67,11 +75,46 @@ class RunRecord:
                 self.in_skill = None
 
 
+class Supervisor:
+    """An agent's run threads, and the skills whose abandoned calls have not returned yet."""
+
+    def __init__(self) -> None:
+        self._pool = WorkerPool()
+        self._hung: dict[str, threading.Thread] = {}
+        # Idle run threads end with their agent, not at interpreter exit.
+        self._finalizer = weakref.finalize(self, self._pool.close)
+
+    def check_free(self, name: str) -> None:
+        """Raise SkillStillRunning while an earlier call of skill ``name`` is still stuck."""
+        stuck = self._hung.get(name)
+        if stuck is None:
+            return
+        if stuck.is_alive():
+            raise SkillStillRunning(
+                f"skill {name!r} is still running from an earlier call that hung"
+            )
+        self._hung.pop(name, None)
+
+    def close(self) -> None:
+        """Stop the idle run threads; later runs start new ones."""
+        self._pool.close()
+
+    def run(self, record: RunRecord, loop: Callable[[RunRecord, int], None]) -> None:
+        """Run ``loop(record, generation)`` on a pooled thread, replacing it when a skill hangs."""
+        supervise(record, loop, self._pool, self._mark_hung)
+
+    def _mark_hung(self, name: str, thread: threading.Thread) -> None:
+        self._hung[name] = thread
+        log.warning("skill %s ran past its timeout; its thread is abandoned", name)
+
+
 def supervise(
-    record: RunRecord, loop: Callable[[RunRecord, int], None], registry: Registry
+    record: RunRecord,
+    loop: Callable[[RunRecord, int], None],
+    pool: WorkerPool,
+    mark_hung: Callable[[str, threading.Thread], None],
 ) -> None:
     """Run ``loop(record, generation)`` on a pooled thread, replacing it when a skill hangs."""
-    pool = registry.workers
     worker = pool.take()
     worker.start(loop, record, 0)
     try:
@@ -86,7 +129,7 @@ def supervise(
                 record.in_skill = None
                 generation = record.generation
             name, timeout, _, available = overrun
-            registry.mark_hung(name, worker.thread)
+            mark_hung(name, worker.thread)
             worker.retire()
             record.append(
                 ToolErrorObservation(

@@ -6,8 +6,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from edge_agent.agent.jsonvalues import to_jsonable
 from edge_agent.agent.protocol import ModelHandle
-from edge_agent.agent.registry import Registry, to_jsonable
+from edge_agent.agent.registry import Registry
 from edge_agent.agent.workflow import Workflow
 from edge_agent.model.scripted import MockModel, ScriptFileError
 from edge_agent.service.config import ConfigError, Settings
