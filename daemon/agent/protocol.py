@@ -8,6 +8,7 @@ bare one in :class:`BareModel`, which gives the defaults. Nothing else looks for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from edge_agent.agent.events import Usage
@@ -55,6 +56,14 @@ class ModelHandle(Protocol):
         """Forget per-run state before a new run (a script starts over; a cache is kept)."""
         ...
 
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        """The log-probability of each token of each continuation, were it the reply's start.
+
+        A model that keeps a cache evaluates ``prompt`` once for all of them. One that cannot
+        score raises :class:`ScoringUnsupported`.
+        """
+        ...
+
 
 class BareModel:
     """A :class:`ModelHandle` around an object that only has ``generate``."""
@@ -78,6 +87,9 @@ class BareModel:
 
     def reset(self) -> None:
         """A bare model keeps no per-run state."""
+
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        raise ScoringUnsupported(f"{type(self.model).__name__} cannot score continuations")
 
 
 def full_handle(model: SupportsGenerate | ModelHandle) -> ModelHandle:
@@ -103,6 +115,12 @@ class ModelError(Exception):
     """A model call failed in a way the run should record and may retry."""
 
     code = "model_error"
+
+
+class ScoringUnsupported(ModelError):
+    """The model can only generate; strategies that compare candidates fall back to that."""
+
+    code = "scoring_unsupported"
 
 
 class ContextExceeded(ModelError):

@@ -2,8 +2,8 @@
 
 :class:`KVCache` remembers which tokens the context holds, in order from position 0. Each prompt
 is compared with that list and the cache is cut back to the longest common prefix; only the
-tokens after it go through the model. Candidates are scored the same way: each is evaluated after
-the shared prefix and cut away again, so the prefix is evaluated once for all of them.
+tokens after it go through the model. Candidates are scored the same way: they are walked as a
+tree after the shared prompt, each shared run of tokens evaluated once and cut away again.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import numpy.typing as npt
 from edge_agent.model.runtime import DecodeFailed, LlamaRuntime
 
 
-def log_softmax(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
-    shifted = logits.astype(np.float64) - float(logits.max())
-    result: npt.NDArray[np.float64] = shifted - np.log(np.exp(shifted).sum())
-    return result
+def log_probability(logits: npt.NDArray[np.float32], token: int) -> float:
+    """log softmax(logits)[token], without making the whole vocabulary's softmax."""
+    top = float(logits.max())
+    return float(logits[token]) - top - float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
 
 class KVCache:
@@ -71,28 +71,59 @@ class KVCache:
     def last_logits(self) -> npt.NDArray[np.float32]:
         return self._runtime.logits(-1)
 
-    def score(self, continuation: Sequence[int]) -> list[float]:
-        """The log-probability of each token of ``continuation`` after what is cached.
+    def score_branches(self, continuations: Sequence[Sequence[int]]) -> list[list[float]]:
+        """For each continuation, the log-probability of each of its tokens after what is cached,
+        up to and including the first token no other continuation shares.
 
-        The continuation is evaluated and then cut away again, so the cache ends as it began.
-        The logits after the cached tokens must be current (the last call evaluated them).
+        That is what tells the candidates apart: the sum is the log-probability that a reply
+        takes that candidate's branch. Only runs of tokens that two or more candidates share are
+        evaluated (once each, as a batch), and they are cut away again, so the cache ends as it
+        began. The logits after the cached tokens must be current.
         """
-        if not continuation:
-            return []
+        results: list[list[float]] = [[] for _ in continuations]
+        members = [i for i, tokens in enumerate(continuations) if tokens]
         start = len(self.tokens)
-        scores = [float(log_softmax(self.last_logits())[continuation[0]])]
-        rest = list(continuation[:-1])
         try:
-            step = self._runtime.sizes.n_batch
-            for offset in range(0, len(rest), step):
-                chunk = rest[offset : offset + step]
-                self._decode(chunk, all_logits=True)
-                for i in range(len(chunk)):
-                    following = continuation[offset + i + 1]
-                    scores.append(float(log_softmax(self._runtime.logits(i))[following]))
+            self._walk(continuations, members, 0, self.last_logits().copy(), results)
         finally:
             self.truncate(start)
-        return scores
+        return results
+
+    def _walk(
+        self,
+        continuations: Sequence[Sequence[int]],
+        members: list[int],
+        depth: int,
+        logits: npt.NDArray[np.float32],
+        results: list[list[float]],
+    ) -> None:
+        groups: dict[int, list[int]] = {}
+        for i in members:
+            if depth < len(continuations[i]):
+                groups.setdefault(continuations[i][depth], []).append(i)
+        for token, group in groups.items():
+            probability = log_probability(logits, token)
+            for i in group:
+                results[i].append(probability)
+            if len(group) < 2:
+                continue  # this candidate is told apart here
+            # The run of tokens every member shares from here: one batch, not a token at a time.
+            run = [token]
+            end = depth + 1
+            while all(end < len(continuations[i]) for i in group) and (
+                len({continuations[i][end] for i in group}) == 1
+            ):
+                run.append(continuations[group[0]][end])
+                end += 1
+            mark = len(self.tokens)
+            self._decode(run, all_logits=True)
+            for k in range(1, len(run)):
+                probability = log_probability(self._runtime.logits(k - 1), run[k])
+                for i in group:
+                    results[i].append(probability)
+            following = self._runtime.logits(len(run) - 1).copy()
+            self._walk(continuations, group, end, following, results)
+            self.truncate(mark)
 
     def _decode(self, chunk: list[int], *, all_logits: bool) -> None:
         try:
@@ -104,4 +135,4 @@ class KVCache:
         self.tokens.extend(chunk)
 
 
-__all__ = ["KVCache", "log_softmax"]
+__all__ = ["KVCache", "log_probability"]

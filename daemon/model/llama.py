@@ -277,10 +277,12 @@ class LlamaModel:
             grammar.accept(token)
 
     def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
-        """The log-probability of each token of each continuation, were it the reply's start.
+        """For each continuation, were it the reply's start, the log-probability of each of its
+        tokens up to the first one that tells it apart from the others (the sum is the chance
+        that the reply takes its branch).
 
-        The prompt is evaluated once (its cached prefix reused, as for ``generate``); each
-        continuation is evaluated after it and cut away again.
+        The prompt is evaluated once (its cached prefix reused, as for ``generate``); the tokens
+        the continuations share are evaluated once each and cut away again.
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
@@ -294,13 +296,7 @@ class LlamaModel:
                 raise ContextExceeded(len(tokens) + longest, self.n_ctx)
             keep = self._cache.reuse(tokens)
             self._cache.evaluate(tokens[keep:])
-            scores = []
-            for piece in pieces:
-                scores.append(self._cache.score(piece))
-                if len(self._cache) != len(tokens):
-                    # The cut-back failed and the cache was cleared: bring the prompt back.
-                    self._cache.evaluate(tokens[self._cache.reuse(tokens) :])
-            return scores
+            return self._cache.score_branches(pieces)
 
 
 def load_model(

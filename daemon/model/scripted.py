@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +53,21 @@ def _parse_reply(item: object, index: int, source: str) -> tuple[str, float]:
 
 
 class MockModel:
-    """Returns its scripted replies in order and records every prompt in ``.prompts``."""
+    """Returns its scripted replies in order and records every prompt in ``.prompts``.
 
-    def __init__(self, responses: Iterable[Reply], *, source: str = "<script>") -> None:
+    ``scores`` scripts :meth:`score`: a continuation's log-probability is the value of the
+    longest key it starts with (0.0 when none), or, for a key that is a ``(marker, text)`` pair,
+    only in prompts that contain ``marker``. The value is the whole continuation's; it is
+    reported as its first token's.
+    """
+
+    def __init__(
+        self,
+        responses: Iterable[Reply],
+        *,
+        source: str = "<script>",
+        scores: Mapping[str | tuple[str, str], float] | None = None,
+    ) -> None:
         if isinstance(responses, str | bytes):
             raise TypeError("MockModel takes a list of replies, not a single string")
         items = list(responses)
@@ -65,6 +77,9 @@ class MockModel:
             raise TypeError(f"MockModel replies must be strings: {exc}") from None
         self.responses = [text for text, _ in self.replies]
         self.source = source
+        self.scores = dict(scores or {})
+        self.scored: list[tuple[str, list[str]]] = []
+        """Every (prompt, continuations) that :meth:`score` was asked about."""
         self.prompts: list[str] = []
         self.calls: list[dict[str, Any]] = []
         self._next = 0
@@ -102,6 +117,13 @@ class MockModel:
             self._next = 0
             self.prompts.clear()
             self.calls.clear()
+            self.scored.clear()
+
+    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+        """The scripted log-probabilities (see the class docstring)."""
+        with self._lock:
+            self.scored.append((prompt, list(continuations)))
+        return [[_scripted_score(self.scores, prompt, c)] for c in continuations]
 
     def generate(self, prompt: str, **kwargs: Any) -> str:
         with self._lock:
@@ -115,10 +137,25 @@ class MockModel:
                 "has none"
             )
         text, delay = self.replies[index]
+        prefix = kwargs.get("prefix", "")
+        if isinstance(prefix, str) and prefix and not text.startswith(prefix):
+            # A scripted reply is the whole reply; a forced start the script lacks is prepended.
+            text = prefix + text
         if delay and not _wait(delay, kwargs.get("deadline"), kwargs.get("should_stop")):
             # Like llama.cpp stopped mid-reply: no text, and the loop sees why at its next check.
             return Completion("", Usage(stop="interrupted"))
         return text
+
+
+def _scripted_score(
+    scores: Mapping[str | tuple[str, str], float], prompt: str, continuation: str
+) -> float:
+    best, length = 0.0, -1
+    for key, value in scores.items():
+        marker, text = key if isinstance(key, tuple) else ("", key)
+        if marker in prompt and continuation.startswith(text) and len(text) > length:
+            best, length = value, len(text)
+    return best
 
 
 def _wait(delay: float, deadline: Any, should_stop: Callable[[], bool] | None) -> bool:
