@@ -64,6 +64,13 @@ class ModelHandle(Protocol):
         """
         ...
 
+    def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:
+        """log P(text | prompt) for each prompt, each read as a conversation of its own.
+
+        One that cannot score raises :class:`ScoringUnsupported`.
+        """
+        ...
+
 
 class BareModel:
     """A :class:`ModelHandle` around an object that only has ``generate``."""
@@ -90,6 +97,9 @@ class BareModel:
 
     def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
         raise ScoringUnsupported(f"{type(self.model).__name__} cannot score continuations")
+
+    def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:
+        raise ScoringUnsupported(f"{type(self.model).__name__} cannot score texts")
 
 
 def full_handle(model: SupportsGenerate | ModelHandle) -> ModelHandle:

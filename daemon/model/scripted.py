@@ -125,6 +125,12 @@ class MockModel:
             self.scored.append((prompt, list(continuations)))
         return [[_scripted_score(self.scores, prompt, c)] for c in continuations]
 
+    def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:
+        """The scripted log-probability of ``text`` after each prompt (see the class docstring)."""
+        with self._lock:
+            self.scored.extend((prompt, [text]) for prompt in prompts)
+        return [_scripted_score(self.scores, prompt, text) for prompt in prompts]
+
     def generate(self, prompt: str, **kwargs: Any) -> str:
         with self._lock:
             self.prompts.append(prompt)

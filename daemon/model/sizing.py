@@ -14,6 +14,8 @@ DEFAULT_N_BATCH = 512
 # llama.cpp sizes its compute buffer for a whole micro-batch of vocabulary-wide logits (262k for
 # Gemma); 128 tokens keep that small at almost the same prefill speed on a CPU.
 DEFAULT_N_UBATCH = 128
+# The conversation plus up to 15 short texts kept for scoring; they share the n_ctx cells.
+DEFAULT_N_SEQ_MAX = 16
 
 
 def default_threads() -> int:
@@ -33,6 +35,9 @@ class ContextSizes:
     n_batch: int = DEFAULT_N_BATCH
     n_ubatch: int = DEFAULT_N_UBATCH
     max_tokens: int = DEFAULT_MAX_TOKENS
+    n_seq_max: int = DEFAULT_N_SEQ_MAX
+    """Sequences the KV cache holds side by side: the conversation, and short texts kept for
+    scoring (see :mod:`edge_agent.model.side`)."""
 
     def __post_init__(self) -> None:
         check_count("n_ctx", self.n_ctx, 64)
@@ -40,6 +45,7 @@ class ContextSizes:
         check_count("n_batch", self.n_batch, 1)
         check_count("n_ubatch", self.n_ubatch, 1)
         check_count("max_tokens", self.max_tokens, 1)
+        check_count("n_seq_max", self.n_seq_max, 1)
         # llama.cpp never runs a micro-batch larger than the batch.
         object.__setattr__(self, "n_ubatch", min(self.n_ubatch, self.n_batch))
 

@@ -1,0 +1,104 @@
+"""Short texts kept in the KV cache beside the conversation, to score what would follow them.
+
+A small model judges "which of these fits?" far better the other way round: how likely is the
+question after each candidate's own description (the noisy-channel direction). Each description is
+a fixed text, so it is evaluated once into a sequence of its own and kept there, beside the
+conversation (sequence 0) in the same cells; scoring a text after all of them is then one batch.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+
+from edge_agent.model.kvcache import log_probability
+from edge_agent.model.runtime import LlamaRuntime
+
+
+class SideTexts:
+    """Up to ``n_seq_max - 1`` prompts kept in sequences 1..n, least recently used evicted."""
+
+    def __init__(self, runtime: LlamaRuntime) -> None:
+        self._runtime = runtime
+        self._free = list(range(runtime.sizes.n_seq_max - 1, 0, -1))
+        self._kept: collections.OrderedDict[tuple[int, ...], int] = collections.OrderedDict()
+        self._clears = runtime.clears
+
+    @property
+    def cells(self) -> int:
+        """How many cache cells the kept texts take from the conversation."""
+        self._check_cleared()
+        return sum(len(tokens) - 1 for tokens in self._kept)
+
+    def drop_all(self) -> None:
+        """Free every kept text's cells (the conversation needs the room)."""
+        self._check_cleared()
+        for seq in list(self._kept.values()):
+            self._runtime.forget_from(0, seq)
+            self._free.append(seq)
+        self._kept.clear()
+
+    def likelihoods(self, prompts: Sequence[list[int]], text: list[int]) -> list[float]:
+        """log P(text | prompt) for each prompt (its tokens, BOS included)."""
+        self._check_cleared()
+        if not text:
+            return [0.0 for _ in prompts]
+        sizes = self._runtime.sizes
+        per_batch = max(1, min(sizes.n_batch // len(text), sizes.n_seq_max - 1))
+        scores: list[float] = []
+        for start in range(0, len(prompts), per_batch):
+            scores.extend(self._score_chunk(prompts[start : start + per_batch], text))
+        return scores
+
+    def _score_chunk(self, prompts: Sequence[list[int]], text: list[int]) -> list[float]:
+        seqs = [self._keep(tuple(prompt), pinned=prompts) for prompt in prompts]
+        # Each run: the prompt's last token (whose logits predict the text's first) and all of
+        # the text but its last token, every position's logits read.
+        runs = [
+            (seq, len(prompt) - 1, [prompt[-1], *text[:-1]])
+            for seq, prompt in zip(seqs, prompts, strict=True)
+        ]
+        try:
+            self._runtime.decode_runs(runs, all_logits=True)
+            scores = []
+            for index in range(len(runs)):
+                base = index * len(text)
+                scores.append(
+                    sum(
+                        log_probability(self._runtime.logits(base + j), token)
+                        for j, token in enumerate(text)
+                    )
+                )
+        finally:
+            for seq, prompt in zip(seqs, prompts, strict=True):
+                self._runtime.forget_from(len(prompt) - 1, seq)
+        return scores
+
+    def _keep(self, prompt: tuple[int, ...], pinned: Sequence[list[int]]) -> int:
+        """The sequence holding all of ``prompt`` but its last token, evaluating it if needed."""
+        seq = self._kept.get(prompt)
+        if seq is not None:
+            self._kept.move_to_end(prompt)
+            return seq
+        if not self._free:
+            wanted = {tuple(p) for p in pinned}
+            victim = next(k for k in self._kept if k not in wanted)
+            self._free.append(self._kept.pop(victim))
+            self._runtime.forget_from(0, self._free[-1])
+        seq = self._free.pop()
+        body = list(prompt[:-1])
+        step = self._runtime.sizes.n_batch
+        for start in range(0, len(body), step):
+            self._runtime.decode(body[start : start + step], start, seq=seq)
+        self._kept[prompt] = seq
+        return seq
+
+    def _check_cleared(self) -> None:
+        if self._runtime.clears != self._clears:
+            # The whole cache was emptied: nothing is kept any more.
+            self._clears = self._runtime.clears
+            self._kept.clear()
+            self._free = list(range(self._runtime.sizes.n_seq_max - 1, 0, -1))
+
+
+__all__ = ["SideTexts"]
