@@ -6,15 +6,43 @@ STAMP := $(VENV)/.installed
 # llama-cpp-python compiles llama.cpp on first install; both cores make that about twice as fast.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: test lint typecheck pytest run bench clean
+.PHONY: test deps venv-deps lint typecheck pytest run bench clean
 
-$(STAMP): pyproject.toml
+# What pip cannot bring comes from apt-get: the venv module (python3-venv), a C++ compiler for
+# llama-cpp-python when pip has no wheel for it, and for the tests Debian's systemd (systemd-analyze,
+# and a systemd the service tests boot in private namespaces, from the distribution's python3).
+# As root, as in CI, whatever is missing is installed; otherwise make names it and stops.
+APT_INSTALL = \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing with apt-get:$$missing"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q --no-install-recommends $$missing; \
+	else \
+		echo "make $@ needs these Debian packages:$$missing" >&2; \
+		echo "install them (sudo apt-get install$$missing) or run 'sudo make deps'" >&2; \
+		exit 1; \
+	fi
+
+venv-deps:
+	@missing=""; \
+	$(PYTHON) -c "import ensurepip" 2>/dev/null || missing="$$missing python3-venv"; \
+	[ -f $(STAMP) ] || command -v c++ >/dev/null || missing="$$missing g++"; \
+	$(APT_INSTALL)
+
+deps: venv-deps
+	@missing=""; \
+	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	[ -x /usr/bin/python3 ] || missing="$$missing python3 python3-venv"; \
+	$(APT_INSTALL)
+
+$(STAMP): pyproject.toml | venv-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24" "setuptools>=77"
 	$(BIN)/python -m pip install --quiet -e ".[dev,default-model]"
 	touch $@
 
-test: lint typecheck pytest
+test: deps lint typecheck pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon skills tests scripts
@@ -27,7 +55,7 @@ typecheck: $(STAMP)
 	ln -s "$$PWD/skills" build/mypy/edge_agent/skills
 	MYPYPATH=build/mypy $(BIN)/mypy -p edge_agent
 
-pytest: $(STAMP)
+pytest: $(STAMP) | deps
 	$(BIN)/pytest
 
 run: $(STAMP)

@@ -197,7 +197,7 @@ class Sandbox:
             raise RuntimeError("not booted")
         return self.process.wait(timeout=timeout_s)
 
-    def systemctl(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def systemctl(self, *args: str, timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
         if self.manager_pid is None:
             raise RuntimeError("not booted")
         return subprocess.run(
@@ -205,7 +205,7 @@ class Sandbox:
             check=False,
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=timeout_s,
         )
 
     def wait_active(self, timeout_s: float) -> str:

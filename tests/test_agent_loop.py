@@ -1,10 +1,11 @@
-"""The seed's rules and SPEC's decisions 1-10, one test each, with MockModel."""
+"""docs/design.md's loop contract and its Decisions 1-10, one test each, with MockModel."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,43 +34,31 @@ from edge_agent import (
     skill,
 )
 
-
-def make_registry() -> Registry:
-    registry = Registry()
-
-    @registry.skill
-    def cpu_temperature() -> float:
-        """The CPU temperature in degrees Celsius."""
-        return 48.5
-
-    @registry.skill
-    def read_sensor(name: str, precise: bool = False) -> dict[str, Any]:
-        """One sensor's current value."""
-        return {"name": name, "celsius": 21.5, "precise": precise}
-
-    @registry.skill
-    def explode() -> None:
-        """Always fails."""
-        raise RuntimeError("the sensor bus is on fire")
-
-    return registry
-
-
 CALL_CPU = '{"skill_name": "cpu_temperature", "arguments": {}}'
 ANSWER = '{"final_answer": "It is 48.5 °C."}'
 
 
-def run(replies: list[str], **kwargs: Any) -> tuple[AgentState, MockModel]:
-    model = MockModel(replies)
-    state = Agent(model, make_registry()).run("How hot is it?", **kwargs)
-    return state, model
+RegistryFactory = Callable[..., Registry]  # conftest.py
+Run = Callable[..., tuple[AgentState, MockModel]]
+
+
+@pytest.fixture
+def run(make_registry: RegistryFactory) -> Run:
+    """Run "How hot is it?" over the home registry with a MockModel replaying ``replies``."""
+
+    def run_home(replies: list[str], **kwargs: Any) -> tuple[AgentState, MockModel]:
+        model = MockModel(replies)
+        state = Agent(model, make_registry()).run("How hot is it?", **kwargs)
+        return state, model
+
+    return run_home
 
 
 def types(state: AgentState) -> list[str]:
     return [event.type for event in state.stream]
 
 
-# -- the four parse cases, and SPEC decisions 1 and 2 ---------------------------------------
+# -- the four parse cases, and docs/design.md Decisions 1 and 2 -----------------------------
 
 
 @pytest.mark.parametrize(
@@ -91,7 +80,7 @@ def types(state: AgentState) -> list[str]:
     ],
 )
 def test_step_parse_failures_are_kept_strictly_apart(
-    reply: str, validator: str, error_type: str | None
+    make_registry: RegistryFactory, reply: str, validator: str, error_type: str | None
 ) -> None:
     agent = Agent(MockModel([reply]), make_registry())
     event = agent.step(AgentState(query="q"))
@@ -104,21 +93,21 @@ def test_step_parse_failures_are_kept_strictly_apart(
 @pytest.mark.parametrize(
     "reply", [ANSWER, f"  {ANSWER}\n", f"```json\n{ANSWER}\n```", f"```\n{ANSWER}\n```"]
 )
-def test_whitespace_and_one_fence_are_stripped(reply: str) -> None:
+def test_whitespace_and_one_fence_are_stripped(make_registry: RegistryFactory, reply: str) -> None:
     event = Agent(MockModel([reply]), make_registry()).step(AgentState(query="q"))
     assert isinstance(event, FinalAnswerAction)
     assert event.answer == "It is 48.5 °C."
     assert event.raw == reply
 
 
-def test_arguments_may_be_left_out_and_thought_is_kept() -> None:
+def test_arguments_may_be_left_out_and_thought_is_kept(make_registry: RegistryFactory) -> None:
     reply = '{"thought": "need data", "skill_name": "cpu_temperature"}'
     event = Agent(MockModel([reply]), make_registry()).step(AgentState(query="q"))
     assert isinstance(event, CallSkillAction)
     assert (event.skill_name, event.arguments, event.thought) == ("cpu_temperature", {}, "need data")
 
 
-def test_unparseable_text_never_becomes_an_answer() -> None:
+def test_unparseable_text_never_becomes_an_answer(run: Run) -> None:
     state, _ = run(["The temperature is 48.5 °C."] * 4)
     assert state.final_answer is None
     assert not any(isinstance(e, FinalAnswerAction) for e in state.stream)
@@ -126,7 +115,7 @@ def test_unparseable_text_never_becomes_an_answer() -> None:
     assert all(e.error_type == "json_syntax" for e in state.stream)  # type: ignore[union-attr]
 
 
-def test_step_does_not_append() -> None:
+def test_step_does_not_append(make_registry: RegistryFactory) -> None:
     agent = Agent(MockModel([CALL_CPU]), make_registry())
     state = AgentState(query="q")
     event = agent.step(state)
@@ -137,7 +126,7 @@ def test_step_does_not_append() -> None:
 # -- the loop --------------------------------------------------------------------------------
 
 
-def test_a_skill_call_then_an_answer() -> None:
+def test_a_skill_call_then_an_answer(run: Run) -> None:
     state, model = run([CALL_CPU, ANSWER])
     assert types(state) == ["CallSkillAction", "SkillResultObservation", "FinalAnswerAction"]
     assert state.stream[1] == SkillResultObservation(skill_name="cpu_temperature", result=48.5)
@@ -146,7 +135,7 @@ def test_a_skill_call_then_an_answer() -> None:
     assert "Result of cpu_temperature: 48.5" in model.prompts[1]
 
 
-def test_retry_budget_counts_across_the_run_and_is_never_reset() -> None:
+def test_retry_budget_counts_across_the_run_and_is_never_reset(run: Run) -> None:
     bad = "nonsense"
     state, model = run([bad, CALL_CPU, bad, CALL_CPU, bad, CALL_CPU, bad, ANSWER], max_retries=3)
     failures = [e for e in state.stream if isinstance(e, ValidationErrorObservation)]
@@ -156,7 +145,7 @@ def test_retry_budget_counts_across_the_run_and_is_never_reset() -> None:
     assert len(model.prompts) == 7
 
 
-def test_skill_argument_errors_use_the_retry_budget_and_name_the_field() -> None:
+def test_skill_argument_errors_use_the_retry_budget_and_name_the_field(run: Run) -> None:
     bad_call = '{"skill_name": "read_sensor", "arguments": {"nmae": "attic"}}'
     state, model = run([bad_call, ANSWER], max_retries=1)
     error = state.stream[1]
@@ -169,7 +158,7 @@ def test_skill_argument_errors_use_the_retry_budget_and_name_the_field() -> None
     assert state.outcome == "answered"
 
 
-def test_max_retries_zero_stops_at_the_first_failure() -> None:
+def test_max_retries_zero_stops_at_the_first_failure(run: Run) -> None:
     state, model = run(["nope", ANSWER], max_retries=0)
     assert types(state) == ["ValidationErrorObservation"]
     assert state.stream[0].will_retry is False  # type: ignore[union-attr]
@@ -177,7 +166,7 @@ def test_max_retries_zero_stops_at_the_first_failure() -> None:
     assert len(model.prompts) == 1
 
 
-def test_max_iterations_defaults_to_eight() -> None:
+def test_max_iterations_defaults_to_eight(run: Run) -> None:
     state, model = run([CALL_CPU] * 20)
     assert len(model.prompts) == 8
     last = state.stream[-1]
@@ -187,13 +176,13 @@ def test_max_iterations_defaults_to_eight() -> None:
     assert last.last_action_summary == "call cpu_temperature {}"
 
 
-def test_small_model_override_of_twelve_iterations() -> None:
+def test_small_model_override_of_twelve_iterations(run: Run) -> None:
     state, model = run([CALL_CPU] * 11 + [ANSWER], max_iterations=12)
     assert len(model.prompts) == 12
     assert state.outcome == "answered"
 
 
-def test_partial_state_is_a_deep_copy() -> None:
+def test_partial_state_is_a_deep_copy(run: Run) -> None:
     state, _ = run([CALL_CPU] * 3, max_iterations=3)
     last = state.stream[-1]
     assert isinstance(last, MaxIterationsObservation)
@@ -205,7 +194,7 @@ def test_partial_state_is_a_deep_copy() -> None:
     assert len(partial.stream) == 6
 
 
-def test_tool_error_shows_the_error_and_lists_the_skills() -> None:
+def test_tool_error_shows_the_error_and_lists_the_skills(run: Run) -> None:
     state, model = run(['{"skill_name": "explode"}', ANSWER])
     error = state.stream[1]
     assert isinstance(error, ToolErrorObservation)
@@ -215,7 +204,7 @@ def test_tool_error_shows_the_error_and_lists_the_skills() -> None:
     assert state.outcome == "answered"
 
 
-def test_a_skill_gone_at_dispatch_time_is_a_tool_error_with_the_skills() -> None:
+def test_a_skill_gone_at_dispatch_time_is_a_tool_error_with_the_skills(make_registry: RegistryFactory) -> None:
     registry = make_registry()
 
     class RacingModel:
@@ -230,7 +219,7 @@ def test_a_skill_gone_at_dispatch_time_is_a_tool_error_with_the_skills() -> None
     assert error.available_skills == ["cpu_temperature", "read_sensor"]
 
 
-def test_a_model_that_raises_never_escapes() -> None:
+def test_a_model_that_raises_never_escapes(make_registry: RegistryFactory) -> None:
     class Broken:
         calls = 0
 
@@ -247,7 +236,7 @@ def test_a_model_that_raises_never_escapes() -> None:
     assert model.calls == 3
 
 
-def test_an_exhausted_mock_model_is_recorded_like_any_model_error() -> None:
+def test_an_exhausted_mock_model_is_recorded_like_any_model_error(run: Run) -> None:
     state, _ = run([CALL_CPU], max_retries=0)
     error = state.stream[-1]
     assert isinstance(error, ModelErrorObservation)
@@ -255,7 +244,7 @@ def test_an_exhausted_mock_model_is_recorded_like_any_model_error() -> None:
     assert state.outcome == "retries_exhausted"
 
 
-def test_context_exceeded_carries_its_numbers() -> None:
+def test_context_exceeded_carries_its_numbers(make_registry: RegistryFactory) -> None:
     class Full:
         def generate(self, prompt: str, **kwargs: Any) -> str:
             raise ContextExceeded(5000, 4096)
@@ -266,7 +255,7 @@ def test_context_exceeded_carries_its_numbers() -> None:
     assert (error.code, error.n_prompt_tokens, error.n_ctx) == ("context_exceeded", 5000, 4096)
 
 
-def test_usage_and_timing_are_recorded_on_each_action() -> None:
+def test_usage_and_timing_are_recorded_on_each_action(make_registry: RegistryFactory) -> None:
     usage = Usage(prompt_tokens=120, evaluated_tokens=12, generated_tokens=9, stop="stop")
 
     class Reporting:
@@ -283,7 +272,7 @@ def test_usage_and_timing_are_recorded_on_each_action() -> None:
     assert type(action.raw) is str
 
 
-def test_a_reply_cut_at_the_token_cap_is_reported_as_such() -> None:
+def test_a_reply_cut_at_the_token_cap_is_reported_as_such(make_registry: RegistryFactory) -> None:
     class Cut:
         def generate(self, prompt: str, **kwargs: Any) -> str:
             return Completion('{"final_answer": "It is 4', Usage(generated_tokens=256, stop="length"))
@@ -295,7 +284,7 @@ def test_a_reply_cut_at_the_token_cap_is_reported_as_such() -> None:
     assert "cut off" in error.feedback and "256" in error.feedback
 
 
-def test_the_model_is_given_the_action_schema() -> None:
+def test_the_model_is_given_the_action_schema(make_registry: RegistryFactory) -> None:
     model = MockModel([ANSWER])
     Agent(model, make_registry()).run("q")
     schema = model.calls[0]["action_schema"]
@@ -389,7 +378,7 @@ def test_a_hung_skill_times_out_and_the_loop_carries_on() -> None:
     assert state.outcome == "answered"
 
 
-def test_a_passed_deadline_interrupts_between_steps() -> None:
+def test_a_passed_deadline_interrupts_between_steps(run: Run) -> None:
     state, model = run([CALL_CPU] * 5, deadline=time.monotonic() - 1)
     assert types(state) == ["InterruptedObservation"]
     assert state.stream[0] == InterruptedObservation(reason="deadline")
@@ -397,7 +386,7 @@ def test_a_passed_deadline_interrupts_between_steps() -> None:
     assert model.prompts == []
 
 
-def test_cancel_is_checked_between_steps() -> None:
+def test_cancel_is_checked_between_steps(run: Run) -> None:
     seen: list[str] = []
     state, model = run(
         [CALL_CPU] * 5, should_stop=lambda: len(seen) >= 2, on_event=lambda e: seen.append(e.type)
@@ -426,13 +415,13 @@ def test_cancel_is_checked_between_steps() -> None:
         lambda a: a.step("not a state"),
     ],
 )
-def test_caller_bugs_raise_type_errors(call: Any) -> None:
+def test_caller_bugs_raise_type_errors(make_registry: RegistryFactory, call: Any) -> None:
     with pytest.raises(TypeError):
         call(Agent(MockModel([ANSWER]), make_registry()))
 
 
 @pytest.mark.parametrize("kwargs", [{"max_iterations": 0}, {"max_retries": -1}])
-def test_out_of_range_limits_raise(kwargs: dict[str, int]) -> None:
+def test_out_of_range_limits_raise(make_registry: RegistryFactory, kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError):
         Agent(MockModel([ANSWER]), make_registry()).run("q", **kwargs)
 
@@ -446,7 +435,7 @@ def test_an_agent_without_a_model_is_a_caller_bug(model: Any) -> None:
 # -- statelessness, the process-wide registry, Soul and Workflow -----------------------------
 
 
-def test_the_agent_keeps_no_state_between_runs() -> None:
+def test_the_agent_keeps_no_state_between_runs(make_registry: RegistryFactory) -> None:
     model = MockModel([CALL_CPU, ANSWER, CALL_CPU, ANSWER])
     agent = Agent(model, make_registry())
     first = agent.run("How hot is it?")
@@ -461,7 +450,7 @@ def STATE_DUMP(state: AgentState) -> Any:
     from edge_agent import STATE_ADAPTER
 
     dumped = STATE_ADAPTER.dump_python(state, mode="json")
-    for event in dumped["stream"]:
+    for event in dumped["events"]:
         if event.get("usage"):
             event["usage"]["model_s"] = 0
     return dumped
@@ -487,7 +476,7 @@ def test_the_default_registry_is_process_wide() -> None:
         get_registry().remove("edge_agent_test_clock")
 
 
-def test_the_soul_is_the_top_of_the_system_prompt() -> None:
+def test_the_soul_is_the_top_of_the_system_prompt(make_registry: RegistryFactory) -> None:
     model = MockModel([ANSWER])
     Agent(model, make_registry(), soul=Soul(name="Hestia", persona="You keep the house.")).run("q")
     assert "Your name is Hestia. You keep the house." in model.prompts[0]
@@ -495,7 +484,7 @@ def test_the_soul_is_the_top_of_the_system_prompt() -> None:
         Agent(model, make_registry(), soul="Hestia")  # type: ignore[arg-type]
 
 
-def test_a_workflow_limits_skills_adds_instructions_and_checks_answers() -> None:
+def test_a_workflow_limits_skills_adds_instructions_and_checks_answers(make_registry: RegistryFactory) -> None:
     def mentions_celsius(action: FinalAnswerAction, state: AgentState) -> Result:
         return Result("°C" in action.answer, "Give the temperature in °C.")
 
@@ -523,14 +512,14 @@ def test_a_workflow_limits_skills_adds_instructions_and_checks_answers() -> None
     }
 
 
-def test_a_workflow_sets_the_default_iterations() -> None:
+def test_a_workflow_sets_the_default_iterations(make_registry: RegistryFactory) -> None:
     workflow = Workflow(name="short", max_iterations=2)
     state = Agent(MockModel([CALL_CPU] * 5), make_registry()).run(workflow, query="q")
     assert state.outcome == "max_iterations"
     assert state.stream[-1].iterations == 2  # type: ignore[union-attr]
 
 
-def test_a_validator_that_crashes_is_a_failed_check_not_an_escape() -> None:
+def test_a_validator_that_crashes_is_a_failed_check_not_an_escape(make_registry: RegistryFactory) -> None:
     def broken(action: FinalAnswerAction, state: AgentState) -> Result:
         raise KeyError("oops")
 
@@ -555,7 +544,7 @@ def test_bad_workflows_are_refused(kwargs: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-def test_non_json_constants_are_json_syntax_errors(constant: str) -> None:
+def test_non_json_constants_are_json_syntax_errors(make_registry: RegistryFactory, constant: str) -> None:
     reply = f'{{"skill_name": "read_sensor", "arguments": {{"name": {constant}}}}}'
     event = Agent(MockModel([reply]), make_registry()).step(AgentState(query="q"))
     assert isinstance(event, ValidationErrorObservation)
@@ -588,7 +577,7 @@ def test_a_hung_skill_that_returns_late_never_touches_the_finished_run() -> None
     assert seen == types(state)
 
 
-def test_an_on_event_callback_that_raises_is_the_callers_bug() -> None:
+def test_an_on_event_callback_that_raises_is_the_callers_bug(make_registry: RegistryFactory) -> None:
     def refuse(event: object) -> None:
         raise LookupError("the caller's callback broke")
 

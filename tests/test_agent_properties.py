@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,30 +22,15 @@ from edge_agent import (
 from edge_agent.model.formats import GEMMA3
 
 STOP_REASONS = {"answered", "max_iterations", "retries_exhausted", "interrupted"}
+# Two working skills and one that always raises, from conftest.py's registry factory.
+SKILLS = ("cpu_temperature", "read_sensor", "fail")
 
 
-def registry() -> Registry:
-    reg = Registry()
+@pytest.fixture(scope="module")
+def shared(make_registry: Callable[..., Registry]) -> Registry:
+    """One registry for the whole module: no test here changes it."""
+    return make_registry(*SKILLS)
 
-    @reg.skill
-    def cpu_temperature() -> float:
-        """The CPU temperature in degrees Celsius."""
-        return 48.5
-
-    @reg.skill
-    def read_sensor(name: str, count: int = 1) -> dict[str, Any]:
-        """One sensor's current value."""
-        return {"name": name, "count": count}
-
-    @reg.skill
-    def fail(reason: str) -> None:
-        """Always raises."""
-        raise ValueError(reason)
-
-    return reg
-
-
-REGISTRY = registry()
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -56,7 +42,7 @@ actions = st.one_of(
     st.builds(
         lambda name, args: json.dumps({"skill_name": name, "arguments": args}),
         st.sampled_from(["cpu_temperature", "read_sensor", "fail", "nope", ""]),
-        st.dictionaries(st.sampled_from(["name", "count", "reason", "x"]), json_values, max_size=3),
+        st.dictionaries(st.sampled_from(["name", "precise", "reason", "x"]), json_values, max_size=3),
     ),
     st.builds(lambda a: json.dumps({"final_answer": a}), st.text(max_size=30)),
 )
@@ -70,10 +56,10 @@ replies = st.one_of(st.text(max_size=80), json_values.map(json.dumps), actions)
     st.integers(min_value=0, max_value=4),
 )
 def test_any_model_replies_end_in_a_defined_stop_reason(
-    scripted: list[str], max_iterations: int, max_retries: int
+    shared: Registry, scripted: list[str], max_iterations: int, max_retries: int
 ) -> None:
     model = MockModel(scripted)
-    state = Agent(model, REGISTRY).run(
+    state = Agent(model, shared).run(
         "q", max_iterations=max_iterations, max_retries=max_retries
     )
     assert isinstance(state, AgentState)
@@ -89,16 +75,18 @@ def test_any_model_replies_end_in_a_defined_stop_reason(
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(replies, min_size=1, max_size=10))
-def test_each_prompt_starts_with_the_previous_prompt_plus_the_raw_reply(scripted: list[str]) -> None:
+def test_each_prompt_starts_with_the_previous_prompt_plus_the_raw_reply(
+    shared: Registry, scripted: list[str]
+) -> None:
     model = MockModel(scripted)
-    Agent(model, REGISTRY).run("q", max_iterations=10, max_retries=10)
+    Agent(model, shared).run("q", max_iterations=10, max_retries=10)
     for k in range(len(model.prompts) - 1):
         # A call past the script raised, so it had no reply: the prompt is re-sent as it was.
         reply = scripted[k] if k < len(scripted) else ""
         assert model.prompts[k + 1].startswith(model.prompts[k] + reply)
 
 
-def test_the_prefix_property_holds_for_a_chat_format_with_turn_markers() -> None:
+def test_the_prefix_property_holds_for_a_chat_format_with_turn_markers(shared: Registry) -> None:
     gemma = GEMMA3
     scripted = ["oops", '{"skill_name": "cpu_temperature"}', '{"final_answer": "48.5 °C"}']
 
@@ -106,7 +94,7 @@ def test_the_prefix_property_holds_for_a_chat_format_with_turn_markers() -> None
         chat_format = gemma
 
     model = Formatted(scripted)
-    Agent(model, REGISTRY).run("How hot?")
+    Agent(model, shared).run("How hot?")
     assert model.prompts[0].startswith("<start_of_turn>user\nYour name is edge-agent.")
     assert model.prompts[0].endswith("\n\nHow hot?<end_of_turn>\n<start_of_turn>model\n")
     for k in range(len(model.prompts) - 1):
@@ -116,22 +104,24 @@ def test_the_prefix_property_holds_for_a_chat_format_with_turn_markers() -> None
     )
 
 
-def test_the_system_part_is_byte_identical_across_requests_and_agents() -> None:
+def test_the_system_part_is_byte_identical_across_requests_and_agents(shared: Registry) -> None:
     soul = Soul(name="Hestia", persona="You keep the house.")
     workflow = Workflow(name="w", instructions="Be brief.", skills=["read_sensor"])
     first, second = MockModel(['{"final_answer": "a"}']), MockModel(['{"final_answer": "b"}'])
-    Agent(first, REGISTRY, soul=soul).run(workflow, query="one question")
-    agent = Agent(second, REGISTRY, soul=soul)
+    Agent(first, shared, soul=soul).run(workflow, query="one question")
+    agent = Agent(second, shared, soul=soul)
     agent.run(workflow, query="a different question")
     preamble = agent.preamble(workflow)
     assert first.prompts[0].startswith(preamble)
     assert second.prompts[0].startswith(preamble)
-    assert preamble == Agent(MockModel([]), REGISTRY, soul=soul).preamble(workflow)
+    assert preamble == Agent(MockModel([]), shared, soul=soul).preamble(workflow)
     assert "one question" not in preamble
 
 
-def test_the_system_part_changes_when_the_registry_does() -> None:
-    reg = registry()
+def test_the_system_part_changes_when_the_registry_does(
+    make_registry: Callable[..., Registry],
+) -> None:
+    reg = make_registry(*SKILLS)
     agent = Agent(MockModel([]), reg)
     before = agent.system_prompt()
 

@@ -8,26 +8,20 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
 import zmq
-from daemon_harness import (
-    ANSWER,
-    answer,
-    running_server,
-    start_daemon,
-    stop_daemon,
-    wait_for,
-    wait_ready,
-    write_mock,
-)
+from daemon_harness import ANSWER, answer, wait_for, write_mock
 
 from edge_agent.client import Client, DaemonError, Timeout, Unavailable
 
+DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
+ScriptedDaemon = Callable[..., tuple[Any, str]]  # conftest.py
 EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))
 
 
@@ -38,7 +32,7 @@ def edge_agent(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def mock_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def mock_daemon(tmp_path_factory: pytest.TempPathFactory, daemon_process: DaemonProcess) -> Iterator[str]:
     """``edge-agent serve --model mock:FILE`` on an ipc socket, as the README runs it."""
     directory = tmp_path_factory.mktemp("daemon")
     mock = write_mock(directory / "mock.json", ["not json", answer("It is 21 C in the kitchen.")])
@@ -48,15 +42,9 @@ def mock_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         encoding="utf-8",
     )
     endpoint = f"ipc://{directory / 'agent.sock'}"
-    daemon = start_daemon(
-        ["--config", str(config), "--model", f"mock:{mock}", "--endpoint", endpoint]
-    )
-    try:
-        wait_ready(endpoint, daemon)
+    args = ["--config", str(config), "--model", f"mock:{mock}"]
+    with daemon_process(args, endpoint, clean_exit=True):
         yield endpoint
-    finally:
-        output = stop_daemon(daemon)
-        assert daemon.returncode == 0, output
 
 
 def test_ask_prints_the_answer(mock_daemon: str) -> None:
@@ -111,36 +99,36 @@ def test_status_and_skills_commands(mock_daemon: str) -> None:
     skills = json.loads(edge_agent("skills", "--json", "--endpoint", mock_daemon).stdout)
     assert isinstance(skills, list)
     for entry in skills:
-        assert set(entry) == {"name", "description", "parameters", "source", "timeout_s"}
+        assert set(entry) == {"name", "description", "parameters", "source", "timeout_s", "signature"}
     plain = edge_agent("skills", "--endpoint", mock_daemon).stdout
     for entry in skills:
         # Each line shows the call's shape and where the skill came from.
         assert f"{entry['name']}(" in plain and f"[{entry['source']}, timeout" in plain
 
 
-def test_ask_times_out_with_75_and_busy_is_75_too() -> None:
+def test_ask_times_out_with_75_and_busy_is_75_too(scripted_daemon: ScriptedDaemon) -> None:
     slow = [{"text": ANSWER, "delay_s": 30}]
     config = "[daemon]\nqueue_limit = 1\nshutdown_grace_s = 0.05\n"
-    with running_server(slow, config=config) as (server, endpoint):
-        late = edge_agent("ask", "hi", "--timeout", "0.5", "--json", "--endpoint", endpoint)
-        assert late.returncode == 75, late.stderr
-        assert json.loads(late.stdout)["events"][-1]["reason"] == "deadline"
-        # The client gives up at its timeout; the daemon's interrupted run may end a moment later.
-        wait_for(lambda: server.status()["running"] is None, 10)
-        with Client(endpoint, timeout=5) as client:
-            filler = threading.Thread(target=lambda: _swallow(client.run, "one", timeout=20))
-            filler.start()
-            try:
-                with Client(endpoint, timeout=5) as other:
-                    waiter = threading.Thread(target=lambda: _swallow(other.run, "two", timeout=20))
-                    waiter.start()
-                    _wait_depth(server, 1)
-                    busy = edge_agent("ask", "three", "--endpoint", endpoint)
-                    assert busy.returncode == 75 and "busy" in busy.stderr
-                    server.stop()
-                    waiter.join(10)
-            finally:
-                filler.join(10)
+    server, endpoint = scripted_daemon(slow, config=config)
+    late = edge_agent("ask", "hi", "--timeout", "0.5", "--json", "--endpoint", endpoint)
+    assert late.returncode == 75, late.stderr
+    assert json.loads(late.stdout)["events"][-1]["reason"] == "deadline"
+    # The client gives up at its timeout; the daemon's interrupted run may end a moment later.
+    wait_for(lambda: server.status()["running"] is None, 10)
+    with Client(endpoint, timeout=5) as client:
+        filler = threading.Thread(target=lambda: _swallow(client.run, "one", timeout=20))
+        filler.start()
+        try:
+            with Client(endpoint, timeout=5) as other:
+                waiter = threading.Thread(target=lambda: _swallow(other.run, "two", timeout=20))
+                waiter.start()
+                _wait_depth(server, 1)
+                busy = edge_agent("ask", "three", "--endpoint", endpoint)
+                assert busy.returncode == 75 and "busy" in busy.stderr
+                server.stop()
+                waiter.join(10)
+        finally:
+            filler.join(10)
 
 
 def _swallow(function: Any, *args: Any, **kwargs: Any) -> None:
@@ -153,8 +141,9 @@ def _wait_depth(server: Any, depth: int) -> None:
     wait_for(lambda: server.status()["running"] and server.status()["queue_depth"] == depth, 10)
 
 
-def test_client_streams_progress_and_raises_error_replies() -> None:
-    with running_server([answer("fine")]) as (_, endpoint), Client(endpoint, timeout=5) as client:
+def test_client_streams_progress_and_raises_error_replies(scripted_daemon: ScriptedDaemon) -> None:
+    _, endpoint = scripted_daemon([answer("fine")])
+    with Client(endpoint, timeout=5) as client:
         seen: list[dict[str, Any]] = []
         result = client.run("how are you?", on_event=seen.append)
         assert result["answer"] == "fine" and [e["type"] for e in seen] == ["FinalAnswerAction"]
@@ -225,23 +214,23 @@ def test_lazy_pirate_retries_idempotent_ops_with_the_same_id_only() -> None:
         context.destroy(linger=0)
 
 
-def test_ctrl_c_on_ask_cancels_the_run_and_exits_130() -> None:
+def test_ctrl_c_on_ask_cancels_the_run_and_exits_130(scripted_daemon: ScriptedDaemon) -> None:
     slow = [{"text": ANSWER, "delay_s": 30}]
-    with running_server(slow, config="[daemon]\nshutdown_grace_s = 0.05\n") as (server, endpoint):
-        asking = subprocess.Popen(
-            [EDGE_AGENT, "ask", "hi", "--endpoint", endpoint],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            wait_for(lambda: server.status()["running"] is not None, 20)
-            asking.send_signal(signal.SIGINT)
-            _, stderr = asking.communicate(timeout=20)
-        finally:
-            if asking.poll() is None:
-                asking.kill()
-                asking.communicate()
-        assert asking.returncode == 130, stderr
-        wait_for(lambda: server.status()["counters"]["runs_cancelled"] == 1, 10)
-        wait_for(lambda: server.status()["running"] is None, 10)
+    server, endpoint = scripted_daemon(slow, config="[daemon]\nshutdown_grace_s = 0.05\n")
+    asking = subprocess.Popen(
+        [EDGE_AGENT, "ask", "hi", "--endpoint", endpoint],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: server.status()["running"] is not None, 20)
+        asking.send_signal(signal.SIGINT)
+        _, stderr = asking.communicate(timeout=20)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+            asking.communicate()
+    assert asking.returncode == 130, stderr
+    wait_for(lambda: server.status()["counters"]["runs_cancelled"] == 1, 10)
+    wait_for(lambda: server.status()["running"] is None, 10)

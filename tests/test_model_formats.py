@@ -57,33 +57,37 @@ CHATML_TEMPLATE = (
 )
 
 
-def test_gemma3_prompt_text_is_pinned() -> None:
-    opening = GEMMA3.opening("You are a home assistant.", "Is it warm?")
-    assert opening == (
+PINNED = {
+    "gemma3": (
+        GEMMA3,
         "<start_of_turn>user\nYou are a home assistant.\n\nIs it warm?<end_of_turn>\n"
-        "<start_of_turn>model\n"
-    )
-    turn = GEMMA3.model_turn_end('{"final_answer": "yes"}') + GEMMA3.user_turn("Result: 21")
-    assert turn == (
+        "<start_of_turn>model\n",
         '{"final_answer": "yes"}<end_of_turn>\n<start_of_turn>user\nResult: 21<end_of_turn>\n'
-        "<start_of_turn>model\n"
-    )
-    assert GEMMA3.preamble("S") == "<start_of_turn>user\nS\n\n"
-    assert GEMMA3.stop == ("<end_of_turn>",)
-
-
-def test_gemma4_prompt_text_is_pinned() -> None:
-    opening = GEMMA4.opening("You are a home assistant.", "Is it warm?")
-    assert opening == (
+        "<start_of_turn>model\n",
+        "<start_of_turn>user\nS\n\n",
+        ("<end_of_turn>",),
+    ),
+    "gemma4": (
+        GEMMA4,
         "<|turn>system\nYou are a home assistant.<turn|>\n<|turn>user\nIs it warm?<turn|>\n"
-        "<|turn>model\n"
+        "<|turn>model\n",
+        '{"final_answer": "yes"}<turn|>\n<|turn>user\nResult: 21<turn|>\n<|turn>model\n',
+        "<|turn>system\nS<turn|>\n<|turn>user\n",
+        ("<turn|>",),
+    ),
+}
+
+
+@pytest.mark.parametrize("family", list(PINNED))
+def test_prompt_text_is_pinned(family: str) -> None:
+    chat_format, opening, turn, preamble, stop = PINNED[family]
+    assert chat_format.opening("You are a home assistant.", "Is it warm?") == opening
+    assert (
+        chat_format.model_turn_end('{"final_answer": "yes"}') + chat_format.user_turn("Result: 21")
+        == turn
     )
-    turn = GEMMA4.model_turn_end('{"final_answer": "yes"}') + GEMMA4.user_turn("Result: 21")
-    assert turn == (
-        '{"final_answer": "yes"}<turn|>\n<|turn>user\nResult: 21<turn|>\n<|turn>model\n'
-    )
-    assert GEMMA4.preamble("S") == "<|turn>system\nS<turn|>\n<|turn>user\n"
-    assert GEMMA4.stop == ("<turn|>",)
+    assert chat_format.preamble("S") == preamble
+    assert chat_format.stop == stop
 
 
 def test_gemma3_template_gives_the_gemma3_markers() -> None:

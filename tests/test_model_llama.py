@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -20,15 +20,17 @@ from pydantic import BaseModel
 from edge_agent import (
     Agent,
     AgentState,
-    CallSkillAction,
     Completion,
     ContextExceeded,
-    FinalAnswerAction,
-    ModelErrorObservation,
     ModelHandle,
     Registry,
-    ValidationErrorObservation,
     load_model,
+)
+from edge_agent.agent.events import (
+    CallSkillAction,
+    FinalAnswerAction,
+    ModelErrorObservation,
+    ValidationErrorObservation,
 )
 from edge_agent.agent.prompt import render_event
 from edge_agent.model.constrained import GrammarError
@@ -36,22 +38,17 @@ from edge_agent.model.formats import GEMMA3
 from edge_agent.model.llama import LlamaModel, ModelClosed
 
 N_CTX = 2048
+RegistryFactory = Callable[..., Registry]  # conftest.py
 
 
-def _registry() -> Registry:
-    registry = Registry()
+def read_sensor(name: str) -> float:
+    """Read a temperature sensor, in degrees Celsius."""
+    return 21.5
 
-    @registry.skill
-    def read_sensor(name: str) -> float:
-        """Read a temperature sensor, in degrees Celsius."""
-        return 21.5
 
-    @registry.skill
-    def clock() -> str:
-        """The current local time."""
-        return "12:00"
-
-    return registry
+def clock() -> str:
+    """The current local time."""
+    return "12:00"
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +60,8 @@ def model() -> Iterator[LlamaModel]:
 
 
 @pytest.fixture(scope="module")
-def agent(model: LlamaModel) -> Agent:
-    return Agent(model, _registry())
+def agent(model: LlamaModel, make_registry: RegistryFactory) -> Agent:
+    return Agent(model, make_registry(read_sensor, clock))
 
 
 def _actions(state: AgentState) -> list[CallSkillAction | FinalAnswerAction]:
@@ -193,9 +190,9 @@ def test_context_exceeded_counts_the_reply_cap(model: LlamaModel) -> None:
 
 
 def test_reply_cut_at_the_cap_says_length_and_the_agent_tells_the_model(
-    model: LlamaModel,
+    model: LlamaModel, make_registry: RegistryFactory
 ) -> None:
-    agent = Agent(model, _registry())
+    agent = Agent(model, make_registry(read_sensor, clock))
     state = agent.run("What time is it?", max_iterations=1, max_retries=0, max_tokens=3)
     event = state.stream[0]
     assert isinstance(event, ValidationErrorObservation)
@@ -285,14 +282,14 @@ def test_hostile_prompts_never_crash(model: LlamaModel, text: str) -> None:
     assert reply.usage.generated_tokens is not None and reply.usage.generated_tokens <= 2
 
 
-def test_a_closed_model_refuses_work_without_crashing() -> None:
+def test_a_closed_model_refuses_work_without_crashing(make_registry: RegistryFactory) -> None:
     handle = load_model(n_ctx=256)
     handle.close()
     handle.close()
     assert handle.closed
     with pytest.raises(ModelClosed):
         handle.generate("hello")
-    state = Agent(handle, _registry()).run("hello", max_iterations=1, max_retries=0)
+    state = Agent(handle, make_registry(read_sensor, clock)).run("hello", max_iterations=1, max_retries=0)
     last = state.stream.last
     assert isinstance(last, ModelErrorObservation) and last.code == "model_closed"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,6 @@ import pytest
 from edge_agent import Agent, MockModel, SkillResultObservation
 from edge_agent.agent.registry import Registry
 from edge_agent.service.plugins import ENTRY_POINT_GROUP, PluginProblem, load_plugins
-from edge_agent.skills import register_builtins
 
 GOOD = """
 from edge_agent.agent.registry import Registry
@@ -62,10 +61,8 @@ def write(directory: Path, name: str, text: str) -> Path:
 
 
 @pytest.fixture
-def registry() -> Iterator[Registry]:
-    registry = Registry()
-    register_builtins(registry)
-    yield registry
+def registry(make_registry: Callable[..., Registry]) -> Registry:
+    return make_registry(builtins=True)
 
 
 def test_a_good_plugin_file_adds_its_skills_with_its_path(

@@ -205,11 +205,10 @@ def test_builtins_register_all_or_nothing(registry: Registry, tmp_path: Path) ->
     assert registry.names() == ["now"]
 
 
-def test_an_oversized_result_is_cut_with_a_marker(registry: Registry, tmp_path: Path) -> None:
-    fake = FakeSysfs(tmp_path / "sys")
+def test_an_oversized_result_is_cut_with_a_marker(registry: Registry, sysfs: FakeSysfs) -> None:
     for n in range(40):
-        fake.iio_device(n, f"bme280_at_0x{n:02x}", {"in_temp_input": "20000"})
-    register_builtins(registry, sysfs_root=fake.root)
+        sysfs.iio_device(n, f"bme280_at_0x{n:02x}", {"in_temp_input": "20000"})
+    register_builtins(registry, sysfs_root=sysfs.root)
     state = Agent(
         MockModel([call("list_sensors"), answer("many")]), registry, max_result_chars=500
     ).run("list")

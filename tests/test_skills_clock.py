@@ -54,7 +54,7 @@ def test_now_on_the_real_clock() -> None:
         ("last monday", "2026-11-30"),
         ("last wednesday", "2026-11-25"),
         ("on sunday", "2026-12-06"),
-        ("12/25", "2026-12-25"),  # month/day, as the seed's "8/15"
+        ("12/25", "2026-12-25"),  # month/day, as in "the weather on 8/15"
         ("1/3", "2027-01-03"),  # a month away forward, eleven back: the nearer one
         ("8/15", "2026-08-15"),  # 109 days back is nearer than 256 ahead
         ("8/15/2027", "2027-08-15"),

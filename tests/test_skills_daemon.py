@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_harness import call, edge_agent_command, start_daemon, stop_daemon, wait_ready
+from daemon_harness import call, edge_agent_command
 from fake_sysfs import FakeSysfs, w1_slave_text
 
 from edge_agent.client import Client
+
+DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 
 GARDEN = '''
 def register(registry):
@@ -29,15 +32,16 @@ def register(registry):
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    fake = FakeSysfs(tmp_path / "sys")
-    fake.thermal_zone(0, "cpu-thermal", "51540")
-    fake.iio_device(
+def daemon(
+    tmp_path: Path, sysfs: FakeSysfs, daemon_process: DaemonProcess
+) -> Iterator[tuple[str, Path]]:
+    sysfs.thermal_zone(0, "cpu-thermal", "51540")
+    sysfs.iio_device(
         0,
         "bme280",
         {"in_temp_raw": "2137", "in_temp_scale": "10", "in_pressure_input": "101.325"},
     )
-    fake.w1_probe("28-0316a2796eff", w1_slave_text(-2500))
+    sysfs.w1_probe("28-0316a2796eff", w1_slave_text(-2500))
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "garden.py").write_text(GARDEN)
@@ -58,15 +62,9 @@ def daemon(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     mock = tmp_path / "mock.json"
     mock.write_text(json.dumps(replies))
     endpoint = f"ipc://{tmp_path}/agent.sock"
-    process = start_daemon(
-        ["--model", f"mock:{mock}", "--config", str(config), "--endpoint", endpoint],
-        env={"EDGE_AGENT_SYSFS_ROOT": str(fake.root)},
-    )
-    try:
-        wait_ready(endpoint, process)
+    args = ["--model", f"mock:{mock}", "--config", str(config)]
+    with daemon_process(args, endpoint, env={"EDGE_AGENT_SYSFS_ROOT": str(sysfs.root)}):
         yield endpoint, plugins
-    finally:
-        stop_daemon(process)
 
 
 def results(reply: dict[str, Any]) -> list[dict[str, Any]]:
@@ -121,15 +119,8 @@ def test_edge_agent_skills_lists_schemas_and_sources(daemon: tuple[str, Path]) -
         check=True,
     )
     skills = {entry["name"]: entry for entry in json.loads(listed.stdout)}
-    assert list(skills) == [
-        "cpu_temperature",
-        "list_sensors",
-        "read_sensor",
-        "system_status",
-        "now",
-        "resolve_date",
-        "soil_moisture",
-    ]
+    builtins = ["cpu_temperature", "list_sensors", "read_sensor", "system_status", "now", "resolve_date"]
+    assert list(skills) == [*builtins, "soil_moisture"]
     assert skills["read_sensor"]["source"] == "builtin"
     assert skills["read_sensor"]["parameters"]["required"] == ["name"]
     assert skills["soil_moisture"]["source"] == str(plugins / "garden.py")

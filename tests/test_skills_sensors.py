@@ -18,22 +18,17 @@ from edge_agent.skills.sensors import Sensors
 from edge_agent.skills.sysfs import Root
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeSysfs:
-    return FakeSysfs(tmp_path / "sys")
-
-
-def sensors_of(fake: FakeSysfs) -> Sensors:
-    return Sensors(Root(fake.root))
+def sensors_of(sysfs: FakeSysfs) -> Sensors:
+    return Sensors(Root(sysfs.root))
 
 
 # -- thermal zones ---------------------------------------------------------------------------
 
 
-def test_cpu_temperature_is_the_cpu_zone_in_celsius(fake: FakeSysfs) -> None:
-    fake.thermal_zone(0, "acpitz", "27800")
-    fake.thermal_zone(1, "x86_pkg_temp", "48312")
-    result = sensors_of(fake).cpu_temperature()
+def test_cpu_temperature_is_the_cpu_zone_in_celsius(sysfs: FakeSysfs) -> None:
+    sysfs.thermal_zone(0, "acpitz", "27800")
+    sysfs.thermal_zone(1, "x86_pkg_temp", "48312")
+    result = sensors_of(sysfs).cpu_temperature()
     assert result == {
         "sensor": "thermal_zone1",
         "label": "x86_pkg_temp",
@@ -43,16 +38,16 @@ def test_cpu_temperature_is_the_cpu_zone_in_celsius(fake: FakeSysfs) -> None:
     }
 
 
-def test_cpu_temperature_falls_back_to_the_first_zone(fake: FakeSysfs) -> None:
-    fake.thermal_zone(10, "gpu", "1000")
-    fake.thermal_zone(2, "battery", "-5500")
-    result = sensors_of(fake).cpu_temperature()
+def test_cpu_temperature_falls_back_to_the_first_zone(sysfs: FakeSysfs) -> None:
+    sysfs.thermal_zone(10, "gpu", "1000")
+    sysfs.thermal_zone(2, "battery", "-5500")
+    result = sensors_of(sysfs).cpu_temperature()
     assert (result["sensor"], result["value"]) == ("thermal_zone2", -5.5)
 
 
-def test_no_thermal_zone_is_said_clearly(fake: FakeSysfs) -> None:
+def test_no_thermal_zone_is_said_clearly(sysfs: FakeSysfs) -> None:
     with pytest.raises(SensorError, match=r"no thermal zone was found under .*/sys/class/thermal"):
-        sensors_of(fake).cpu_temperature()
+        sensors_of(sysfs).cpu_temperature()
 
 
 @pytest.mark.parametrize(
@@ -64,27 +59,27 @@ def test_no_thermal_zone_is_said_clearly(fake: FakeSysfs) -> None:
         ("-300000", "impossible temperature"),
     ],
 )
-def test_garbage_zone_values_are_rejected(fake: FakeSysfs, temp: str, message: str) -> None:
-    fake.thermal_zone(0, "cpu-thermal", temp)
+def test_garbage_zone_values_are_rejected(sysfs: FakeSysfs, temp: str, message: str) -> None:
+    sysfs.thermal_zone(0, "cpu-thermal", temp)
     with pytest.raises(SensorError, match=message):
-        sensors_of(fake).cpu_temperature()
+        sensors_of(sysfs).cpu_temperature()
 
 
-def test_missing_temp_file(fake: FakeSysfs) -> None:
-    fake.thermal_zone(0, "cpu-thermal", None)
+def test_missing_temp_file(sysfs: FakeSysfs) -> None:
+    sysfs.thermal_zone(0, "cpu-thermal", None)
     with pytest.raises(SensorError, match=r"thermal_zone0 could not be read.*temp does not exist"):
-        sensors_of(fake).cpu_temperature()
+        sensors_of(sysfs).cpu_temperature()
 
 
-def test_unreadable_temp_files(fake: FakeSysfs, tmp_path: Path) -> None:
+def test_unreadable_temp_files(sysfs: FakeSysfs, tmp_path: Path) -> None:
     # Root reads through chmod 000, so "unreadable" is made of things that are not files.
-    os.mkfifo(fake.thermal_zone(0, "cpu-thermal", None) / "temp")  # would block a plain open
-    (fake.thermal_zone(1, "soc", None) / "temp").mkdir()
-    (fake.thermal_zone(2, "x", None) / "temp").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(sysfs.thermal_zone(0, "cpu-thermal", None) / "temp")  # would block a plain open
+    (sysfs.thermal_zone(1, "soc", None) / "temp").mkdir()
+    (sysfs.thermal_zone(2, "x", None) / "temp").symlink_to(tmp_path / "nowhere")
     secret = tmp_path / "secret"
     secret.write_text("42000\n")
-    (fake.thermal_zone(3, "x", None) / "temp").symlink_to(secret)
-    sensors = {s.name: s for s in sensors_of(fake).discover()}
+    (sysfs.thermal_zone(3, "x", None) / "temp").symlink_to(secret)
+    sensors = {s.name: s for s in sensors_of(sysfs).discover()}
     expected = {
         "thermal_zone0": "is not a regular file",
         "thermal_zone1": "is not a regular file",
@@ -96,28 +91,28 @@ def test_unreadable_temp_files(fake: FakeSysfs, tmp_path: Path) -> None:
             sensors[name].read()
 
 
-def test_unreadable_zone_type_still_lists_the_zone(fake: FakeSysfs) -> None:
-    fake.thermal_zone(0, None, "40000")
-    (listed,) = sensors_of(fake).list_sensors()["sensors"]
+def test_unreadable_zone_type_still_lists_the_zone(sysfs: FakeSysfs) -> None:
+    sysfs.thermal_zone(0, None, "40000")
+    (listed,) = sensors_of(sysfs).list_sensors()["sensors"]
     assert listed["label"] == "unknown"
-    assert sensors_of(fake).read_sensor("thermal_zone0")["readings"][0]["value"] == 40.0
+    assert sensors_of(sysfs).read_sensor("thermal_zone0")["readings"][0]["value"] == 40.0
 
 
-def test_a_zone_linked_outside_the_root_is_never_read(fake: FakeSysfs, tmp_path: Path) -> None:
+def test_a_zone_linked_outside_the_root_is_never_read(sysfs: FakeSysfs, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere" / "thermal_zone7"
     outside.mkdir(parents=True)
     (outside / "temp").write_text("99000\n")
-    (fake.root / "class" / "thermal").mkdir(parents=True)
-    (fake.root / "class" / "thermal" / "thermal_zone7").symlink_to(outside)
+    (sysfs.root / "class" / "thermal").mkdir(parents=True)
+    (sysfs.root / "class" / "thermal" / "thermal_zone7").symlink_to(outside)
     with pytest.raises(SensorError, match="leads outside"):
-        sensors_of(fake).cpu_temperature()
+        sensors_of(sysfs).cpu_temperature()
 
 
 # -- IIO -------------------------------------------------------------------------------------
 
 
-def test_bme280_scaled_inputs_in_our_units(fake: FakeSysfs) -> None:
-    fake.iio_device(
+def test_bme280_scaled_inputs_in_our_units(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(
         0,
         "bme280",
         {
@@ -127,7 +122,7 @@ def test_bme280_scaled_inputs_in_our_units(fake: FakeSysfs) -> None:
             "in_temp_oversampling_ratio": "2",
         },
     )
-    result = sensors_of(fake).read_sensor("bme280")
+    result = sensors_of(sysfs).read_sensor("bme280")
     readings = {r["quantity"]: (r["value"], r["unit"]) for r in result["readings"]}
     assert readings == {
         "temperature": (21.37, "°C"),
@@ -136,48 +131,48 @@ def test_bme280_scaled_inputs_in_our_units(fake: FakeSysfs) -> None:
     }
 
 
-def test_raw_values_use_offset_then_scale(fake: FakeSysfs) -> None:
-    fake.iio_device(
+def test_raw_values_use_offset_then_scale(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(
         0,
         "tmp117",
         {"in_temp_raw": "1000", "in_temp_offset": "-500", "in_temp_scale": "10"},
     )
-    (reading,) = sensors_of(fake).read_sensor("tmp117")["readings"]
+    (reading,) = sensors_of(sysfs).read_sensor("tmp117")["readings"]
     assert (reading["value"], reading["unit"]) == (5.0, "°C")  # (1000 - 500) * 10 milli-°C
 
 
-def test_indexed_channel_uses_the_scale_its_type_shares(fake: FakeSysfs) -> None:
-    fake.iio_device(
+def test_indexed_channel_uses_the_scale_its_type_shares(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(
         3,
         "tsl2591",
         {"in_illuminance0_raw": "200", "in_illuminance_scale": "0.5", "in_intensity_ir_raw": "7"},
     )
-    result = sensors_of(fake).read_sensor("tsl2591")
+    result = sensors_of(sysfs).read_sensor("tsl2591")
     assert result["readings"] == [
         {"quantity": "illuminance", "value": 100.0, "unit": "lx", "channel": "in_illuminance0"}
     ]
 
 
-def test_input_wins_over_raw(fake: FakeSysfs) -> None:
-    fake.iio_device(0, "sht4x", {"in_temp_raw": "999999", "in_temp_input": "22500"})
-    (reading,) = sensors_of(fake).read_sensor("sht4x")["readings"]
+def test_input_wins_over_raw(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(0, "sht4x", {"in_temp_raw": "999999", "in_temp_input": "22500"})
+    (reading,) = sensors_of(sysfs).read_sensor("sht4x")["readings"]
     assert reading["value"] == 22.5
 
 
-def test_iio_devices_without_known_channels_are_not_sensors(fake: FakeSysfs) -> None:
-    fake.iio_device(0, "mpu6050", {"in_accel_x_raw": "12", "in_anglvel_y_raw": "3"})
-    (fake.root / "bus" / "iio" / "devices" / "trigger0").mkdir()
-    assert sensors_of(fake).list_sensors()["sensors"] == []
+def test_iio_devices_without_known_channels_are_not_sensors(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(0, "mpu6050", {"in_accel_x_raw": "12", "in_anglvel_y_raw": "3"})
+    (sysfs.root / "bus" / "iio" / "devices" / "trigger0").mkdir()
+    assert sensors_of(sysfs).list_sensors()["sensors"] == []
 
 
-def test_duplicate_and_hostile_device_names(fake: FakeSysfs) -> None:
-    fake.iio_device(0, "bme280", {"in_temp_input": "20000"})
-    fake.iio_device(1, "bme280", {"in_temp_input": "30000"})
-    fake.iio_device(2, "../../etc/passwd\n\x1b[31m", {"in_temp_input": "40000"})
-    fake.iio_device(3, None, {"in_temp_input": "50000"})
-    fake.thermal_zone(0, "cpu-thermal", "1000")
-    fake.iio_device(4, "thermal_zone0", {"in_temp_input": "60000"})
-    sensors = sensors_of(fake)
+def test_duplicate_and_hostile_device_names(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(0, "bme280", {"in_temp_input": "20000"})
+    sysfs.iio_device(1, "bme280", {"in_temp_input": "30000"})
+    sysfs.iio_device(2, "../../etc/passwd\n\x1b[31m", {"in_temp_input": "40000"})
+    sysfs.iio_device(3, None, {"in_temp_input": "50000"})
+    sysfs.thermal_zone(0, "cpu-thermal", "1000")
+    sysfs.iio_device(4, "thermal_zone0", {"in_temp_input": "60000"})
+    sensors = sensors_of(sysfs)
     names = [s["name"] for s in sensors.list_sensors()["sensors"]]
     assert names == [
         "thermal_zone0",
@@ -191,16 +186,16 @@ def test_duplicate_and_hostile_device_names(fake: FakeSysfs) -> None:
     assert values == [1.0, 20.0, 30.0, 40.0, 50.0, 60.0]
 
 
-def test_garbage_scale_is_an_error_naming_the_file(fake: FakeSysfs) -> None:
-    fake.iio_device(0, "bmp180", {"in_pressure_raw": "1000", "in_pressure_scale": "0.1x"})
+def test_garbage_scale_is_an_error_naming_the_file(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(0, "bmp180", {"in_pressure_raw": "1000", "in_pressure_scale": "0.1x"})
     with pytest.raises(SensorError, match=r"in_pressure_scale holds '0.1x'"):
-        sensors_of(fake).read_sensor("bmp180")
+        sensors_of(sysfs).read_sensor("bmp180")
 
 
-def test_negative_humidity_is_rejected(fake: FakeSysfs) -> None:
-    fake.iio_device(0, "htu21", {"in_humidityrelative_input": "-2000"})
+def test_negative_humidity_is_rejected(sysfs: FakeSysfs) -> None:
+    sysfs.iio_device(0, "htu21", {"in_humidityrelative_input": "-2000"})
     with pytest.raises(SensorError, match="impossible humidity"):
-        sensors_of(fake).read_sensor("htu21")
+        sensors_of(sysfs).read_sensor("htu21")
 
 
 # -- 1-Wire ----------------------------------------------------------------------------------
@@ -214,11 +209,11 @@ def test_crc8_matches_a_real_probe() -> None:
     assert parse_w1_slave(REAL_W1_SLAVE, "28-0316a2796eff", "w1_slave") == 23.125
 
 
-def test_ds18b20_reading(fake: FakeSysfs) -> None:
-    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
-    fake.w1_probe("28-00000a1b2c3d", w1_slave_text(-10125))
-    fake.w1_probe("01-000012345678", "not a thermometer")  # a DS2401 serial number chip
-    sensors = sensors_of(fake)
+def test_ds18b20_reading(sysfs: FakeSysfs) -> None:
+    sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
+    sysfs.w1_probe("28-00000a1b2c3d", w1_slave_text(-10125))
+    sysfs.w1_probe("01-000012345678", "not a thermometer")  # a DS2401 serial number chip
+    sensors = sensors_of(sysfs)
     listed = sensors.list_sensors()["sensors"]
     assert [(s["name"], s["label"]) for s in listed] == [
         ("28-00000a1b2c3d", "DS18B20"),
@@ -229,18 +224,18 @@ def test_ds18b20_reading(fake: FakeSysfs) -> None:
     assert sensors.read_sensor("28-00000a1b2c3d")["readings"][0]["value"] == -10.125
 
 
-def test_crc_no_is_rejected(fake: FakeSysfs) -> None:
-    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("YES", "NO"))
+def test_crc_no_is_rejected(sysfs: FakeSysfs) -> None:
+    sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("YES", "NO"))
     with pytest.raises(SensorError, match="CRC check failed"):
-        sensors_of(fake).read_sensor("28-0316a2796eff")
+        sensors_of(sysfs).read_sensor("28-0316a2796eff")
 
 
 def test_a_scratchpad_whose_crc_is_wrong_is_rejected_even_if_the_kernel_says_yes(
-    fake: FakeSysfs,
+    sysfs: FakeSysfs,
 ) -> None:
-    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("72 01", "73 01"))
+    sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("72 01", "73 01"))
     with pytest.raises(SensorError, match="scratchpad CRC does not match"):
-        sensors_of(fake).read_sensor("28-0316a2796eff")
+        sensors_of(sysfs).read_sensor("28-0316a2796eff")
 
 
 @pytest.mark.parametrize(
@@ -255,22 +250,22 @@ def test_a_scratchpad_whose_crc_is_wrong_is_rejected_even_if_the_kernel_says_yes
         (REAL_W1_SLAVE.replace("0e 10 57 t", "0e 10 58 t"), "disagree"),
     ],
 )
-def test_bad_w1_slave_files(fake: FakeSysfs, text: str, message: str) -> None:
-    fake.w1_probe("28-0316a2796eff", text)
+def test_bad_w1_slave_files(sysfs: FakeSysfs, text: str, message: str) -> None:
+    sysfs.w1_probe("28-0316a2796eff", text)
     with pytest.raises(SensorError, match=message):
-        sensors_of(fake).read_sensor("28-0316a2796eff")
+        sensors_of(sysfs).read_sensor("28-0316a2796eff")
 
 
-def test_temperature_file_when_w1_slave_is_absent(fake: FakeSysfs) -> None:
-    fake.w1_probe("28-0316a2796eff", None, temperature="19875")
-    (reading,) = sensors_of(fake).read_sensor("28-0316a2796eff")["readings"]
+def test_temperature_file_when_w1_slave_is_absent(sysfs: FakeSysfs) -> None:
+    sysfs.w1_probe("28-0316a2796eff", None, temperature="19875")
+    (reading,) = sensors_of(sysfs).read_sensor("28-0316a2796eff")["readings"]
     assert (reading["value"], reading["unit"]) == (19.875, "°C")
 
 
-def test_probe_with_neither_file(fake: FakeSysfs) -> None:
-    fake.w1_probe("28-0316a2796eff")
+def test_probe_with_neither_file(sysfs: FakeSysfs) -> None:
+    sysfs.w1_probe("28-0316a2796eff")
     with pytest.raises(SensorError, match="temperature does not exist"):
-        sensors_of(fake).read_sensor("28-0316a2796eff")
+        sensors_of(sysfs).read_sensor("28-0316a2796eff")
 
 
 def test_scratchpad_helper_round_trips() -> None:
@@ -282,9 +277,9 @@ def test_scratchpad_helper_round_trips() -> None:
 # -- listing and lookup ----------------------------------------------------------------------
 
 
-def build_mixed(fake: FakeSysfs) -> None:
-    fake.thermal_zone(0, "cpu-thermal", "51540")
-    fake.iio_device(
+def build_mixed(sysfs: FakeSysfs) -> None:
+    sysfs.thermal_zone(0, "cpu-thermal", "51540")
+    sysfs.iio_device(
         0,
         "bme280",
         {
@@ -293,12 +288,12 @@ def build_mixed(fake: FakeSysfs) -> None:
             "in_humidityrelative_input": "45123",
         },
     )
-    fake.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
+    sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
 
 
-def test_list_sensors_gives_names_kinds_and_units(fake: FakeSysfs) -> None:
-    build_mixed(fake)
-    listed = sensors_of(fake).list_sensors()
+def test_list_sensors_gives_names_kinds_and_units(sysfs: FakeSysfs) -> None:
+    build_mixed(sysfs)
+    listed = sensors_of(sysfs).list_sensors()
     assert "note" not in listed
     assert listed["sensors"] == [
         {
@@ -326,19 +321,19 @@ def test_list_sensors_gives_names_kinds_and_units(fake: FakeSysfs) -> None:
     ]
 
 
-def test_an_empty_tree_lists_nothing_and_says_where_it_looked(fake: FakeSysfs) -> None:
-    listed = sensors_of(fake).list_sensors()
+def test_an_empty_tree_lists_nothing_and_says_where_it_looked(sysfs: FakeSysfs) -> None:
+    listed = sensors_of(sysfs).list_sensors()
     assert listed["sensors"] == []
-    assert f"{fake.root}/class/thermal" in listed["note"]
-    assert f"{fake.root}/bus/w1/devices" in listed["note"]
+    assert f"{sysfs.root}/class/thermal" in listed["note"]
+    assert f"{sysfs.root}/bus/w1/devices" in listed["note"]
     with pytest.raises(SensorError, match="no sensors were found"):
-        sensors_of(fake).read_sensor("thermal_zone0")
+        sensors_of(sysfs).read_sensor("thermal_zone0")
 
 
-def test_unknown_name_lists_the_known_ones(fake: FakeSysfs) -> None:
-    build_mixed(fake)
+def test_unknown_name_lists_the_known_ones(sysfs: FakeSysfs) -> None:
+    build_mixed(sysfs)
     with pytest.raises(SensorError) as caught:
-        sensors_of(fake).read_sensor("../../../etc/shadow")
+        sensors_of(sysfs).read_sensor("../../../etc/shadow")
     assert str(caught.value) == (
         "no sensor named '../../../etc/shadow'; the sensors are: thermal_zone0, bme280, "
         "28-0316a2796eff"
@@ -346,20 +341,20 @@ def test_unknown_name_lists_the_known_ones(fake: FakeSysfs) -> None:
 
 
 @pytest.mark.parametrize("family", ["thermal_zone0", "bme280", "28-0316a2796eff"])
-def test_a_device_that_disappears_between_listing_and_reading(fake: FakeSysfs, family: str) -> None:
-    build_mixed(fake)
-    (sensor,) = [s for s in sensors_of(fake).discover() if s.name == family]
+def test_a_device_that_disappears_between_listing_and_reading(sysfs: FakeSysfs, family: str) -> None:
+    build_mixed(sysfs)
+    (sensor,) = [s for s in sensors_of(sysfs).discover() if s.name == family]
     for link in (
-        fake.root / "class/thermal/thermal_zone0",
-        fake.root / "bus/iio/devices/iio:device0",
-        fake.root / "bus/w1/devices/28-0316a2796eff",
+        sysfs.root / "class/thermal/thermal_zone0",
+        sysfs.root / "bus/iio/devices/iio:device0",
+        sysfs.root / "bus/w1/devices/28-0316a2796eff",
     ):
         shutil.rmtree(link.resolve())
         link.unlink()
     with pytest.raises(SensorError, match="disappeared"):
         sensor.read()
     with pytest.raises(SensorError, match="no sensors were found"):
-        sensors_of(fake).read_sensor(family)
+        sensors_of(sysfs).read_sensor(family)
 
 
 # -- hostile input ---------------------------------------------------------------------------
@@ -369,9 +364,9 @@ def test_a_device_that_disappears_between_listing_and_reading(fake: FakeSysfs, f
 def mixed_tree(tmp_path_factory: pytest.TempPathFactory) -> Sensors:
     base = tmp_path_factory.mktemp("mixed")
     (base / "secret").write_text("do not read")
-    fake = FakeSysfs(base / "sys")
-    build_mixed(fake)
-    return sensors_of(fake)
+    sysfs = FakeSysfs(base / "sys")
+    build_mixed(sysfs)
+    return sensors_of(sysfs)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -409,10 +404,10 @@ victims = st.sampled_from(
 
 @pytest.fixture(scope="module")
 def victim_tree(tmp_path_factory: pytest.TempPathFactory) -> FakeSysfs:
-    fake = FakeSysfs(tmp_path_factory.mktemp("victims") / "sys")
-    build_mixed(fake)
-    fake.iio_device(1, "veml7700", {"in_illuminance_raw": "300", "in_illuminance_scale": "2"})
-    return fake
+    sysfs = FakeSysfs(tmp_path_factory.mktemp("victims") / "sys")
+    build_mixed(sysfs)
+    sysfs.iio_device(1, "veml7700", {"in_illuminance_raw": "300", "in_illuminance_scale": "2"})
+    return sysfs
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

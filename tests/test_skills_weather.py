@@ -99,6 +99,11 @@ def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+def measure(quantity: str, value: float, unit: str) -> dict[str, Any]:
+    """One quantity as the skill reports it."""
+    return {"quantity": quantity, "value": value, "unit": unit}
+
+
 def service(base: str, timeout_s: float = 2.0) -> OpenMeteo:
     return OpenMeteo(f"{base}/v1/search", f"{base}/v1/forecast", timeout_s=timeout_s)
 
@@ -109,6 +114,18 @@ def weather_of(server: FakeOpenMeteo, timeout_s: float = 2.0) -> Weather:
 
 def test_forecast_for_today_with_current_weather(server: FakeOpenMeteo) -> None:
     result = weather_of(server).weather("Taipei")
+    daily = [
+        measure("temperature_2m_max", 21.3, "°C"),
+        measure("temperature_2m_min", 17.8, "°C"),
+        measure("precipitation_sum", 2.4, "mm"),
+        measure("precipitation_probability_max", 65, "%"),
+        measure("wind_speed_10m_max", 14.2, "km/h"),
+    ]
+    current = [
+        measure("temperature_2m", 19.4, "°C"),
+        measure("relative_humidity_2m", 82, "%"),
+        measure("wind_speed_10m", 9.7, "km/h"),
+    ]
     assert result == {
         "location": "Taipei, Taiwan",
         "latitude": 25.04776,
@@ -117,22 +134,8 @@ def test_forecast_for_today_with_current_weather(server: FakeOpenMeteo) -> None:
         "date": "2026-12-02",
         "weekday": "Wednesday",
         "conditions": "slight rain",
-        "forecast": [
-            {"quantity": "temperature_2m_max", "value": 21.3, "unit": "°C"},
-            {"quantity": "temperature_2m_min", "value": 17.8, "unit": "°C"},
-            {"quantity": "precipitation_sum", "value": 2.4, "unit": "mm"},
-            {"quantity": "precipitation_probability_max", "value": 65, "unit": "%"},
-            {"quantity": "wind_speed_10m_max", "value": 14.2, "unit": "km/h"},
-        ],
-        "now": {
-            "time": "2026-12-02T21:00",
-            "conditions": "overcast",
-            "measures": [
-                {"quantity": "temperature_2m", "value": 19.4, "unit": "°C"},
-                {"quantity": "relative_humidity_2m", "value": 82, "unit": "%"},
-                {"quantity": "wind_speed_10m", "value": 9.7, "unit": "km/h"},
-            ],
-        },
+        "forecast": daily,
+        "now": {"time": "2026-12-02T21:00", "conditions": "overcast", "measures": current},
     }
     (search_path, search), (forecast_path, forecast) = server.requests
     assert search_path == "/v1/search"

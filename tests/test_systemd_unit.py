@@ -202,6 +202,12 @@ def embedded_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return Path(embedded.assemble(target))
 
 
+# The tests that run the real model allow for a busy two-core machine: their limits are there only
+# to end a hung test, never to judge speed (docs/design.md, "Budgets").
+REAL_MODEL_LIMIT_S = 600
+
+
+@pytest.mark.timeout(3 * REAL_MODEL_LIMIT_S)
 def test_llama_cpp_and_pyzmq_run_under_the_units_sandbox(
     sandbox: Sandbox, embedded_gguf: Path
 ) -> None:
@@ -218,7 +224,7 @@ def test_llama_cpp_and_pyzmq_run_under_the_units_sandbox(
         f"/opt/edge-agent/models/{model.name}",
     ]
     sandbox.boot()
-    status = sandbox.wait(timeout_s=240)
+    status = sandbox.wait(timeout_s=REAL_MODEL_LIMIT_S)
     assert status == 0, sandbox.diagnostics()
     report = json.loads(sandbox.output("out"))
 
@@ -249,8 +255,13 @@ def _same_device(source: Path, target_file: Path) -> bool:
     return source.stat().st_dev == target_file.parent.stat().st_dev
 
 
-def _ask_inside(sandbox: Sandbox, groups: str, *question: str) -> subprocess.CompletedProcess[str]:
-    """`edge-agent ask` as an unprivileged user on the sandbox's machine, as a Pi user would."""
+def _ask_inside(
+    sandbox: Sandbox, groups: str, *question: str, timeout_s: float = 20
+) -> subprocess.CompletedProcess[str]:
+    """`edge-agent ask` as an unprivileged user on the sandbox's machine, as a Pi user would.
+
+    ``timeout_s`` is the client's own deadline; the process gets a minute more to report it.
+    """
     membership = ["--clear-groups"] if not groups else [f"--groups={groups}"]
     return subprocess.run(
         [
@@ -268,7 +279,7 @@ def _ask_inside(sandbox: Sandbox, groups: str, *question: str) -> subprocess.Com
             "ask",
             "--json",
             "--timeout",
-            "20",
+            str(timeout_s),
             "--endpoint",
             "ipc:///run/edge-agent/agent.sock",
             *question,
@@ -276,7 +287,7 @@ def _ask_inside(sandbox: Sandbox, groups: str, *question: str) -> subprocess.Com
         check=False,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout_s + 60,
     )
 
 
@@ -336,6 +347,7 @@ def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sa
     assert not socket_file.exists()
 
 
+@pytest.mark.timeout(3 * REAL_MODEL_LIMIT_S)
 def test_the_daemon_loads_and_runs_the_embedded_gguf_under_the_unit(sandbox: Sandbox) -> None:
     # The daemon's own llama.cpp path: the embedded model assembled into CacheDirectory, loaded,
     # warmed up before READY=1, then a grammar-constrained run, all inside the unit's sandbox.
@@ -344,14 +356,14 @@ def test_the_daemon_loads_and_runs_the_embedded_gguf_under_the_unit(sandbox: San
     config.write_text((REPO / "systemd" / "config.example.toml").read_text())
     sandbox.boot()
 
-    state = sandbox.wait_active(timeout_s=240)
+    state = sandbox.wait_active(timeout_s=REAL_MODEL_LIMIT_S)
     assert state == "active", sandbox.systemctl("status", "edge-agent").stdout + (
         sandbox.diagnostics()
     )
     cached = list((sandbox.root / "var" / "cache" / "edge-agent").rglob("*.gguf"))
     assert cached, "the embedded model was not assembled into CacheDirectory"
 
-    asked = _ask_inside(sandbox, str(SERVICE_UID), "What time is it?")
+    asked = _ask_inside(sandbox, str(SERVICE_UID), "What time is it?", timeout_s=REAL_MODEL_LIMIT_S)
     # A 270M model may or may not reach an answer; either way it must have generated under the
     # sandbox, and the daemon must have reported how.
     assert asked.returncode in {0, 1}, asked.stdout + asked.stderr + sandbox.diagnostics()
@@ -360,9 +372,9 @@ def test_the_daemon_loads_and_runs_the_embedded_gguf_under_the_unit(sandbox: San
     assert actions, reply
     assert any((event.get("usage") or {}).get("generated_tokens") for event in actions), reply
 
-    stop = sandbox.systemctl("stop", "edge-agent.service")
+    stop = sandbox.systemctl("stop", "edge-agent.service", timeout_s=REAL_MODEL_LIMIT_S)
     assert stop.returncode == 0, stop.stderr
-    assert sandbox.wait(timeout_s=60) == 0, sandbox.diagnostics()
+    assert sandbox.wait(timeout_s=REAL_MODEL_LIMIT_S) == 0, sandbox.diagnostics()
 
 
 def _show(sandbox: Sandbox, *properties: str) -> dict[str, str]:

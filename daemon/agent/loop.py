@@ -215,7 +215,7 @@ class Agent:
         return state
 
     def _loop(self, run: RunRecord, generation: int) -> None:
-        """The seed's loop: step, append, dispatch, until an answer or a limit stops it."""
+        """docs/design.md, "The loop's contract": step, append, dispatch, until a stop."""
         state, workflow = run.state, run.state.workflow
         while run.iteration < run.max_iterations:
             reason = self._interruption(run.deadline, run.should_stop)

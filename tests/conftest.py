@@ -1,0 +1,140 @@
+"""The fixtures the test files share: a registry factory, a scripted daemon and a fake sysfs.
+
+- ``make_registry``: a Registry holding the skills named or passed, ready for an Agent.
+- ``scripted_daemon``: a real Server in a thread whose model replays a script (daemon_harness).
+- ``daemon_process``: ``edge-agent serve`` as a process, stopped and checked when the block ends.
+- ``sysfs``: an empty sysfs-shaped tree under the test's tmp_path (fake_sysfs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from fake_sysfs import FakeSysfs
+
+from edge_agent import Registry
+from edge_agent.skills import register_builtins
+
+if TYPE_CHECKING:
+    # The daemon's harness is imported only where a test starts a daemon, so the tests of the
+    # framework and the skills still run while the service is being changed.
+    from edge_agent.service.server import Server
+
+# -- one registry factory ---------------------------------------------------------------------
+
+
+def cpu_temperature() -> float:
+    """The CPU temperature in degrees Celsius."""
+    return 48.5
+
+
+def read_sensor(name: str, precise: bool = False) -> dict[str, Any]:
+    """One sensor's current value."""
+    return {"name": name, "celsius": 21.5, "precise": precise}
+
+
+def explode() -> None:
+    """Always fails."""
+    raise RuntimeError("the sensor bus is on fire")
+
+
+def fail(reason: str) -> None:
+    """Always raises."""
+    raise ValueError(reason)
+
+
+SHARED_SKILLS: dict[str, Callable[..., Any]] = {
+    skill.__name__: skill for skill in (cpu_temperature, read_sensor, explode, fail)
+}
+# What ``make_registry()`` holds when it is given nothing: a small house with one broken sensor.
+HOME = ("cpu_temperature", "read_sensor", "explode")
+
+RegistryFactory = Callable[..., Registry]
+
+
+def registry_of(*skills: str | Callable[..., Any], builtins: bool = False) -> Registry:
+    """A fresh Registry: the on-device skills when ``builtins``, then each skill given.
+
+    A skill is a plain function, registered under its own name, or the name of one of the shared
+    skills above. With no skills and no builtins it holds HOME.
+    """
+    registry = Registry()
+    if builtins:
+        register_builtins(registry)
+    elif not skills:
+        skills = HOME
+    for skill in skills:
+        registry.skill(SHARED_SKILLS[skill] if isinstance(skill, str) else skill)
+    return registry
+
+
+@pytest.fixture(scope="session")
+def make_registry() -> RegistryFactory:
+    """The registry factory; session-scoped, so hypothesis tests may use it too."""
+    return registry_of
+
+
+# -- one scripted-daemon harness --------------------------------------------------------------
+
+ScriptedDaemon = Callable[..., "tuple[Server, str]"]
+
+
+@pytest.fixture
+def scripted_daemon() -> Iterator[ScriptedDaemon]:
+    """Start Servers whose MockModel replays the given replies; each is stopped after the test.
+
+    ``scripted_daemon(replies, config=..., registry=...)`` takes ``running_server``'s arguments and
+    returns ``(server, endpoint)``.
+    """
+    with contextlib.ExitStack() as started:
+
+        def start(
+            replies: list[str | dict[str, Any]] | None = None, **options: Any
+        ) -> tuple[Server, str]:
+            from daemon_harness import running_server
+
+            return started.enter_context(running_server(replies, **options))
+
+        yield start
+
+
+DaemonProcess = Callable[..., contextlib.AbstractContextManager[str]]
+
+
+@contextlib.contextmanager
+def serving(
+    args: list[str], endpoint: str, *, env: dict[str, str] | None = None, clean_exit: bool = False
+) -> Iterator[str]:
+    """``edge-agent serve ARGS --endpoint ENDPOINT``, ready; stopped with SIGTERM on exit.
+
+    With ``clean_exit`` the daemon must also exit with 0 when it is stopped.
+    """
+    from daemon_harness import start_daemon, stop_daemon, wait_ready
+
+    process = start_daemon([*args, "--endpoint", endpoint], env=env)
+    try:
+        wait_ready(endpoint, process)
+        yield endpoint
+    finally:
+        output = stop_daemon(process)
+        if clean_exit:
+            assert process.returncode == 0, output
+
+
+@pytest.fixture(scope="session")
+def daemon_process() -> DaemonProcess:
+    """The process form of the scripted daemon (``--model mock:FILE``), for any fixture scope."""
+    return serving
+
+
+# -- one fake sysfs ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sysfs(tmp_path: Path) -> FakeSysfs:
+    """An empty sysfs tree at ``tmp_path / "sys"``; the test adds the zones and devices it needs."""
+    return FakeSysfs(tmp_path / "sys")
