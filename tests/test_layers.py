@@ -22,6 +22,8 @@ LAYER_OF = [
     ("edge_agent.wire", "protocol"),
     ("edge_agent.endpoints", "protocol"),
     ("edge_agent.client", "client"),
+    ("edge_agent.mqttwire", "protocol"),
+    ("edge_agent.mqttclient", "client"),
     ("edge_agent.cli", "cli"),
     ("edge_agent", "package"),
 ]

@@ -1,0 +1,353 @@
+"""Asking edge-agent nodes through an MQTT broker: ``edge-agent nodes`` and ``ask --mqtt``.
+
+Needs the ``mqtt`` extra (paho-mqtt 2.x). Asks use MQTT v5 request/response (a Response Topic of
+our own and Correlation Data); the result and the errors are the daemon's own, with the same
+codes, so ``edge-agent ask`` exits the same way over MQTT as over ZeroMQ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from edge_agent.client import RUN_GRACE_S, DaemonError, Timeout, Unavailable
+from edge_agent.mqttwire import DEFAULT_PREFIX, ONLINE, Topics, check_node_id, node_of
+
+CONNECT_TIMEOUT_S = 5.0
+RETAINED_QUIET_S = 0.5
+"""After subscribing, retained messages come at once; this long without one ends the listing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerOptions:
+    host: str
+    port: int | None = None
+    prefix: str = DEFAULT_PREFIX
+    username: str | None = None
+    password_file: str | None = None
+    ca_file: str | None = None
+    tls: bool = False
+
+    @property
+    def use_tls(self) -> bool:
+        return self.tls or self.ca_file is not None
+
+    @property
+    def broker_port(self) -> int:
+        return self.port if self.port is not None else (8883 if self.use_tls else 1883)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> BrokerOptions:
+        host, port = split_host(args.mqtt)
+        return cls(
+            host=host,
+            port=port,
+            prefix=args.mqtt_prefix,
+            username=args.mqtt_username,
+            password_file=args.mqtt_password_file,
+            ca_file=args.mqtt_ca,
+            tls=args.mqtt_tls,
+        )
+
+
+def split_host(text: str) -> tuple[str, int | None]:
+    """``HOST``, ``HOST:PORT`` or ``[V6]:PORT``."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    else:
+        host, port = text, ""
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise DaemonError("bad_request", f"{text!r}: the port must be 1-65535")
+    return host, int(port) if port else None
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    """The broker options of ``nodes`` and ``ask``."""
+    parser.add_argument(
+        "--mqtt",
+        metavar="HOST[:PORT]",
+        required=required,
+        help="ask through this MQTT broker instead of the daemon's socket",
+    )
+    parser.add_argument("--mqtt-prefix", default=DEFAULT_PREFIX, help="topic prefix")
+    parser.add_argument("--mqtt-username", help="broker user name")
+    parser.add_argument("--mqtt-password-file", help="file holding the broker password")
+    parser.add_argument("--mqtt-ca", help="CA file: connect with TLS and check the broker")
+    parser.add_argument("--mqtt-tls", action="store_true", help="TLS with the system's CAs")
+
+
+class MqttConnection:
+    """One paho client, connected (MQTT v5) on entry; every message lands in a queue."""
+
+    def __init__(self, options: BrokerOptions, timeout: float = CONNECT_TIMEOUT_S) -> None:
+        try:
+            import paho.mqtt.client as mqtt  # noqa: PLC0415 - the optional extra
+            from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: PLC0415
+        except ImportError:
+            raise Unavailable("MQTT needs the mqtt extra: pip install 'edge-agent[mqtt]'") from None
+        self.options = options
+        self.messages: queue.Queue[Any] = queue.Queue()
+        self._connected = threading.Event()
+        self._subscribed = threading.Event()
+        self._refused: str | None = None
+        client = mqtt.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=f"edge-agent-cli-{uuid.uuid4().hex[:12]}",
+            protocol=MQTTProtocolVersion.MQTTv5,
+        )
+        if options.username is not None:
+            client.username_pw_set(options.username, _password(options.password_file))
+        if options.use_tls:
+            client.tls_set(ca_certs=options.ca_file)
+        client.on_connect = self._on_connect
+        client.on_message = lambda c, u, m: self.messages.put(m)
+        client.on_subscribe = lambda *_: self._subscribed.set()
+        self.client = client
+        try:
+            client.connect(options.host, options.broker_port, keepalive=30)
+        except OSError as exc:
+            raise Unavailable(
+                f"cannot reach the MQTT broker {options.host}:{options.broker_port}: {exc}"
+            ) from None
+        client.loop_start()
+        if not self._connected.wait(timeout) or self._refused:
+            self.close()
+            raise Unavailable(
+                f"the MQTT broker {options.host}:{options.broker_port} "
+                + (f"refused us: {self._refused}" if self._refused else "did not answer")
+            )
+
+    def _on_connect(self, client: Any, u: Any, f: Any, reason: Any, p: Any) -> None:
+        if reason.is_failure:
+            self._refused = str(reason)
+        self._connected.set()
+
+    def subscribe(self, *topics: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+        self._subscribed.clear()
+        self.client.subscribe([(topic, 1) for topic in topics])
+        if not self._subscribed.wait(timeout):
+            raise Unavailable("the MQTT broker did not confirm the subscription")
+
+    def next(self, timeout: float) -> Any:
+        """The next message, or None after ``timeout``."""
+        try:
+            return self.messages.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+    def __enter__(self) -> MqttConnection:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _password(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DaemonError("bad_request", f"cannot read the password file {path}: {exc}") from None
+    return text.splitlines()[0] if text else ""
+
+
+def list_nodes(options: BrokerOptions, *, timeout: float = 5.0) -> list[dict[str, Any]]:
+    """Every node with a retained status: ``{node, status, info}``, sorted by name."""
+    found: dict[str, dict[str, Any]] = {}
+    with MqttConnection(options, timeout) as connection:
+        connection.subscribe(Topics.all_status(options.prefix), Topics.all_info(options.prefix))
+        until = time.monotonic() + timeout
+        while (message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic()))):
+            node = node_of(message.topic, options.prefix)
+            if node is None or not message.payload:
+                continue
+            entry = found.setdefault(node, {"node": node, "status": None, "info": None})
+            if message.topic.endswith("/status"):
+                entry["status"] = message.payload.decode("utf-8", "replace")
+            else:
+                try:
+                    entry["info"] = json.loads(message.payload)
+                except ValueError:
+                    entry["info"] = None
+    return [found[name] for name in sorted(found) if found[name]["status"] is not None]
+
+
+class MqttAskClient:
+    """What ``edge-agent ask`` needs of a client (``request("status")`` and ``run``), over MQTT
+    to one node."""
+
+    def __init__(self, options: BrokerOptions, node: str, *, timeout: float = 60.0) -> None:
+        try:
+            self.node = check_node_id(node)
+        except ValueError as exc:
+            raise DaemonError("bad_request", str(exc)) from None
+        self.options = options
+        self.timeout = timeout
+        self.topics = Topics(options.prefix, self.node)
+        self._connection = MqttConnection(options)
+
+    def request(self, op: str, *, timeout: float | None = None, **_: Any) -> dict[str, Any]:
+        """Only ``status``: whether the node says it is online, from its retained status."""
+        if op != "status":
+            raise DaemonError("bad_request", f"{op!r} is not offered over MQTT")
+        wait = self.timeout if timeout is None else timeout
+        self._connection.subscribe(self.topics.status)
+        until = time.monotonic() + wait
+        while (message := self._connection.next(until - time.monotonic())) is not None:
+            if message.topic == self.topics.status:
+                state = message.payload.decode("utf-8", "replace")
+                if state == ONLINE:
+                    return {"state": state, "node": self.node}
+                raise Unavailable(f"node {self.node} is {state or 'gone'}")
+        raise Unavailable(f"no node {self.node} on {self.options.host} (no retained status)")
+
+    def run(
+        self,
+        query: str,
+        *,
+        workflow: str | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        from paho.mqtt.packettypes import PacketTypes  # noqa: PLC0415 - the optional extra
+        from paho.mqtt.properties import Properties  # noqa: PLC0415
+
+        wait = self.timeout if timeout is None else timeout
+        reply_topic = f"{self.options.prefix}/replies/{uuid.uuid4().hex}"
+        correlation = uuid.uuid4().bytes
+        self._connection.subscribe(reply_topic)
+        ask: dict[str, Any] = {"query": query, "deadline_ms": wait * 1000}
+        if workflow is not None:
+            ask["workflow"] = workflow
+        if max_iterations is not None:
+            ask["max_iterations"] = max_iterations
+        if on_event is not None:
+            ask["stream"] = True
+        props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+        props.ResponseTopic = reply_topic
+        props.CorrelationData = correlation
+        info = self._connection.client.publish(
+            self.topics.ask, json.dumps(ask), qos=1, properties=props
+        )
+        info.wait_for_publish(CONNECT_TIMEOUT_S)
+        until = time.monotonic() + wait + RUN_GRACE_S
+        while (message := self._connection.next(until - time.monotonic())) is not None:
+            if message.topic != reply_topic:
+                continue
+            got = getattr(message.properties, "CorrelationData", None)
+            if got is not None and got != correlation:
+                continue
+            try:
+                reply = json.loads(message.payload)
+            except ValueError:
+                raise DaemonError("bad_reply", "the node's reply is not JSON") from None
+            kind = reply.get("kind")
+            if kind == "error":
+                raise DaemonError(str(reply.get("code")), str(reply.get("message")), reply)
+            if kind == "result":
+                return dict(reply)
+            if kind == "event" and on_event is not None:
+                on_event(reply["event"])
+        raise Timeout(f"no result from node {self.node} within {wait:g} s")
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> MqttAskClient:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def print_nodes(nodes: list[dict[str, Any]], as_json: bool, show_all: bool) -> None:
+    shown = [n for n in nodes if show_all or n["status"] == ONLINE]
+    if as_json:
+        print(json.dumps(shown, ensure_ascii=False), flush=True)
+        return
+    for entry in shown:
+        info = entry.get("info") or {}
+        model = info.get("model") or {}
+        print(
+            f"{entry['node']:<24} {entry['status']:<8} "
+            f"{model.get('name') or model.get('spec') or '?':<24} "
+            f"{len(info.get('skills') or [])} skills, edge-agent {info.get('version', '?')}"
+        )
+
+
+
+
+def add_parsers(commands: Any) -> None:
+    """``edge-agent nodes`` and ``edge-agent ha-discovery``."""
+    nodes = commands.add_parser("nodes", help="list the edge-agent nodes on an MQTT broker")
+    add_arguments(nodes, required=True)
+    nodes.add_argument("--all", action="store_true", help="offline nodes too")
+    nodes.add_argument("--json", action="store_true", help="print JSON")
+    nodes.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
+    discovery = commands.add_parser(
+        "ha-discovery", help="show the Home Assistant discovery configs the daemon publishes"
+    )
+    discovery.add_argument("--print", action="store_true", required=True, help="print them")
+    discovery.add_argument("--config", help="TOML config file (its [mqtt] section)")
+
+
+def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
+    """``ask --mqtt HOST --node NAME``."""
+    add_arguments(ask)
+    ask.add_argument("--node", help="with --mqtt: the node to ask (see `edge-agent nodes`)")
+
+
+def nodes_command(args: argparse.Namespace) -> int:
+    """``edge-agent nodes --mqtt HOST``: 0 listed (maybe none), 69 broker unreachable."""
+    import sys  # noqa: PLC0415
+
+    try:
+        nodes = list_nodes(BrokerOptions.from_args(args), timeout=args.timeout)
+    except DaemonError as exc:
+        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
+        return 69 if exc.code == "unavailable" else 65
+    print_nodes(nodes, args.json, args.all)
+    return 0
+
+
+def open_ask_client(args: argparse.Namespace) -> MqttAskClient:
+    if not args.node:
+        raise DaemonError("bad_request", "--mqtt needs --node NAME (see `edge-agent nodes`)")
+    return MqttAskClient(BrokerOptions.from_args(args), args.node, timeout=args.timeout)
+
+
+__all__ = [
+    "BrokerOptions",
+    "MqttAskClient",
+    "MqttConnection",
+    "add_arguments",
+    "add_ask_arguments",
+    "add_parsers",
+    "list_nodes",
+    "nodes_command",
+    "open_ask_client",
+    "print_nodes",
+    "split_host",
+]

@@ -1,0 +1,123 @@
+"""How ``serve`` turns the ``[mqtt]`` section into a running bridge, or into a config error."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from edge_agent.agent.registry import Registry
+from edge_agent.service.config import ConfigError
+from edge_agent.service.mqtt.settings import MqttSettings, read_password
+
+if TYPE_CHECKING:
+    from edge_agent.service.mqtt.bridge import MqttBridge
+
+_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "*": "127.0.0.1"}
+
+
+def bridge_endpoint(bound: list[str]) -> str:
+    """Where the bridge connects: the daemon's ipc socket if it has one, else its first tcp one."""
+    for endpoint in bound:
+        if endpoint.startswith("ipc://"):
+            return endpoint
+    for endpoint in bound:
+        if endpoint.startswith("tcp://"):
+            host, _, port = endpoint[len("tcp://") :].rpartition(":")
+            return f"tcp://{_WILDCARD_HOSTS.get(host, host)}:{port}"
+    raise ConfigError("mqtt: the daemon has no endpoint the bridge can connect to")
+
+
+def mqtt_settings(settings: Any) -> MqttSettings | None:
+    """The ``[mqtt]`` section when it is present and enabled."""
+    section = getattr(settings, "mqtt", None)
+    if isinstance(section, MqttSettings) and section.enabled:
+        return section
+    return None
+
+
+def make_bridge(settings: Any, registry: Registry) -> MqttBridge | None:
+    """The bridge the config asks for (None when ``[mqtt]`` is absent or off), ready to
+    :meth:`~MqttBridge.start` once the daemon is bound; ConfigError for what it cannot do."""
+    section = mqtt_settings(settings)
+    if section is None:
+        return None
+    try:
+        from edge_agent.service.mqtt.bridge import MqttBridge  # noqa: PLC0415 - optional extra
+    except ImportError as exc:
+        raise ConfigError(
+            f"[mqtt] needs the mqtt extra: pip install 'edge-agent[mqtt]' ({exc})"
+        ) from None
+    try:
+        password = read_password(section)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        return MqttBridge(
+            section,
+            registry=registry,
+            max_request_bytes=settings.daemon.max_request_bytes,
+            password=password,
+        )
+    except OSError as exc:  # ssl.SSLError included: a CA, cert or key that cannot be loaded
+        # The message names the file and the problem, never the key's content.
+        raise ConfigError(f"mqtt: cannot set up TLS: {exc}") from None
+
+
+EXIT_OK = 0
+EXIT_CONFIG = 78
+"""The exit code ``edge-agent`` gives a config error (see edge_agent.cli)."""
+
+
+def discovery_preview(settings: Any) -> dict[str, Any]:
+    """Every retained discovery config the config's node would publish now, by topic."""
+    from edge_agent.mqttwire import Topics  # noqa: PLC0415
+    from edge_agent.service.assembly import load_skills  # noqa: PLC0415
+    from edge_agent.service.mqtt.discovery import (  # noqa: PLC0415
+        Discovery,
+        collect_readings,
+        package_version,
+    )
+
+    section = getattr(settings, "mqtt", None) or MqttSettings()
+    registry = Registry()
+    load_skills(registry, settings)
+    discovery = Discovery(
+        topics=Topics(section.topic_prefix, section.node),
+        discovery_prefix=section.discovery_prefix,
+        version=package_version(),
+        model=settings.model.path,
+        sensor_interval_s=section.sensor_interval_s,
+    )
+    return discovery.configs(collect_readings(registry))
+
+
+def ha_discovery_command(args: Any) -> int:
+    """``edge-agent ha-discovery --print [--config FILE]``: the configs, as one JSON object."""
+    import json  # noqa: PLC0415
+    import logging  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from edge_agent.service.config import load_settings  # noqa: PLC0415
+
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as exc:
+        logging.getLogger("edge_agent.cli").error("config error: %s", exc)
+        return EXIT_CONFIG
+    section = mqtt_settings(settings)
+    if section is None or not section.discovery:
+        print(
+            "edge-agent: discovery is off in this config (no [mqtt] section, enabled = false or "
+            "discovery = false); shown is what it would publish",
+            file=sys.stderr,
+        )
+    print(json.dumps(discovery_preview(settings), ensure_ascii=False, indent=2, sort_keys=True))
+    return EXIT_OK
+
+
+__all__ = [
+    "bridge_endpoint",
+    "discovery_preview",
+    "ha_discovery_command",
+    "make_bridge",
+    "mqtt_settings",
+]
