@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from edge_agent.agent.workflow import Soul, Workflow
 
-DEFAULT_MAX_ITERATIONS = 12
-"""The seed's override for small models: more room to converge than the framework's 8."""
+SMALL_MODEL_MAX_ITERATIONS = 12
+"""The daemon's default iteration budget per run: a small model gets more room to converge than
+the framework's ``DEFAULT_MAX_ITERATIONS`` of 8 (docs/design.md, "Decisions")."""
 
 
 class ConfigError(Exception):
@@ -36,7 +37,7 @@ class DaemonSettings(_Section):
     queue_limit: Annotated[int, Field(ge=1, le=10_000)] = 8
     max_request_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 64 * 1024
     max_query_chars: Annotated[int, Field(ge=1, le=1_000_000)] = 4000
-    max_iterations: Annotated[int, Field(ge=1, le=1000)] = DEFAULT_MAX_ITERATIONS
+    max_iterations: Annotated[int, Field(ge=1, le=1000)] = SMALL_MODEL_MAX_ITERATIONS
     max_iterations_cap: Annotated[int, Field(ge=1, le=1000)] = 32
     max_retries: Annotated[int, Field(ge=0, le=100)] = 3
     default_deadline_s: PositiveSeconds | None = None
