@@ -7,9 +7,19 @@ one :data:`Event` union. :data:`EVENT_ADAPTER` and :data:`STATE_ADAPTER` are the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, RootModel, TypeAdapter
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    RootModel,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    WrapSerializer,
+)
 
 if TYPE_CHECKING:
     from edge_agent.agent.workflow import Workflow
@@ -131,16 +141,8 @@ Observation = (
     | MaxIterationsObservation
 )
 Event = Annotated[Action | Observation, Field(discriminator="type")]
-EVENT_TYPES: tuple[type[BaseModel], ...] = (
-    CallSkillAction,
-    FinalAnswerAction,
-    SkillResultObservation,
-    ToolErrorObservation,
-    ValidationErrorObservation,
-    ModelErrorObservation,
-    InterruptedObservation,
-    MaxIterationsObservation,
-)
+EVENT_TYPES: tuple[type[BaseModel], ...] = get_args(get_args(Event)[0])
+"""Every event class, read off the :data:`Event` union."""
 
 
 class EventStream(RootModel[list[Event]]):
@@ -238,4 +240,24 @@ MaxIterationsObservation.model_rebuild()
 AgentState.model_rebuild()
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-STATE_ADAPTER: TypeAdapter[AgentState] = TypeAdapter(AgentState)
+
+
+def _events_key(state: AgentState, to_dict: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    dumped: dict[str, Any] = to_dict(state)
+    return {"query": dumped["query"], "events": dumped["stream"]}
+
+
+def _stream_key(value: Any) -> Any:
+    if isinstance(value, dict) and "events" in value and "stream" not in value:
+        return {("stream" if key == "events" else key): item for key, item in value.items()}
+    return value
+
+
+STATE_ADAPTER: TypeAdapter[AgentState] = TypeAdapter(
+    Annotated[AgentState, WrapSerializer(_events_key), BeforeValidator(_stream_key)]
+)
+"""A finished run as the wire carries it (a ``run`` result's ``state``): ``{query, events}``.
+
+The field is called ``events`` there, not ``stream``, and protocol v1 keeps it so. Only this
+top-level state is renamed: a ``MaxIterationsObservation``'s ``partial_state`` keeps ``stream``,
+as it always has on the wire."""
