@@ -106,32 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("edge_agent.cli")
-    from edge_agent.agent.registry import get_registry  # noqa: PLC0415
-    from edge_agent.endpoints import EndpointError, EndpointInUse, default_endpoint  # noqa: PLC0415
-    from edge_agent.service.assembly import check_workflows, load_skills, model_factory  # noqa: PLC0415
-    from edge_agent.service.config import ConfigError, load_settings  # noqa: PLC0415
-    from edge_agent.service.server import Server, ServerOptions  # noqa: PLC0415
+    from edge_agent.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
+    from edge_agent.service.assembly import assemble  # noqa: PLC0415
+    from edge_agent.service.config import ConfigError  # noqa: PLC0415
 
     try:
-        settings = load_settings(args.config)
-        spec = args.model or settings.model.path
-        registry = get_registry()
-        problems = load_skills(registry, settings)
-        workflows = settings.make_workflows()
-        check_workflows(settings, registry, workflows)
-        options = ServerOptions(
-            endpoints=args.endpoint or settings.daemon.endpoints or [default_endpoint()],
-            load_model=model_factory(spec, settings),
-            model_spec=spec,
-            registry=registry,
-            soul=settings.make_soul(),
-            workflows=workflows,
-            skill_problems=problems,
-        )
+        server = assemble(args.config, model=args.model, endpoints=args.endpoint)
     except ConfigError as exc:
         log.error("config error: %s", exc)
         return EXIT_CONFIG
-    server = Server(settings, options)
     try:
         bound = server.bind()
     except EndpointInUse as exc:
@@ -142,7 +125,7 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
-    log.info("edge-agent %s listening on %s", spec, ", ".join(bound))
+    log.info("edge-agent %s listening on %s", server.options.model_spec, ", ".join(bound))
     code = server.serve()
     log.info("edge-agent stopped")
     if server.worker_alive:
@@ -268,23 +251,10 @@ def _print_skills(skills: list[dict[str, Any]], as_json: bool) -> None:
         _emit(skills)
         return
     for entry in skills:
-        print(f"{_signature(entry)}  [{entry.get('source')}, timeout {entry.get('timeout_s')} s]")
+        signature = entry.get("signature") or entry.get("name")
+        print(f"{signature}  [{entry.get('source')}, timeout {entry.get('timeout_s')} s]")
         if entry.get("description"):
             print(f"    {entry['description']}")
-
-
-def _signature(entry: dict[str, Any]) -> str:
-    """``read_sensor(name: string)``, from the skill's argument schema."""
-    schema = entry.get("parameters") or {}
-    required = set(schema.get("required", ()))
-    params = []
-    for name, prop in (schema.get("properties") or {}).items():
-        kind = prop.get("type") or " | ".join(
-            str(option.get("type", "?")) for option in prop.get("anyOf", ())
-        ) or "any"
-        default = "" if name in required else f" = {prop.get('default')!r}"
-        params.append(f"{name}: {kind}{default}")
-    return f"{entry.get('name')}({', '.join(params)})"
 
 
 if __name__ == "__main__":

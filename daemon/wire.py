@@ -1,16 +1,22 @@
-"""Protocol v1 on the wire: one msgpack map per frame, requests checked by pydantic.
+"""Protocol v1 on the wire: one msgpack map per frame, both directions typed by pydantic models.
 
-Everything a peer sends goes through :func:`decode_request`, which either returns a validated
-request or raises :class:`WireError` carrying the stable error code of the reply. Replies are built
-by the ``*_reply`` helpers and packed by :func:`encode`. ``docs/protocol.md`` is the prose version.
+:data:`PROTOCOL` is the whole protocol in one table: for each ``op``, the request model a client
+sends and the reply models it may get back. Everything a peer sends goes through
+:func:`decode_request`, which either returns a validated request or raises :class:`WireError`
+carrying the stable error code of the reply. Replies are built as the models below and packed by
+:func:`encode`. ``docs/protocol.md`` is the prose version; a test holds it to this table.
+
+This module imports nothing of the package: it is shared by the daemon and its clients.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, get_args
 
 import msgpack
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 PROTOCOL_VERSION: Final = 1
 MAX_ID_CHARS: Final = 128
@@ -27,8 +33,12 @@ ErrorCode = Literal[
     "internal",
 ]
 ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
-OPS: Final[tuple[str, ...]] = ("run", "status", "skills", "cancel")
-IDEMPOTENT_OPS: Final = frozenset({"status", "skills", "cancel"})
+
+RunOutcome = Literal["answered", "max_iterations", "retries_exhausted", "interrupted"]
+"""Why a run stopped: the agent's ``Outcome`` as the wire carries it (a test keeps them equal)."""
+
+DaemonState = Literal["loading", "ready", "busy", "stopping", "stopped"]
+"""What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone."""
 
 
 class WireError(Exception):
@@ -41,9 +51,14 @@ class WireError(Exception):
         self.request_id = request_id
 
 
-class _Request(BaseModel):
+class _Message(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
+
+# -- requests: client to daemon -----------------------------------------------------------------
+
+
+class _Request(_Message):
     v: Literal[1]
     id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
@@ -81,12 +96,163 @@ class CancelRequest(_Request):
     target: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
-Request = Annotated[
-    RunRequest | StatusRequest | SkillsRequest | CancelRequest, Field(discriminator="op")
-]
-REQUEST_ADAPTER: TypeAdapter[RunRequest | StatusRequest | SkillsRequest | CancelRequest] = (
-    TypeAdapter(Request)
+Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest
+
+
+# -- replies: daemon to client ------------------------------------------------------------------
+# Field order is wire order: msgpack maps keep the order the models declare their fields in.
+
+
+class _Reply(_Message):
+    v: Literal[1] = PROTOCOL_VERSION
+    id: str | None
+    """The request's id, or None when it could not be read."""
+
+
+class AcceptedReply(_Reply):
+    """A streamed run entered the queue; ``position`` runs are ahead of it."""
+
+    kind: Literal["accepted"] = "accepted"
+    position: int
+
+
+class EventReply(_Reply):
+    """A streamed run appended ``event`` (an EventStream entry, tagged by its ``type``)."""
+
+    kind: Literal["event"] = "event"
+    seq: int
+    event: dict[str, Any]
+
+
+class ErrorReply(_Reply):
+    """The request failed; ``message`` is for people, ``code`` for programs."""
+
+    kind: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+
+
+class _Result(_Reply):
+    kind: Literal["result"] = "result"
+
+
+class Timing(_Message):
+    queued_ms: float
+    run_ms: float
+
+
+class RunResult(_Result):
+    """A finished run: its outcome, its answer and its whole EventStream."""
+
+    op: Literal["run"] = "run"
+    workflow: str | None
+    timing: Timing
+    outcome: RunOutcome
+    answer: str | None
+    state: dict[str, Any]
+    """``{query, events}``, as the agent's ``STATE_ADAPTER`` writes it."""
+
+
+class SkillProblem(_Message):
+    source: str
+    error: str
+
+
+class Counters(_Message):
+    requests: int
+    runs_accepted: int
+    runs_finished: int
+    runs_cancelled: int
+    replies_dropped: int
+    errors: int
+    errors_by_code: dict[str, int]
+    outcomes: dict[str, int]
+
+
+class StatusResult(_Result):
+    """The daemon's state, answered at once even mid-run."""
+
+    op: Literal["status"] = "status"
+    state: DaemonState
+    protocol: int
+    pid: int
+    uptime_s: float
+    queue_depth: int
+    queue_limit: int
+    running: str | None
+    model: dict[str, Any]
+    """At least ``spec``; a loaded model adds what it reports about itself."""
+    endpoints: list[str]
+    workflows: list[str]
+    skills: int
+    skill_problems: list[SkillProblem]
+    counters: Counters
+
+
+class SkillEntry(_Message):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """The JSON schema of the skill's arguments."""
+    source: str
+    timeout_s: float | None
+    signature: str
+    """``read_sensor(name: string)``: the one line the model is shown for the skill."""
+
+
+class SkillsResult(_Result):
+    op: Literal["skills"] = "skills"
+    skills: list[SkillEntry]
+
+
+CancelledRun = Literal["queued", "running"]
+
+
+class CancelResult(_Result):
+    op: Literal["cancel"] = "cancel"
+    target: str
+    cancelled: bool
+    was: CancelledRun | None
+
+
+Reply = (
+    AcceptedReply | EventReply | ErrorReply | RunResult | StatusResult | SkillsResult | CancelResult
 )
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Exchange:
+    """One op: the request a client sends, and every reply it may get, in the order they come.
+
+    The last two are the final replies (a result or an error); any before them only come to a
+    streamed run.
+    """
+
+    request: type[Request]
+    replies: tuple[type[Reply], ...]
+
+
+PROTOCOL: Final[Mapping[str, Exchange]] = {
+    "run": Exchange(RunRequest, (AcceptedReply, EventReply, RunResult, ErrorReply)),
+    "status": Exchange(StatusRequest, (StatusResult, ErrorReply)),
+    "skills": Exchange(SkillsRequest, (SkillsResult, ErrorReply)),
+    "cancel": Exchange(CancelRequest, (CancelResult, ErrorReply)),
+}
+OPS: Final[tuple[str, ...]] = tuple(PROTOCOL)
+IDEMPOTENT_OPS: Final = frozenset({"status", "skills", "cancel"})
+REPLY_KINDS: Final[tuple[str, ...]] = tuple(
+    dict.fromkeys(
+        reply.model_fields["kind"].default
+        for exchange in PROTOCOL.values()
+        for reply in exchange.replies
+    )
+)
+
+
+# -- decoding -----------------------------------------------------------------------------------
 
 
 def _unpack(frame: bytes) -> Any:
@@ -120,14 +286,12 @@ _UNPACK_ERRORS = (ValueError, msgpack.UnpackException, msgpack.OutOfData)
 def _describe(error: ValidationError) -> str:
     parts = []
     for item in error.errors(include_url=False, include_input=False)[:5]:
-        location = ".".join(str(p) for p in item.get("loc", ()) if p not in OPS)
+        location = ".".join(str(p) for p in item.get("loc", ()))
         parts.append(f"{location or 'request'}: {item.get('msg', 'invalid')}")
     return "; ".join(parts)
 
 
-def decode_request(
-    frame: bytes, *, max_bytes: int, max_query_chars: int
-) -> RunRequest | StatusRequest | SkillsRequest | CancelRequest:
+def decode_request(frame: bytes, *, max_bytes: int, max_query_chars: int) -> Request:
     """Turn one frame into a checked request, or raise :class:`WireError`."""
     if len(frame) > max_bytes:
         raise WireError("too_large", f"the request is {len(frame)} bytes; the limit is {max_bytes}")
@@ -151,7 +315,8 @@ def decode_request(
             f"this daemon speaks protocol v{PROTOCOL_VERSION}, not v={_short(data['v'])}",
             request_id,
         )
-    if data.get("op") not in OPS:
+    exchange = PROTOCOL.get(data["op"]) if isinstance(data.get("op"), str) else None
+    if exchange is None:
         raise WireError(
             "bad_request",
             f"op must be one of {', '.join(OPS)}, not {_short(data.get('op'))}",
@@ -165,7 +330,7 @@ def decode_request(
             request_id,
         )
     try:
-        return REQUEST_ADAPTER.validate_python(data)
+        return exchange.request.model_validate(data)
     except ValidationError as exc:
         raise WireError("bad_request", _describe(exc), request_id) from None
 
@@ -181,32 +346,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
-def encode(reply: dict[str, Any]) -> bytes:
-    """Pack one reply map."""
-    packed: bytes = msgpack.packb(reply, use_bin_type=True, datetime=False)
+# -- encoding -----------------------------------------------------------------------------------
+
+
+def encode(message: Reply | Mapping[str, Any]) -> bytes:
+    """Pack one reply (the daemon) or one request map (a client)."""
+    data = message.model_dump() if isinstance(message, BaseModel) else message
+    packed: bytes = msgpack.packb(data, use_bin_type=True, datetime=False)
     return packed
-
-
-def error_reply(request_id: str | None, code: ErrorCode, message: str) -> dict[str, Any]:
-    return {
-        "v": PROTOCOL_VERSION,
-        "id": request_id,
-        "kind": "error",
-        "code": code,
-        "message": message,
-    }
-
-
-def result_reply(request_id: str, op: str, **fields: Any) -> dict[str, Any]:
-    return {"v": PROTOCOL_VERSION, "id": request_id, "kind": "result", "op": op, **fields}
-
-
-def accepted_reply(request_id: str, position: int) -> dict[str, Any]:
-    return {"v": PROTOCOL_VERSION, "id": request_id, "kind": "accepted", "position": position}
-
-
-def event_reply(request_id: str, seq: int, event: dict[str, Any]) -> dict[str, Any]:
-    return {"v": PROTOCOL_VERSION, "id": request_id, "kind": "event", "seq": seq, "event": event}
 
 
 def decode_reply(frame: bytes, *, max_bytes: int = 64 * 1024 * 1024) -> dict[str, Any]:
@@ -217,12 +364,7 @@ def decode_reply(frame: bytes, *, max_bytes: int = 64 * 1024 * 1024) -> dict[str
         data = _unpack(frame)
     except _UNPACK_ERRORS as exc:
         raise WireError("bad_request", f"the reply is not msgpack: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") not in (
-        "accepted",
-        "event",
-        "result",
-        "error",
-    ):
+    if not isinstance(data, dict) or data.get("kind") not in REPLY_KINDS:
         raise WireError("bad_request", "the reply is not a protocol v1 reply map")
     return data
 
@@ -231,18 +373,33 @@ __all__ = [
     "ERROR_CODES",
     "IDEMPOTENT_OPS",
     "OPS",
+    "PROTOCOL",
     "PROTOCOL_VERSION",
+    "REPLY_KINDS",
+    "AcceptedReply",
     "CancelRequest",
+    "CancelResult",
+    "CancelledRun",
+    "Counters",
+    "DaemonState",
     "ErrorCode",
+    "ErrorReply",
+    "EventReply",
+    "Exchange",
+    "Reply",
+    "Request",
+    "RunOutcome",
     "RunRequest",
+    "RunResult",
+    "SkillEntry",
+    "SkillProblem",
     "SkillsRequest",
+    "SkillsResult",
     "StatusRequest",
+    "StatusResult",
+    "Timing",
     "WireError",
-    "accepted_reply",
     "decode_reply",
     "decode_request",
     "encode",
-    "error_reply",
-    "event_reply",
-    "result_reply",
 ]

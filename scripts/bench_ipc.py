@@ -29,10 +29,10 @@ from typing import Any
 import msgpack
 import zmq
 
+from edge_agent.agent.events import STATE_ADAPTER, AgentState
 from edge_agent.agent.loop import Agent
 from edge_agent.agent.registry import Registry
 from edge_agent.model.scripted import MockModel
-from edge_agent.service.worker import state_fields
 
 SCRIPT = [
     '{"skill_name": "add", "arguments": {"a": 2, "b": 3}}',
@@ -51,6 +51,15 @@ def bench_registry() -> Registry:
         return a + b
 
     return registry
+
+
+def state_fields(state: AgentState) -> dict[str, Any]:
+    """What both servers put in a run's result, serialized the same way."""
+    return {
+        "outcome": state.outcome,
+        "answer": state.final_answer,
+        "state": STATE_ADAPTER.dump_python(state, mode="json"),
+    }
 
 
 def plugin_source() -> str:

@@ -90,7 +90,7 @@ def running_server(
     thread.start()
     try:
         if wait_ready:
-            wait_for(lambda: server.state != "loading", 10)
+            wait_for(lambda: server.lifecycle.phase != "loading", 10)
         yield server, endpoint
     finally:
         server.stop()

@@ -1,23 +1,48 @@
-"""Protocol v1 framing: bounded decoding, checked fields, stable error codes; and the config file."""
+"""Protocol v1 framing: bounded decoding, checked fields, stable error codes, docs/protocol.md held
+to the protocol table; and the config file."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import get_args
 
 import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
+from edge_agent.agent.events import (
+    EVENT_TYPES,
+    STATE_ADAPTER,
+    AgentState,
+    InterruptedObservation,
+    Outcome,
+    Usage,
+)
 from edge_agent.service.config import ConfigError, parse_settings
 from edge_agent.wire import (
     ERROR_CODES,
+    OPS,
+    PROTOCOL,
+    REPLY_KINDS,
+    CancelledRun,
     CancelRequest,
+    Counters,
+    DaemonState,
+    ErrorReply,
+    Request,
+    RunOutcome,
     RunRequest,
+    SkillEntry,
+    SkillProblem,
     StatusRequest,
+    Timing,
     WireError,
     decode_reply,
     decode_request,
     encode,
-    error_reply,
 )
 
 LIMITS = {"max_bytes": 4096, "max_query_chars": 100}
@@ -86,7 +111,7 @@ def test_decoding_arbitrary_bytes_raises_only_wire_errors(frame: bytes) -> None:
 
 
 def test_replies_round_trip() -> None:
-    reply = decode_reply(encode(error_reply(None, "busy", "full")))
+    reply = decode_reply(encode(ErrorReply(id=None, code="busy", message="full")))
     assert reply == {"v": 1, "id": None, "kind": "error", "code": "busy", "message": "full"}
     with pytest.raises(WireError):
         decode_reply(msgpack.packb({"kind": "surprise"}))
@@ -133,3 +158,118 @@ def test_config_defaults_and_workflows() -> None:
     assert workflow.skills == ("add",) and workflow.instructions == "Add."
     problem = settings_.problem(("workflows", "sums", "skills"), "no skill 'add'")
     assert str(problem) == "<config>: line 5: workflows.sums.skills: no skill 'add'"
+
+
+# -- docs/protocol.md against the protocol table ------------------------------------------------
+
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text(encoding="utf-8")
+ENVELOPE = {"v", "id", "kind"}
+
+
+def section(heading: str) -> str:
+    """The text under ``heading`` up to the next heading of the same or a higher level."""
+    level = heading.split(" ", maxsplit=1)[0]
+    start = DOC.index(f"\n{heading}\n")
+    ends = [
+        DOC.find(f"\n{'#' * n} ", start + len(heading) + 2) for n in range(1, len(level) + 1)
+    ]
+    return DOC[start : min([e for e in ends if e != -1], default=len(DOC))]
+
+
+def table(text: str, nth: int = 0) -> dict[str, str]:
+    """The nth table in ``text``: its first column's backticked name -> the rest of the row."""
+    tables: list[dict[str, str]] = []
+    rows: dict[str, str] | None = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            rows = None
+            continue
+        if rows is None:
+            rows = {}
+            tables.append(rows)
+        match = re.match(r"\|\s*`([^`]+)`\s*\|(.*)", line)
+        if match:
+            rows[match.group(1)] = match.group(2)
+    return tables[nth]
+
+
+def named(text: str) -> set[str]:
+    """Every name written as code in ``text``, ``{source, error}`` giving two."""
+    return {word for code in re.findall(r"`([^`]+)`", text) for word in re.findall(r"\w+", code)}
+
+
+def fields(model: type[BaseModel]) -> set[str]:
+    return set(model.model_fields) - ENVELOPE
+
+
+def test_the_requests_table_is_every_field_of_every_request_and_its_ops() -> None:
+    rows = table(section("## Requests"))
+    requests = {op: exchange.request for op, exchange in PROTOCOL.items()}
+    assert set(rows) == {name for model in requests.values() for name in model.model_fields}
+    for name, row in rows.items():
+        ops = {op for op, model in requests.items() if name in model.model_fields}
+        said = set(re.findall(r"\w+", row.split("|")[1]))
+        assert said == ({"all"} if ops == set(OPS) else ops), name
+    assert named(rows["op"]) == set(OPS)
+    assert tuple(get_args(Request)) == tuple(requests.values())
+
+
+def test_the_replies_tables_are_every_reply_of_every_op() -> None:
+    text = section("## Replies")
+    kinds = table(text)
+    assert tuple(kinds) == REPLY_KINDS
+    for reply in {reply for exchange in PROTOCOL.values() for reply in exchange.replies}:
+        kind = reply.model_fields["kind"].default
+        other = {"op"} if kind == "result" else fields(reply)
+        assert named(kinds[kind].split("|")[1]) >= other, kind
+    order = table(text, 1)
+    assert set(order) == set(OPS)
+    for op, exchange in PROTOCOL.items():
+        said = [k for k in re.findall(r"`([a-z]+)`", order[op]) if k in REPLY_KINDS]
+        assert said == [reply.model_fields["kind"].default for reply in exchange.replies], op
+    assert named(text.split("\n\n")[1]) >= ENVELOPE
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_each_ops_result_table_is_its_fields(op: str) -> None:
+    result = PROTOCOL[op].replies[-2]
+    rows = table(section(f"### `{op}`"))
+    assert set(rows) == fields(result), op
+    assert f'`"{op}"`' in rows["op"]
+
+
+def test_the_nested_maps_of_results_are_documented() -> None:
+    status = section("### `status`")
+    assert set(table(status, 1)) == set(Counters.model_fields)
+    assert named(table(status)["skill_problems"]) >= set(SkillProblem.model_fields)
+    assert named(table(status)["state"]) == set(get_args(DaemonState))
+    assert set(table(section("### `skills`"), 1)) == set(SkillEntry.model_fields)
+    run = table(section("### `run`"))
+    assert named(run["timing"]) >= set(Timing.model_fields)
+    assert named(run["outcome"]) == set(get_args(RunOutcome))
+    assert named(run["state"]) >= {"query", "events"}
+    assert named(table(section("### `cancel`"))["was"]) == set(get_args(CancelledRun))
+
+
+def test_the_events_table_is_every_event_and_its_fields() -> None:
+    text = section("### Events")
+    rows = table(text)
+    assert list(rows) == [event.__name__ for event in EVENT_TYPES]
+    for event in EVENT_TYPES:
+        assert named(rows[event.__name__]) >= set(event.model_fields) - {"type"}, event.__name__
+    assert named(text.split("`usage` is nil or a map:")[1]) >= set(Usage.model_fields)
+
+
+def test_the_error_codes_table_is_every_code() -> None:
+    assert tuple(table(section("## Error codes"))) == ERROR_CODES
+
+
+def test_the_wire_and_the_agent_agree_on_outcomes_and_events() -> None:
+    assert set(get_args(RunOutcome)) == set(get_args(Outcome))
+    state = AgentState(query="q")
+    state.stream.append(InterruptedObservation(reason="cancelled"))
+    assert STATE_ADAPTER.dump_python(state, mode="json") == {
+        "query": "q",
+        "events": [{"type": "InterruptedObservation", "reason": "cancelled"}],
+    }
+    assert STATE_ADAPTER.validate_python(STATE_ADAPTER.dump_python(state, mode="json")) == state

@@ -1,18 +1,22 @@
-"""What ``serve`` assembles before it answers: the model handle and the skills."""
+"""What ``edge-agent serve`` assembles before it answers: settings, skills, model and Server.
+
+:func:`assemble` is the whole of it; the CLI only parses its arguments and runs the result.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
 
-from edge_agent.agent.jsonvalues import to_jsonable
 from edge_agent.agent.protocol import ModelHandle
-from edge_agent.agent.registry import Registry
+from edge_agent.agent.registry import Registry, get_registry
 from edge_agent.agent.workflow import Workflow
+from edge_agent.endpoints import default_endpoint
 from edge_agent.model.scripted import MockModel, ScriptFileError
-from edge_agent.service.config import ConfigError, Settings
+from edge_agent.service.config import ConfigError, Settings, load_settings
 from edge_agent.service.plugins import load_plugins
+from edge_agent.service.server import Server, ServerOptions
 from edge_agent.skills import register_builtins
 
 log = logging.getLogger(__name__)
@@ -40,14 +44,6 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
         return load_model(spec, n_ctx=settings.model.n_ctx)
 
     return load
-
-
-def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
-    described: dict[str, Any] = {"spec": spec}
-    if model is not None:
-        # Whatever the handle reports must survive msgpack: paths and the like become strings.
-        described.update(to_jsonable(model.info))
-    return described
 
 
 def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
@@ -85,3 +81,34 @@ def check_workflows(settings: Settings, registry: Registry, workflows: dict[str,
                     f"there is no skill named {skill_name!r} "
                     f"(known: {', '.join(registry.names()) or 'none'})",
                 )
+
+
+def assemble(
+    config: str | Path | None,
+    *,
+    model: str | None = None,
+    endpoints: list[str] | None = None,
+) -> Server:
+    """The daemon, ready to bind: ``model`` and ``endpoints`` override the config's.
+
+    Raises ConfigError for anything wrong in the config, the model spec or the workflows.
+    """
+    settings = load_settings(config)
+    spec = model or settings.model.path
+    registry = get_registry()
+    problems = load_skills(registry, settings)
+    workflows = settings.make_workflows()
+    check_workflows(settings, registry, workflows)
+    options = ServerOptions(
+        endpoints=endpoints or list(settings.daemon.endpoints) or [default_endpoint()],
+        load_model=model_factory(spec, settings),
+        model_spec=spec,
+        registry=registry,
+        soul=settings.make_soul(),
+        workflows=workflows,
+        skill_problems=problems,
+    )
+    return Server(settings, options)
+
+
+__all__ = ["assemble", "check_workflows", "load_skills", "model_factory"]

@@ -1,28 +1,39 @@
-"""How the serving loop answers each request: ``status``, ``skills``, ``cancel`` and ``run``.
+"""How the serving loop answers each request: ``run``, ``status``, ``skills`` and ``cancel``.
 
-Everything here runs on the loop's thread and answers at once; a ``run`` is only queued.
+Everything here runs on the loop's thread and answers at once; a ``run`` is only queued. Each op
+of :data:`edge_agent.wire.PROTOCOL` has one handler in :attr:`RequestHandler.handlers`.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
+from collections.abc import Callable
+from typing import Any
 
+from edge_agent.agent.registry import Registry
 from edge_agent.agent.workflow import Workflow
-from edge_agent.service.loopstate import LoopState
+from edge_agent.service.config import DaemonSettings
+from edge_agent.service.lifecycle import Lifecycle
+from edge_agent.service.replies import Replies
 from edge_agent.service.reports import skill_entries
-from edge_agent.service.router import split_frames
-from edge_agent.service.runqueue import job_for
+from edge_agent.service.router import RouterSocket, split_frames
+from edge_agent.service.runqueue import RunQueue, job_for
 from edge_agent.service.worker import interrupted_result
 from edge_agent.wire import (
+    PROTOCOL,
+    AcceptedReply,
+    CancelledRun,
     CancelRequest,
+    CancelResult,
+    ErrorReply,
     RunRequest,
     SkillsRequest,
+    SkillsResult,
     StatusRequest,
+    StatusResult,
     WireError,
-    accepted_reply,
     decode_request,
-    error_reply,
-    result_reply,
 )
 
 # The serving loop's log lines keep the logger name they had before the loop was split up.
@@ -30,27 +41,67 @@ log = logging.getLogger("edge_agent.service.server")
 
 MAX_FRAMES_PER_WAKE = 256
 
+Handler = Callable[[list[bytes], Any, bool], None]
+"""``handler(envelope, request, req_shape)``; ``req_shape``: the client sent the REQ envelope."""
 
-class RequestHandlers(LoopState):
-    """The serving loop's request side: read the frames, decode them, answer or queue each one."""
 
-    def _read_requests(self) -> None:
+class RequestHandler:
+    """The serving loop's request side: read the frames, decode them, answer or queue each one.
+
+    ``counts`` holds ``frames``, ``op_<op>``, ``runs_accepted`` and ``runs_cancelled``.
+    """
+
+    def __init__(
+        self,
+        *,
+        router: RouterSocket,
+        replies: Replies,
+        runs: RunQueue,
+        lifecycle: Lifecycle,
+        limits: DaemonSettings,
+        registry: Registry,
+        workflows: dict[str, Workflow],
+        status: Callable[[str], StatusResult],
+    ) -> None:
+        self._router = router
+        self._replies = replies
+        self._runs = runs
+        self._lifecycle = lifecycle
+        self._limits = limits
+        self._registry = registry
+        self._workflows = workflows
+        self._status_reply = status
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.handlers: dict[str, Handler] = {
+            "run": self.run,
+            "status": self.status,
+            "skills": self.skills,
+            "cancel": self.cancel,
+        }
+        if self.handlers.keys() != PROTOCOL.keys():
+            raise RuntimeError("every op of the protocol needs exactly one handler")
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read(self) -> None:
+        """Answer or queue what waits on the socket, at most MAX_FRAMES_PER_WAKE messages."""
         for _ in range(MAX_FRAMES_PER_WAKE):
             frames = self._router.receive()
             if frames is None:
                 return
-            self.counters["frames"] += 1
+            self.counts["frames"] += 1
             try:
-                self._handle(frames)
+                self.handle(frames)
             except Exception:
                 log.exception("request handling failed")
                 envelope = split_frames(frames)[0]
-                self._reply(envelope, error_reply(None, "internal", "the daemon hit a bug"))
+                reply = ErrorReply(id=None, code="internal", message="the daemon hit a bug")
+                self._replies.send(envelope, reply)
 
-    def _handle(self, frames: list[bytes]) -> None:
+    def handle(self, frames: list[bytes]) -> None:
         envelope, payloads, req_shape = split_frames(frames)
         if len(payloads) != 1:
-            self._fail(
+            self._replies.fail(
                 envelope,
                 None,
                 "bad_request",
@@ -60,47 +111,38 @@ class RequestHandlers(LoopState):
         try:
             request = decode_request(
                 payloads[0],
-                max_bytes=self.limits.max_request_bytes,
-                max_query_chars=self.limits.max_query_chars,
+                max_bytes=self._limits.max_request_bytes,
+                max_query_chars=self._limits.max_query_chars,
             )
         except WireError as exc:
-            self._fail(envelope, exc.request_id, exc.code, exc.message)
+            self._replies.fail(envelope, exc.request_id, exc.code, exc.message)
             return
-        self.counters[f"op_{request.op}"] += 1
-        if isinstance(request, StatusRequest):
-            self._reply(envelope, result_reply(request.id, "status", **self.status()))
-        elif isinstance(request, SkillsRequest):
-            self._skills(envelope, request)
-        elif isinstance(request, CancelRequest):
-            self._cancel(envelope, request)
-        else:
-            self._accept(envelope, request, stream=request.stream and not req_shape)
+        self.counts[f"op_{request.op}"] += 1
+        self.handlers[request.op](envelope, request, req_shape)
 
-    def _workflow(self, name: str | None) -> Workflow | None:
-        if name is None:
-            return None
-        workflow = self.options.workflows.get(name)
-        if workflow is None:
-            known = ", ".join(sorted(self.options.workflows)) or "none configured"
-            raise WireError("bad_request", f"there is no workflow named {name!r} (known: {known})")
-        return workflow
+    # -- the ops ------------------------------------------------------------------------------
 
-    def _skills(self, envelope: list[bytes], request: SkillsRequest) -> None:
+    def status(self, envelope: list[bytes], request: StatusRequest, req_shape: bool) -> None:
+        self._replies.send(envelope, self._status_reply(request.id))
+
+    def skills(self, envelope: list[bytes], request: SkillsRequest, req_shape: bool) -> None:
         try:
             workflow = self._workflow(request.workflow)
         except WireError as exc:
-            self._fail(envelope, request.id, exc.code, exc.message)
+            self._replies.fail(envelope, request.id, exc.code, exc.message)
             return
         allowed = workflow.allowed_skills if workflow else None
-        skills = skill_entries(self.options.registry, allowed)
-        self._reply(envelope, result_reply(request.id, "skills", skills=skills))
+        reply = SkillsResult(id=request.id, skills=skill_entries(self._registry, allowed))
+        self._replies.send(envelope, reply)
 
-    def _accept(self, envelope: list[bytes], request: RunRequest, *, stream: bool) -> None:
-        if self._stop_started is not None:
-            self._fail(envelope, request.id, "shutting_down", "the daemon is shutting down")
+    def run(self, envelope: list[bytes], request: RunRequest, req_shape: bool) -> None:
+        # A REQ client gets exactly one reply, so it never streams.
+        stream = request.stream and not req_shape
+        if self._lifecycle.stopping:
+            self._replies.fail(envelope, request.id, "shutting_down", "the daemon is shutting down")
             return
         if self._runs.holds(request.id):
-            self._fail(
+            self._replies.fail(
                 envelope,
                 request.id,
                 "bad_request",
@@ -108,7 +150,7 @@ class RequestHandlers(LoopState):
             )
             return
         if self._runs.full:
-            self._fail(
+            self._replies.fail(
                 envelope,
                 request.id,
                 "busy",
@@ -118,33 +160,40 @@ class RequestHandlers(LoopState):
         try:
             workflow = self._workflow(request.workflow)
         except WireError as exc:
-            self._fail(envelope, request.id, exc.code, exc.message)
+            self._replies.fail(envelope, request.id, exc.code, exc.message)
             return
-        job = job_for(request, envelope, workflow, self.limits, stream=stream)
+        job = job_for(request, envelope, workflow, self._limits, stream=stream)
         position = self._runs.add(job)
-        self.counters["runs_accepted"] += 1
+        self.counts["runs_accepted"] += 1
         if stream:
-            self._reply(envelope, accepted_reply(job.request_id, position))
+            self._replies.send(envelope, AcceptedReply(id=job.request_id, position=position))
 
-    def _cancel(self, envelope: list[bytes], request: CancelRequest) -> None:
-        found: str | None = None
+    def cancel(self, envelope: list[bytes], request: CancelRequest, req_shape: bool) -> None:
+        was: CancelledRun | None = None
         job = self._runs.remove_waiting(request.target)
         running = self._runs.running
         if job is not None:
-            found = "queued"
+            was = "queued"
             job.cancelled.set()
-            self.counters["runs_cancelled"] += 1
-            self._send(job.envelope, interrupted_result(job, "cancelled"))
+            self.counts["runs_cancelled"] += 1
+            self._replies.send_packed(job.envelope, interrupted_result(job, "cancelled"))
         elif running is not None and running.request_id == request.target:
-            found = "running"
+            was = "running"
             running.cancelled.set()
-            self.counters["runs_cancelled"] += 1
-        self._reply(
+            self.counts["runs_cancelled"] += 1
+        self._replies.send(
             envelope,
-            result_reply(
-                request.id, "cancel", target=request.target, cancelled=found is not None, was=found
-            ),
+            CancelResult(id=request.id, target=request.target, cancelled=was is not None, was=was),
         )
 
+    def _workflow(self, name: str | None) -> Workflow | None:
+        if name is None:
+            return None
+        workflow = self._workflows.get(name)
+        if workflow is None:
+            known = ", ".join(sorted(self._workflows)) or "none configured"
+            raise WireError("bad_request", f"there is no workflow named {name!r} (known: {known})")
+        return workflow
 
-__all__ = ["MAX_FRAMES_PER_WAKE", "RequestHandlers"]
+
+__all__ = ["MAX_FRAMES_PER_WAKE", "Handler", "RequestHandler"]

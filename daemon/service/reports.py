@@ -1,42 +1,57 @@
-"""What ``skills`` and ``status`` tell a client, built from the registry and the loop's counters."""
+"""What ``skills`` and ``status`` tell a client, built from the registry, the model and the loop's
+counters."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from edge_agent.agent.jsonvalues import to_jsonable
+from edge_agent.agent.prompt import signature_text
+from edge_agent.agent.protocol import ModelHandle
 from edge_agent.agent.registry import Registry
+from edge_agent.wire import Counters, SkillEntry
 
 
-def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[dict[str, Any]]:
-    """One map per skill: what the model is told about it, and where it came from."""
+def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[SkillEntry]:
+    """One entry per skill: what the model is told about it, and where it came from."""
     return [
-        {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": spec.parameters_schema,
-            "source": spec.source,
-            "timeout_s": spec.timeout_s,
-        }
+        SkillEntry(
+            name=spec.name,
+            description=spec.description,
+            parameters=spec.parameters_schema,
+            source=spec.source,
+            timeout_s=spec.timeout_s,
+            signature=signature_text(spec),
+        )
         for spec in registry.select(allowed)
     ]
 
 
-def counter_report(counters: Mapping[str, int]) -> dict[str, Any]:
+def counter_report(counters: Mapping[str, int]) -> Counters:
     """The ``counters`` of a status reply, from the loop's flat counter names."""
     errors = {k[len("error_") :]: v for k, v in counters.items() if k.startswith("error_")}
-    return {
-        "requests": counters.get("frames", 0),
-        "runs_accepted": counters.get("runs_accepted", 0),
-        "runs_finished": counters.get("runs_finished", 0),
-        "runs_cancelled": counters.get("runs_cancelled", 0),
-        "replies_dropped": counters.get("replies_dropped", 0),
-        "errors": sum(errors.values()),
-        "errors_by_code": errors,
-        "outcomes": {
+    return Counters(
+        requests=counters.get("frames", 0),
+        runs_accepted=counters.get("runs_accepted", 0),
+        runs_finished=counters.get("runs_finished", 0),
+        runs_cancelled=counters.get("runs_cancelled", 0),
+        replies_dropped=counters.get("replies_dropped", 0),
+        errors=sum(errors.values()),
+        errors_by_code=errors,
+        outcomes={
             k[len("outcome_") :]: v for k, v in counters.items() if k.startswith("outcome_")
         },
-    }
+    )
 
 
-__all__ = ["counter_report", "skill_entries"]
+def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
+    """The ``model`` of a status reply: its spec, and what the loaded model says of itself."""
+    described: dict[str, Any] = {"spec": spec}
+    if model is not None:
+        # Whatever the handle reports must survive msgpack: paths and the like become strings.
+        described.update(to_jsonable(model.info))
+    return described
+
+
+__all__ = ["counter_report", "model_info", "skill_entries"]

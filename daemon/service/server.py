@@ -2,18 +2,40 @@
 
 The loop owns the socket and never waits on the model, so ``status``, ``cancel`` and ``busy`` are
 answered at once while a run goes on. Every request gets exactly one final reply.
+
+The :class:`Server` owns its parts, each with its own state: the :class:`~.lifecycle.Lifecycle`,
+the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.worker.RunWorker`
+and the :class:`~.handlers.RequestHandler`. It holds the loop, the runs' way from the queue to the
+worker and back, and shutdown.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import logging
+import os
+import queue
 import time
+from collections.abc import Callable
+from typing import Any
 
 import zmq
 
-from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandlers
-from edge_agent.service.loopstate import ServerOptions
-from edge_agent.service.runs import RunLifecycle
+from edge_agent.agent.loop import Agent
+from edge_agent.agent.protocol import ModelHandle
+from edge_agent.agent.registry import Registry
+from edge_agent.agent.workflow import Soul, Workflow
+from edge_agent.service.config import Settings
+from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
+from edge_agent.service.lifecycle import Lifecycle
+from edge_agent.service.replies import Replies
+from edge_agent.service.reports import counter_report, model_info
+from edge_agent.service.router import RouterSocket, WakeUpPipe
+from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.systemd import Notifier
+from edge_agent.service.worker import Finished, Loaded, LoadFailed, Message, RunWorker, Send
+from edge_agent.wire import PROTOCOL_VERSION, DaemonState, SkillProblem, StatusResult
 
 log = logging.getLogger(__name__)
 
@@ -21,15 +43,54 @@ EXTEND_STEP_S = 30.0
 """While the model loads, systemd's start timeout is pushed this far ahead, again and again."""
 INTERRUPT_WAIT_S = 5.0
 """After shutdown interrupts the run in flight, how long it may take to return."""
+_REPLY_ENVELOPE = {"v", "id", "kind", "op"}
 
 
-class Server(RequestHandlers, RunLifecycle):
+@dataclasses.dataclass
+class ServerOptions:
+    """What the serving loop needs besides the settings."""
+
+    endpoints: list[str]
+    load_model: Callable[[], ModelHandle]
+    model_spec: str
+    registry: Registry
+    soul: Soul | None = None
+    workflows: dict[str, Workflow] = dataclasses.field(default_factory=dict)
+    skill_problems: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    notifier: Notifier = dataclasses.field(default_factory=Notifier)
+
+
+class Server:
     """Binds the endpoints, then :meth:`serve` answers until :meth:`stop` (any thread, signals).
 
-    The state and the replies live in :class:`~edge_agent.service.loopstate.LoopState`, the request
-    handlers in :mod:`~.handlers`, the run bookkeeping in :mod:`~.runs`;
-    this class holds the loop, its setup and teardown, and shutdown.
+    Everything but :meth:`stop` (and :meth:`status`, read by tests) runs on the loop's thread.
     """
+
+    def __init__(self, settings: Settings, options: ServerOptions) -> None:
+        self.settings = settings
+        self.options = options
+        self.limits = settings.daemon
+        self.bound: list[str] = []
+        self.lifecycle = Lifecycle()
+        self.runs = RunQueue(self.limits.queue_limit)
+        self._router = RouterSocket(self.limits.max_request_bytes)
+        self._wakeup = WakeUpPipe()
+        self.replies = Replies(self._router)
+        self.requests = RequestHandler(
+            router=self._router,
+            replies=self.replies,
+            runs=self.runs,
+            lifecycle=self.lifecycle,
+            limits=self.limits,
+            registry=options.registry,
+            workflows=options.workflows,
+            status=self.status_reply,
+        )
+        self._outbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
+        self._worker = RunWorker(self._load_agent, self._post)
+        self._model: ModelHandle | None = None
+        self.counts: collections.Counter[str] = collections.Counter()
+        """``runs_finished`` and ``outcome_<outcome>``."""
 
     # -- setup and teardown -------------------------------------------------------------------
 
@@ -49,21 +110,26 @@ class Server(RequestHandlers, RunLifecycle):
         self._wakeup.close()
         self.options.notifier.close()
 
+    def stop(self) -> None:
+        """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
+        self.lifecycle.request_stop()
+        self._wakeup.wake()
+
+    @property
+    def exit_code(self) -> int:
+        return self.lifecycle.exit_code
+
     @property
     def worker_alive(self) -> bool:
         """True while the run thread is still inside a run (one that overran the shutdown bound)."""
         return self._worker.is_alive()
-
-    def stop(self) -> None:
-        """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
-        self._stop.set()
-        self._wakeup.wake()
 
     # -- the loop -----------------------------------------------------------------------------
 
     def serve(self) -> int:
         """Answer requests until stopped; returns the process exit code."""
         notifier = self.options.notifier
+        lifecycle = self.lifecycle
         poller = zmq.Poller()
         poller.register(self._router.socket, zmq.POLLIN)
         poller.register(self._wakeup.fileno(), zmq.POLLIN)
@@ -79,14 +145,14 @@ class Server(RequestHandlers, RunLifecycle):
                     notifier.watchdog()
                     next_watchdog = now + watchdog
                 if (
-                    self.state == "loading"
+                    lifecycle.phase == "loading"
                     and now >= next_extend
-                    and now - self.started < self.settings.model.load_timeout_s
+                    and now - lifecycle.started < self.settings.model.load_timeout_s
                 ):
                     notifier.extend_timeout(EXTEND_STEP_S)
                     next_extend = now + EXTEND_STEP_S / 3
-                if self._stop.is_set() and self._stop_started is None:
-                    self._begin_shutdown()
+                if lifecycle.stop_requested.is_set() and not lifecycle.stopping:
+                    self._begin_shutdown(now)
                 self._expire_queued(now)
                 self._dispatch()
                 if self._finished_shutdown(now):
@@ -94,43 +160,174 @@ class Server(RequestHandlers, RunLifecycle):
                 wait = self._next_wait(now, next_watchdog if watchdog else None, next_extend)
                 for item, _ in poller.poll(round(wait * 1000)):
                     if item is self._router.socket:
-                        self._read_requests()
+                        self.requests.read()
                     else:
                         self._wakeup.drain()
                 self._read_outbox()
         finally:
             self._worker.inbox.put(None)
             self._worker.join(timeout=1.0)
+            lifecycle.move("stopped")
             notifier.status("stopped")
             self.close()
-        return self.exit_code
+        return lifecycle.exit_code
 
     def _next_wait(self, now: float, next_watchdog: float | None, next_extend: float) -> float:
         moments = [now + 1.0]
         if next_watchdog is not None:
             moments.append(next_watchdog)
-        if self.state == "loading":
+        if self.lifecycle.phase == "loading":
             moments.append(next_extend)
-        queued_deadline = self._runs.next_deadline()
+        queued_deadline = self.runs.next_deadline()
         if queued_deadline is not None:
             moments.append(queued_deadline)
-        if self._stop_started is not None:
+        if self.lifecycle.stopping:
             moments.append(now + 0.05)
         return max(0.0, min(moments) - now)
 
+    # -- status -------------------------------------------------------------------------------
+
+    def status_reply(self, request_id: str | None) -> StatusResult:
+        running = self.runs.running
+        return StatusResult(
+            id=request_id,
+            state=self._state(),
+            protocol=PROTOCOL_VERSION,
+            pid=os.getpid(),
+            uptime_s=self.lifecycle.uptime_s(),
+            queue_depth=len(self.runs),
+            queue_limit=self.limits.queue_limit,
+            running=running.request_id if running else None,
+            model=model_info(self._model, self.options.model_spec),
+            endpoints=list(self.bound),
+            workflows=sorted(self.options.workflows),
+            skills=len(self.options.registry),
+            skill_problems=[SkillProblem(**problem) for problem in self.options.skill_problems],
+            counters=counter_report(self._counts()),
+        )
+
+    def status(self) -> dict[str, Any]:
+        """The fields of a ``status`` result, as a client reads them."""
+        return self.status_reply(None).model_dump(exclude=_REPLY_ENVELOPE)
+
+    def _state(self) -> DaemonState:
+        phase = self.lifecycle.phase
+        return "busy" if phase == "ready" and self.runs.running is not None else phase
+
+    def _counts(self) -> collections.Counter[str]:
+        # One C-level copy of each part's counters: tests read the status from another thread.
+        merged: collections.Counter[str] = collections.Counter()
+        for part in (self.requests.counts, self.replies.counts, self.counts):
+            merged.update(dict(part))
+        return merged
+
+    def _status_line(self) -> str:
+        answered = self.counts["runs_finished"]
+        return f"{self._state()}; {len(self.runs)} queued; {answered} runs answered"
+
+    # -- runs: from the queue to the worker and back ------------------------------------------
+
+    def _expire_queued(self, now: float) -> None:
+        for job in self.runs.expired(now):
+            self.replies.fail(
+                job.envelope,
+                job.request_id,
+                "deadline",
+                "the deadline passed while the run waited in the queue",
+            )
+
+    def _dispatch(self) -> None:
+        if self.lifecycle.phase != "ready":
+            return
+        job = self.runs.start_next()
+        if job is not None:
+            self._worker.inbox.put(job)
+
+    def _post(self, message: Message) -> None:
+        """The run thread's only way to the loop."""
+        self._outbox.put(message)
+        self._wakeup.wake()
+
+    def _load_agent(self) -> Agent:
+        """Runs on the run thread, first."""
+        model = self.options.load_model()
+        agent = Agent(model, self.options.registry, soul=self.options.soul)
+        if self.settings.model.warm_up:
+            agent.handle.warm_up(agent.preamble())
+        return agent
+
+    def _read_outbox(self) -> None:
+        while True:
+            try:
+                message = self._outbox.get_nowait()
+            except queue.Empty:
+                return
+            match message:
+                case Send(job, payload):
+                    self.replies.send_packed(job.envelope, payload)
+                case Finished():
+                    self._finish(message)
+                case Loaded(agent):
+                    self._loaded(agent)
+                case LoadFailed(error):
+                    self._load_failed(error)
+
+    def _loaded(self, agent: Agent) -> None:
+        self._model = agent.handle
+        if self.lifecycle.stopping:
+            return
+        self.lifecycle.move("ready")
+        log.info("model %s ready", self.options.model_spec)
+        self.options.notifier.ready(self._status_line())
+
+    def _load_failed(self, error: str) -> None:
+        log.error("cannot serve: the model failed to load: %s", error)
+        self.lifecycle.exit_code = 1
+        self.options.notifier.status(f"model failed to load: {error}")
+        for job in self.runs.drain():
+            self.replies.fail(
+                job.envelope, job.request_id, "internal", f"the model failed to load: {error}"
+            )
+        self.lifecycle.request_stop()
+
+    def _finish(self, message: Finished) -> None:
+        job = message.job
+        if job is not self.runs.running:
+            return  # already answered `shutting_down` when it overran the shutdown bound
+        self.runs.running = None
+        if message.payload is None:
+            self.replies.fail(
+                job.envelope,
+                job.request_id,
+                "internal",
+                f"the run failed inside the daemon: {message.error}",
+            )
+        else:
+            self.counts["runs_finished"] += 1
+            log.info(
+                "run %s: %s after %.0f ms in queue, %.0f ms running",
+                job.request_id,
+                message.outcome,
+                ((job.started or job.received) - job.received) * 1000,
+                (time.monotonic() - (job.started or job.received)) * 1000,
+            )
+            self.counts[f"outcome_{message.outcome}"] += 1
+            self.replies.send_packed(job.envelope, message.payload)
+        if not self.lifecycle.stopping:
+            self.options.notifier.status(self._status_line())
+
     # -- shutdown -----------------------------------------------------------------------------
 
-    def _begin_shutdown(self) -> None:
-        self._stop_started = time.monotonic()
-        self.state = "stopping"
+    def _begin_shutdown(self, now: float) -> None:
+        self.lifecycle.begin_stopping(now)
         log.info(
             "shutting down: %d queued, %s running",
-            len(self._runs),
-            self._runs.running.request_id if self._runs.running else "none",
+            len(self.runs),
+            self.runs.running.request_id if self.runs.running else "none",
         )
         self.options.notifier.stopping()
-        for job in self._runs.drain():
-            self._fail(
+        for job in self.runs.drain():
+            self.replies.fail(
                 job.envelope,
                 job.request_id,
                 "shutting_down",
@@ -138,20 +335,21 @@ class Server(RequestHandlers, RunLifecycle):
             )
 
     def _finished_shutdown(self, now: float) -> bool:
-        if self._stop_started is None:
+        lifecycle = self.lifecycle
+        if lifecycle.stopping_since is None:
             return False
-        running = self._runs.running
+        running = self.runs.running
         if running is None:
             return True
-        if (
-            self._interrupted_at is None
-            and now - self._stop_started >= self.limits.shutdown_grace_s
+        if lifecycle.interrupted_at is None and (
+            now - lifecycle.stopping_since >= self.limits.shutdown_grace_s
         ):
-            self._interrupted_at = now
+            lifecycle.interrupted_at = now
             running.cancelled.set()
-        if self._interrupted_at is not None and now - self._interrupted_at >= INTERRUPT_WAIT_S:
-            self._runs.running = None
-            self._fail(
+        interrupted_at = lifecycle.interrupted_at
+        if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
+            self.runs.running = None
+            self.replies.fail(
                 running.envelope,
                 running.request_id,
                 "shutting_down",
@@ -161,5 +359,4 @@ class Server(RequestHandlers, RunLifecycle):
         return False
 
 
-# MAX_FRAMES_PER_WAKE and ServerOptions moved out; they stay importable from here.
 __all__ = ["MAX_FRAMES_PER_WAKE", "Server", "ServerOptions"]

@@ -12,12 +12,17 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from edge_agent.agent.events import EVENT_ADAPTER, AgentState, Event, InterruptedObservation
+from edge_agent.agent.events import (
+    EVENT_ADAPTER,
+    STATE_ADAPTER,
+    AgentState,
+    Event,
+    InterruptedObservation,
+)
 from edge_agent.agent.loop import Agent
 from edge_agent.agent.workflow import Workflow
-from edge_agent.wire import encode, event_reply, result_reply
+from edge_agent.wire import EventReply, RunResult, Timing, encode
 
 log = logging.getLogger(__name__)
 
@@ -71,31 +76,26 @@ class Finished:
 Message = Loaded | LoadFailed | Send | Finished
 
 
-def state_fields(state: AgentState) -> dict[str, Any]:
-    """The ``result`` fields of a finished run."""
-    return {
-        "outcome": state.outcome,
-        "answer": state.final_answer,
-        "state": {
-            "query": state.query,
-            "events": [EVENT_ADAPTER.dump_python(e, mode="json") for e in state.stream],
-        },
-    }
+def run_result(job: Job, state: AgentState, *, queued_s: float, run_s: float) -> RunResult:
+    """The ``result`` reply of a run that returned ``state``, serialized by the agent's own
+    adapter."""
+    if state.outcome is None:
+        raise RuntimeError("the agent returned a run that has not stopped")
+    return RunResult(
+        id=job.request_id,
+        workflow=job.workflow.name if job.workflow else None,
+        timing=Timing(queued_ms=_ms(queued_s), run_ms=_ms(run_s)),
+        outcome=state.outcome,
+        answer=state.final_answer,
+        state=STATE_ADAPTER.dump_python(state, mode="json"),
+    )
 
 
 def interrupted_result(job: Job, reason: str) -> bytes:
-    """The result of a run that was stopped before it started."""
+    """The packed result of a run that was stopped before it started."""
     state = AgentState(query=job.query)
     state.stream.append(InterruptedObservation(reason=reason))
-    return encode(
-        result_reply(
-            job.request_id,
-            "run",
-            workflow=job.workflow.name if job.workflow else None,
-            timing={"queued_ms": _ms(time.monotonic() - job.received), "run_ms": 0.0},
-            **state_fields(state),
-        )
-    )
+    return encode(run_result(job, state, queued_s=time.monotonic() - job.received, run_s=0.0))
 
 
 def _ms(seconds: float) -> float:
@@ -123,20 +123,18 @@ class RunWorker(threading.Thread):
             self._post(self._execute(agent, job))
 
     def _execute(self, agent: Agent, job: Job) -> Finished:
-        job.started = time.monotonic()
+        job.started = started = time.monotonic()
         agent.handle.reset()
 
         def on_event(event: Event) -> None:
             if job.stream:
-                payload = encode(
-                    event_reply(
-                        job.request_id,
-                        job.events_sent,
-                        EVENT_ADAPTER.dump_python(event, mode="json"),
-                    )
+                reply = EventReply(
+                    id=job.request_id,
+                    seq=job.events_sent,
+                    event=EVENT_ADAPTER.dump_python(event, mode="json"),
                 )
                 job.events_sent += 1
-                self._post(Send(job, payload))
+                self._post(Send(job, encode(reply)))
 
         try:
             state = agent.run(
@@ -148,22 +146,24 @@ class RunWorker(threading.Thread):
                 should_stop=job.cancelled.is_set,
                 on_event=on_event,
             )
-            payload = encode(
-                result_reply(
-                    job.request_id,
-                    "run",
-                    workflow=job.workflow.name if job.workflow else None,
-                    timing={
-                        "queued_ms": _ms(job.started - job.received),
-                        "run_ms": _ms(time.monotonic() - job.started),
-                    },
-                    **state_fields(state),
-                )
+            reply = run_result(
+                job, state, queued_s=started - job.received, run_s=time.monotonic() - started
             )
+            payload = encode(reply)
         except Exception as exc:
             log.exception("run %s failed", job.request_id)
             return Finished(job, None, None, f"{type(exc).__name__}: {exc}")
         return Finished(job, payload, state.outcome)
 
 
-__all__ = ["Finished", "Job", "LoadFailed", "Loaded", "Message", "RunWorker", "Send"]
+__all__ = [
+    "Finished",
+    "Job",
+    "LoadFailed",
+    "Loaded",
+    "Message",
+    "RunWorker",
+    "Send",
+    "interrupted_result",
+    "run_result",
+]

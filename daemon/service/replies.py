@@ -1,0 +1,50 @@
+"""Everything the serving loop sends: replies packed and sent, errors logged and counted.
+
+A reply that cannot be delivered (the peer left, or stopped reading) is counted and dropped; it
+never holds up anyone else.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+from edge_agent.service.router import RouterSocket
+from edge_agent.wire import ErrorCode, ErrorReply, Reply, encode
+
+# The serving loop's log lines keep the logger name they had before the loop was split up.
+log = logging.getLogger("edge_agent.service.server")
+
+CLIENT_MISTAKES: frozenset[ErrorCode] = frozenset(
+    {"bad_request", "too_large", "unsupported_version"}
+)
+"""Logged at debug level: hostile input must not flood the journal."""
+
+
+class Replies:
+    """Sends on the loop's ROUTER socket. ``counts`` holds ``error_<code>`` and
+    ``replies_dropped``."""
+
+    def __init__(self, router: RouterSocket) -> None:
+        self._router = router
+        self.counts: collections.Counter[str] = collections.Counter()
+
+    def send(self, envelope: list[bytes], reply: Reply) -> None:
+        self.send_packed(envelope, encode(reply))
+
+    def send_packed(self, envelope: list[bytes], payload: bytes) -> None:
+        """Send a reply the run thread has already packed."""
+        if not self._router.send(envelope, payload):
+            self.counts["replies_dropped"] += 1
+
+    def fail(
+        self, envelope: list[bytes], request_id: str | None, code: ErrorCode, message: str
+    ) -> None:
+        """Answer with an ``error`` reply, counted by its code."""
+        self.counts[f"error_{code}"] += 1
+        level = logging.DEBUG if code in CLIENT_MISTAKES else logging.INFO
+        log.log(level, "request %s: %s: %s", request_id, code, message)
+        self.send(envelope, ErrorReply(id=request_id, code=code, message=message))
+
+
+__all__ = ["Replies"]
