@@ -35,8 +35,10 @@ from edge_agent.wire import (
     Request,
     RunOutcome,
     RunRequest,
+    RunResult,
     SkillEntry,
     SkillProblem,
+    SkillsResult,
     StatusRequest,
     Timing,
     WireError,
@@ -273,3 +275,33 @@ def test_the_wire_and_the_agent_agree_on_outcomes_and_events() -> None:
         "events": [{"type": "InterruptedObservation", "reason": "cancelled"}],
     }
     assert STATE_ADAPTER.validate_python(STATE_ADAPTER.dump_python(state, mode="json")) == state
+
+
+def test_encode_packs_a_reply_exactly_as_its_model_dump() -> None:
+    replies = [
+        ErrorReply(id=None, code="busy", message="full"),
+        RunResult(
+            id="r",
+            workflow=None,
+            timing=Timing(queued_ms=0.5, run_ms=1),
+            outcome="answered",
+            answer="5",
+            state={"query": "q", "events": [{"type": "FinalAnswerAction", "answer": "5"}]},
+        ),
+        SkillsResult(
+            id="s",
+            skills=[
+                SkillEntry(
+                    name="add",
+                    description="Add.",
+                    parameters={"type": "object"},
+                    source="tests",
+                    timeout_s=None,
+                    signature="add()",
+                )
+            ],
+        ),
+    ]
+    for reply in replies:
+        assert encode(reply) == msgpack.packb(reply.model_dump(), use_bin_type=True)
+        assert decode_reply(encode(reply)) == reply.model_dump()

@@ -14,12 +14,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     PrivateAttr,
     RootModel,
-    SerializerFunctionWrapHandler,
     TypeAdapter,
-    WrapSerializer,
 )
+from typing_extensions import TypedDict
 
 if TYPE_CHECKING:
     from edge_agent.agent.workflow import Workflow
@@ -238,13 +238,18 @@ class AgentState(BaseModel):
 
 MaxIterationsObservation.model_rebuild()
 AgentState.model_rebuild()
+EventStream.model_rebuild()
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
-def _events_key(state: AgentState, to_dict: SerializerFunctionWrapHandler) -> dict[str, Any]:
-    dumped: dict[str, Any] = to_dict(state)
-    return {"query": dumped["query"], "events": dumped["stream"]}
+class _WireState(TypedDict):
+    query: str
+    events: EventStream
+
+
+def _events_key(state: AgentState) -> _WireState:
+    return {"query": state.query, "events": state.stream}
 
 
 def _stream_key(value: Any) -> Any:
@@ -254,7 +259,11 @@ def _stream_key(value: Any) -> Any:
 
 
 STATE_ADAPTER: TypeAdapter[AgentState] = TypeAdapter(
-    Annotated[AgentState, WrapSerializer(_events_key), BeforeValidator(_stream_key)]
+    Annotated[
+        AgentState,
+        PlainSerializer(_events_key, return_type=_WireState),
+        BeforeValidator(_stream_key),
+    ]
 )
 """A finished run as the wire carries it (a ``run`` result's ``state``): ``{query, events}``.
 
