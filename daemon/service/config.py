@@ -16,7 +16,7 @@ from edge_agent.agent.workflow import Soul, Workflow
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
-the framework's ``DEFAULT_MAX_ITERATIONS`` of 8 (docs/design.md, "Decisions")."""
+the framework's ``DEFAULT_MAX_ITERATIONS`` of 8 (docs/design.md, "The loop's contract")."""
 
 
 class ConfigError(Exception):
