@@ -10,7 +10,8 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
 # What pip cannot bring comes from apt-get: the venv module (python3-venv), a C++ compiler for
 # llama-cpp-python when pip has no wheel for it, and for the tests Debian's systemd (systemd-analyze,
-# and a systemd the service tests boot in private namespaces, from the distribution's python3).
+# and a systemd the service tests boot in private namespaces, from the distribution's python3,
+# and Mosquitto, the real MQTT broker the MQTT tests run).
 # As root, as in CI, whatever is missing is installed; otherwise make names it and stops.
 APT_INSTALL = \
 	if [ -z "$$missing" ]; then :; \
@@ -33,6 +34,7 @@ venv-deps:
 deps: venv-deps
 	@missing=""; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	[ -x /usr/bin/python3 ] || missing="$$missing python3 python3-venv"; \
 	$(APT_INSTALL)
 
