@@ -37,6 +37,23 @@ BUILTIN_NAMES = (
 # Two HTTP requests, each with its own timeout, need more than the default 2 s.
 WEATHER_TIMEOUT_S = 10.0
 
+# Questions each skill answers, in a user's words, as any skill may declare them: a small model
+# picks a skill far better by how likely a question is after the skill's description and these.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "cpu_temperature": ("Is the processor running hot?", "What temperature is the chip at?"),
+    "list_sensors": ("What sensors are connected?", "What can you measure here?"),
+    "read_sensor": ("What does the outdoor probe read?", "How damp is the air?"),
+    "system_status": (
+        "Is the SD card running out of space?",
+        "How much RAM is in use?",
+        "How busy is the machine?",
+        "When was the last reboot?",
+    ),
+    "now": ("What's the date?", "Is it the weekend yet?"),
+    "resolve_date": ("What date is next Tuesday?", "Which weekday is 3/1?"),
+    "weather": ("Will it rain in Oslo tomorrow?",),
+}
+
 
 def register_builtins(
     registry: Registry,
@@ -80,12 +97,18 @@ def register_builtins(
     if weather:
         service = weather if isinstance(weather, OpenMeteo) else OpenMeteo()
         skills.append(("weather", Weather(service, clock).weather))
+    choices = {"read_sensor": {"name": sensors.sensor_choices}}
     added: list[str] = []
     try:
         for name, function in skills:
             default = WEATHER_TIMEOUT_S if name == "weather" else DEFAULT_TIMEOUT_S
             registry.add(
-                function, name=name, timeout=timeouts.get(name, default), source=BUILTIN_SOURCE
+                function,
+                name=name,
+                timeout=timeouts.get(name, default),
+                source=BUILTIN_SOURCE,
+                examples=EXAMPLES.get(name, ()),
+                choices=choices.get(name),
             )
             added.append(name)
     except BaseException:

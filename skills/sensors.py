@@ -11,7 +11,7 @@ from typing import Any
 
 from edge_agent.skills.iio import discover_devices
 from edge_agent.skills.onewire import discover_probes
-from edge_agent.skills.readings import Sensor, SensorError
+from edge_agent.skills.readings import UNITS, Sensor, SensorError
 from edge_agent.skills.sysfs import Root, SysfsError
 from edge_agent.skills.thermal import cpu_zone, discover_zones
 
@@ -47,6 +47,14 @@ class Sensors:
             f"{self.root.path}/class/thermal, {self.root.path}/bus/iio/devices and "
             f"{self.root.path}/bus/w1/devices"
         )
+
+    def sensor_choices(self) -> dict[str, str]:
+        """The names ``read_sensor`` takes, each with what it measures (its argument's choices)."""
+        return {
+            sensor.name: f"{sensor.label} ({sensor.kind}): "
+            + ", ".join(f"{q} in {UNITS[q]}" for q in sensor.quantities)
+            for sensor in self.discover()
+        }
 
     # -- the skills ---------------------------------------------------------------------------
 

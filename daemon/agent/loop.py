@@ -28,6 +28,7 @@ from edge_agent.agent.events import (
     Usage,
     ValidationErrorObservation,
 )
+from edge_agent.agent.guidance import Guidance
 from edge_agent.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
 from edge_agent.agent.parsing import parse_action
 from edge_agent.agent.prompt import ChatFormat, render_event, render_system
@@ -69,6 +70,8 @@ class Agent:
     registry: Registry = dataclasses.field(default_factory=get_registry)
     soul: Soul | None = dataclasses.field(default=None, kw_only=True)
     max_result_chars: int = dataclasses.field(default=4000, kw_only=True)
+    guidance: Guidance | None = dataclasses.field(default=None, kw_only=True)
+    """Help for a small model (see :mod:`edge_agent.agent.guidance`); None: the model alone."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, SupportsGenerate):
@@ -82,6 +85,8 @@ class Agent:
         ] = {}
         if not isinstance(self.registry, Registry):
             raise TypeError(f"registry must be a Registry, not {type(self.registry).__name__}")
+        if self.guidance is not None and not isinstance(self.guidance, Guidance):
+            raise TypeError(f"guidance must be a Guidance, not {type(self.guidance).__name__}")
         if self.soul is not None and not isinstance(self.soul, Soul):
             raise TypeError(f"soul must be a Soul, not {type(self.soul).__name__}")
         check_count("max_result_chars", self.max_result_chars, 64)
@@ -129,14 +134,20 @@ class Agent:
             context.text = fmt.opening(system, state.query)
         events = state.stream.root
         if context.rendered < len(events):
-            context.text += "".join([render_event(e, fmt) for e in events[context.rendered :]])
+            guidance = self.guidance
+            question = state.query if guidance is not None and guidance.restate_question else None
+            context.text += "".join(
+                [render_event(e, fmt, question) for e in events[context.rendered :]]
+            )
             context.rendered = len(events)
         return context.text
 
     # -- one step -----------------------------------------------------------------------------
 
-    def step(self, state: AgentState, **opts: Any) -> Step:
-        """Ask the model once and parse its reply. Never appends to ``state.stream``."""
+    def step(self, state: AgentState, *, last_step: bool = False, **opts: Any) -> Step:
+        """Ask the model once and parse its reply. Never appends to ``state.stream``.
+
+        ``last_step`` says no step follows: guidance then has the model answer."""
         if not isinstance(state, AgentState):
             raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
         workflow = state.workflow
@@ -144,10 +155,22 @@ class Agent:
         prompt = self._render(state, system)
         allowed = workflow.allowed_skills if workflow is not None else None
         started = time.perf_counter()
+        schema = self.registry.action_schema(allowed)
+
+        def generate(text: str, **more: Any) -> str:
+            return self.handle.generate(text, action_schema=schema, **opts, **more)
+
         try:
-            raw = self.handle.generate(
-                prompt, action_schema=self.registry.action_schema(allowed), **opts
-            )
+            if self.guidance is None:
+                raw = generate(prompt)
+            else:
+                skills = [spec for name in names if (spec := self.registry.get(name))]
+                candidates = self.guidance.candidates(
+                    self.registry.version, skills, self.chat_format
+                )
+                raw = self.guidance.reply(
+                    self.handle, state, prompt, candidates, last_step=last_step, generate=generate
+                )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
             exceeded = exc if isinstance(exc, ContextExceeded) else None
             return ModelErrorObservation(
@@ -223,7 +246,13 @@ class Agent:
                 run.append(InterruptedObservation(reason=reason), generation)
                 return
             run.iteration += 1
-            event = self.step(state, deadline=run.deadline, should_stop=run.should_stop, **run.opts)
+            event = self.step(
+                state,
+                last_step=run.iteration >= run.max_iterations,
+                deadline=run.deadline,
+                should_stop=run.should_stop,
+                **run.opts,
+            )
             observed: Step | SkillResultObservation | ToolErrorObservation = event
             if isinstance(event, CallSkillAction):
                 run.last_action = event

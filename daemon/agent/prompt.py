@@ -147,12 +147,15 @@ def render_system(soul: Soul, workflow: Workflow | None, skills: Sequence[SkillS
     return "\n\n".join(parts)
 
 
-def render_event(event: Event, fmt: ChatFormat) -> str:
-    """The fixed text one event adds to the prompt."""
+def render_event(event: Event, fmt: ChatFormat, question: str | None = None) -> str:
+    """The fixed text one event adds to the prompt; a result turn repeats ``question`` if given."""
     if isinstance(event, CallSkillAction | FinalAnswerAction):
         return fmt.model_turn_end(event.raw)
     if isinstance(event, SkillResultObservation):
-        return fmt.user_turn(f"Result of {event.skill_name}: {compact_json(event.result)}")
+        text = f"Result of {event.skill_name}: {compact_json(event.result)}"
+        if question is not None:
+            text += f"\nThe question was: {question}"
+        return fmt.user_turn(text)
     if isinstance(event, ToolErrorObservation):
         return fmt.user_turn(
             f"Error from {event.skill_name}: {event.error}\n"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
+Choices = Callable[[], Mapping[str, str] | Iterable[str]]
 
 DEFAULT_TIMEOUT_S = 2.0
 
@@ -38,6 +39,30 @@ class SkillSpec:
     source: str
     parameters_schema: dict[str, Any]
     """The JSON schema of the arguments, computed once at registration."""
+    examples: tuple[str, ...] = ()
+    """Questions this skill answers, in a user's words: they help a small model pick it."""
+    choices: Mapping[str, Choices] = dataclasses.field(default_factory=dict)
+    """For an argument that takes one of a few values known only at run time (the sensors
+    present), a function that lists them: ``{value: what it is}`` or just the values."""
+
+    def choice_values(self) -> dict[str, dict[str, str]]:
+        """Each argument's current choices, ``{argument: {value: description}}``. A provider
+        that fails gives no choices for its argument (logged); the skill itself still works."""
+        found: dict[str, dict[str, str]] = {}
+        for argument, provider in self.choices.items():
+            try:
+                listed = provider()
+                values = (
+                    {str(k): str(v) for k, v in listed.items()}
+                    if isinstance(listed, Mapping)
+                    else {str(v): "" for v in listed}
+                )
+            except Exception as exc:  # noqa: BLE001 - a plugin's provider must not stop a run
+                log.warning("skill %s: the choices for %r failed: %r", self.name, argument, exc)
+                continue
+            if values:
+                found[argument] = values
+        return found
 
     def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check the model's arguments against the schema; raises pydantic's ValidationError."""
@@ -98,6 +123,8 @@ class Registry:
         description: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT_S,
         source: str | None = None,
+        examples: Iterable[str] = (),
+        choices: Mapping[str, Choices] | None = None,
     ) -> Callable[[F], F]: ...
 
     def skill(
@@ -108,14 +135,26 @@ class Registry:
         description: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT_S,
         source: str | None = None,
+        examples: Iterable[str] = (),
+        choices: Mapping[str, Choices] | None = None,
     ) -> F | Callable[[F], F]:
         """Register a function as a skill; usable as ``@registry.skill`` or with options.
 
-        ``timeout`` is in seconds; ``None`` runs the skill inline with no timeout.
+        ``timeout`` is in seconds; ``None`` runs the skill inline with no timeout. ``examples``
+        are questions the skill answers; ``choices`` maps an argument to a function listing its
+        current values (see :class:`SkillSpec`).
         """
 
         def register(fn: F) -> F:
-            self.add(fn, name=name, description=description, timeout=timeout, source=source)
+            self.add(
+                fn,
+                name=name,
+                description=description,
+                timeout=timeout,
+                source=source,
+                examples=examples,
+                choices=choices,
+            )
             return fn
 
         return register(function) if function is not None else register
@@ -128,6 +167,8 @@ class Registry:
         description: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT_S,
         source: str | None = None,
+        examples: Iterable[str] = (),
+        choices: Mapping[str, Choices] | None = None,
     ) -> SkillSpec:
         if not callable(function):
             raise TypeError(f"a skill must be a function, not {type(function).__name__}")
@@ -139,7 +180,16 @@ class Registry:
         ):
             raise TypeError(f"skill {skill_name!r}: timeout must be a positive number or None")
         doc = description if description is not None else inspect.getdoc(function) or ""
+        if isinstance(examples, str) or not all(isinstance(e, str) for e in examples):
+            raise TypeError(f"skill {skill_name!r}: examples must be a list of questions")
         arguments_model = _arguments_model(skill_name, function)
+        choices = dict(choices or {})
+        for argument, provider in choices.items():
+            if argument not in arguments_model.model_fields or not callable(provider):
+                raise TypeError(
+                    f"skill {skill_name!r}: choices must map its arguments to functions, "
+                    f"got {argument!r}"
+                )
         spec = SkillSpec(
             name=skill_name,
             description=" ".join(doc.split()),
@@ -148,6 +198,8 @@ class Registry:
             timeout_s=None if timeout is None else float(timeout),
             source=source or getattr(function, "__module__", None) or "unknown",
             parameters_schema=_parameters_schema(arguments_model),
+            examples=tuple(" ".join(e.split()) for e in examples if e.strip()),
+            choices=choices,
         )
         with self._lock:
             if skill_name in self._skills:

@@ -20,6 +20,8 @@ from edge_agent.agent.prompt import PLAIN, ChatFormat
 from edge_agent.agent.protocol import Completion, ModelError
 
 MAX_DELAY_S = 3600.0
+UNSCRIPTED = -1000.0
+"""The log-probability of a continuation no scripted score covers: below any scripted one."""
 
 
 class MockModelExhausted(ModelError):
@@ -56,7 +58,8 @@ class MockModel:
     """Returns its scripted replies in order and records every prompt in ``.prompts``.
 
     ``scores`` scripts :meth:`score`: a continuation's log-probability is the value of the
-    longest key it starts with (0.0 when none), or, for a key that is a ``(marker, text)`` pair,
+    longest key it starts with (``UNSCRIPTED`` when none), or, for a key that is a
+    ``(marker, text)`` pair,
     only in prompts that contain ``marker``. The value is the whole continuation's; it is
     reported as its first token's.
     """
@@ -156,7 +159,7 @@ class MockModel:
 def _scripted_score(
     scores: Mapping[str | tuple[str, str], float], prompt: str, continuation: str
 ) -> float:
-    best, length = 0.0, -1
+    best, length = UNSCRIPTED, -1
     for key, value in scores.items():
         marker, text = key if isinstance(key, tuple) else ("", key)
         if marker in prompt and continuation.startswith(text) and len(text) > length:

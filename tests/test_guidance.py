@@ -1,0 +1,231 @@
+"""Guidance for small models (daemon/agent/guidance.py), each help driven by a scripted model.
+
+MockModel scripts ``likelihood`` and ``score`` by text: a key ``(marker, text)`` scores ``text``
+after any prompt that contains ``marker``, so a test says which skill description the question
+fits best without any real model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+
+from edge_agent import Agent, MockModel, Registry
+from edge_agent.agent.guidance import ANSWER_HEAD, SKILL_HEAD, Guidance, candidates_for
+from edge_agent.agent.prompt import PLAIN
+
+QUESTION = "How damp is the cellar?"
+
+
+def house() -> Registry:
+    registry = Registry()
+
+    @registry.skill(examples=["Is the processor running hot?"])
+    def cpu_temperature() -> dict[str, Any]:
+        """The CPU temperature in °C."""
+        return {"value": 48.3, "unit": "°C"}
+
+    @registry.skill(choices={"name": lambda: {"bme280": "humidity in %RH", "probe": "°C"}})
+    def read_sensor(name: str) -> dict[str, Any]:
+        """Current value of one sensor."""
+        return {"sensor": name, "value": 61.0 if name == "bme280" else 9.5}
+
+    @registry.skill
+    def resolve_date(text: str) -> dict[str, Any]:
+        """Turn a date like 'next friday' into YYYY-MM-DD."""
+        return {"date": "2026-12-04", "asked": text}
+
+    return registry
+
+
+def calls(state: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(e.skill_name, e.arguments) for e in state.stream.root if e.type == "CallSkillAction"]
+
+
+def test_each_skill_is_a_candidate_and_each_choice_of_its_argument_is_one_too() -> None:
+    registry = house()
+    found = [c for spec in registry for c in candidates_for(spec, PLAIN)]
+    assert [(c.skill_name, c.arguments) for c in found] == [
+        ("cpu_temperature", {}),
+        ("read_sensor", {"name": "bme280"}),
+        ("read_sensor", {"name": "probe"}),
+        ("resolve_date", None),
+    ]
+    # The text a question is scored after says what the skill, its example and its choice are.
+    assert "The CPU temperature in °C." in found[0].description
+    assert "- Is the processor running hot?" in found[0].description
+    assert "humidity in %RH" in found[1].description
+    assert "humidity" not in found[2].description
+
+
+def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -> None:
+    model = MockModel(
+        ['{"final_answer": "The cellar is at 61 %RH."}'],
+        scores={
+            ("humidity in %RH", f" {QUESTION}"): -3.0,
+            ("CPU temperature", f" {QUESTION}"): -9.0,
+            ANSWER_HEAD: -1.0,
+        },
+    )
+    state = Agent(model, house(), guidance=Guidance()).run(QUESTION, max_iterations=4)
+    assert calls(state) == [("read_sensor", {"name": "bme280"})]
+    assert state.outcome == "answered"
+    assert state.final_answer == "The cellar is at 61 %RH."
+    # The action was chosen by scoring, not generated: the one generation is the answer, and it
+    # was forced to start as one.
+    assert len(model.prompts) == 1
+    assert model.calls[0]["prefix"] == ANSWER_HEAD
+    action = state.stream.root[0]
+    assert json.loads(action.raw) == {"skill_name": "read_sensor", "arguments": {"name": "bme280"}}
+    # Every candidate was scored against the question, once.
+    scored_texts = {texts[0] for _, texts in model.scored if texts[0].startswith(" ")}
+    assert scored_texts == {f" {QUESTION}"}
+
+
+def test_a_skill_whose_arguments_the_model_must_write_gets_its_head_forced() -> None:
+    model = MockModel(
+        [
+            '{"skill_name": "resolve_date", "arguments": {"text": "next friday"}}',
+            '{"final_answer": "Next Friday is 2026-12-04."}',
+        ],
+        scores={("YYYY-MM-DD", " When is next Friday?"): -1.0, ANSWER_HEAD: 0.0},
+    )
+    state = Agent(model, house(), guidance=Guidance()).run("When is next Friday?")
+    assert calls(state) == [("resolve_date", {"text": "next friday"})]
+    assert model.calls[0]["prefix"] == f'{SKILL_HEAD}resolve_date", "arguments": {{'
+    assert state.final_answer == "Next Friday is 2026-12-04."
+
+
+def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
+    # The model prefers another call over answering: the best candidate was called already, so
+    # the next best is taken; with every candidate used up, it answers.
+    model = MockModel(
+        ['{"final_answer": "Both read."}'],
+        scores={
+            ("humidity in %RH", " Compare them"): -1.0,
+            ("°C", " Compare them"): -2.0,
+            SKILL_HEAD: 0.0,
+            ANSWER_HEAD: -50.0,
+        },
+    )
+    registry = Registry()
+
+    @registry.skill(choices={"name": lambda: {"bme280": "humidity in %RH", "probe": "°C"}})
+    def read_sensor(name: str) -> dict[str, Any]:
+        """Current value of one sensor."""
+        return {"sensor": name}
+
+    state = Agent(model, registry, guidance=Guidance()).run("Compare them", max_iterations=8)
+    assert calls(state) == [
+        ("read_sensor", {"name": "bme280"}),
+        ("read_sensor", {"name": "probe"}),
+    ]
+    assert state.final_answer == "Both read."
+
+
+def test_the_answer_bias_leans_the_choice_after_a_result_toward_answering() -> None:
+    scores = {("CPU", " How hot?"): 0.0, SKILL_HEAD: -1.0, ANSWER_HEAD: -2.5}
+    made = {}
+    for bias in (2.0, 1.0):
+        model = MockModel(['{"final_answer": "Warm."}'], scores=scores)
+        registry = house()
+        registry.remove("resolve_date")  # every candidate left has its arguments fixed
+        state = Agent(model, registry, guidance=Guidance(answer_bias=bias)).run("How hot?")
+        assert state.final_answer == "Warm."
+        made[bias] = len(calls(state))
+    # With bias 2 the answer head wins at once (-2.5 + 2 >= -1); with bias 1 it does not, and
+    # the run goes on to the other candidates before it answers.
+    assert made[2.0] == 1
+    assert made[1.0] > 1
+
+
+def test_the_last_allowed_step_answers() -> None:
+    model = MockModel(
+        ['{"final_answer": "It is 48.3 °C."}'],
+        scores={("CPU", " How hot is it?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0},
+    )
+    state = Agent(model, house(), guidance=Guidance()).run("How hot is it?", max_iterations=2)
+    assert len(calls(state)) == 1
+    assert state.outcome == "answered"
+    assert model.calls[-1]["prefix"] == ANSWER_HEAD
+
+
+def test_the_result_turn_repeats_the_question() -> None:
+    model = MockModel(['{"final_answer": "Warm."}'], scores={("CPU", " Hot?"): 0.0})
+    Agent(model, house(), guidance=Guidance()).run("Hot?")
+    assert "The question was: Hot?" in model.prompts[-1]
+    plain = MockModel(['{"skill_name": "cpu_temperature", "arguments": {}}', '{"final_answer": "x"}'])
+    Agent(plain, house()).run("Hot?")
+    assert "The question was" not in plain.prompts[-1]
+
+
+def test_prompts_stay_append_only_under_guidance() -> None:
+    model = MockModel(
+        [
+            '{"skill_name": "resolve_date", "arguments": {"text": "friday"}}',
+            '{"final_answer": "Friday is the 4th."}',
+        ],
+        scores={("YYYY-MM-DD", " Friday?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -1.0},
+    )
+    state = Agent(model, house(), guidance=Guidance()).run("Friday?", max_iterations=6)
+    prompts = model.prompts
+    assert len(prompts) >= 2
+    assert state.final_answer == "Friday is the 4th."
+    for earlier, later in itertools.pairwise(prompts):
+        assert later.startswith(earlier)
+
+
+class GenerateOnly:
+    """A model with nothing but generate(): guidance falls back to letting it reply."""
+
+    def __init__(self) -> None:
+        self.replies = iter(['{"skill_name": "cpu_temperature", "arguments": {}}', '{"final_answer": "Hot."}'])
+
+    def generate(self, prompt: str, **kwargs: Any) -> str:
+        return next(self.replies)
+
+
+def test_a_model_that_cannot_score_is_left_to_reply_by_itself() -> None:
+    state = Agent(GenerateOnly(), house(), guidance=Guidance()).run("How hot?")
+    assert calls(state) == [("cpu_temperature", {})]
+    assert state.final_answer == "Hot."
+
+
+def test_guidance_must_be_a_guidance() -> None:
+    with pytest.raises(TypeError, match="guidance"):
+        Agent(MockModel([]), house(), guidance="yes")  # type: ignore[arg-type]
+
+
+def test_examples_and_choices_are_checked_when_a_skill_registers() -> None:
+    registry = Registry()
+
+    def probe(name: str) -> str:
+        """A probe."""
+        return name
+
+    with pytest.raises(TypeError, match="examples"):
+        registry.add(probe, examples="What does the probe read?")
+    with pytest.raises(TypeError, match="choices"):
+        registry.add(probe, choices={"nmae": lambda: ["a"]})
+    spec = registry.add(probe, examples=["  What does\nthe probe read? "], choices={"name": list})
+    assert spec.examples == ("What does the probe read?",)
+    assert spec.choice_values() == {}  # no values: no choices, and the model writes the name
+
+
+def test_a_failing_choice_list_leaves_the_skill_to_the_model(caplog: pytest.LogCaptureFixture) -> None:
+    registry = Registry()
+
+    def broken() -> dict[str, str]:
+        raise OSError("the bus is gone")
+
+    @registry.skill(choices={"name": broken})
+    def read(name: str) -> str:
+        """Read one thing."""
+        return name
+
+    (candidate,) = candidates_for(registry.get("read"), PLAIN)  # type: ignore[arg-type]
+    assert candidate.arguments is None
+    assert "the bus is gone" in caplog.text
