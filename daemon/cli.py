@@ -84,12 +84,16 @@ def _parser() -> argparse.ArgumentParser:
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
     )
     ask.add_argument("--endpoint", help=endpoint_help)
+    from edge_agent.mqttclient import add_ask_arguments, add_parsers  # noqa: PLC0415
+
+    add_ask_arguments(ask)  # --mqtt HOST --node NAME (docs/mqtt.md)
 
     for name, text in (("status", "show the daemon's state"), ("skills", "list the skills")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
         sub.add_argument("--endpoint", help=endpoint_help)
+    add_parsers(commands)  # nodes, ha-discovery
     return parser
 
 
@@ -97,6 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "nodes":
+        from edge_agent.mqttclient import nodes_command  # noqa: PLC0415
+
+        return nodes_command(args)
+    if args.command == "ha-discovery":
+        from edge_agent.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
+
+        return ha_discovery_command(args)
     return _client_command(args)
 
 
@@ -109,9 +121,11 @@ def _serve(args: argparse.Namespace) -> int:
     from edge_agent.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
     from edge_agent.service.assembly import assemble  # noqa: PLC0415
     from edge_agent.service.config import ConfigError  # noqa: PLC0415
+    from edge_agent.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
 
     try:
         server = assemble(args.config, model=args.model, endpoints=args.endpoint)
+        bridge = make_bridge(server.settings, server.options.registry)  # None without [mqtt]
     except ConfigError as exc:
         log.error("config error: %s", exc)
         return EXIT_CONFIG
@@ -126,7 +140,12 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
     log.info("edge-agent %s listening on %s", server.options.model_spec, ", ".join(bound))
+    if bridge is not None:
+        server.options.mqtt_status = bridge.status
+        bridge.start(bridge_endpoint(bound))
     code = server.serve()
+    if bridge is not None:
+        bridge.stop()  # passes on the daemon's last replies, then says offline
     log.info("edge-agent stopped")
     if server.worker_alive:
         # A run stuck in native code would make interpreter shutdown wait on it or crash under
@@ -147,7 +166,11 @@ def _client_command(args: argparse.Namespace) -> int:
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
     as_json = bool(getattr(args, "json", False))
     try:
-        with Client(endpoint, timeout=args.timeout, retries=1) as client:
+        with (
+            _mqtt_client(args)
+            if getattr(args, "mqtt", None)
+            else Client(endpoint, timeout=args.timeout, retries=1)
+        ) as client:
             if args.command == "status":
                 _print_status(client.status(), as_json)
                 return EXIT_OK
@@ -170,6 +193,12 @@ def _client_command(args: argparse.Namespace) -> int:
             )
         print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
         return code
+
+
+def _mqtt_client(args: argparse.Namespace) -> Any:
+    from edge_agent.mqttclient import open_ask_client  # noqa: PLC0415
+
+    return open_ask_client(args)
 
 
 def _ask(client: Any, args: argparse.Namespace) -> int:

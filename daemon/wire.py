@@ -187,6 +187,8 @@ class StatusResult(_Result):
     skills: int
     skill_problems: list[SkillProblem]
     counters: Counters
+    mqtt: dict[str, Any] | None = None
+    """The MQTT bridge's link and counters (docs/mqtt.md); None without ``[mqtt]``."""
 
 
 class SkillEntry(_Message):

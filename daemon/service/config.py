@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from edge_agent.agent.workflow import Soul, Workflow
+from edge_agent.service.mqtt.settings import MqttSettings
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
@@ -86,6 +87,8 @@ class Settings(_Section):
     model: ModelSettings = Field(default_factory=ModelSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     soul: SoulSettings = Field(default_factory=SoulSettings)
+    mqtt: MqttSettings | None = None
+    """The MQTT bridge (docs/mqtt.md); off when the section is absent."""
     workflows: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], WorkflowSettings] = (
         Field(default_factory=dict)
     )

@@ -58,6 +58,8 @@ class ServerOptions:
     workflows: dict[str, Workflow] = dataclasses.field(default_factory=dict)
     skill_problems: list[dict[str, str]] = dataclasses.field(default_factory=list)
     notifier: Notifier = dataclasses.field(default_factory=Notifier)
+    mqtt_status: Callable[[], dict[str, Any]] | None = None
+    """The MQTT bridge's state for ``status`` (any thread may call it)."""
 
 
 class Server:
@@ -204,6 +206,7 @@ class Server:
             skills=len(self.options.registry),
             skill_problems=[SkillProblem(**problem) for problem in self.options.skill_problems],
             counters=counter_report(self._counts()),
+            mqtt=self.options.mqtt_status() if self.options.mqtt_status else None,
         )
 
     def status(self) -> dict[str, Any]:
