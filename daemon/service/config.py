@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -56,6 +56,9 @@ class ModelSettings(_Section):
     """``default`` (the embedded model), a GGUF path, or ``mock:FILE`` (scripted replies)."""
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
     warm_up: bool = True
+    strategy: Literal["auto", "plain", "guided"] = "auto"
+    """How the loop helps the model (docs/design.md, "Small models"): ``guided`` picks skills
+    for it and has it answer, ``plain`` leaves it alone, ``auto`` guides a model under 1 GiB."""
     load_timeout_s: PositiveSeconds = 900.0
     """How long systemd's start timeout is extended while the model loads; then it applies."""
 

@@ -33,6 +33,7 @@ from edge_agent.service.replies import Replies
 from edge_agent.service.reports import counter_report, model_info
 from edge_agent.service.router import RouterSocket, WakeUpPipe
 from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
 from edge_agent.service.worker import Finished, Loaded, LoadFailed, Message, RunWorker, Send
 from edge_agent.wire import PROTOCOL_VERSION, DaemonState, SkillProblem, StatusResult
@@ -254,7 +255,9 @@ class Server:
     def _load_agent(self) -> Agent:
         """Runs on the run thread, first."""
         model = self.options.load_model()
-        agent = Agent(model, self.options.registry, soul=self.options.soul)
+        guidance = guidance_for(self.settings.model.strategy, model)
+        agent = Agent(model, self.options.registry, soul=self.options.soul, guidance=guidance)
+        log.info("model strategy: %s", "guided" if guidance else "plain")
         if self.settings.model.warm_up:
             agent.handle.warm_up(agent.preamble())
         return agent

@@ -1,0 +1,82 @@
+"""``[model] strategy``: the daemon guides a small model and leaves a large one alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from edge_agent import MockModel, Registry
+from edge_agent.agent.guidance import ANSWER_HEAD
+from edge_agent.client import Client
+from edge_agent.service.config import ConfigError, parse_settings
+from edge_agent.service.strategy import SMALL_MODEL_BYTES, guidance_for
+
+
+class SizedModel(MockModel):
+    """A scripted model that reports a model file of a given size, as a GGUF handle does."""
+
+    def __init__(self, size: int | None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.size = size
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {**super().info, "file_size_bytes": self.size}
+
+
+@pytest.mark.parametrize(
+    ("strategy", "size", "guided"),
+    [
+        ("guided", None, True),
+        ("plain", 100, False),
+        ("auto", 241 * 2**20, True),  # Gemma 3 270M Q4_K_M
+        ("auto", 3 * 2**30, False),  # Gemma 4 E2B Q4_K_M: never worse than unhelped
+        ("auto", None, False),  # a model that does not say how big it is
+        ("auto", SMALL_MODEL_BYTES, False),
+    ],
+)
+def test_each_strategy_picks_its_guidance(strategy: Any, size: int | None, guided: bool) -> None:
+    assert (guidance_for(strategy, SizedModel(size, [])) is not None) is guided
+
+
+def test_an_unknown_strategy_is_a_config_error_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match="strategy"):
+        parse_settings('[model]\nstrategy = "clever"\n')
+
+
+def house() -> Registry:
+    registry = Registry()
+
+    @registry.skill
+    def cpu_temperature() -> dict[str, Any]:
+        """The CPU temperature in °C."""
+        return {"value": 48.3, "unit": "°C"}
+
+    @registry.skill
+    def now() -> dict[str, Any]:
+        """The local date and time right now."""
+        return {"time": "17:45"}
+
+    return registry
+
+
+@pytest.mark.parametrize("strategy", ["guided", "plain"])
+def test_the_daemon_runs_the_configured_strategy(strategy: str, scripted_daemon: Any) -> None:
+    # The script's first reply calls the first skill, as a small model does whatever it is
+    # asked; the scores say the question fits the clock. Guided, the clock is called and the
+    # answer is the script's; plain, the model's own (wrong) call stands.
+    replies = ['{"skill_name": "cpu_temperature", "arguments": {}}', '{"final_answer": "17:45."}']
+    model = MockModel(
+        replies if strategy == "plain" else replies[1:],
+        scores={("local date and time", " What time is it?"): -1.0, ANSWER_HEAD: 0.0},
+    )
+    _, endpoint = scripted_daemon(
+        config=f'[model]\nstrategy = "{strategy}"\n', registry=house(), load=lambda: model
+    )
+    with Client(endpoint, timeout=60) as client:
+        result = client.run("What time is it?", max_iterations=4)
+    called = [e["skill_name"] for e in result["state"]["events"] if e["type"] == "CallSkillAction"]
+    assert result["outcome"] == "answered"
+    assert result["answer"] == "17:45."
+    assert called == (["now"] if strategy == "guided" else ["cpu_temperature"])
