@@ -69,6 +69,7 @@ bench: $(STAMP)
 	-$(BIN)/python scripts/bench_overhead.py
 	-$(BIN)/python scripts/bench_model.py
 	-$(BIN)/python scripts/bench_ipc.py
+	-$(BIN)/python scripts/bench_competence.py
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache

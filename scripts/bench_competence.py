@@ -1,0 +1,926 @@
+"""Does the embedded model answer home questions correctly? Competence of each loop strategy.
+
+52 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
+listing sensors, load, memory, disk, uptime, the clock and date arithmetic, and a few that need two
+skill calls) are asked of a fake Raspberry Pi: a sysfs tree and a /proc the script builds in a
+temporary directory. Disk usage is the real ``statvfs`` of ``/``. Half the questions are ``dev``
+(tune on these), half ``held-out`` (never tune on these; they were written once, before any
+result was seen).
+
+Each answer is scored automatically against values computed when the question is asked: the skill
+functions themselves are called in-process on the same fake tree, and the clock questions use
+``datetime``, so the benchmark works on any day. A number must appear within the rounding the
+answer shows (48.3 matches 48.312; a whole number only where the question allows it); a weekday
+must be named, and no other; a date may be written 2026-12-04, "December 4", "4 December 2026" or
+12/4/2026. An answer that is not ``answered`` is wrong.
+
+Strategies, asked interleaved question by question in the same run:
+
+- ``plain``: the daemon with ``[model] strategy = "plain"`` (today's loop); on a daemon that does
+  not know the key yet, the daemon without it.
+- ``guided``: the daemon with ``[model] strategy = "guided"``; skipped, with a message, on a
+  daemon that does not know it.
+- ``peer``: the peer baseline, llama-cpp-python's ``Llama.create_chat_completion`` on the same
+  GGUF with ``response_format`` set to the same action schema, in a client loop written the way a
+  user would write it (results sent back as user turns "Result of <skill>: <json>").
+
+The daemons are real ``edge-agent serve --model default`` processes, asked over their socket
+with ``edge_agent.client.Client``, as users ask them. Every strategy gets the same
+``--max-iterations`` per question (default 6).
+
+Per question it records the outcome, answer, whether it was correct, the model calls (model
+turns: skill calls, final answers and unparseable replies), the seconds, and the prompt tokens:
+``prompt`` is what each call's prompt held, summed over the run; ``evaluated`` is what the model
+actually ran (the daemon reports it; for the peer it is estimated from llama-cpp-python's prefix
+match with the previous call, marked ``~``). The verdict is issue 10's goal: ``guided`` at least
+80% correct on both halves, a median of at most 3 model calls, and ahead of the peer on correct
+answers and on seconds per question. It exits 1 when the goal is missed or cannot be judged
+because ``guided`` did not run.
+
+    .venv/bin/python scripts/bench_competence.py [--strategies plain,guided,peer]
+        [--split dev|held-out|all] [--limit N] [--max-iterations 6] [--json OUT] [--verbose]
+
+``--limit N`` asks only the first N questions, dev and held-out alternating. On a loaded 2-core
+machine a full run of three strategies takes the better part of an hour.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from edge_agent.agent.loop import Agent
+from edge_agent.agent.registry import Registry
+from edge_agent.client import Client, DaemonError
+from edge_agent.model.scripted import MockModel
+from edge_agent.skills import register_builtins
+from edge_agent.skills.onewire import crc8
+
+STRATEGIES = ("plain", "guided", "peer")
+SPLITS = ("dev", "held-out")
+EXIT_CONFIG = 78  # what `edge-agent serve` exits with on a config error
+GOAL_CORRECT = 0.8
+GOAL_MEDIAN_CALLS = 3
+
+# -- the fake device ------------------------------------------------------------------------------
+
+CPU_MILLI_C = "48312"  # 48.312 °C
+BME280 = {
+    "in_temp_input": "22700",  # milli-°C: 22.7 °C
+    "in_humidityrelative_input": "41500",  # milli-percent: 41.5 %RH
+    "in_pressure_input": "101.28",  # kPa: 1012.8 hPa
+}
+PROBE = "28-0316a2791bff"
+PROBE_MILLI_C = 12437  # a DS18B20 reads in 1/16 °C steps: 12.437 °C
+LOADAVG = "0.42 0.37 0.31 1/187 4242\n"
+MEMINFO = (
+    "MemTotal:        3884328 kB\n"
+    "MemFree:          512000 kB\n"
+    "MemAvailable:    2423821 kB\n"  # 2367.0 MiB available, 37.6 % used
+    "Buffers:           81232 kB\n"
+)
+UPTIME = "458000.42 901234.10\n"  # 5 d 7 h 13 min
+
+
+def _link(link: Path, target: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(target, link.parent))
+
+
+def _w1_slave(milli_c: int) -> str:
+    """The two lines the kernel's w1_therm driver writes, with a valid scratchpad CRC."""
+    raw = round(milli_c / 62.5) & 0xFFFF
+    body = bytes([raw & 0xFF, raw >> 8, 0x4B, 0x46, 0x7F, 0xFF, 0x0C, 0x10])
+    pad = body + bytes([crc8(body)])
+    hexes = "".join(f"{b:02x} " for b in pad)
+    return f"{hexes}: crc={pad[8]:02x} YES\n{hexes}t={int(raw * 62.5)}\n"
+
+
+def build_device(root: Path) -> tuple[Path, Path]:
+    """A Raspberry Pi's sysfs and /proc under ``root``, linked as the kernel links them."""
+    sysfs, proc = root / "sys", root / "proc"
+    zone = sysfs / "devices" / "virtual" / "thermal" / "thermal_zone0"
+    zone.mkdir(parents=True)
+    (zone / "type").write_text("cpu-thermal\n")
+    (zone / "temp").write_text(CPU_MILLI_C + "\n")
+    _link(sysfs / "class" / "thermal" / "thermal_zone0", zone)
+    iio = sysfs / "devices" / "platform" / "soc" / "i2c-1" / "1-0076" / "iio:device0"
+    iio.mkdir(parents=True)
+    (iio / "name").write_text("bme280\n")
+    for name, text in BME280.items():
+        (iio / name).write_text(text + "\n")
+    _link(sysfs / "bus" / "iio" / "devices" / "iio:device0", iio)
+    probe = sysfs / "devices" / "w1_bus_master1" / PROBE
+    probe.mkdir(parents=True)
+    (probe / "w1_slave").write_text(_w1_slave(PROBE_MILLI_C))
+    _link(sysfs / "bus" / "w1" / "devices" / PROBE, probe)
+    proc.mkdir()
+    (proc / "loadavg").write_text(LOADAVG)
+    (proc / "meminfo").write_text(MEMINFO)
+    (proc / "uptime").write_text(UPTIME)
+    return sysfs, proc
+
+
+# -- scoring --------------------------------------------------------------------------------------
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_MONTH = r"((?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\.?"
+_NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
+
+
+def _numbers(text: str) -> list[tuple[float, int]]:
+    """Each number in ``text`` with its count of decimals; 2,873.2 is one number."""
+    found = []
+    for match in _NUMBER.finditer(text):
+        token = match.group().replace(",", "")
+        decimals = len(token.partition(".")[2])
+        found.append((float(token), decimals))
+    return found
+
+
+class Check:
+    """What a correct answer must contain; ``str`` says it for the report."""
+
+    def __call__(self, answer: str) -> bool:
+        raise NotImplementedError
+
+
+@dataclasses.dataclass
+class Number(Check):
+    """One of ``values`` as the answer rounds it: 48.3 and 48.31 match 48.312, 48 only with
+    ``whole``. ``tolerance`` widens the match for values that drift (free disk space)."""
+
+    values: list[float]
+    whole: bool = False
+    tolerance: float = 0.0
+
+    def __call__(self, answer: str) -> bool:
+        for number, decimals in _numbers(answer):
+            for value in self.values:
+                if decimals == 0 and not self.whole and value != round(value):
+                    continue
+                if abs(number - value) <= 0.5 * 10**-decimals + self.tolerance + 1e-9:
+                    return True
+        return False
+
+    def __str__(self) -> str:
+        shown = " or ".join(f"{v:g}" for v in self.values)
+        return shown + (" (whole number ok)" if self.whole else "")
+
+
+@dataclasses.dataclass
+class Weekday(Check):
+    """The weekday is named, and no other weekday is."""
+
+    day: int
+
+    def __call__(self, answer: str) -> bool:
+        return _weekdays_named(answer) == {self.day}
+
+    def __str__(self) -> str:
+        return WEEKDAYS[self.day].capitalize()
+
+
+def _dates(text: str) -> Iterator[tuple[int | None, int, int]]:
+    """(year or None, month, day) for each date written in ``text``."""
+    low = text.lower()
+    for y, m, d in re.findall(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b", low):
+        yield int(y), int(m), int(d)
+    for mon, d, y in re.findall(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (\d{{4}}))?", low):
+        yield (int(y) if y else None), _month(mon), int(d)
+    for d, mon, y in re.findall(
+        rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MONTH}(?:,? (\d{{4}}))?", low
+    ):
+        yield (int(y) if y else None), _month(mon), int(d)
+    for m, d, y in re.findall(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b", low):
+        yield int(y), int(m), int(d)
+    for d, m, y in re.findall(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b", low):
+        yield int(y), int(m), int(d)
+
+
+def _month(word: str) -> int:
+    """1 to 12 for a month's name or its abbreviation; 0 for other words ("mark", "decimal")."""
+    return next((i + 1 for i, name in enumerate(MONTHS) if name.startswith(word)), 0)
+
+
+def _weekdays_named(text: str) -> set[int]:
+    """The weekdays a text names, in full or abbreviated ("Sat"), but not "month" or "sunny"."""
+    words = re.findall(r"[a-z]+", text.lower())
+    return {i for i, day in enumerate(WEEKDAYS) for w in words if len(w) >= 3 and day.startswith(w)}
+
+
+@dataclasses.dataclass
+class Date(Check):
+    """The date is written in some common form; a year, where given, must match."""
+
+    date: dt.date
+
+    def __call__(self, answer: str) -> bool:
+        return any(
+            (y is None or y == self.date.year) and (m, d) == (self.date.month, self.date.day)
+            for y, m, d in _dates(answer)
+        )
+
+    def __str__(self) -> str:
+        return self.date.isoformat()
+
+
+@dataclasses.dataclass
+class Time(Check):
+    """A clock time (HH:MM, 24 h or with am/pm) between ``start`` - 2 min and now + 2 min."""
+
+    start: dt.datetime
+
+    def __call__(self, answer: str) -> bool:
+        end = dt.datetime.now() + dt.timedelta(minutes=2)
+        begin = self.start - dt.timedelta(minutes=2)
+        span = (end - begin).total_seconds() / 60
+        clock = r"\b(\d{1,2}):(\d{2})(?::\d{2})?\s*([ap])?\.?m?\b"
+        for h, m, half in re.findall(clock, answer.lower()):
+            hour = int(h) % 12 + (12 if half == "p" else 0) if half else int(h)
+            minutes = hour * 60 + int(m)
+            after_begin = (minutes - (begin.hour * 60 + begin.minute)) % 1440
+            if after_begin <= span:
+                return True
+        return False
+
+    def __str__(self) -> str:
+        return f"about {self.start:%H:%M}"
+
+
+@dataclasses.dataclass
+class Names(Check):
+    """Each group has one of its words in the answer (case-insensitive)."""
+
+    groups: list[list[str]]
+
+    def __call__(self, answer: str) -> bool:
+        low = answer.lower()
+        return all(any(word.lower() in low for word in group) for group in self.groups)
+
+    def __str__(self) -> str:
+        return " and ".join("/".join(group) for group in self.groups)
+
+
+@dataclasses.dataclass
+class Uptime(Check):
+    """The days and hours of an uptime, or its total seconds or hours."""
+
+    seconds: int
+
+    def __call__(self, answer: str) -> bool:
+        days = self.seconds // 86400
+        low = answer.lower()
+        if re.search(rf"\b{days}\s*(d\b|days?)", low):
+            return True
+        return Number([self.seconds, round(self.seconds / 3600)], whole=True)(answer)
+
+    def __str__(self) -> str:
+        days, rest = divmod(self.seconds, 86400)
+        return f"{days} d {rest // 3600} h"
+
+
+# -- the questions --------------------------------------------------------------------------------
+
+
+class Device:
+    """The skills on the fake tree, called in-process for the expected values, and the clock."""
+
+    def __init__(self, sysfs: Path, proc: Path) -> None:
+        self.registry = Registry()
+        register_builtins(self.registry, sysfs_root=sysfs, proc_root=proc, weather=False)
+        self.now = dt.datetime.now()
+
+    def tick(self) -> None:
+        self.now = dt.datetime.now()
+
+    @property
+    def today(self) -> dt.date:
+        return self.now.date()
+
+    def call(self, skill: str, **arguments: Any) -> Any:
+        spec = self.registry.get(skill)
+        if spec is None:
+            raise KeyError(skill)
+        return self.registry.call(spec, spec.validate_arguments(arguments))
+
+    def reading(self, sensor: str, quantity: str) -> float:
+        readings = self.call("read_sensor", name=sensor)["readings"]
+        return float(next(r["value"] for r in readings if r["quantity"] == quantity))
+
+    def cpu(self) -> float:
+        return float(self.call("cpu_temperature")["value"])
+
+    def status(self, part: str, key: str) -> float:
+        return float(self.call("system_status")[part][key])
+
+    def ahead(self, weekday: int) -> dt.date:
+        """The coming ``weekday``, 1 to 7 days ahead ("next friday")."""
+        return self.today + dt.timedelta(days=(weekday - self.today.weekday() - 1) % 7 + 1)
+
+    def days(self, n: int) -> dt.date:
+        return self.today + dt.timedelta(days=n)
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+    id: str
+    split: str
+    category: str
+    text: str
+    expect: Callable[[Device], Check]
+
+
+def _q(n: int, split: str, category: str, text: str, expect: Callable[[Device], Check]) -> Question:
+    return Question(f"{'d' if split == 'dev' else 'h'}{n:02d}", split, category, text, expect)
+
+
+SENSOR_GROUPS = [["thermal_zone0", "cpu"], ["bme280"], [PROBE, "ds18b20"]]
+
+# Written once, before any result was seen. The held-out half is not to be tuned on or edited.
+QUESTIONS: list[Question] = [
+    # CPU
+    _q(1, "dev", "cpu", "What is the CPU temperature?", lambda d: Number([d.cpu()])),
+    _q(2, "dev", "cpu", "Is my Raspberry Pi's CPU running hot? Tell me its temperature.",
+       lambda d: Number([d.cpu()])),
+    _q(1, "held-out", "cpu", "How hot is the processor right now?", lambda d: Number([d.cpu()])),
+    _q(2, "held-out", "cpu", "Tell me the CPU temp in degrees Celsius.",
+       lambda d: Number([d.cpu()])),
+    # the BME280's temperature, humidity and pressure
+    _q(3, "dev", "iio", "What temperature does the BME280 sensor show?",
+       lambda d: Number([d.reading("bme280", "temperature")])),
+    _q(3, "held-out", "iio", "What is the temperature reading of the bme280?",
+       lambda d: Number([d.reading("bme280", "temperature")])),
+    _q(4, "dev", "iio-2calls", "What is the humidity?",
+       lambda d: Number([d.reading("bme280", "humidity")])),
+    _q(5, "dev", "iio-2calls", "What's the relative humidity in percent?",
+       lambda d: Number([d.reading("bme280", "humidity")])),
+    _q(4, "held-out", "iio-2calls", "How humid is it in here?",
+       lambda d: Number([d.reading("bme280", "humidity")])),
+    _q(5, "held-out", "iio-2calls", "Tell me the current humidity reading.",
+       lambda d: Number([d.reading("bme280", "humidity")])),
+    _q(6, "dev", "iio-2calls", "What is the air pressure?",
+       lambda d: Number([d.reading("bme280", "pressure"), d.reading("bme280", "pressure") / 10])),
+    _q(6, "held-out", "iio-2calls", "What's the barometric pressure in hPa?",
+       lambda d: Number([d.reading("bme280", "pressure")])),
+    # the 1-Wire probe
+    _q(7, "dev", "w1-2calls", "What temperature does the DS18B20 probe read?",
+       lambda d: Number([d.reading(PROBE, "temperature")])),
+    _q(7, "held-out", "w1-2calls", "What does the 1-Wire temperature probe say?",
+       lambda d: Number([d.reading(PROBE, "temperature")])),
+    _q(8, "dev", "w1", "What is the ID of the 1-Wire sensor?", lambda d: Names([[PROBE]])),
+    _q(8, "held-out", "w1", "What is the name of the DS18B20 probe?", lambda d: Names([[PROBE]])),
+    # listing sensors
+    _q(9, "dev", "list", "Which sensors are connected to this device?",
+       lambda d: Names(SENSOR_GROUPS)),
+    _q(9, "held-out", "list", "List all the sensors you have.", lambda d: Names(SENSOR_GROUPS)),
+    _q(10, "dev", "list", "How many sensors does this device have?",
+       lambda d: Number([len(d.call("list_sensors")["sensors"])], whole=True)),
+    _q(10, "held-out", "list", "Does this device have a humidity sensor? What is its name?",
+       lambda d: Names([["bme280"]])),
+    # load, memory, disk, uptime
+    _q(11, "dev", "system", "What is the 1-minute load average?",
+       lambda d: Number([d.status("load_average", "1min")])),
+    _q(11, "held-out", "system", "What's the load average over the last 15 minutes?",
+       lambda d: Number([d.status("load_average", "15min")])),
+    _q(12, "dev", "system", "How much memory is available, in MiB?",
+       lambda d: Number([d.status("memory", "available_mib")], whole=True)),
+    _q(12, "held-out", "system", "How much RAM is free right now?",
+       lambda d: Number([d.status("memory", "available_mib"),
+                         d.status("memory", "available_mib") / 1024], whole=True)),
+    _q(13, "dev", "system", "What percentage of the memory is in use?",
+       lambda d: Number([d.status("memory", "used_percent")], whole=True)),
+    _q(13, "held-out", "system", "How much of the RAM is used, in percent?",
+       lambda d: Number([d.status("memory", "used_percent")], whole=True)),
+    _q(14, "dev", "system", "How many gigabytes of disk space are free?",
+       lambda d: Number([d.status("disk", "free_gib")], whole=True, tolerance=0.05)),
+    _q(14, "held-out", "system", "How much free space is left on the disk?",
+       lambda d: Number([d.status("disk", "free_gib")], whole=True, tolerance=0.05)),
+    _q(15, "dev", "system", "What percentage of the disk is used?",
+       lambda d: Number([d.status("disk", "used_percent")], whole=True, tolerance=0.05)),
+    _q(15, "held-out", "system", "How full is the disk, in percent?",
+       lambda d: Number([d.status("disk", "used_percent")], whole=True, tolerance=0.05)),
+    _q(16, "dev", "system", "How long has this device been up?",
+       lambda d: Uptime(int(d.status("uptime", "seconds")))),
+    _q(16, "held-out", "system", "How many days has it been since the last reboot?",
+       lambda d: Number([int(d.status("uptime", "seconds")) // 86400], whole=True)),
+    # the clock
+    _q(17, "dev", "clock", "What time is it?", lambda d: Time(d.now)),
+    _q(17, "held-out", "clock", "What's the time now?", lambda d: Time(d.now)),
+    _q(18, "dev", "clock", "What day of the week is it today?",
+       lambda d: Weekday(d.today.weekday())),
+    _q(18, "held-out", "clock", "Which weekday is it?", lambda d: Weekday(d.today.weekday())),
+    _q(19, "dev", "clock", "What is today's date?", lambda d: Date(d.today)),
+    _q(19, "held-out", "clock", "What's the date today?", lambda d: Date(d.today)),
+    # date arithmetic
+    _q(20, "dev", "dates", "What date is next Friday?", lambda d: Date(d.ahead(4))),
+    _q(20, "held-out", "dates", "What date will it be next Tuesday?", lambda d: Date(d.ahead(1))),
+    _q(21, "dev", "dates", "What is the date tomorrow?", lambda d: Date(d.days(1))),
+    _q(21, "held-out", "dates", "What date was it yesterday?", lambda d: Date(d.days(-1))),
+    _q(22, "dev", "dates", "What weekday was 1 January 2000?",
+       lambda d: Weekday(dt.date(2000, 1, 1).weekday())),
+    _q(22, "held-out", "dates", "What day of the week is 15 August 2027?",
+       lambda d: Weekday(dt.date(2027, 8, 15).weekday())),
+    _q(23, "dev", "dates", "What weekday will it be in 10 days?",
+       lambda d: Weekday(d.days(10).weekday())),
+    _q(23, "held-out", "dates", "What day of the week was it 3 days ago?",
+       lambda d: Weekday(d.days(-3).weekday())),
+    _q(24, "dev", "dates", "How many days until next Monday?",
+       lambda d: Number([(d.ahead(0) - d.today).days], whole=True)),
+    _q(24, "held-out", "dates", "How many days is it until next Sunday?",
+       lambda d: Number([(d.ahead(6) - d.today).days], whole=True)),
+    _q(25, "dev", "dates", "What date is it 2 weeks from today?", lambda d: Date(d.days(14))),
+    _q(25, "held-out", "dates", "What will the date be in 30 days?", lambda d: Date(d.days(30))),
+    # two facts, then a step of reasoning
+    _q(26, "dev", "2calls", "What day of the week is Christmas Eve this year?",
+       lambda d: Weekday(dt.date(d.today.year, 12, 24).weekday())),
+    _q(26, "held-out", "2calls", "What weekday is New Year's Day next year?",
+       lambda d: Weekday(dt.date(d.today.year + 1, 1, 1).weekday())),
+    _q(27, "dev", "2calls", "How much warmer is the CPU than the BME280 sensor, in °C?",
+       lambda d: Number([d.cpu() - d.reading("bme280", "temperature")])),
+    _q(27, "held-out", "2calls", "What is the temperature difference between the CPU and the "
+       "1-Wire probe?", lambda d: Number([d.cpu() - d.reading(PROBE, "temperature")])),
+]  # fmt: skip
+
+
+# -- the strategies -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Answer:
+    outcome: str
+    answer: str | None
+    model_calls: int
+    seconds: float
+    prompt_tokens: int
+    evaluated_tokens: int
+    skills: list[str]
+    error: str | None = None
+
+
+class StrategyUnsupported(Exception):
+    """The daemon refused the ``[model] strategy`` key or value."""
+
+
+def _model_calls(events: list[dict[str, Any]]) -> int:
+    """Model turns: each skill call and final answer, and each reply that failed to parse."""
+    turns = 0
+    for event in events:
+        kind = event.get("type")
+        if kind in ("CallSkillAction", "FinalAnswerAction") or (
+            kind == "ValidationErrorObservation" and event.get("raw") is not None
+        ):
+            turns += 1
+    return turns
+
+
+def _tokens(events: list[dict[str, Any]], key: str) -> int:
+    return sum(int((e.get("usage") or {}).get(key) or 0) for e in events)
+
+
+class DaemonStrategy:
+    """An ``edge-agent serve --model default`` process on the fake device, asked over ipc."""
+
+    def __init__(self, name: str, workdir: Path, sysfs: Path, proc: Path, args: Any) -> None:
+        self.name = name
+        self.label = name
+        self.workdir = workdir
+        self.sysfs = sysfs
+        self.proc_root = proc
+        self.args = args
+        self.endpoint = f"ipc://{workdir}/{name}.sock"
+        self.log_path = workdir / f"{name}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.client: Client | None = None
+
+    def _config(self, strategy: str | None) -> Path:
+        lines = []
+        if strategy is not None:
+            lines += ["[model]", f'strategy = "{strategy}"', ""]
+        lines += [
+            "[skills]",
+            f"sysfs_root = {json.dumps(str(self.sysfs))}",
+            "weather = false",
+            "entry_points = false",
+            "",
+        ]
+        path = self.workdir / f"{self.name}.toml"
+        path.write_text("\n".join(lines))
+        return path
+
+    def start(self) -> None:
+        try:
+            self._start(self.name)
+        except StrategyUnsupported as exc:
+            if self.name != "plain":
+                raise
+            print(f"  {exc}\n  plain: starting without the key: the daemon's only loop is today's")
+            self.label = "plain (no key)"
+            self._start(None)
+
+    def _start(self, strategy: str | None) -> None:
+        exe = Path(sys.executable).with_name("edge-agent")
+        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "edge_agent.cli"]
+        command += ["serve", "--model", "default", "--config", str(self._config(strategy)),
+                    "--endpoint", self.endpoint, "--log-level", "WARNING"]  # fmt: skip
+        env = {**os.environ, "EDGE_AGENT_PROC_ROOT": str(self.proc_root)}
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        started = time.monotonic()
+        probe = Client(self.endpoint, timeout=2.0, retries=0)
+        try:
+            while time.monotonic() - started < self.args.load_timeout:
+                code = self.process.poll()
+                if code is not None:
+                    log_text = self.log_path.read_text(errors="replace")
+                    if code == EXIT_CONFIG and "strategy" in log_text:
+                        raise StrategyUnsupported(
+                            f"{self.name}: the daemon refuses [model] strategy: "
+                            f"{_last_line(log_text)}"
+                        )
+                    raise RuntimeError(
+                        f"{self.name}: the daemon exited with {code}: {_last_line(log_text)}"
+                    )
+                with contextlib.suppress(DaemonError):
+                    if probe.status().get("state") == "ready":
+                        print(f"  {self.label}: ready in {time.monotonic() - started:.0f} s")
+                        self.client = Client(self.endpoint, timeout=self.args.timeout, retries=0)
+                        return
+                time.sleep(0.5)
+        finally:
+            probe.close()
+        raise RuntimeError(f"{self.name}: not ready after {self.args.load_timeout:g} s")
+
+    def ask(self, question: str) -> Answer:
+        assert self.client is not None and self.process is not None
+        started = time.perf_counter()
+        if self.process.poll() is not None:
+            return Answer("error", None, 0, 0.0, 0, 0, [], f"the daemon exited ({self.log_path})")
+        try:
+            reply = self.client.run(
+                question, max_iterations=self.args.max_iterations, timeout=self.args.timeout
+            )
+        except DaemonError as exc:
+            return Answer("error", None, 0, time.perf_counter() - started, 0, 0, [], str(exc))
+        seconds = time.perf_counter() - started
+        events = reply.get("state", {}).get("events", [])
+        return Answer(
+            outcome=str(reply.get("outcome")),
+            answer=reply.get("answer"),
+            model_calls=_model_calls(events),
+            seconds=seconds,
+            prompt_tokens=_tokens(events, "prompt_tokens"),
+            evaluated_tokens=_tokens(events, "evaluated_tokens"),
+            skills=[e["skill_name"] for e in events if e.get("type") == "CallSkillAction"],
+        )
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+class PeerStrategy:
+    """llama-cpp-python's chat completions on the same GGUF, in a loop a user would write."""
+
+    label = "peer"
+
+    def __init__(self, device: Device, args: Any) -> None:
+        self.device = device
+        self.args = args
+        self.llm: Any = None
+        self.system = Agent(MockModel([]), device.registry).system_prompt()
+        self.schema = device.registry.action_schema()
+
+    def start(self) -> None:
+        from llama_cpp import Llama
+
+        from edge_agent.model.embedded import default_model_path
+        from edge_agent.model.sizing import default_threads
+
+        started = time.monotonic()
+        # The GGUF carries no chat template, so llama-cpp-python would guess llama-2's; a user
+        # names Gemma's. Same context size and threads as the daemon.
+        self.llm = Llama(
+            model_path=str(default_model_path()[0]),
+            n_ctx=4096,
+            n_threads=default_threads(),
+            chat_format="gemma",
+            verbose=False,
+        )
+        print(f"  peer: loaded in {time.monotonic() - started:.0f} s")
+
+    def _evaluated(self, before: list[int], prompt_tokens: int) -> int:
+        """Prompt tokens llama-cpp-python ran: those past its prefix match with the last call."""
+        after = [int(t) for t in getattr(self.llm, "_input_ids", [])[:prompt_tokens]]
+        if not after:
+            return prompt_tokens
+        common = 0
+        for a, b in zip(before, after, strict=False):
+            if a != b:
+                break
+            common += 1
+        # On a full match llama-cpp-python still runs the last prompt token again.
+        return max(1, prompt_tokens - common)
+
+    def ask(self, question: str) -> Answer:
+        started = time.perf_counter()
+        messages = [{"role": "user", "content": f"{self.system}\n\n{question}"}]
+        calls = prompt = evaluated = 0
+        skills: list[str] = []
+        deadline = started + self.args.timeout
+        for _ in range(self.args.max_iterations):
+            if time.perf_counter() > deadline:
+                return Answer("interrupted", None, calls, time.perf_counter() - started,
+                              prompt, evaluated, skills)  # fmt: skip
+            before = [int(t) for t in getattr(self.llm, "_input_ids", [])]
+            reply = self.llm.create_chat_completion(
+                messages,
+                response_format={"type": "json_object", "schema": self.schema},
+                temperature=0.0,
+                max_tokens=256,
+            )
+            calls += 1
+            used = int(reply["usage"]["prompt_tokens"])
+            prompt += used
+            evaluated += self._evaluated(before, used)
+            content = reply["choices"][0]["message"]["content"] or ""
+            messages.append({"role": "assistant", "content": content})
+            try:
+                action = json.loads(content)
+            except json.JSONDecodeError as exc:
+                messages.append({"role": "user", "content": f"That is not valid JSON: {exc}"})
+                continue
+            if isinstance(action, dict) and isinstance(action.get("final_answer"), str):
+                return Answer("answered", action["final_answer"], calls,
+                              time.perf_counter() - started, prompt, evaluated, skills)  # fmt: skip
+            name = action.get("skill_name") if isinstance(action, dict) else None
+            skills.append(str(name))
+            try:
+                result = self.device.call(str(name), **(action.get("arguments") or {}))
+                text = f"Result of {name}: {json.dumps(result, ensure_ascii=False)}"
+            except Exception as exc:
+                text = f"Error from {name}: {exc}"
+            messages.append({"role": "user", "content": text})
+        return Answer("max_iterations", None, calls, time.perf_counter() - started,
+                      prompt, evaluated, skills)  # fmt: skip
+
+    def stop(self) -> None:
+        if self.llm is not None:
+            with contextlib.suppress(Exception):
+                self.llm.close()
+            self.llm = None
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no output)"
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(records)
+    return {
+        "n": n,
+        "correct": sum(r["correct"] for r in records),
+        "correct_rate": sum(r["correct"] for r in records) / n if n else 0.0,
+        "answered_rate": sum(r["outcome"] == "answered" for r in records) / n if n else 0.0,
+        "median_calls": _median([r["model_calls"] for r in records]),
+        "median_s": _median([r["seconds"] for r in records]),
+        "median_prompt": _median([r["prompt_tokens"] for r in records]),
+        "total_prompt": sum(r["prompt_tokens"] for r in records),
+        "median_evaluated": _median([r["evaluated_tokens"] for r in records]),
+        "total_evaluated": sum(r["evaluated_tokens"] for r in records),
+    }
+
+
+def print_table(summaries: dict[tuple[str, str], dict[str, Any]], labels: dict[str, str]) -> None:
+    print("\nprompt = tokens in each call's prompt, summed per question; evaluated = tokens the "
+          "model ran\n(the peer's is estimated from llama-cpp-python's prefix match: ~)")
+    header = (f"  {'strategy':<16} {'split':<9} {'correct':>13} {'answered':>9} {'calls':>6} "
+              f"{'s/question':>10} {'prompt med':>10} {'evaluated med':>13} {'eval total':>10}")
+    print(header)
+    print("  " + "-" * (len(header) - 2))
+    for (name, split), s in summaries.items():
+        mark = "~" if name == "peer" else ""
+        print(
+            f"  {labels[name]:<16} {split:<9} "
+            f"{s['correct']:>3}/{s['n']:<3} ({s['correct_rate']:>4.0%}) "
+            f"{s['answered_rate']:>8.0%} {s['median_calls']:>6.1f} {s['median_s']:>10.1f} "
+            f"{s['median_prompt']:>10.0f} {mark + format(s['median_evaluated'], '.0f'):>13} "
+            f"{mark + str(s['total_evaluated']):>10}"
+        )  # fmt: skip
+
+
+def print_ratios(summaries: dict[tuple[str, str], dict[str, Any]], names: list[str]) -> None:
+    if "guided" not in names:
+        return
+    guided = summaries[("guided", "all")]
+    for other in ("peer", "plain"):
+        if other not in names:
+            continue
+        base = summaries[(other, "all")]
+
+        def ratio(key: str, base: dict[str, Any] = base) -> str:
+            return f"{guided[key] / base[key]:.2f}x" if base[key] else "n/a"
+
+        print(f"  guided/{other}: correct {ratio('correct')}, median calls "
+              f"{ratio('median_calls')}, median s/question {ratio('median_s')}, "
+              f"evaluated tokens {ratio('total_evaluated')}")  # fmt: skip
+
+
+def verdict(summaries: dict[tuple[str, str], dict[str, Any]], names: list[str],
+            splits: list[str]) -> bool:  # fmt: skip
+    print("\ngoal (issue 10):")
+    if "guided" not in names:
+        print("  not judged: the guided strategy did not run")
+        return False
+    guided = summaries[("guided", "all")]
+    checks = {
+        f"guided >= {GOAL_CORRECT:.0%} correct on {split}": summaries[("guided", split)][
+            "correct_rate"
+        ] >= GOAL_CORRECT
+        for split in splits
+    }
+    checks[f"guided median model calls <= {GOAL_MEDIAN_CALLS}"] = (
+        guided["median_calls"] <= GOAL_MEDIAN_CALLS
+    )
+    if "peer" in names:
+        peer = summaries[("peer", "all")]
+        checks["guided more correct than peer"] = guided["correct"] > peer["correct"]
+        checks["guided faster per question than peer (median s)"] = (
+            guided["median_s"] < peer["median_s"]
+        )
+    else:
+        checks["peer ran (needed to compare)"] = False
+    if set(splits) != set(SPLITS):
+        print("  note: only " + ", ".join(splits) + " asked; the goal needs both halves")
+        checks["both halves asked"] = False
+    for text, met in checks.items():
+        print(f"  {text:<52} {'met' if met else 'NOT MET'}")
+    return all(checks.values())
+
+
+# -- main -----------------------------------------------------------------------------------------
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--strategies", default=",".join(STRATEGIES),
+                        help="comma-separated, of plain, guided, peer (default: all three)")
+    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="ask only the first N questions (dev and held-out alternate)")
+    parser.add_argument("--max-iterations", type=int, default=6,
+                        help="model steps per question, the same for every strategy (default 6)")
+    parser.add_argument("--timeout", type=float, default=240.0,
+                        help="seconds per question before it is cut off (default 240)")
+    parser.add_argument("--load-timeout", type=float, default=600.0,
+                        help="seconds a daemon may take to load and warm up (default 600)")
+    parser.add_argument("--json", metavar="OUT", help="write the per-question records here")
+    parser.add_argument("--verbose", action="store_true", help="print every answer")
+    args = parser.parse_args(argv)  # fmt: skip
+    names = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = sorted(set(names) - set(STRATEGIES))
+    if unknown or not names:
+        parser.error(f"unknown strategies: {', '.join(unknown) or '(none)'}")
+    args.names = list(dict.fromkeys(names))
+    if args.max_iterations < 1:
+        parser.error("--max-iterations must be at least 1")
+    return args
+
+
+def select_questions(split: str, limit: int | None) -> list[Question]:
+    """The questions of ``split``, dev and held-out alternating, the first ``limit`` of them."""
+    dev = [q for q in QUESTIONS if q.split == "dev" and split in ("dev", "all")]
+    held = [q for q in QUESTIONS if q.split == "held-out" and split in ("held-out", "all")]
+    mixed = [q for pair in zip(dev, held, strict=False) for q in pair]
+    mixed += dev[len(mixed) // 2 :] if len(dev) > len(held) else held[len(mixed) // 2 :]
+    return mixed[:limit]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    questions = select_questions(args.split, args.limit)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-comp-"))
+    sysfs, proc = build_device(workdir)
+    device = Device(sysfs, proc)
+    print(f"{len(questions)} questions ({args.split}), strategies {', '.join(args.names)}, "
+          f"max {args.max_iterations} iterations, fake device in {workdir}")  # fmt: skip
+    runners: dict[str, DaemonStrategy | PeerStrategy] = {}
+    skipped: dict[str, str] = {}
+    records: list[dict[str, Any]] = []
+    try:
+        for name in args.names:
+            runner: DaemonStrategy | PeerStrategy = (
+                PeerStrategy(device, args) if name == "peer"
+                else DaemonStrategy(name, workdir, sysfs, proc, args)
+            )  # fmt: skip
+            try:
+                runner.start()
+            except StrategyUnsupported as exc:
+                print(f"  SKIPPED {name}: {exc} (the daemon does not have this strategy yet)")
+                skipped[name] = str(exc)
+                runner.stop()
+                continue
+            except BaseException:
+                runner.stop()
+                raise
+            runners[name] = runner
+        order = list(runners)
+        for index, question in enumerate(questions):
+            # Rotate who goes first, so no strategy always follows another one's cache.
+            turn = order[index % len(order):] + order[: index % len(order)] if order else []
+            for name in turn:
+                device.tick()
+                check = question.expect(device)
+                answer = runners[name].ask(question.text)
+                correct = answer.outcome == "answered" and bool(check(answer.answer or ""))
+                record = {
+                    "strategy": name,
+                    "label": runners[name].label,
+                    "id": question.id,
+                    "split": question.split,
+                    "category": question.category,
+                    "question": question.text,
+                    "expected": str(check),
+                    "correct": correct,
+                    **dataclasses.asdict(answer),
+                }
+                records.append(record)
+                if args.verbose:
+                    mark = "ok " if correct else "BAD"
+                    shown = answer.answer if answer.answer is not None else f"({answer.outcome})"
+                    print(f"  {mark} {name:<6} {question.id} {question.text!r} -> {shown!r} "
+                          f"[expected {check}; {answer.model_calls} calls "
+                          f"{'/'.join(answer.skills) or '-'}; {answer.seconds:.1f} s]")  # fmt: skip
+            if not args.verbose:
+                done = sum(r["correct"] for r in records if r["id"] == question.id)
+                print(f"  {index + 1}/{len(questions)} {question.id}: {done}/{len(turn)} correct",
+                      flush=True)  # fmt: skip
+    finally:
+        for runner in runners.values():
+            runner.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    names = list(runners)
+    splits = [s for s in SPLITS if any(q.split == s for q in questions)]
+    summaries: dict[tuple[str, str], dict[str, Any]] = {}
+    for name in names:
+        mine = [r for r in records if r["strategy"] == name]
+        for split in [*splits, "all"]:
+            summaries[(name, split)] = summarize(
+                [r for r in mine if split == "all" or r["split"] == split]
+            )
+    print_table(summaries, {name: runners[name].label for name in names})
+    print_ratios(summaries, names)
+    for name, why in skipped.items():
+        print(f"  {name}: skipped: {why}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "date": dt.datetime.now().isoformat(timespec="seconds"),
+            "max_iterations": args.max_iterations,
+            "strategies": {name: runners[name].label for name in names},
+            "skipped": skipped,
+            "summaries": [{"strategy": n, "split": s, **v} for (n, s), v in summaries.items()],
+            "records": records,
+        }, indent=1, ensure_ascii=False))  # fmt: skip
+        print(f"\nrecords written to {args.json}")
+    met = verdict(summaries, names, splits)
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
