@@ -20,18 +20,6 @@ from mosquitto import wait_for
 REPO = Path(__file__).resolve().parent.parent
 
 
-def bridge_wired() -> bool:
-    """Whether ``serve`` reads ``[mqtt]`` and the CLI has ``nodes`` (the wiring of the bridge)."""
-    import edge_agent.cli
-    from edge_agent.service.config import Settings
-
-    cli = Path(edge_agent.cli.__file__).read_text(encoding="utf-8")
-    return "mqtt" in Settings.model_fields and "add_parsers" in cli and "make_bridge" in cli
-
-
-NOT_WIRED = "the [mqtt] section is not wired into `edge-agent serve` in this tree"
-
-
 def final(text: str) -> str:
     return json.dumps({"final_answer": text})
 
