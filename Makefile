@@ -70,6 +70,7 @@ bench: $(STAMP)
 	-$(BIN)/python scripts/bench_model.py
 	-$(BIN)/python scripts/bench_ipc.py
 	-$(BIN)/python scripts/bench_competence.py
+	-$(BIN)/python scripts/bench_mqtt.py
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache
