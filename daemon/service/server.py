@@ -23,7 +23,7 @@ from typing import Any
 import zmq
 
 from edge_agent.agent.loop import Agent
-from edge_agent.agent.protocol import ModelHandle
+from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.service.config import Settings
@@ -255,7 +255,8 @@ class Server:
     def _load_agent(self) -> Agent:
         """Runs on the run thread, first."""
         model = self.options.load_model()
-        guidance = guidance_for(self.settings.model.strategy, model)
+        # A bare model (only ``generate``) has no ``info``: read it through the full protocol.
+        guidance = guidance_for(self.settings.model.strategy, full_handle(model))
         agent = Agent(model, self.options.registry, soul=self.options.soul, guidance=guidance)
         log.info("model strategy: %s", "guided" if guidance else "plain")
         if self.settings.model.warm_up:
