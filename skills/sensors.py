@@ -15,6 +15,8 @@ from edge_agent.skills.readings import UNITS, Sensor, SensorError
 from edge_agent.skills.sysfs import Root, SysfsError
 from edge_agent.skills.thermal import cpu_zone, discover_zones
 
+KIND_WORDS = {"thermal_zone": "thermal zone", "iio": "sensor chip", "w1": "1-Wire probe"}
+"""How each kind of sensor is called in words, for the model."""
 _SHOWN_NAME_CHARS = 60
 
 
@@ -51,7 +53,7 @@ class Sensors:
     def sensor_choices(self) -> dict[str, str]:
         """The names ``read_sensor`` takes, each with what it measures (its argument's choices)."""
         return {
-            sensor.name: f"{sensor.label} ({sensor.kind}): "
+            sensor.name: f"{KIND_WORDS.get(sensor.kind, sensor.kind)} {sensor.label}, measures "
             + ", ".join(f"{q} in {UNITS[q]}" for q in sensor.quantities)
             for sensor in self.discover()
         }

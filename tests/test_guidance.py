@@ -85,18 +85,37 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
     assert scored_texts == {f" {QUESTION}"}
 
 
-def test_a_skill_whose_arguments_the_model_must_write_gets_its_head_forced() -> None:
+def test_a_free_text_argument_is_the_likeliest_phrase_of_the_question() -> None:
+    wanted = '{"skill_name": "resolve_date", "arguments": {"text": "next Friday"}}'
     model = MockModel(
-        [
-            '{"skill_name": "resolve_date", "arguments": {"text": "next friday"}}',
-            '{"final_answer": "Next Friday is 2026-12-04."}',
-        ],
-        scores={("YYYY-MM-DD", " When is next Friday?"): -1.0, ANSWER_HEAD: 0.0},
+        ['{"final_answer": "Next Friday is 2026-12-04."}'],
+        scores={("YYYY-MM-DD", " When is next Friday?"): -1.0, ANSWER_HEAD: 0.0, wanted: -2.0},
     )
     state = Agent(model, house(), guidance=Guidance()).run("When is next Friday?")
-    assert calls(state) == [("resolve_date", {"text": "next friday"})]
-    assert model.calls[0]["prefix"] == f'{SKILL_HEAD}resolve_date", "arguments": {{'
+    assert calls(state) == [("resolve_date", {"text": "next Friday"})]
+    # The phrases offered were the question's own, and no text was generated for the call.
+    offered = [json.loads(o)["arguments"]["text"] for o in model.scored[-1][1]]
+    assert {"When", "next Friday", "When is next Friday"} <= set(offered)
+    assert "next Friday?" not in offered
+    assert len(model.prompts) == 1
     assert state.final_answer == "Next Friday is 2026-12-04."
+
+
+def test_arguments_no_phrase_can_fill_are_written_by_the_model_after_a_forced_head() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def set_timer(minutes: int) -> str:
+        """Start a kitchen timer."""
+        return f"set for {minutes} min"
+
+    model = MockModel(
+        ['{"skill_name": "set_timer", "arguments": {"minutes": 5}}', '{"final_answer": "Set."}'],
+        scores={("kitchen timer", " Five minutes please"): 0.0},
+    )
+    state = Agent(model, registry, guidance=Guidance()).run("Five minutes please")
+    assert calls(state) == [("set_timer", {"minutes": 5})]
+    assert model.calls[0]["prefix"] == f'{SKILL_HEAD}set_timer", "arguments": {{'
 
 
 def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
@@ -118,7 +137,8 @@ def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
         """Current value of one sensor."""
         return {"sensor": name}
 
-    state = Agent(model, registry, guidance=Guidance()).run("Compare them", max_iterations=8)
+    guidance = Guidance(go_on=True)
+    state = Agent(model, registry, guidance=guidance).run("Compare them", max_iterations=8)
     assert calls(state) == [
         ("read_sensor", {"name": "bme280"}),
         ("read_sensor", {"name": "probe"}),
@@ -133,13 +153,51 @@ def test_the_answer_bias_leans_the_choice_after_a_result_toward_answering() -> N
         model = MockModel(['{"final_answer": "Warm."}'], scores=scores)
         registry = house()
         registry.remove("resolve_date")  # every candidate left has its arguments fixed
-        state = Agent(model, registry, guidance=Guidance(answer_bias=bias)).run("How hot?")
+        guidance = Guidance(go_on=True, answer_bias=bias)
+        state = Agent(model, registry, guidance=guidance).run("How hot?")
         assert state.final_answer == "Warm."
         made[bias] = len(calls(state))
     # With bias 2 the answer head wins at once (-2.5 + 2 >= -1); with bias 1 it does not, and
     # the run goes on to the other candidates before it answers.
     assert made[2.0] == 1
     assert made[1.0] > 1
+
+
+def test_after_a_result_the_model_answers_unless_it_may_go_on() -> None:
+    scores = {("CPU", " How hot?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
+    model = MockModel(['{"final_answer": "Warm."}'], scores=scores)
+    state = Agent(model, house(), guidance=Guidance()).run("How hot?")
+    assert calls(state) == [("cpu_temperature", {})]
+    assert state.final_answer == "Warm."
+
+
+def test_a_failed_call_is_followed_by_the_next_best_candidate() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def thermometer() -> float:
+        """The room's temperature."""
+        raise OSError("no thermometer is connected")
+
+    @registry.skill
+    def weather_station() -> float:
+        """The temperature outside."""
+        return 7.5
+
+    scores = {("room", " How cold?"): -1.0, ("outside", " How cold?"): -2.0}
+    model = MockModel(['{"final_answer": "7.5 °C outside."}'], scores=scores)
+    state = Agent(model, registry, guidance=Guidance()).run("How cold?")
+    assert calls(state) == [("thermometer", {}), ("weather_station", {})]
+    assert [e.type for e in state.stream.root][1] == "ToolErrorObservation"
+    assert state.final_answer == "7.5 °C outside."
+
+
+def test_the_system_prompt_shows_how_answers_read_and_favours_no_skill() -> None:
+    guided = Agent(MockModel([]), house(), guidance=Guidance()).system_prompt()
+    plain = Agent(MockModel([]), house()).system_prompt()
+    assert "How answers read" in guided
+    assert '"skill_name": "cpu_temperature"' not in guided
+    assert 'Example: {"skill_name": "cpu_temperature"' in plain
 
 
 def test_the_last_allowed_step_answers() -> None:

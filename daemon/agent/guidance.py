@@ -8,12 +8,15 @@ description, example questions and argument choices. None knows any skill or que
   candidate under whose description the question is most likely, log P(question | description)
   (the noisy-channel direction). A skill whose argument takes one of a few values known at run
   time (the sensors present) is a candidate once per value, with that value's description.
-- **Answer or go on.** After a result the model itself chooses between its two action heads,
-  ``{"final_answer": "`` and ``{"skill_name": "``, by their likelihood; ``answer_bias`` leans
-  that choice toward answering. A call already made is not made again, and the last allowed
-  step answers.
-- **What to say.** The result turn repeats the question, and the answer is the model's own text,
-  only forced to start as an answer. Code never writes an answer.
+- **Answer or go on.** After a failed call the next best candidate is tried; a call already made
+  is never made again, and the last allowed step answers. After a result the model answers, or,
+  with ``go_on``, chooses itself between its two action heads, ``{"final_answer": "`` and
+  ``{"skill_name": "``, by their likelihood (``answer_bias`` leans it toward answering).
+- **Which words.** A skill that takes one free text argument gets a phrase of the question, the
+  one the model finds most likely there (a small model otherwise copies its prompt's examples).
+- **What to say.** The system prompt shows how answers read, the result turn repeats the
+  question, and the answer is the model's own text, only forced to start as an answer. Code never
+  writes an answer.
 """
 
 from __future__ import annotations
@@ -23,17 +26,26 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edge_agent.agent.events import (
-    AgentState,
-    CallSkillAction,
-    SkillResultObservation,
-)
+from edge_agent.agent.events import AgentState, CallSkillAction, SkillResultObservation
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
 
 ANSWER_HEAD = '{"final_answer": "'
 SKILL_HEAD = '{"skill_name": "'
+
+ANSWER_EXAMPLES = (
+    "How answers read. After a result, answer the question in one short sentence with the values "
+    "and units from the result:\n"
+    'Result of read_meter: {"quantity": "power", "value": 412.5, "unit": "W"}\n'
+    'The question was: How much power is the house using?\n'
+    '{"final_answer": "The house is using 412.5 W."}\n'
+    'Result of get_calendar: {"date": "2031-03-09", "weekday": "Sunday"}\n'
+    "The question was: What day is the market?\n"
+    '{"final_answer": "The market is on Sunday, 2031-03-09."}'
+)
+"""Worked answers about skills no registry has, so they favour none: the system prompt's last
+part under guidance, in place of the plain prompt's example action."""
 
 
 def action_text(skill_name: str, arguments: dict[str, Any]) -> str:
@@ -51,6 +63,8 @@ class Candidate:
     when the model writes them."""
     description: str
     """The text the question is scored after."""
+    text_argument: str | None = None
+    """The one required argument, a free string, that a phrase of the question fills."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -83,18 +97,45 @@ def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
             )
             for value, meaning in choices[argument].items()
         ]
-    return [Candidate(spec.name, None, describe(signature_text(spec)))]
+    properties = spec.parameters_schema.get("properties", {})
+    (only,) = required if len(required) == 1 else (None,)
+    is_text = only is not None and properties.get(only, {}).get("type") == "string"
+    return [
+        Candidate(
+            spec.name, None, describe(signature_text(spec)), only if is_text else None
+        )
+    ]
+
+
+MAX_PHRASE_WORDS = 4
+
+
+def question_phrases(query: str) -> list[str]:
+    """Every run of up to four words of ``query``, without the punctuation around it."""
+    words = [w.strip("?!.,;:\"'()") for w in query.split()]
+    words = [w for w in words if w]
+    phrases = dict.fromkeys(
+        " ".join(words[i : i + n])
+        for n in range(1, MAX_PHRASE_WORDS + 1)
+        for i in range(len(words) - n + 1)
+    )
+    return list(phrases)
 
 
 @dataclasses.dataclass(eq=False)
 class Guidance:
     """The helps a small model gets; ``Agent(..., guidance=Guidance())`` turns them on."""
 
+    go_on: bool = False
+    """After a result, let the model choose to call another skill instead of answering (a 270M
+    model nearly always prefers to, so it is off unless a model judges that well)."""
     answer_bias: float = 2.0
-    """Nats added to the answer head's log-probability when the model chooses, after a result,
-    between answering and calling another skill."""
+    """With ``go_on``: nats added to the answer head's log-probability when the model chooses,
+    after a result, between answering and calling another skill."""
     restate_question: bool = True
     """End each result turn with the question, so the answer is written right after it."""
+    answer_examples: str = ANSWER_EXAMPLES
+    """The system prompt's closing part: how answers read."""
     _candidates: dict[tuple[int, tuple[str, ...], ChatFormat], list[Candidate]] = (
         dataclasses.field(default_factory=dict, init=False, repr=False)
     )
@@ -124,19 +165,25 @@ class Guidance:
     ) -> str:
         """The model's next reply to ``prompt``, guided; ``generate(prompt, prefix=...)`` asks
         the model itself. Raises what the model raises."""
-        tried = {_key(a) for a in state.stream.root if isinstance(a, CallSkillAction)}
+        events = state.stream.root
+        tried = {_key(a) for a in events if isinstance(a, CallSkillAction)}
         left = [c for c in candidates if c.key not in tried and (c.skill_name, "*") not in tried]
-        answered_once = any(isinstance(e, SkillResultObservation) for e in state.stream.root)
+        result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
             if last_step or not left:
                 return generate(prompt, prefix=ANSWER_HEAD)
-            if answered_once and self._prefers_answer(model, prompt):
+            if result_last and (not self.go_on or self._prefers_answer(model, prompt)):
                 return generate(prompt, prefix=ANSWER_HEAD)
             best = self._best(model, model.chat_format.defuse(state.query), left)
         except ScoringUnsupported:
             return generate(prompt)
         if best.arguments is not None:
             return action_text(best.skill_name, best.arguments)
+        phrases = question_phrases(state.query) if best.text_argument else []
+        if best.text_argument and phrases:
+            options = [action_text(best.skill_name, {best.text_argument: p}) for p in phrases]
+            scores = model.score(prompt, options)
+            return options[max(range(len(options)), key=lambda i: sum(scores[i]))]
         return generate(prompt, prefix=f'{SKILL_HEAD}{best.skill_name}", "arguments": {{')
 
     def _prefers_answer(self, model: ModelHandle, prompt: str) -> bool:

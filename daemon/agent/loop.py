@@ -109,7 +109,8 @@ class Agent:
             if len(self._systems) > 64:
                 self._systems.clear()
             skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
-            text = render_system(self.soul or Soul(), workflow, skills)
+            example = None if self.guidance is None else self.guidance.answer_examples
+            text = render_system(self.soul or Soul(), workflow, skills, example)
             system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
         return system
 

@@ -127,8 +127,14 @@ def _example(skills: Sequence[SkillSpec]) -> str:
     return 'Example: {"final_answer": "The living room is 21.5 °C."}'
 
 
-def render_system(soul: Soul, workflow: Workflow | None, skills: Sequence[SkillSpec]) -> str:
-    """The system part: soul, workflow instructions, skill catalogue and the action language."""
+def render_system(
+    soul: Soul,
+    workflow: Workflow | None,
+    skills: Sequence[SkillSpec],
+    example: str | None = None,
+) -> str:
+    """The system part: soul, workflow instructions, skill catalogue and the action language,
+    closed by ``example`` (default: an example action)."""
     parts = [soul.render()]
     if workflow is not None and workflow.instructions.strip():
         parts.append(workflow.instructions.strip())
@@ -143,7 +149,7 @@ def render_system(soul: Soul, workflow: Workflow | None, skills: Sequence[SkillS
     else:
         parts.append("There are no skills to call.")
     parts.append(ACTION_LANGUAGE)
-    parts.append(_example(skills))
+    parts.append(_example(skills) if example is None else example)
     return "\n\n".join(parts)
 
 
