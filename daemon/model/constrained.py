@@ -5,22 +5,27 @@ which is what makes grammar decoding slow. Most of the time the model's own pick
 :class:`ActionGrammar` asks the grammar about that single token (as llama.cpp's common sampler
 does). When the pick is rejected it judges only the tokens whose logits are near the best, which
 finds the same best allowed token; the whole vocabulary is judged only when none of those fits.
+
+The grammar is canonical: JSON exactly as ``json.dumps`` writes it, with ``", "`` and ``": "`` as
+separators and no other whitespace, so that an action has one spelling. Wherever the grammar then
+allows a single byte next (the keys, the quotes, the rest of a skill name once its prefix is
+unique), :meth:`ActionGrammar.forced` says so, and the decoder takes that text without sampling.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import math
 from collections import OrderedDict
 from typing import Any
 
-import llama_cpp
 import numpy as np
 import numpy.typing as npt
-from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from edge_agent.agent.protocol import ModelError
+from edge_agent.model.bindings import llama_cpp
 
 # Deep enough for real nested argument models; shallow enough that references cannot blow up.
 _MAX_REF_DEPTH = 6
@@ -60,10 +65,70 @@ def inline_refs(schema: Any) -> Any:
     return walk(schema, {}, 0)
 
 
+def _lex_gbnf(text: str) -> list[str]:
+    """GBNF text in pieces: quoted literals and character classes whole, names, and the rest
+    one character at a time (whitespace included), so that joining them gives the text back."""
+    pieces: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c in "\"[":
+            close = '"' if c == '"' else "]"
+            j = i + 1
+            while j < len(text) and text[j] != close:
+                j += 2 if text[j] == "\\" else 1
+            pieces.append(text[i : j + 1])
+            i = j + 1
+        elif c.isalnum() or c in "-_":
+            j = i
+            while j < len(text) and (text[j].isalnum() or text[j] in "-_"):
+                j += 1
+            pieces.append(text[i:j])
+            i = j
+        else:
+            pieces.append(c)
+            i += 1
+    return pieces
+
+
+def canonical_gbnf(gbnf: str) -> str:
+    """llama-cpp-python's grammar with its optional whitespace taken out: ``","`` and ``":"``
+    become ``", "`` and ``": "`` (``json.dumps``'s separators) and every other ``space`` is
+    empty. The strict parser accepts this JSON as it accepts any other."""
+    lines = []
+    for line in gbnf.splitlines():
+        name, sep, body = line.partition("::=")
+        if sep and name.strip() == "space":
+            lines.append(f'{name}{sep} ""')
+            continue
+        pieces = _lex_gbnf(body)
+        out: list[str] = []
+        k = 0
+        while k < len(pieces):
+            piece = pieces[k]
+            if piece in ('","', '":"'):
+                # The separator absorbs the ``space`` that follows it (past blanks), if any.
+                j = k + 1
+                while j < len(pieces) and pieces[j].isspace():
+                    j += 1
+                if j < len(pieces) and pieces[j] == "space":
+                    out.append(piece[:-1] + ' "')
+                    k = j + 1
+                    continue
+            out.append(piece)
+            k += 1
+        lines.append(name + sep + "".join(out))
+    return "\n".join(lines) + "\n"
+
+
 def schema_to_gbnf(schema: dict[str, Any]) -> str:
-    """The GBNF grammar of one action; raises :class:`GrammarError` if the schema is unusable."""
+    """The canonical GBNF grammar of one action; raises :class:`GrammarError` if the schema is
+    unusable."""
     try:
-        return str(json_schema_to_gbnf(json.dumps(inline_refs(schema))))
+        # By its full name, after the bindings registered the bare package (see bindings.py).
+        grammar_module = importlib.import_module("llama_cpp.llama_grammar")
+        text = grammar_module.json_schema_to_gbnf(json.dumps(inline_refs(schema)))
+        return canonical_gbnf(str(text))
     except (
         KeyError,
         ValueError,
@@ -77,12 +142,23 @@ def schema_to_gbnf(schema: dict[str, Any]) -> str:
 
 
 class VocabBuffer:
-    """One token-data array the size of the vocabulary, shared by all grammars of a model."""
+    """One token-data array the size of the vocabulary, shared by all grammars of a model, and
+    the tokens that ask a grammar which byte may come next."""
 
-    def __init__(self, n_vocab: int) -> None:
+    def __init__(self, n_vocab: int, byte_tokens: list[int], end_token: int) -> None:
         self.data = (llama_cpp.llama_token_data * n_vocab)()
         self.view: npt.NDArray[Any] = np.frombuffer(memoryview(self.data), dtype=_TOKEN_DATA)
         self.ids = np.arange(n_vocab, dtype=np.int32)
+        # Byte 0 is left out: llama.cpp's grammar never allows a token that starts with it.
+        bytes_known = [b for b in range(1, 256) if b < len(byte_tokens) and byte_tokens[b] >= 0]
+        self.probe_bytes = bytes(bytes_known)
+        """The byte each probe token stands for; the last probe is the end-of-generation token."""
+        self.probe_ids = np.array(
+            [byte_tokens[b] for b in bytes_known] + [end_token], dtype=np.int32
+        )
+        self.probe_zeros = np.zeros(len(self.probe_ids), dtype=np.float32)
+        # A byte without its own token could be allowed unseen: then nothing is ever forced.
+        self.can_force = len(bytes_known) == 255 and end_token >= 0
 
 
 class ActionGrammar:
@@ -152,6 +228,29 @@ class ActionGrammar:
         self.full_masks += 1
         return self._buffer.ids, self._apply(self._buffer.ids, logits)
 
+    def forced(self, limit: int) -> tuple[bytes, bool]:
+        """The text the grammar allows next and nothing else (at most ``limit`` bytes), already
+        accepted, and whether the grammar then allows only the end of the reply.
+
+        Each step asks the grammar about one token per byte value and about the end token: when
+        exactly one byte fits, every allowed continuation starts with it, so it is taken.
+        """
+        buffer = self._buffer
+        if not buffer.can_force:
+            return b"", False
+        text = bytearray()
+        end = len(buffer.probe_ids) - 1
+        while len(text) < limit:
+            allowed = np.flatnonzero(np.isfinite(self._apply(buffer.probe_ids, buffer.probe_zeros)))
+            if len(allowed) != 1:
+                break
+            if allowed[0] == end:
+                return bytes(text), True
+            # Allowed on the line above, so accepting cannot abort inside llama.cpp.
+            llama_cpp.llama_sampler_accept(self._sampler, int(buffer.probe_ids[allowed[0]]))
+            text.append(buffer.probe_bytes[allowed[0]])
+        return bytes(text), False
+
     def accept(self, token: int) -> None:
         llama_cpp.llama_sampler_accept(self._sampler, token)
 
@@ -165,9 +264,17 @@ class GrammarCache:
     """Compiled grammars by schema: the registry hands out one dict per version, so its identity
     is the fast key and its JSON text the sure one."""
 
-    def __init__(self, vocab: Any, n_vocab: int, size: int = 8) -> None:
+    def __init__(
+        self,
+        vocab: Any,
+        n_vocab: int,
+        size: int = 8,
+        *,
+        byte_tokens: list[int] | None = None,
+        end_token: int = -1,
+    ) -> None:
         self._vocab = vocab
-        self._buffer = VocabBuffer(n_vocab)
+        self._buffer = VocabBuffer(n_vocab, byte_tokens or [], end_token)
         self._size = size
         self._by_id: dict[int, tuple[dict[str, Any], ActionGrammar]] = {}
         self._by_text: OrderedDict[str, ActionGrammar] = OrderedDict()

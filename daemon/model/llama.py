@@ -10,6 +10,8 @@ window cache is only safe to cut back partially at full size, hence ``swa_full=T
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import threading
 import time
@@ -22,12 +24,13 @@ from edge_agent.agent.checks import check_count
 from edge_agent.agent.prompt import ChatFormat
 from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError
 from edge_agent.model.constrained import ActionGrammar, GrammarCache
-from edge_agent.model.decoding import completion, decode_reply
+from edge_agent.model.decoding import Reply, completion, decode_reply, forced_run
 from edge_agent.model.embedded import default_model_path
 from edge_agent.model.formats import choose_format
 from edge_agent.model.gguf import ModelLoadError, read_gguf
 from edge_agent.model.kvcache import KVCache
-from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed
+from edge_agent.model.prefixstate import PrefixState, file_identity, llama_build
+from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
 from edge_agent.model.sampler import Sampler
 from edge_agent.model.sizing import (
     DEFAULT_MAX_TOKENS,
@@ -38,6 +41,9 @@ from edge_agent.model.sizing import (
     default_threads,
     kv_cache_bytes,
 )
+
+
+log = logging.getLogger(__name__)
 
 
 class BadPrefix(ModelError):
@@ -71,6 +77,7 @@ class LlamaModel:
         seed: int = 0,
         chat_format: ChatFormat | None = None,
         sha256: str | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
         verbose: bool = False,
     ) -> None:
         sizes = ContextSizes(
@@ -94,10 +101,35 @@ class LlamaModel:
         self._runtime = LlamaRuntime(self.path, gguf, sizes, verbose=verbose)
         self._cache = KVCache(self._runtime)
         self._sampler = Sampler(temperature, seed)
-        self._grammars = GrammarCache(self._runtime.vocab, self._runtime.n_vocab)
+        self._byte_tokens = self._runtime.byte_tokens()
+        self._grammars = GrammarCache(
+            self._runtime.vocab,
+            self._runtime.n_vocab,
+            byte_tokens=self._byte_tokens,
+            end_token=self._runtime.end_token,
+        )
+        self.last_reply: Reply | None = None
+        """What the last ``generate`` decoded: tokens sampled, tokens forced (for benchmarks)."""
         self._finalizer = weakref.finalize(self, _release, self._grammars, self._runtime)
         self._end_tokens = self._runtime.end_of_generation(self.chat_format.stop)
         self._lock = threading.Lock()
+        self._prefix_state = (
+            None
+            if state_dir is None
+            else PrefixState(
+                state_dir,
+                {
+                    "model": file_identity(self.path, sha256),
+                    "n_ctx": sizes.n_ctx,
+                    "n_seq_max": getattr(sizes, "n_seq_max", 1),
+                    "swa_full": True,
+                    "llama_cpp": llama_build(),
+                },
+                # A full KV cache, its cells' bookkeeping and the token list, and no more.
+                max_bytes=(self.kv_cache_bytes or 1 << 30) * 9 // 8 + 16 * sizes.n_ctx + (4 << 20),
+            )
+        )
+
 
     def __enter__(self) -> LlamaModel:
         return self
@@ -134,6 +166,7 @@ class LlamaModel:
             "swa_full": True,
             "kv_cache_bytes": self.kv_cache_bytes,
             "cached_tokens": len(self._cache),
+            "prefix_state": None if self._prefix_state is None else self._prefix_state.status,
         }
 
     @property
@@ -169,7 +202,31 @@ class LlamaModel:
             if len(tokens) + self.max_tokens > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
             keep = self._cache.reuse([*tokens, -1])
+            if keep == len(tokens):
+                return
+            state = self._prefix_state
+            if state is not None and self._load_prefix(state, tokens):
+                return
             self._cache.evaluate(tokens[keep:])
+            if state is not None and state.status != "saved":
+                state.write(tokens, self._runtime.save_state())
+            trim_heap()
+
+    def _load_prefix(self, state: PrefixState, tokens: list[int]) -> bool:
+        """Fill the cache from the saved state of exactly ``tokens``; False if there is none."""
+        payload = state.read(tokens)
+        if payload is None:
+            return False
+        if not self._runtime.load_state(payload):
+            state.discard()
+            state.status = "refused by llama.cpp"
+            log.warning("prefix state %s: refused by llama.cpp; evaluating instead", state.path)
+            self._cache.tokens = []
+            return False
+        self._cache.tokens = list(tokens)
+        state.status = "loaded"
+        return True
+
 
     def reset(self) -> None:
         """Nothing to forget between runs: the KV cache is kept on purpose."""
@@ -194,6 +251,7 @@ class LlamaModel:
         max_tokens: int | None = None,
         temperature: float | None = None,
         full_grammar_pass: bool = False,
+        forced_runs: bool = True,
         **_ignored: Any,
     ) -> Completion:
         """The model's reply to ``prompt``, up to the end of its turn or ``max_tokens`` tokens.
@@ -205,6 +263,8 @@ class LlamaModel:
         ``usage.stop == "interrupted"``. Raises :class:`ContextExceeded` when the prompt leaves
         no room for ``max_tokens``. ``full_grammar_pass=True`` masks the whole vocabulary at
         every token, as llama-cpp-python does; it exists to measure what the default path saves.
+        Text the grammar allows alone is taken without sampling and evaluated in one batch;
+        ``forced_runs=False`` samples it a token at a time instead (for the same comparison).
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
@@ -229,15 +289,28 @@ class LlamaModel:
                 if constrained and action_schema is not None
                 else None
             )
+            lead = b""
+            lead_ends = False
+            lead_count = 0
             if grammar is not None:
                 grammar.reset()
                 self._force(grammar, forced, prefix)
+                if forced_runs and not full_grammar_pass:
+                    # Text the grammar forces at the start is evaluated with the prompt, and
+                    # counted with it, as a prefix is: the cap is for the tokens after it.
+                    room = self.n_ctx - len(tokens) - cap
+                    run = forced_run(runtime, grammar, room, self._byte_tokens)
+                    lead, lead_ends, lead_count = run.text, run.ends, len(run.tokens)
+                    tokens += run.tokens
+            head = prefix.encode() + lead
             started = time.perf_counter()
             keep = self._cache.reuse(tokens)
             evaluated = len(tokens) - keep
+            self.last_reply = Reply(b"", 0, "interrupted", lead=lead_count)
             if not self._cache.evaluate(tokens[keep:], interrupted):
                 return completion(
-                    prefix.encode(),
+                    head,
+
                     len(tokens),
                     evaluated,
                     0,
@@ -246,7 +319,20 @@ class LlamaModel:
                     stop="interrupted",
                 )
             prefill_done = time.perf_counter()
+            if lead_ends:
+                stop = "stop"
+                self.last_reply = Reply(lead, 0, stop, lead=lead_count)
+                return completion(
+                    head,
+                    len(tokens),
+                    evaluated,
+                    0,
+                    started=started,
+                    prefill_done=prefill_done,
+                    stop=stop,
+                )
             reply = decode_reply(
+
                 runtime,
                 self._cache,
                 self._sampler,
@@ -257,9 +343,12 @@ class LlamaModel:
                 temperature=temperature,
                 interrupted=interrupted,
                 full_pass=full_grammar_pass,
+                byte_tokens=self._byte_tokens if forced_runs else None,
             )
+            self.last_reply = dataclasses.replace(reply, lead=lead_count)
             return completion(
-                prefix.encode() + reply.text,
+                head + reply.text,
+
                 len(tokens),
                 evaluated,
                 reply.generated,

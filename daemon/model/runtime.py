@@ -12,11 +12,11 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
 from edge_agent.agent.protocol import ModelError
+from edge_agent.model.bindings import llama_cpp, logger
 from edge_agent.model.gguf import GGUFInfo, ModelLoadError
 from edge_agent.model.sizing import ContextSizes
 
@@ -33,6 +33,23 @@ class DecodeFailed(ModelError):
     """llama.cpp could not evaluate a batch of tokens."""
 
     code = "decode_failed"
+
+
+def _find_malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc; absent on musl and elsewhere
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _find_malloc_trim()
+
+
+def trim_heap() -> None:
+    """Hand the heap's free pages back to the system. Loading a model frees some ten MiB of
+    scratch memory (the GGUF's metadata, weight repacking) that malloc would otherwise keep."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _free(model: Any, context: Any, batch: Any) -> None:
@@ -52,9 +69,7 @@ class LlamaRuntime:
     ) -> None:
         self.path = path
         self.sizes = sizes
-        from llama_cpp import _logger  # noqa: PLC0415 - its import installs the log hook
-
-        _logger.set_verbose(verbose)
+        logger.set_verbose(verbose)
         llama_cpp.llama_backend_init()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = 0
@@ -94,7 +109,11 @@ class LlamaRuntime:
         """llama.cpp's vocabulary pointer, for grammars built on this model."""
         self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
         self.bos = int(llama_cpp.llama_vocab_bos(self._vocab))
+        eot = int(llama_cpp.llama_vocab_eot(self._vocab))
+        self.end_token = eot if eot >= 0 else int(llama_cpp.llama_vocab_eos(self._vocab))
+        """The vocabulary's end-of-turn (else end-of-sequence) token."""
         self._piece = ctypes.create_string_buffer(_PIECE_BUFFER)
+        trim_heap()
 
     @property
     def closed(self) -> bool:
@@ -136,6 +155,37 @@ class LlamaRuntime:
             n = llama_cpp.llama_token_to_piece(self._vocab, token, big, -n, 0, False)
             return big.raw[:n]
         return self._piece.raw[:n]
+
+    def byte_tokens(self) -> list[int]:
+        """For each byte value, a token that is that one byte (-1 where the vocabulary has none)."""
+        found = []
+        buffer = (llama_cpp.llama_token * 4)()
+        for value in range(256):
+            data = bytes([value])
+            count = llama_cpp.llama_tokenize(self._vocab, data, 1, buffer, 4, False, False)
+            token = int(buffer[0]) if count == 1 else -1
+            found.append(token if token >= 0 and self.piece(token) == data else -1)
+        return found
+
+    def exact_tokens(self, data: bytes, byte_tokens: list[int]) -> list[int]:
+        """Tokens whose pieces join to exactly ``data``: the tokenizer's, when they do, else
+        one token per byte (a cut UTF-8 character's bytes are always sent one at a time)."""
+        tokens: list[int] = []
+        whole = 0
+        for cut in range(min(4, len(data) + 1)):  # a UTF-8 character is at most four bytes
+            try:
+                text = data[: len(data) - cut].decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            whole = len(data) - cut
+            tokens = self.tokenize(text, add_bos=False) if text else []
+            break
+        if b"".join(self.piece(t) for t in tokens) != data[:whole]:
+            tokens, whole = [], 0
+        tail = [byte_tokens[b] for b in data[whole:]]
+        if any(t < 0 for t in tail):
+            raise ModelError(f"no token spells the bytes {data[whole:]!r}")
+        return tokens + tail
 
     def end_of_generation(self, stops: tuple[str, ...]) -> frozenset[int]:
         """The tokens that end a reply: the vocabulary's own, and each one-token stop string."""
@@ -184,8 +234,26 @@ class LlamaRuntime:
         """Drop the cache from ``position`` on; False if llama.cpp cannot cut there."""
         return bool(llama_cpp.llama_memory_seq_rm(self._memory, -1, position, -1))
 
+    def save_state(self) -> bytes:
+        """The conversation's (sequence 0's) cached keys and values, as llama.cpp writes them."""
+        size = int(llama_cpp.llama_state_seq_get_size(self._context, 0))
+        buffer = (ctypes.c_uint8 * size)()
+        written = int(llama_cpp.llama_state_seq_get_data(self._context, buffer, size, 0))
+        return bytes(memoryview(buffer)[:written])
+
+    def load_state(self, data: bytes) -> bool:
+        """Replace sequence 0's cache with ``data`` from :meth:`save_state`; False if llama.cpp
+        refused it (the cache is then empty)."""
+        self.forget_all()
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        read = int(llama_cpp.llama_state_seq_set_data(self._context, buffer, len(data), 0))
+        if read != len(data):
+            self.forget_all()
+            return False
+        return True
+
     def forget_all(self) -> None:
         llama_cpp.llama_memory_clear(self._memory, True)
 
 
-__all__ = ["DecodeFailed", "LlamaRuntime", "ModelClosed"]
+__all__ = ["DecodeFailed", "LlamaRuntime", "ModelClosed", "trim_heap"]

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,9 +40,11 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
     def load() -> ModelHandle:
         from edge_agent.model import load_model  # noqa: PLC0415 - llama.cpp loads only here
 
-        if spec == "default":
-            return load_model(None, n_ctx=settings.model.n_ctx)
-        return load_model(spec, n_ctx=settings.model.n_ctx)
+        # systemd's CacheDirectory=: the warmed-up preamble's KV state is kept there across
+        # restarts (the first entry, should several be configured).
+        cache = os.environ.get("CACHE_DIRECTORY", "").split(":")[0] or None
+        path = None if spec == "default" else spec
+        return load_model(path, n_ctx=settings.model.n_ctx, state_dir=cache)
 
     return load
 
