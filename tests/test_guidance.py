@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from edge_agent import Agent, MockModel, Registry
+from edge_agent import Agent, Completion, MockModel, Registry, Usage
 from edge_agent.agent.guidance import ANSWER_HEAD, SKILL_HEAD, Guidance, candidates_for
 from edge_agent.agent.prompt import PLAIN
 
@@ -287,3 +287,33 @@ def test_a_failing_choice_list_leaves_the_skill_to_the_model(caplog: pytest.LogC
     (candidate,) = candidates_for(registry.get("read"), PLAIN)  # type: ignore[arg-type]
     assert candidate.arguments is None
     assert "the bus is gone" in caplog.text
+
+
+class Rambling(MockModel):
+    """Writes an answer that repeats itself until the token cap, as the 270M model can."""
+
+    def generate(self, prompt: str, **kwargs: Any) -> str:
+        text = super().generate(prompt, **kwargs)
+        if kwargs.get("prefix") == ANSWER_HEAD and not text.endswith('"}'):
+            return Completion(text, Usage(stop="length"))
+        return text
+
+
+def test_an_answer_cut_at_the_token_cap_ends_after_its_last_whole_sentence() -> None:
+    cut = '{"final_answer": "It is 41.5 %RH here. The air is 41.5 %RH. The air is 41'
+    model = Rambling([cut], scores={("CPU", " How damp?"): 0.0})
+    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
+    assert state.final_answer == "It is 41.5 %RH here. The air is 41.5 %RH."
+    assert model.calls[-1]["max_tokens"] == Guidance().answer_tokens
+
+
+def test_an_answer_that_cannot_be_cut_is_answered_again() -> None:
+    model = Rambling(
+        ['{"final_answer": "41 41 41 41', '{"final_answer": "It is damp."}'],
+        scores={("CPU", " How damp?"): 0.0},
+    )
+    state = Agent(model, house(), guidance=Guidance()).run("How damp?", max_iterations=4)
+    kinds = [e.type for e in state.stream.root]
+    assert kinds[:3] == ["CallSkillAction", "SkillResultObservation", "ValidationErrorObservation"]
+    assert state.final_answer == "It is damp."
+    assert len(calls(state)) == 1  # the answer was retried, not another skill

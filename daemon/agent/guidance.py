@@ -26,23 +26,30 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edge_agent.agent.events import AgentState, CallSkillAction, SkillResultObservation
+from edge_agent.agent.events import (
+    AgentState,
+    CallSkillAction,
+    Event,
+    SkillResultObservation,
+    ValidationErrorObservation,
+)
 from edge_agent.agent.prompt import ChatFormat, signature_text
-from edge_agent.agent.protocol import ModelHandle, ScoringUnsupported
+from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
 
 ANSWER_HEAD = '{"final_answer": "'
 SKILL_HEAD = '{"skill_name": "'
 
 ANSWER_EXAMPLES = (
-    "How answers read. After a result, answer the question in one short sentence with the values "
-    "and units from the result:\n"
-    'Result of read_meter: {"quantity": "power", "value": 412.5, "unit": "W"}\n'
-    'The question was: How much power is the house using?\n'
-    '{"final_answer": "The house is using 412.5 W."}\n'
-    'Result of get_calendar: {"date": "2031-03-09", "weekday": "Sunday"}\n'
-    "The question was: What day is the market?\n"
-    '{"final_answer": "The market is on Sunday, 2031-03-09."}'
+    "How answers read. After a result, answer the question in one short sentence, with the value "
+    "and unit from the part of the result the question asks about:\n"
+    'Result of battery_state: {"percent": 87, "charging": false, "minutes_left": 240}\n'
+    "The question was: How long will the battery last?\n"
+    '{"final_answer": "The battery will last 240 minutes."}\n'
+    'Result of garden_station: {"readings": [{"quantity": "wind", "value": 12.0, "unit": "km/h"}, '
+    '{"quantity": "rain", "value": 3.5, "unit": "mm"}]}\n'
+    "The question was: How much rain fell?\n"
+    '{"final_answer": "3.5 mm of rain fell."}'
 )
 """Worked answers about skills no registry has, so they favour none: the system prompt's last
 part under guidance, in place of the plain prompt's example action."""
@@ -136,6 +143,9 @@ class Guidance:
     """End each result turn with the question, so the answer is written right after it."""
     answer_examples: str = ANSWER_EXAMPLES
     """The system prompt's closing part: how answers read."""
+    answer_tokens: int = 64
+    """The most tokens an answer may take: a small model that rambles on inside its answer
+    string is cut off (and retried) instead of writing until the model's own cap."""
     _candidates: dict[tuple[int, tuple[str, ...], ChatFormat], list[Candidate]] = (
         dataclasses.field(default_factory=dict, init=False, repr=False)
     )
@@ -170,10 +180,10 @@ class Guidance:
         left = [c for c in candidates if c.key not in tried and (c.skill_name, "*") not in tried]
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
-            if last_step or not left:
-                return generate(prompt, prefix=ANSWER_HEAD)
+            if last_step or not left or _answer_was_cut(events):
+                return self._answer(prompt, generate)
             if result_last and (not self.go_on or self._prefers_answer(model, prompt)):
-                return generate(prompt, prefix=ANSWER_HEAD)
+                return self._answer(prompt, generate)
             best = self._best(model, model.chat_format.defuse(state.query), left)
         except ScoringUnsupported:
             return generate(prompt)
@@ -186,6 +196,22 @@ class Guidance:
             return options[max(range(len(options)), key=lambda i: sum(scores[i]))]
         return generate(prompt, prefix=f'{SKILL_HEAD}{best.skill_name}", "arguments": {{')
 
+    def _answer(self, prompt: str, generate: Callable[..., str]) -> str:
+        """The model's answer. One it was still writing at ``answer_tokens`` (a small model
+        repeats itself) ends after its last whole sentence: its own words, cut, never added to."""
+        raw = generate(prompt, prefix=ANSWER_HEAD, max_tokens=self.answer_tokens)
+        usage = raw.usage if isinstance(raw, Completion) else None
+        if usage is None or usage.stop != "length" or not raw.startswith(ANSWER_HEAD):
+            return raw
+        body = raw[len(ANSWER_HEAD) :]
+        end = max(body.rfind(". "), body.rfind("! "), body.rfind("? "))
+        if end <= 0 or '"' in body[:end].replace('\\"', ""):
+            return raw
+        # "cut": the model was still writing; the reply ends at a sentence the model finished.
+        return Completion(
+            f"{ANSWER_HEAD}{body[: end + 1]}\"}}", usage.model_copy(update={"stop": "cut"})
+        )
+
     def _prefers_answer(self, model: ModelHandle, prompt: str) -> bool:
         answer, skill = model.score(prompt, [ANSWER_HEAD, SKILL_HEAD])
         return sum(answer) + self.answer_bias >= sum(skill)
@@ -194,6 +220,16 @@ class Guidance:
     def _best(model: ModelHandle, query: str, candidates: Sequence[Candidate]) -> Candidate:
         scores = model.likelihood([c.description for c in candidates], f" {query}")
         return candidates[max(range(len(candidates)), key=scores.__getitem__)]
+
+
+def _answer_was_cut(events: Sequence[Event]) -> bool:
+    """Whether the last reply was an answer that could not be parsed: it is answered again."""
+    last = events[-1] if events else None
+    return (
+        isinstance(last, ValidationErrorObservation)
+        and last.raw is not None
+        and last.raw.startswith(ANSWER_HEAD)
+    )
 
 
 def _key(action: CallSkillAction) -> tuple[str, str]:

@@ -159,7 +159,7 @@ class Agent:
         schema = self.registry.action_schema(allowed)
 
         def generate(text: str, **more: Any) -> str:
-            return self.handle.generate(text, action_schema=schema, **opts, **more)
+            return self.handle.generate(text, **{"action_schema": schema, **opts, **more})
 
         try:
             if self.guidance is None:
