@@ -22,6 +22,13 @@ def log_probability(logits: npt.NDArray[np.float32], token: int) -> float:
     return float(logits[token]) - top - float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
 
 
+MAX_OUTPUTS = 8
+"""The most tokens whose logits one call asks for. llama.cpp keeps an output buffer of a
+vocabulary's logits per such token (1 MiB each for Gemma) and never shrinks it, and touches as much
+of its compute buffer: a 100-token run scored in one call cost 180 MiB of resident memory for the
+daemon's lifetime. Runs are scored in calls of this many tokens instead, still batched."""
+
+
 class KVCache:
     """The tokens in a runtime's context, and the only way tokens get evaluated into it."""
 
@@ -116,12 +123,16 @@ class KVCache:
                 run.append(continuations[group[0]][end])
                 end += 1
             mark = len(self.tokens)
-            self._decode(run, all_logits=True)
-            for k in range(1, len(run)):
-                probability = log_probability(self._runtime.logits(k - 1), run[k])
-                for i in group:
-                    results[i].append(probability)
-            following = self._runtime.logits(len(run) - 1).copy()
+            for offset in range(0, len(run), MAX_OUTPUTS):
+                chunk = run[offset : offset + MAX_OUTPUTS]
+                self._decode(chunk, all_logits=True)
+                for k in range(len(chunk)):
+                    if offset + k + 1 < len(run):
+                        following_token = run[offset + k + 1]
+                        probability = log_probability(self._runtime.logits(k), following_token)
+                        for i in group:
+                            results[i].append(probability)
+            following = self._runtime.logits(len(chunk) - 1).copy()
             self._walk(continuations, group, end, following, results)
             self.truncate(mark)
 
