@@ -142,10 +142,95 @@ def bench_grammar(model: LlamaModel, agent: Agent) -> float:
     return ratio
 
 
+ACTION_CAP = 48
+"""Tokens an action may take in the per-action comparison: a 270M model sometimes runs on."""
+
+
+def reply_steps(model: LlamaModel, usage: Usage) -> int:
+    """Tokens the last reply sampled one model call at a time (forced runs are batched)."""
+    stats = getattr(model, "last_reply", None)
+    sampled = getattr(stats, "sampled", None)
+    return int(sampled) if sampled is not None else decode_steps(usage)
+
+
+def bench_actions(model: LlamaModel, agent: Agent) -> dict[str, float]:
+    """Per action, medians over the queries: model calls (sampled steps) and seconds of a
+    constrained action with forced runs batched, of the same grammar sampled a token at a time
+    (the path before forced runs), and of unconstrained free text of the same number of tokens.
+    Each starts after the same cached prompt; the three are interleaved per query."""
+    print("\nper action (median over queries): forced runs vs token by token vs free text")
+    schema = agent.registry.action_schema()
+    sides = ("forced runs batched", "token by token", "unconstrained, same length")
+    steps: dict[str, list[float]] = {side: [] for side in sides}
+    seconds: dict[str, list[float]] = {side: [] for side in sides}
+    tokens: dict[str, list[float]] = {side: [] for side in sides}
+    for round_ in range(2):
+        for query in QUERIES:
+            prompt = agent.render_prompt(AgentState(query=query))
+            measured = []
+            length = ACTION_CAP
+            for side in sides:
+                model.generate(prompt, max_tokens=1, constrained=False)  # the prompt is cached
+                options: dict[str, Any] = (
+                    {"constrained": False, "max_tokens": length}
+                    if side == sides[2]
+                    else {"action_schema": schema, "forced_runs": side == sides[0],
+                          "max_tokens": ACTION_CAP}
+                )
+                started = time.perf_counter()
+                usage = usage_of(model.generate(prompt, **options))
+                elapsed = time.perf_counter() - started
+                stats = model.last_reply
+                reply_tokens = (usage.generated_tokens or 0) + (stats.lead if stats else 0)
+                if side == sides[0]:
+                    length = max(1, reply_tokens)
+                measured.append((side, reply_steps(model, usage), elapsed, reply_tokens))
+            if round_ == 0:
+                continue  # the first round warms caches and grammars
+            for side, n, s, t in measured:
+                steps[side].append(n)
+                seconds[side].append(s)
+                tokens[side].append(t)
+    result: dict[str, float] = {}
+    for side in sides:
+        result[f"{side} steps"] = statistics.median(steps[side])
+        result[f"{side} s"] = statistics.median(seconds[side])
+        row(f"{side}: sampled steps", f"{result[f'{side} steps']:.1f}",
+            f"{statistics.median(tokens[side]):.0f} reply tokens")
+        row(f"{side}: ms", f"{result[f'{side} s'] * 1000:.1f}")
+    step_ratio = result[f"{sides[0]} steps"] / max(1e-9, result[f"{sides[1]} steps"])
+    time_ratio = result[f"{sides[0]} s"] / max(1e-9, result[f"{sides[1]} s"])
+    free_ratio = result[f"{sides[0]} s"] / max(1e-9, result[f"{sides[2]} s"])
+    row("forced / token by token, steps (budget <= 0.5)", f"{step_ratio:.2f}x",
+        "PASS" if step_ratio <= 0.5 else "OVER BUDGET")
+    row("forced / token by token, seconds (budget <= 0.6)", f"{time_ratio:.2f}x",
+        "PASS" if time_ratio <= 0.6 else "OVER BUDGET")
+    row("forced / free text of the same length, seconds (< 1)", f"{free_ratio:.2f}x",
+        "PASS" if free_ratio < 1 else "OVER BUDGET")
+    result["steps ratio"], result["time ratio"], result["free ratio"] = (
+        step_ratio, time_ratio, free_ratio)
+    return result
+
+
 def bench_reuse(model: LlamaModel, agent: Agent) -> float:
     print("\nprefix reuse over one 12-step run")
     model.forget()
-    state = agent.run(QUERIES[0], max_iterations=12, max_retries=12)
+    # A reply's closing run is evaluated with the next prompt, not after the reply: those tokens
+    # are new to the model when the next step evaluates them.
+    unevaluated = 0
+    generate = model.generate
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal unevaluated
+        reply = generate(*args, **kwargs)
+        unevaluated += getattr(model.last_reply, "unevaluated", 0)
+        return reply
+
+    model.generate = counting  # type: ignore[method-assign]
+    try:
+        state = agent.run(QUERIES[0], max_iterations=12, max_retries=12)
+    finally:
+        del model.generate
     steps = [e for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)]
     usages = [e.usage for e in steps if e.usage is not None]
     evaluated = sum(u.evaluated_tokens or 0 for u in usages)
@@ -154,6 +239,7 @@ def bench_reuse(model: LlamaModel, agent: Agent) -> float:
         new += (after.prompt_tokens or 0) - (before.prompt_tokens or 0) - (
             before.generated_tokens or 0
         )
+    new += unevaluated - getattr(model.last_reply, "unevaluated", 0)
     # The same prompts again, each in a fresh context.
     replay = AgentState(query=state.query)
     fresh_evaluated = 0
@@ -240,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{model.n_threads} threads, loaded in {time.perf_counter() - started:.2f} s")
     try:
         memory_over = bench_memory(model, agent, baseline)
+        actions = bench_actions(model, agent)
         bench_speed(model, agent)
         grammar = bench_grammar(model, agent)
         reuse = bench_reuse(model, agent)
@@ -249,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {
         "constrained decoding <= 1.2x": grammar <= 1.2,
         "prefix reuse <= 1.1x": reuse <= 1.1,
+        "action steps <= 0.5x token by token": actions["steps ratio"] <= 0.5,
+        "action seconds <= 0.6x token by token": actions["time ratio"] <= 0.6,
+        "action < free text of its length": actions["free ratio"] < 1,
         "memory <= file + KV + 100 MiB": memory_over <= 100,
     }
     print("\nbudgets:")

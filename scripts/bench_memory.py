@@ -1,0 +1,125 @@
+"""Benchmark the daemon's memory: RSS over the model file and KV cache after 30 asks (budget
+<= 100 MiB), how it moves over many more, and what each part costs.
+
+``edge-agent serve`` is started as systemd would start it (see bench_restart.py) and asked the
+same questions again and again through the client; its RSS, and the anonymous and file-backed
+parts of it, are read from /proc. The breakdown of the parts is measured in this process, step
+by step: the interpreter, the imports, llama.cpp's vocabulary tables, the model load, the
+context (KV cache and compute buffer) and a warm-up.
+
+Usage: python scripts/bench_memory.py [--model default|PATH] [--asks 1000] [--n-ctx 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_restart import serving
+
+from edge_agent.client import Client
+
+QUERIES = [
+    "What is the CPU temperature?",
+    "How long has the system been up?",
+    "What time is it?",
+    "How much memory is free?",
+]
+MIB = 1024 * 1024
+
+
+def memory(pid: int | str = "self") -> dict[str, float]:
+    """VmRSS, RssAnon and RssFile of a process, in MiB."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key = line.split(":")[0]
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            found[key] = int(line.split()[1]) / 1024
+    return found
+
+
+def row(name: str, value: str, note: str = "") -> None:
+    print(f"  {name:<58} {value:>12}  {note}")
+
+
+def breakdown(model: str, n_ctx: int) -> None:
+    """The parts, measured in a fresh interpreter so nothing else is counted."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+from bench_memory import memory
+steps = [("interpreter", memory())]
+import edge_agent.agent, edge_agent.model.llama as llama
+steps.append(("imports (agent, numpy, llama.cpp bindings)", memory()))
+from edge_agent.model.bindings import llama_cpp as lib
+from edge_agent.model.embedded import default_model_path
+path = default_model_path()[0] if {model!r} == "default" else {model!r}
+lib.llama_backend_init()
+params = lib.llama_model_default_params(); params.vocab_only = True
+vocab = lib.llama_model_load_from_file(str(path).encode(), params)
+steps.append(("llama.cpp's vocabulary tables", memory()))
+lib.llama_model_free(vocab)
+from edge_agent.model.runtime import trim_heap
+trim_heap()
+steps.append(("(vocabulary freed)", memory()))
+model = llama.load_model(None if {model!r} == "default" else {model!r}, n_ctx={n_ctx})
+steps.append(("model, context (KV cache, compute buffer), vocabulary", memory()))
+from edge_agent import Agent
+from edge_agent.skills import register_builtins
+from edge_agent import Registry
+registry = Registry(); register_builtins(registry)
+model.warm_up(Agent(model, registry).preamble())
+steps.append(("after warm-up (compute buffer touched)", memory()))
+print(repr((steps, model.info["file_size_bytes"], model.kv_cache_bytes)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    steps, file_size, kv = eval(out.stdout.strip().splitlines()[-1])
+    print("\nwhere the memory goes (one process, step by step; MiB, anon + file-backed)")
+    previous = None
+    for name, values in steps:
+        delta = "" if previous is None else f"{values['VmRSS'] - previous['VmRSS']:+.1f}"
+        row(name, f"{values['VmRSS']:.1f}",
+            f"{delta:>7}  anon {values['RssAnon']:.1f}, file {values['RssFile']:.1f}")
+        if not name.startswith("("):
+            previous = values
+    row("model file, KV cache (f16, n_ctx)", f"{file_size / MIB:.0f} + {kv / MIB:.0f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--model", default="default")
+    parser.add_argument("--asks", type=int, default=1000)
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as cache, serving(
+        args.model, args.n_ctx, Path(cache)
+    ) as (process, endpoint, _), Client(endpoint, timeout=300) as client:
+        info = client.status()["model"]
+        fixed = (info["file_size_bytes"] + (info.get("kv_cache_bytes") or 0)) / MIB
+        checkpoints: list[tuple[int, dict[str, float]]] = []
+        for i in range(max(30, args.asks)):
+            client.run(QUERIES[i % len(QUERIES)] + f" (#{i})", max_iterations=2)
+            if i + 1 in (30, 100, 300) or i + 1 == max(30, args.asks):
+                checkpoints.append((i + 1, memory(process.pid)))
+    print(f"edge-agent serve, model {args.model}, n_ctx {args.n_ctx}: RSS after n asks (MiB)")
+    at30 = checkpoints[0][1]["VmRSS"]
+    over = at30 - fixed
+    for asks, values in checkpoints:
+        row(f"after {asks} asks", f"{values['VmRSS']:.1f}",
+            f"anon {values['RssAnon']:.1f}, file {values['RssFile']:.1f}, "
+            f"{values['VmRSS'] - at30:+.1f} since 30")
+    row("model file + KV cache", f"{fixed:.1f}")
+    row("RSS - (file + KV) after 30 asks (budget <= 100)", f"{over:.1f}",
+        "PASS" if over <= 100 else "OVER BUDGET")
+    growth = checkpoints[-1][1]["VmRSS"] - at30
+    row(f"growth from 30 to {checkpoints[-1][0]} asks", f"{growth:+.1f}",
+        "flat" if growth < 4 else "GROWING")
+    breakdown(args.model, args.n_ctx)
+    return 0 if over <= 100 and growth < 4 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
