@@ -317,3 +317,17 @@ def test_an_answer_that_cannot_be_cut_is_answered_again() -> None:
     assert kinds[:3] == ["CallSkillAction", "SkillResultObservation", "ValidationErrorObservation"]
     assert state.final_answer == "It is damp."
     assert len(calls(state)) == 1  # the answer was retried, not another skill
+
+
+def test_a_skill_whose_arguments_vary_is_called_once_per_run() -> None:
+    # The phrase scores favour calling resolve_date again and again; it is tried once.
+    model = MockModel(
+        ['{"final_answer": "Friday."}'],
+        scores={("YYYY-MM-DD", " Friday?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0},
+    )
+    registry = house()
+    registry.remove("read_sensor")
+    registry.remove("cpu_temperature")
+    state = Agent(model, registry, guidance=Guidance(go_on=True)).run("Friday?", max_iterations=5)
+    assert [name for name, _ in calls(state)] == ["resolve_date"]
+    assert state.final_answer == "Friday."

@@ -75,7 +75,8 @@ class Candidate:
 
     @property
     def key(self) -> tuple[str, str]:
-        return (self.skill_name, "*" if self.arguments is None else json.dumps(self.arguments))
+        """What a call of this candidate is, to tell whether it was made already."""
+        return (self.skill_name, json.dumps(self.arguments))
 
 
 def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
@@ -105,13 +106,9 @@ def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
             for value, meaning in choices[argument].items()
         ]
     properties = spec.parameters_schema.get("properties", {})
-    (only,) = required if len(required) == 1 else (None,)
+    only = next(iter(required)) if len(required) == 1 else None
     is_text = only is not None and properties.get(only, {}).get("type") == "string"
-    return [
-        Candidate(
-            spec.name, None, describe(signature_text(spec)), only if is_text else None
-        )
-    ]
+    return [Candidate(spec.name, None, describe(signature_text(spec)), only if is_text else None)]
 
 
 MAX_PHRASE_WORDS = 4
@@ -176,8 +173,14 @@ class Guidance:
         """The model's next reply to ``prompt``, guided; ``generate(prompt, prefix=...)`` asks
         the model itself. Raises what the model raises."""
         events = state.stream.root
-        tried = {_key(a) for a in events if isinstance(a, CallSkillAction)}
-        left = [c for c in candidates if c.key not in tried and (c.skill_name, "*") not in tried]
+        made = [a for a in events if isinstance(a, CallSkillAction)]
+        tried, tried_skills = {_key(a) for a in made}, {a.skill_name for a in made}
+        # A candidate whose arguments vary (the model's, or a phrase's) is tried once per run.
+        left = [
+            c
+            for c in candidates
+            if c.key not in tried and not (c.arguments is None and c.skill_name in tried_skills)
+        ]
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
             if last_step or not left or _answer_was_cut(events):
