@@ -1,10 +1,11 @@
 """``edge-agent``: serve the daemon, or ask it something from a shell.
 
 Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 1 no answer (max
-iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input; 69 the daemon
-is unavailable; 75 busy, shutting down, or out of time; 130 Ctrl-C (the run is cancelled too).
-``serve`` exits 0 after a clean shutdown, 1 when the model fails to load, 69 when another daemon
-holds the endpoint, 78 on a config error.
+iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input (including a
+malformed endpoint); 69 the daemon is unavailable; 75 busy, shutting down, or out of time (the whole
+command ends within ``--timeout`` plus a few seconds, whatever happens); 130 Ctrl-C (the run is
+cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 69 when
+another daemon holds the endpoint, 78 on a config error or a model that cannot be loaded.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -26,7 +28,11 @@ EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 EXIT_INTERRUPTED = 130
 
+COMMAND_SLACK_S = 1.0
+"""Past its timeouts (and a run's grace), a client command is ended by a watchdog."""
+
 _CODE_EXITS = {
+    "bad_endpoint": EXIT_BAD_INPUT,
     "bad_request": EXIT_BAD_INPUT,
     "too_large": EXIT_BAD_INPUT,
     "unsupported_version": EXIT_BAD_INPUT,
@@ -161,15 +167,20 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _client_command(args: argparse.Namespace) -> int:
-    from edge_agent.client import Client, DaemonError  # noqa: PLC0415
+    from edge_agent.client import RUN_GRACE_S, Client, DaemonError  # noqa: PLC0415
 
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
     as_json = bool(getattr(args, "json", False))
+    seen: list[dict[str, Any]] = []  # the events of an ask so far, for an interrupted --json
+    # status/skills try twice within --timeout; a run's reply may trail its deadline by the grace.
+    per_try = args.timeout if args.command == "ask" else args.timeout / 2
+    bound = args.timeout + (RUN_GRACE_S if args.command == "ask" else 0.0) + COMMAND_SLACK_S
+    _watchdog(bound, as_json)
     try:
         with (
             _mqtt_client(args)
             if getattr(args, "mqtt", None)
-            else Client(endpoint, timeout=args.timeout, retries=1)
+            else Client(endpoint, timeout=per_try, retries=1)
         ) as client:
             if args.command == "status":
                 _print_status(client.status(), as_json)
@@ -177,8 +188,21 @@ def _client_command(args: argparse.Namespace) -> int:
             if args.command == "skills":
                 _print_skills(client.skills(), as_json)
                 return EXIT_OK
-            return _ask(client, args)
+            return _ask(client, args, seen)
     except KeyboardInterrupt:
+        if as_json and args.command == "ask":
+            interrupted = {"type": "InterruptedObservation", "reason": "cancelled"}
+            _emit(
+                {
+                    "id": None,
+                    "query": args.query,
+                    "answer": None,
+                    "outcome": "interrupted",
+                    "workflow": args.workflow,
+                    "events": [*seen, interrupted],
+                    "timing": None,
+                }
+            )
         print("edge-agent: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except DaemonError as exc:
@@ -195,13 +219,29 @@ def _client_command(args: argparse.Namespace) -> int:
         return code
 
 
+def _watchdog(seconds: float, as_json: bool) -> None:
+    """End the process after ``seconds`` with 75, whatever the command is waiting on."""
+
+    def expire() -> None:
+        message = f"the command did not finish within {seconds:g} s"
+        if as_json:
+            error = {"code": "timeout", "message": message}
+            _emit({"answer": None, "outcome": None, "error": error})
+        print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
+        os._exit(EXIT_TEMPFAIL)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+
+
 def _mqtt_client(args: argparse.Namespace) -> Any:
     from edge_agent.mqttclient import open_ask_client  # noqa: PLC0415
 
     return open_ask_client(args)
 
 
-def _ask(client: Any, args: argparse.Namespace) -> int:
+def _ask(client: Any, args: argparse.Namespace, seen: list[dict[str, Any]]) -> int:
     if not args.query.strip():
         print("edge-agent: the question is empty", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -215,7 +255,7 @@ def _ask(client: Any, args: argparse.Namespace) -> int:
         workflow=args.workflow,
         max_iterations=args.max_iterations,
         timeout=args.timeout,
-        on_event=_emit if args.stream else None,
+        on_event=_on_event(args, seen),
     )
     outcome = reply.get("outcome")
     answer = reply.get("answer")
@@ -242,6 +282,18 @@ def _ask(client: Any, args: argparse.Namespace) -> int:
     if last.get("type") == "InterruptedObservation" and last.get("reason") == "deadline":
         return EXIT_TEMPFAIL
     return EXIT_NO_ANSWER
+
+
+def _on_event(args: argparse.Namespace, seen: list[dict[str, Any]]) -> Any:
+    """Print each event with --stream; keep them with --json, for the object Ctrl-C prints."""
+    if args.stream:
+
+        def stream(event: dict[str, Any]) -> None:
+            seen.append(event)
+            _emit(event)
+
+        return stream
+    return seen.append if args.json else None
 
 
 def _detail(events: list[dict[str, Any]]) -> str:

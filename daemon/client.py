@@ -16,7 +16,7 @@ from typing import Any
 
 import zmq
 
-from edge_agent.endpoints import client_endpoint, ipc_path
+from edge_agent.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
 from edge_agent.wire import IDEMPOTENT_OPS, PROTOCOL_VERSION, WireError, decode_reply, encode
 
 RUN_GRACE_S = 2.0
@@ -38,6 +38,28 @@ class Unavailable(DaemonError):
 
     def __init__(self, message: str) -> None:
         super().__init__("unavailable", message)
+
+
+class BadEndpoint(DaemonError):
+    """The endpoint string is not one a daemon could listen on (``serve`` refuses it too)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("bad_endpoint", message)
+
+
+def checked_endpoint(endpoint: str) -> str:
+    """``endpoint`` if it is ``ipc://PATH`` or ``tcp://HOST:PORT`` (``serve``'s rule, any host),
+    else BadEndpoint with the likely intended form."""
+    try:
+        return check_endpoint(endpoint, allow_remote=True)
+    except EndpointError as exc:
+        message = str(exc)
+    rest = endpoint.split("://", 1)[-1].rstrip("/")
+    if endpoint.startswith(("/", "./", "~")) or endpoint.endswith(".sock"):
+        message += f" (did you mean ipc://{endpoint}?)"
+    elif rest and ":" in rest and "/" not in rest:
+        message += f" (did you mean tcp://{rest}?)"
+    raise BadEndpoint(message)
 
 
 class Timeout(DaemonError):
@@ -66,7 +88,7 @@ class Client:
             raise ValueError("timeout must be positive")
         if retries < 0:
             raise ValueError("retries must be >= 0")
-        self.endpoint = endpoint or client_endpoint()
+        self.endpoint = checked_endpoint(endpoint or client_endpoint())
         self.timeout = timeout
         self.retries = retries
         self.run_grace = run_grace
@@ -207,7 +229,12 @@ class Client:
     def _connected(self) -> zmq.Socket[bytes]:
         if self._socket is None:
             sock: zmq.Socket[bytes] = self._context.socket(zmq.DEALER)
-            sock.connect(self.endpoint)
+            try:
+                sock.connect(self.endpoint)
+            except zmq.ZMQError as exc:
+                # An unclosed socket would make close()'s Context.term() wait for ever.
+                sock.close(linger=0)
+                raise BadEndpoint(f"cannot connect to {self.endpoint!r}: {exc}") from None
             self._socket = sock
         return self._socket
 
@@ -219,7 +246,9 @@ class Client:
     def close(self) -> None:
         self._reset()
         if self._own_context:
-            self._context.term()
+            # destroy, not term: any socket still open is closed with linger 0 first, so closing
+            # never waits on a peer that is not there.
+            self._context.destroy(linger=0)
 
     def __enter__(self) -> Client:
         return self
@@ -233,4 +262,4 @@ class Client:
         self.close()
 
 
-__all__ = ["Client", "DaemonError", "Timeout", "Unavailable"]
+__all__ = ["BadEndpoint", "Client", "DaemonError", "Timeout", "Unavailable", "checked_endpoint"]

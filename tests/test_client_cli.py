@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 import zmq
 from daemon_harness import ANSWER, answer, wait_for, write_mock
 
-from edge_agent.client import Client, DaemonError, Timeout, Unavailable
+from edge_agent.client import BadEndpoint, Client, DaemonError, Timeout, Unavailable
 
 DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 ScriptedDaemon = Callable[..., tuple[Any, str]]  # conftest.py
@@ -233,4 +234,102 @@ def test_ctrl_c_on_ask_cancels_the_run_and_exits_130(scripted_daemon: ScriptedDa
             asking.communicate()
     assert asking.returncode == 130, stderr
     wait_for(lambda: server.status()["counters"]["runs_cancelled"] == 1, 10)
+    wait_for(lambda: server.status()["running"] is None, 10)
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "hint"),
+    [
+        ("http://localhost:5555", "tcp://localhost:5555"),
+        ("localhost:5555", "tcp://localhost:5555"),
+        ("/run/edge-agent/agent.sock", "ipc:///run/edge-agent/agent.sock"),
+    ],
+)
+def test_a_malformed_endpoint_is_refused_at_once_with_65(endpoint: str, hint: str) -> None:
+    for command in (["status"], ["ask", "hi", "--json"]):
+        done = edge_agent(*command, "--endpoint", endpoint, timeout=60)
+        assert done.returncode == 65, done.stderr
+        assert "ipc://PATH or tcp://HOST:PORT" in done.stderr and hint in done.stderr
+    env_done = subprocess.run(
+        [EDGE_AGENT, "status"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "EDGE_AGENT_ENDPOINT": endpoint},
+    )
+    assert env_done.returncode == 65 and hint in env_done.stderr, env_done.stderr
+
+
+def test_a_connect_failure_closes_the_client_cleanly() -> None:
+    # check_endpoint accepts a wildcard port (serve binds it), but nothing can connect to it:
+    # before, the unclosed socket made close() wait in Context.term() for ever.
+    outcome: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            with Client("tcp://127.0.0.1:*", timeout=1) as client:
+                client.status()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=attempt, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "the client hung"
+    assert isinstance(outcome[0], BadEndpoint) and outcome[0].code == "bad_endpoint"
+    with pytest.raises(BadEndpoint):
+        Client("localhost:5555")
+
+
+def test_the_watchdog_ends_a_stuck_command_with_75() -> None:
+    stuck = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time; from edge_agent.cli import _watchdog; _watchdog(0.2, True); "
+            "time.sleep(120)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert stuck.returncode == 75, stuck.stderr
+    assert json.loads(stuck.stdout)["error"]["code"] == "timeout"
+    assert "did not finish within" in stuck.stderr
+
+
+def test_status_timeout_bounds_both_tries() -> None:
+    context: zmq.Context[Any] = zmq.Context()
+    router = ScriptedRouter(context, answer_from=10**6)  # never answers
+    try:
+        done = edge_agent("status", "--timeout", "1", "--endpoint", router.endpoint)
+        assert done.returncode == 69 and "2 tries of 0.5 s" in done.stderr, done.stderr
+    finally:
+        router.close()
+        context.destroy(linger=0)
+
+
+def test_ctrl_c_with_json_prints_the_interrupted_object(scripted_daemon: ScriptedDaemon) -> None:
+    slow = [{"text": ANSWER, "delay_s": 30}]
+    server, endpoint = scripted_daemon(slow, config="[daemon]\nshutdown_grace_s = 0.05\n")
+    asking = subprocess.Popen(
+        [EDGE_AGENT, "ask", "hi", "--json", "--endpoint", endpoint],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: server.status()["running"] is not None, 20)
+        asking.send_signal(signal.SIGINT)
+        stdout, stderr = asking.communicate(timeout=20)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+            asking.communicate()
+    assert asking.returncode == 130, stderr
+    result = json.loads(stdout)
+    assert (result["outcome"], result["answer"], result["query"]) == ("interrupted", None, "hi")
+    assert result["events"][-1] == {"type": "InterruptedObservation", "reason": "cancelled"}
     wait_for(lambda: server.status()["running"] is None, 10)
