@@ -51,7 +51,7 @@ def breakdown(model: str, n_ctx: int) -> None:
 import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from bench_memory import memory
-steps = [("interpreter", memory())]
+steps = [("interpreter (with this script's zmq client)", memory())]
 import edge_agent.agent, edge_agent.model.llama as llama
 steps.append(("imports (agent, numpy, llama.cpp bindings)", memory()))
 from edge_agent.model.bindings import llama_cpp as lib
