@@ -145,7 +145,12 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
-    log.info("edge-agent %s listening on %s", server.options.model_spec, ", ".join(bound))
+    # Not "listening": the daemon is not ready until the model has loaded ("model ... ready").
+    log.info(
+        "edge-agent: loading model %s; %s answers `loading` until then",
+        server.options.model_spec,
+        ", ".join(bound),
+    )
     if bridge is not None:
         server.options.mqtt_status = bridge.status
         bridge.start(bridge_endpoint(bound))

@@ -340,6 +340,21 @@ def test_a_model_that_fails_to_load_answers_internal_and_stops(context, peers) -
         wait_for(lambda: server.exit_code == 1, 5)
 
 
+def test_a_model_that_cannot_be_used_exits_78_in_one_line(
+    context, peers, caplog: pytest.LogCaptureFixture
+) -> None:
+    from edge_agent.model.gguf import ModelLoadError
+
+    def unusable() -> Any:
+        raise ModelLoadError("llama.cpp could not create a context; try a smaller n_ctx")
+
+    with running_server(load=unusable, wait_ready=False) as (server, _):
+        wait_for(lambda: server.exit_code == 78, 5)  # EX_CONFIG: systemd does not restart it
+    failures = [r for r in caplog.records if "failed to load" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is None
+    assert "try a smaller n_ctx" in failures[0].getMessage()
+
+
 def test_stop_answers_queued_runs_and_lets_the_running_one_finish(context, peers) -> None:
     replies = [{"text": ANSWER, "delay_s": 0.3}]
     with running_server(replies, config="[daemon]\nshutdown_grace_s = 5\n") as (server, endpoint):

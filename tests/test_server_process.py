@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -214,3 +215,35 @@ def test_the_example_config_serves_as_documented(tmp_path: Path) -> None:
         context.destroy(linger=0)
         output = stop_daemon(daemon)
     assert daemon.returncode == 0, output
+
+
+@pytest.mark.parametrize("kind", ["missing", "truncated", "a name"])
+def test_a_bad_model_is_one_line_and_exit_78_before_any_socket(tmp_path: Path, kind: str) -> None:
+    truncated = tmp_path / "model.gguf"
+    # The GGUF magic, version 3, no tensors, one metadata key that the file ends inside.
+    truncated.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 100) + b"gene")
+    model = {"missing": str(tmp_path / "nope.gguf"), "truncated": str(truncated)}.get(
+        kind, "gemma"
+    )
+    config = tmp_path / "edge.toml"
+    config.write_text("[skills]\nbuiltins = false\n", encoding="utf-8")  # only the model speaks
+    endpoint = f"ipc://{tmp_path / 'agent.sock'}"
+    result = subprocess.run(
+        edge_agent_command(
+            "serve", "--config", str(config), "--model", model, "--endpoint", endpoint
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    # 78 is the unit's RestartPreventExitStatus: systemd does not restart into the same failure.
+    assert result.returncode == 78, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "the model cannot be loaded" in lines[0] and model in lines[0]
+    assert ("truncated" if kind == "truncated" else "no model file") in lines[0]
+    assert "loading model" not in result.stderr and "listening" not in result.stderr
+    assert not (tmp_path / "agent.sock").exists()
+    unit = (REPO / "systemd" / "edge-agent.service").read_text(encoding="utf-8")
+    assert "RestartPreventExitStatus=78" in unit.splitlines()

@@ -28,7 +28,9 @@ MOCK_PREFIX = "mock:"
 def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
     """A loader for ``spec`` (``default``, a GGUF path, or ``mock:FILE``), run in the worker.
 
-    A ``mock:`` file is read here, at once, so a bad script stops the daemon before it binds.
+    A ``mock:`` file is read here, at once, so a bad script stops the daemon before it binds; so
+    is a GGUF file's header (missing, unreadable, not GGUF, truncated): a ConfigError that says how
+    to fix it, never a "listening" daemon that then dies.
     """
     if spec.startswith(MOCK_PREFIX):
         try:
@@ -36,6 +38,13 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
         except ScriptFileError as exc:
             raise ConfigError(str(exc)) from None
         return lambda: script
+    if spec != "default":
+        from edge_agent.model.gguf import ModelLoadError, read_gguf  # noqa: PLC0415
+
+        try:
+            read_gguf(spec)
+        except ModelLoadError as exc:
+            raise ConfigError(f"the model cannot be loaded: {exc}") from None
 
     def load() -> ModelHandle:
         from edge_agent.model import load_model  # noqa: PLC0415 - llama.cpp loads only here

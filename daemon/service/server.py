@@ -276,20 +276,22 @@ class Server:
                     self._finish(message)
                 case Loaded(agent):
                     self._loaded(agent)
-                case LoadFailed(error):
-                    self._load_failed(error)
+                case LoadFailed(error, config):
+                    self._load_failed(error, config=config)
 
     def _loaded(self, agent: Agent) -> None:
         self._model = agent.handle
         if self.lifecycle.stopping:
             return
         self.lifecycle.move("ready")
-        log.info("model %s ready", self.options.model_spec)
+        log.info("model %s ready; answering on %s", self.options.model_spec, ", ".join(self.bound))
         self.options.notifier.ready(self._status_line())
 
-    def _load_failed(self, error: str) -> None:
+    def _load_failed(self, error: str, *, config: bool = False) -> None:
         log.error("cannot serve: the model failed to load: %s", error)
-        self.lifecycle.exit_code = 1
+        # 78 (EX_CONFIG) stops systemd's restarts (RestartPreventExitStatus=78): the same model
+        # would fail again.
+        self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
             self.replies.fail(

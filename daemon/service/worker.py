@@ -22,6 +22,7 @@ from edge_agent.agent.events import (
 )
 from edge_agent.agent.loop import Agent
 from edge_agent.agent.workflow import Workflow
+from edge_agent.model.gguf import ModelLoadError
 from edge_agent.wire import EventReply, RunResult, Timing, encode
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,9 @@ class Loaded:
 @dataclasses.dataclass(frozen=True)
 class LoadFailed:
     error: str
+    config: bool = False
+    """The model itself cannot be used (ModelLoadError: its message says how to fix it), so a
+    restart cannot help; otherwise an unexpected failure, logged with its traceback."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +118,9 @@ class RunWorker(threading.Thread):
     def run(self) -> None:
         try:
             agent = self._load()
+        except ModelLoadError as exc:
+            self._post(LoadFailed(str(exc), config=True))
+            return
         except Exception as exc:
             log.exception("the model failed to load")
             self._post(LoadFailed(f"{type(exc).__name__}: {exc}"))
