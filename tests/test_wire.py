@@ -141,7 +141,7 @@ def test_config_errors_name_the_key_and_the_line() -> None:
 
 
 def test_config_rejects_unknown_keys_and_bad_toml() -> None:
-    with pytest.raises(ConfigError, match=r"line 3: model.gguf: Extra inputs"):
+    with pytest.raises(ConfigError, match=r"line 3: unknown key `gguf` in \[model\] \(known keys: "):
         parse_settings("[model]\npath = 'default'\ngguf = 'x'\n")
     with pytest.raises(ConfigError, match=r"not valid TOML.*line 1"):
         parse_settings("[daemon\n")
@@ -305,3 +305,31 @@ def test_encode_packs_a_reply_exactly_as_its_model_dump() -> None:
     for reply in replies:
         assert encode(reply) == msgpack.packb(reply.model_dump(), use_bin_type=True)
         assert decode_reply(encode(reply)) == reply.model_dump()
+
+
+def test_unknown_config_keys_name_the_section_and_the_likely_key() -> None:
+    text = (
+        "[daemon]\n"
+        "queue_limt = 4\n"
+        "[workflows.morning]\n"
+        "instrctions = 'Say hello.'\n"
+        "[deamon]\n"
+        "x = 1\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_settings(text, "edge.toml")
+    message = str(caught.value)
+    assert (
+        "edge.toml: line 2: unknown key `queue_limt` in [daemon] (did you mean `queue_limit`?)"
+        in message
+    )
+    assert (
+        "edge.toml: line 4: unknown key `instrctions` in [workflows.morning] "
+        "(did you mean `instructions`?)" in message
+    )
+    assert "edge.toml: line 5: unknown key `deamon` at the top level (did you mean `daemon`?)" in (
+        message
+    )
+    assert "Extra inputs" not in message
+    with pytest.raises(ConfigError, match=r"unknown key `hots` in \[mqtt\] \(did you mean `host`"):
+        parse_settings("[mqtt]\nhots = 'localhost'\n")

@@ -5,10 +5,12 @@ A bad config stops the daemon before it starts: :class:`ConfigError` names the k
 
 from __future__ import annotations
 
+import difflib
 import re
 import tomllib
+import types
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -154,6 +156,54 @@ def _locate(lines: dict[tuple[str, ...], int], location: tuple[str, ...]) -> int
     return None
 
 
+def _unwrap(annotation: Any) -> Any:
+    """``X`` from ``Annotated[X, ...]`` and ``X | None``."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            kinds = [a for a in get_args(annotation) if a is not type(None)]
+            if len(kinds) != 1:
+                return annotation
+            annotation = kinds[0]
+        else:
+            return annotation
+
+
+def _known_keys(section: tuple[str, ...]) -> list[str]:
+    """The keys the section at ``section`` accepts (``workflows.NAME`` included)."""
+    kind: Any = Settings
+    for part in section:
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            field = kind.model_fields.get(part)
+            if field is None:
+                return []
+            kind = _unwrap(field.annotation)
+        elif get_origin(kind) is dict:
+            kind = _unwrap(get_args(kind)[1])
+        else:
+            return []
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return list(kind.model_fields)
+    return []
+
+
+def _unknown_key(location: tuple[str, ...]) -> str:
+    """The message for an unknown key: its section and the closest known key, if any."""
+    key, section = location[-1], location[:-1]
+    where = f"in [{'.'.join(section)}]" if section else "at the top level"
+    known = _known_keys(section)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if close:
+        hint = f" (did you mean `{close[0]}`?)"
+    elif known:
+        hint = f" (known keys: {', '.join(known)})"
+    else:
+        hint = ""
+    return f"unknown key `{key}` {where}{hint}"
+
+
 def parse_settings(text: str, source: str = "<config>") -> Settings:
     """Read TOML text into :class:`Settings`, or raise :class:`ConfigError`."""
     try:
@@ -170,6 +220,9 @@ def parse_settings(text: str, source: str = "<config>") -> Settings:
             key = ".".join(location) or "(top level)"
             line = _locate(lines, location)
             where = f"line {line}" if line is not None else "no line"
+            if item.get("type") == "extra_forbidden" and location:
+                problems.append(f"{source}: {where}: {_unknown_key(location)}")
+                continue
             problems.append(f"{source}: {where}: {key}: {item.get('msg', 'invalid')}")
         raise ConfigError("\n".join(problems)) from None
     settings._source = source
