@@ -166,15 +166,17 @@ class Check:
 
 @dataclasses.dataclass
 class Number(Check):
-    """One of ``values`` as the answer rounds it: 48.3 and 48.31 match 48.312, 48 only with
-    ``whole``. ``tolerance`` widens the match for values that drift (free disk space)."""
+    """The answer's first number is one of ``values`` as the answer rounds it: 48.3 and 48.31
+    match 48.312, 48 only with ``whole``. ``tolerance`` widens the match for values that drift (free disk space)."""
 
     values: list[float]
     whole: bool = False
     tolerance: float = 0.0
 
     def __call__(self, answer: str) -> bool:
-        for number, decimals in _numbers(answer):
+        # Only the answer's first number counts: an answer that recites every value of a
+        # result, the right one among them, has not answered the question.
+        for number, decimals in _numbers(answer)[:1]:
             for value in self.values:
                 if decimals == 0 and not self.whole and value != round(value):
                     continue

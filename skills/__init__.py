@@ -97,7 +97,7 @@ def register_builtins(
     if weather:
         service = weather if isinstance(weather, OpenMeteo) else OpenMeteo()
         skills.append(("weather", Weather(service, clock).weather))
-    choices = {"read_sensor": {"name": sensors.sensor_choices}}
+    ready_calls = {"read_sensor": sensors.sensor_calls}
     added: list[str] = []
     try:
         for name, function in skills:
@@ -108,7 +108,7 @@ def register_builtins(
                 timeout=timeouts.get(name, default),
                 source=BUILTIN_SOURCE,
                 examples=EXAMPLES.get(name, ()),
-                choices=choices.get(name),
+                calls=ready_calls.get(name),
             )
             added.append(name)
     except BaseException:

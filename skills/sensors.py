@@ -50,13 +50,18 @@ class Sensors:
             f"{self.root.path}/bus/w1/devices"
         )
 
-    def sensor_choices(self) -> dict[str, str]:
-        """The names ``read_sensor`` takes, each with what it measures (its argument's choices)."""
-        return {
-            sensor.name: f"{KIND_WORDS.get(sensor.kind, sensor.kind)} {sensor.label}, measures "
-            + ", ".join(f"{q} in {UNITS[q]}" for q in sensor.quantities)
+    def sensor_calls(self) -> list[tuple[dict[str, str], str]]:
+        """The calls of ``read_sensor`` worth making now: one per sensor present and quantity it
+        measures, each with what it gets (the skill's ready calls)."""
+        return [
+            (
+                {"name": sensor.name, "quantity": quantity},
+                f"the {quantity} in {UNITS[quantity]} from the "
+                f"{KIND_WORDS.get(sensor.kind, sensor.kind)} {sensor.label}",
+            )
             for sensor in self.discover()
-        }
+            for quantity in sensor.quantities
+        ]
 
     # -- the skills ---------------------------------------------------------------------------
 
@@ -82,15 +87,22 @@ class Sensors:
             result["note"] = f"no sensors were found (looked in {self._where()})"
         return result
 
-    def read_sensor(self, name: str) -> dict[str, Any]:
-        """Current value of one sensor, with units; name is a name given by list_sensors."""
+    def read_sensor(self, name: str, quantity: str | None = None) -> dict[str, Any]:
+        """Current value of one sensor, with units; name is a name given by list_sensors, and
+        quantity (optional) one of the quantities it measures."""
         sensors = self.discover()
         for sensor in sensors:
             if sensor.name == name:
+                if quantity is not None and quantity not in sensor.quantities:
+                    raise SensorError(
+                        f"{sensor.name} does not measure {quantity[:_SHOWN_NAME_CHARS]!r}; it "
+                        f"measures {', '.join(sensor.quantities)}"
+                    )
+                readings = [r for r in sensor.read() if quantity in (None, r.quantity)]
                 return {
                     "sensor": sensor.name,
                     "label": sensor.label,
-                    "readings": [r.as_dict() for r in sensor.read()],
+                    "readings": [r.as_dict() for r in readings],
                 }
         shown = name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…"
         if not sensors:

@@ -28,7 +28,7 @@ def house() -> Registry:
         """The CPU temperature in °C."""
         return {"value": 48.3, "unit": "°C"}
 
-    @registry.skill(choices={"name": lambda: {"bme280": "humidity in %RH", "probe": "°C"}})
+    @registry.skill(calls=lambda: [({"name": "bme280"}, "humidity in %RH"), ({"name": "probe"}, "°C")])
     def read_sensor(name: str) -> dict[str, Any]:
         """Current value of one sensor."""
         return {"sensor": name, "value": 61.0 if name == "bme280" else 9.5}
@@ -45,7 +45,7 @@ def calls(state: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(e.skill_name, e.arguments) for e in state.stream.root if e.type == "CallSkillAction"]
 
 
-def test_each_skill_is_a_candidate_and_each_choice_of_its_argument_is_one_too() -> None:
+def test_each_skill_is_a_candidate_and_each_call_it_lists_as_ready_is_one_too() -> None:
     registry = house()
     found = [c for spec in registry for c in candidates_for(spec, PLAIN)]
     assert [(c.skill_name, c.arguments) for c in found] == [
@@ -54,7 +54,7 @@ def test_each_skill_is_a_candidate_and_each_choice_of_its_argument_is_one_too() 
         ("read_sensor", {"name": "probe"}),
         ("resolve_date", None),
     ]
-    # The text a question is scored after says what the skill, its example and its choice are.
+    # The text a question is scored after says what the skill, its example and its call get.
     assert "The CPU temperature in °C." in found[0].description
     assert "- Is the processor running hot?" in found[0].description
     assert "humidity in %RH" in found[1].description
@@ -132,7 +132,7 @@ def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
     )
     registry = Registry()
 
-    @registry.skill(choices={"name": lambda: {"bme280": "humidity in %RH", "probe": "°C"}})
+    @registry.skill(calls=lambda: [({"name": "bme280"}, "humidity in %RH"), ({"name": "probe"}, "°C")])
     def read_sensor(name: str) -> dict[str, Any]:
         """Current value of one sensor."""
         return {"sensor": name}
@@ -257,7 +257,7 @@ def test_guidance_must_be_a_guidance() -> None:
         Agent(MockModel([]), house(), guidance="yes")  # type: ignore[arg-type]
 
 
-def test_examples_and_choices_are_checked_when_a_skill_registers() -> None:
+def test_examples_and_ready_calls_are_checked() -> None:
     registry = Registry()
 
     def probe(name: str) -> str:
@@ -266,20 +266,24 @@ def test_examples_and_choices_are_checked_when_a_skill_registers() -> None:
 
     with pytest.raises(TypeError, match="examples"):
         registry.add(probe, examples="What does the probe read?")
-    with pytest.raises(TypeError, match="choices"):
-        registry.add(probe, choices={"nmae": lambda: ["a"]})
-    spec = registry.add(probe, examples=["  What does\nthe probe read? "], choices={"name": list})
+    with pytest.raises(TypeError, match="calls"):
+        registry.add(probe, calls=[({"name": "a"}, "")])  # type: ignore[arg-type]
+    listed = [({"name": "a"}, "the a probe"), ({"nmae": "b"}, "a typo"), ({"name": 3}, "")]
+    spec = registry.add(probe, examples=["  What does\nthe probe read? "], calls=lambda: listed)
     assert spec.examples == ("What does the probe read?",)
-    assert spec.choice_values() == {}  # no values: no choices, and the model writes the name
+    # A listed call whose arguments do not fit the skill is left out, not offered.
+    assert spec.ready_calls() == [({"name": "a"}, "the a probe")]
 
 
-def test_a_failing_choice_list_leaves_the_skill_to_the_model(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failing_list_of_calls_leaves_the_skill_to_the_model(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     registry = Registry()
 
-    def broken() -> dict[str, str]:
+    def broken() -> list[tuple[dict[str, str], str]]:
         raise OSError("the bus is gone")
 
-    @registry.skill(choices={"name": broken})
+    @registry.skill(calls=broken)
     def read(name: str) -> str:
         """Read one thing."""
         return name

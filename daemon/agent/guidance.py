@@ -1,13 +1,14 @@
 """Help for a model too small to drive the loop by itself (docs/design.md, "Small models").
 
 Each help is built only from what the registry says about a skill: its name, signature,
-description, example questions and argument choices. None knows any skill or question word.
+description, example questions and the calls it lists as ready. None knows any skill or
+question word.
 
 - **Which skill.** A small model names the first skill in its prompt whatever it is asked, but it
   judges well how likely a question is after a skill's own description. So the next skill is the
   candidate under whose description the question is most likely, log P(question | description)
-  (the noisy-channel direction). A skill whose argument takes one of a few values known at run
-  time (the sensors present) is a candidate once per value, with that value's description.
+  (the noisy-channel direction). A skill that lists the calls worth making now (one per sensor
+  present and what it measures) offers each as a candidate, with what that call gets.
 - **Answer or go on.** After a failed call the next best candidate is tried; a call already made
   is never made again, and the last allowed step answers. After a result the model answers, or,
   with ``go_on``, chooses itself between its two action heads, ``{"final_answer": "`` and
@@ -66,8 +67,8 @@ class Candidate:
 
     skill_name: str
     arguments: dict[str, Any] | None
-    """Fixed arguments (none needed, or every required one set from its choices); ``None``
-    when the model writes them."""
+    """Fixed arguments (none needed, or a call the skill listed as ready); ``None`` when the
+    model writes them."""
     description: str
     """The text the question is scored after."""
     text_argument: str | None = None
@@ -80,35 +81,38 @@ class Candidate:
 
 
 def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
-    """The candidates one skill offers: one, or one per value of its argument with choices."""
-    required = set(spec.parameters_schema.get("required", ()))
-    choices = spec.choice_values()
+    """The candidates one skill offers: each call it lists as ready, else the skill itself."""
     listed = "".join(f"\n- {example}" for example in spec.examples)
 
     def describe(signature: str, extra: str = "") -> str:
         text = f"The skill {signature}: {spec.description}{extra}\nQuestions it answers:{listed}\n-"
         return f"{fmt.user_prefix}{fmt.defuse(text)}"
 
-    if not required:
-        return [Candidate(spec.name, {}, describe(signature_text(spec)))]
-    chosen = [name for name in required if name in choices]
-    if len(chosen) == 1 and len(required) == 1:
-        (argument,) = chosen
+    ready = spec.ready_calls()
+    if ready:
         return [
             Candidate(
                 spec.name,
-                {argument: value},
+                arguments,
                 describe(
-                    f"{spec.name}({argument}={json.dumps(value, ensure_ascii=False)})",
-                    f"\n{value}: {meaning}" if meaning else "",
+                    _call_text(spec.name, arguments), f"\nThis call gets: {what}" if what else ""
                 ),
             )
-            for value, meaning in choices[argument].items()
+            for arguments, what in ready
         ]
+    required = set(spec.parameters_schema.get("required", ()))
+    if not required:
+        return [Candidate(spec.name, {}, describe(signature_text(spec)))]
     properties = spec.parameters_schema.get("properties", {})
     only = next(iter(required)) if len(required) == 1 else None
     is_text = only is not None and properties.get(only, {}).get("type") == "string"
     return [Candidate(spec.name, None, describe(signature_text(spec)), only if is_text else None)]
+
+
+def _call_text(skill_name: str, arguments: dict[str, Any]) -> str:
+    """``read_sensor(name="bme280")``: a call as the skill catalogue's signatures read."""
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+    return f"{skill_name}({shown})"
 
 
 MAX_PHRASE_WORDS = 4

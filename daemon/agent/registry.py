@@ -13,12 +13,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
-Choices = Callable[[], Mapping[str, str] | Iterable[str]]
+ReadyCalls = Callable[[], Iterable[tuple[Mapping[str, Any], str]]]
 
 DEFAULT_TIMEOUT_S = 2.0
 
@@ -41,28 +41,29 @@ class SkillSpec:
     """The JSON schema of the arguments, computed once at registration."""
     examples: tuple[str, ...] = ()
     """Questions this skill answers, in a user's words: they help a small model pick it."""
-    choices: Mapping[str, Choices] = dataclasses.field(default_factory=dict)
-    """For an argument that takes one of a few values known only at run time (the sensors
-    present), a function that lists them: ``{value: what it is}`` or just the values."""
+    calls: ReadyCalls | None = None
+    """For a skill whose useful arguments are known only at run time (one call per sensor
+    present), a function that lists those calls: ``(arguments, what that call gets)`` pairs."""
 
-    def choice_values(self) -> dict[str, dict[str, str]]:
-        """Each argument's current choices, ``{argument: {value: description}}``. A provider
-        that fails gives no choices for its argument (logged); the skill itself still works."""
-        found: dict[str, dict[str, str]] = {}
-        for argument, provider in self.choices.items():
+    def ready_calls(self) -> list[tuple[dict[str, Any], str]]:
+        """The calls ``calls`` lists now, each with valid arguments. A list that fails, or a
+        call whose arguments do not fit the skill, is left out (logged); the skill still works."""
+        if self.calls is None:
+            return []
+        try:
+            listed = [(dict(arguments), str(what)) for arguments, what in self.calls()]
+        except Exception as exc:  # noqa: BLE001 - a plugin's list must not stop a run
+            log.warning("skill %s: listing its calls failed: %r", self.name, exc)
+            return []
+        ready = []
+        for arguments, what in listed:
             try:
-                listed = provider()
-                values = (
-                    {str(k): str(v) for k, v in listed.items()}
-                    if isinstance(listed, Mapping)
-                    else {str(v): "" for v in listed}
-                )
-            except Exception as exc:  # noqa: BLE001 - a plugin's provider must not stop a run
-                log.warning("skill %s: the choices for %r failed: %r", self.name, argument, exc)
+                self.validate_arguments(arguments)
+            except ValidationError as exc:
+                log.warning("skill %s: listed call %r does not fit: %s", self.name, arguments, exc)
                 continue
-            if values:
-                found[argument] = values
-        return found
+            ready.append((arguments, what))
+        return ready
 
     def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check the model's arguments against the schema; raises pydantic's ValidationError."""
@@ -124,7 +125,7 @@ class Registry:
         timeout: float | None = DEFAULT_TIMEOUT_S,
         source: str | None = None,
         examples: Iterable[str] = (),
-        choices: Mapping[str, Choices] | None = None,
+        calls: ReadyCalls | None = None,
     ) -> Callable[[F], F]: ...
 
     def skill(
@@ -136,13 +137,13 @@ class Registry:
         timeout: float | None = DEFAULT_TIMEOUT_S,
         source: str | None = None,
         examples: Iterable[str] = (),
-        choices: Mapping[str, Choices] | None = None,
+        calls: ReadyCalls | None = None,
     ) -> F | Callable[[F], F]:
         """Register a function as a skill; usable as ``@registry.skill`` or with options.
 
         ``timeout`` is in seconds; ``None`` runs the skill inline with no timeout. ``examples``
-        are questions the skill answers; ``choices`` maps an argument to a function listing its
-        current values (see :class:`SkillSpec`).
+        are questions the skill answers; ``calls`` lists the calls worth making now (see
+        :class:`SkillSpec`).
         """
 
         def register(fn: F) -> F:
@@ -153,7 +154,7 @@ class Registry:
                 timeout=timeout,
                 source=source,
                 examples=examples,
-                choices=choices,
+                calls=calls,
             )
             return fn
 
@@ -168,7 +169,7 @@ class Registry:
         timeout: float | None = DEFAULT_TIMEOUT_S,
         source: str | None = None,
         examples: Iterable[str] = (),
-        choices: Mapping[str, Choices] | None = None,
+        calls: ReadyCalls | None = None,
     ) -> SkillSpec:
         if not callable(function):
             raise TypeError(f"a skill must be a function, not {type(function).__name__}")
@@ -183,13 +184,8 @@ class Registry:
         if isinstance(examples, str) or not all(isinstance(e, str) for e in examples):
             raise TypeError(f"skill {skill_name!r}: examples must be a list of questions")
         arguments_model = _arguments_model(skill_name, function)
-        choices = dict(choices or {})
-        for argument, provider in choices.items():
-            if argument not in arguments_model.model_fields or not callable(provider):
-                raise TypeError(
-                    f"skill {skill_name!r}: choices must map its arguments to functions, "
-                    f"got {argument!r}"
-                )
+        if calls is not None and not callable(calls):
+            raise TypeError(f"skill {skill_name!r}: calls must be a function that lists calls")
         spec = SkillSpec(
             name=skill_name,
             description=" ".join(doc.split()),
@@ -199,7 +195,7 @@ class Registry:
             source=source or getattr(function, "__module__", None) or "unknown",
             parameters_schema=_parameters_schema(arguments_model),
             examples=tuple(" ".join(e.split()) for e in examples if e.strip()),
-            choices=choices,
+            calls=calls,
         )
         with self._lock:
             if skill_name in self._skills:

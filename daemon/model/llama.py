@@ -32,6 +32,7 @@ from edge_agent.model.kvcache import KVCache
 from edge_agent.model.prefixstate import PrefixState, file_identity, llama_build
 from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
 from edge_agent.model.sampler import Sampler
+from edge_agent.model.side import SideTexts
 from edge_agent.model.sizing import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_BATCH,
@@ -41,7 +42,6 @@ from edge_agent.model.sizing import (
     default_threads,
     kv_cache_bytes,
 )
-
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,7 @@ class LlamaModel:
         self._facts = {"name": gguf.name, "file_size_bytes": gguf.size_bytes, "sha256": sha256}
         self._runtime = LlamaRuntime(self.path, gguf, sizes, verbose=verbose)
         self._cache = KVCache(self._runtime)
+        self._side = SideTexts(self._runtime)
         self._sampler = Sampler(temperature, seed)
         self._byte_tokens = self._runtime.byte_tokens()
         self._grammars = GrammarCache(
@@ -129,7 +130,6 @@ class LlamaModel:
                 max_bytes=(self.kv_cache_bytes or 1 << 30) * 9 // 8 + 16 * sizes.n_ctx + (4 << 20),
             )
         )
-
 
     def __enter__(self) -> LlamaModel:
         return self
@@ -227,7 +227,6 @@ class LlamaModel:
         state.status = "loaded"
         return True
 
-
     def reset(self) -> None:
         """Nothing to forget between runs: the KV cache is kept on purpose."""
 
@@ -284,6 +283,7 @@ class LlamaModel:
             tokens = (runtime.tokenize(prompt) or [runtime.bos]) + forced
             if len(tokens) + cap > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
+            self._make_room(len(tokens) + cap)
             grammar = (
                 self._grammars.get(action_schema)
                 if constrained and action_schema is not None
@@ -310,7 +310,6 @@ class LlamaModel:
             if not self._cache.evaluate(tokens[keep:], interrupted):
                 return completion(
                     head,
-
                     len(tokens),
                     evaluated,
                     0,
@@ -332,7 +331,6 @@ class LlamaModel:
                     stop=stop,
                 )
             reply = decode_reply(
-
                 runtime,
                 self._cache,
                 self._sampler,
@@ -348,7 +346,6 @@ class LlamaModel:
             self.last_reply = dataclasses.replace(reply, lead=lead_count)
             return completion(
                 head + reply.text,
-
                 len(tokens),
                 evaluated,
                 reply.generated,
@@ -383,9 +380,33 @@ class LlamaModel:
             longest = max((len(p) for p in pieces), default=0)
             if len(tokens) + longest + 1 > self.n_ctx:
                 raise ContextExceeded(len(tokens) + longest, self.n_ctx)
+            self._make_room(len(tokens) + longest + 1)
             keep = self._cache.reuse(tokens)
             self._cache.evaluate(tokens[keep:])
             return self._cache.score_branches(pieces)
+
+    def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:
+        """log P(text | prompt) for each prompt, each a conversation of its own.
+
+        The prompts are kept in the cache beside the conversation, so a prompt scored again
+        (a skill's fixed description) costs only the text's tokens.
+        """
+        if not isinstance(text, str) or not all(isinstance(p, str) for p in prompts):
+            raise TypeError("likelihood takes a list of prompt strings and a text string")
+        with self._lock:
+            self._check_open()
+            runtime = self._runtime
+            tokenized = [runtime.tokenize(p) or [runtime.bos] for p in prompts]
+            text_tokens = runtime.tokenize(text, add_bos=False)
+            longest = max((len(t) for t in tokenized), default=0) + len(text_tokens)
+            if longest + len(self._cache) > self.n_ctx:
+                raise ContextExceeded(longest, self.n_ctx - len(self._cache))
+            return self._side.likelihoods(tokenized, text_tokens)
+
+    def _make_room(self, needed: int) -> None:
+        """Free the kept side texts when the conversation needs their cells."""
+        if needed + self._side.cells > self.n_ctx:
+            self._side.drop_all()
 
 
 def load_model(

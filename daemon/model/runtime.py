@@ -84,7 +84,10 @@ class LlamaRuntime:
         context_params.n_ctx = sizes.n_ctx
         context_params.n_batch = sizes.n_batch
         context_params.n_ubatch = sizes.n_ubatch
-        context_params.n_seq_max = 1
+        context_params.n_seq_max = sizes.n_seq_max
+        # One pool of n_ctx cells for all sequences: the conversation is never squeezed into
+        # n_ctx / n_seq_max cells.
+        context_params.kv_unified = True
         context_params.n_threads = sizes.n_threads
         context_params.n_threads_batch = sizes.n_threads
         # A partial cut-back of Gemma's sliding-window cache is only correct at full size.
@@ -114,6 +117,8 @@ class LlamaRuntime:
         """The vocabulary's end-of-turn (else end-of-sequence) token."""
         self._piece = ctypes.create_string_buffer(_PIECE_BUFFER)
         trim_heap()
+        self.clears = 0
+        """How often the whole cache was emptied: sequences kept for scoring check it."""
 
     @property
     def closed(self) -> bool:
@@ -209,17 +214,31 @@ class LlamaRuntime:
 
     # -- evaluation -----------------------------------------------------------------------------
 
-    def decode(self, tokens: list[int], start: int, *, all_logits: bool = False) -> None:
-        """Evaluate ``tokens`` at positions ``start...``, at most n_batch of them; the logits of
-        the last (or, with ``all_logits``, of every) token can then be read."""
+    def decode(
+        self, tokens: list[int], start: int, *, all_logits: bool = False, seq: int = 0
+    ) -> None:
+        """Evaluate ``tokens`` at positions ``start...`` of sequence ``seq``, at most n_batch of
+        them; the logits of the last (or, with ``all_logits``, of every) token can then be read."""
+        self.decode_runs([(seq, start, tokens)], all_logits=all_logits)
+
+    def decode_runs(
+        self, runs: list[tuple[int, int, list[int]]], *, all_logits: bool = False
+    ) -> None:
+        """Evaluate several (sequence, start position, tokens) runs in one batch of at most
+        n_batch tokens. Logits come out in the batch's order: every token's with
+        ``all_logits``, else only the last one's."""
         batch = self._batch
-        count = len(tokens)
-        for i, token in enumerate(tokens):
-            batch.token[i] = token
-            batch.pos[i] = start + i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
-            batch.logits[i] = all_logits or i == count - 1
+        count = 0
+        for seq, start, tokens in runs:
+            for offset, token in enumerate(tokens):
+                batch.token[count] = token
+                batch.pos[count] = start + offset
+                batch.n_seq_id[count] = 1
+                batch.seq_id[count][0] = seq
+                batch.logits[count] = all_logits
+                count += 1
+        if count:
+            batch.logits[count - 1] = True
         batch.n_tokens = count
         status = llama_cpp.llama_decode(self._context, batch)
         if status != 0:
@@ -230,9 +249,9 @@ class LlamaRuntime:
         pointer = llama_cpp.llama_get_logits_ith(self._context, index)
         return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
 
-    def forget_from(self, position: int) -> bool:
-        """Drop the cache from ``position`` on; False if llama.cpp cannot cut there."""
-        return bool(llama_cpp.llama_memory_seq_rm(self._memory, -1, position, -1))
+    def forget_from(self, position: int, seq: int = 0) -> bool:
+        """Drop sequence ``seq`` from ``position`` on; False if llama.cpp cannot cut there."""
+        return bool(llama_cpp.llama_memory_seq_rm(self._memory, seq, position, -1))
 
     def save_state(self) -> bytes:
         """The conversation's (sequence 0's) cached keys and values, as llama.cpp writes them."""
@@ -253,7 +272,9 @@ class LlamaRuntime:
         return True
 
     def forget_all(self) -> None:
+        """Empty the whole cache, every sequence."""
         llama_cpp.llama_memory_clear(self._memory, True)
+        self.clears += 1
 
 
 __all__ = ["DecodeFailed", "LlamaRuntime", "ModelClosed", "trim_heap"]
