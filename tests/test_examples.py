@@ -141,6 +141,31 @@ def test_shell_example_reports_a_daemon_that_is_not_there(tmp_path: Path) -> Non
     assert result.stdout == ""
 
 
+def test_shell_example_finds_the_checkouts_client_off_path(
+    daemons: dict[str, MockDaemon], tmp_path: Path
+) -> None:
+    # Right after `make run`, edge-agent is in .venv/bin and not on PATH (the README says so).
+    bare = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    found = subprocess.run(
+        ["bash", str(SHELL_EXAMPLE), "How hot is the CPU?"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**bare, "EDGE_AGENT_ENDPOINT": daemons["answers"].endpoint},
+        timeout=60,
+    )
+    if (REPO / ".venv" / "bin" / "edge-agent").exists():
+        assert found.returncode == 0, found.stderr
+        assert found.stdout == f"answered: {ANSWER}\n"
+    # A copy outside any checkout says what to do instead of "unexpected exit code 127".
+    copy = tmp_path / "ask-and-act.sh"
+    copy.write_bytes(SHELL_EXAMPLE.read_bytes())
+    lost = subprocess.run(
+        ["bash", str(copy), "hi"], check=False, capture_output=True, text=True, env=bare, timeout=60
+    )
+    assert lost.returncode == 127 and "edge-agent not found: put it on PATH" in lost.stderr
+
+
 def test_shell_example_reports_no_answer(daemons: dict[str, MockDaemon]) -> None:
     result = _run_shell_example(daemons["never_answers"].endpoint, "How hot is the CPU?")
     assert result.returncode == 1, result.stderr

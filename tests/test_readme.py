@@ -22,3 +22,20 @@ def test_the_ten_line_example_prints_its_promised_output() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == promised.group(1).strip()
+
+
+def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
+    from edge_agent import cli
+
+    text = README.read_text(encoding="utf-8")
+    section = re.search(r"\n## Exit codes\n(.*?)\n## ", text, re.S)
+    assert section is not None, "the README lost its exit-code section"
+    serve, client = section.group(1).split("(the client)")
+    listed = {int(code) for code in re.findall(r"^\| (\d+) \|", client, re.M)}
+    constants = {
+        value for name, value in vars(cli).items() if name.startswith("EXIT_") and name != "EXIT_CONFIG"
+    }
+    assert listed == constants
+    assert {int(code) for code in re.findall(r"^\| (\d+) \|", serve, re.M)} == {0, 1, 69, 78}
+    # `edge-agent status` right after `make run` needs .venv/bin on PATH; the README says how.
+    assert 'export PATH="$PWD/.venv/bin:$PATH"' in text
