@@ -47,10 +47,10 @@ ANSWER_EXAMPLES = (
     'Result of battery_state: {"percent": 87, "charging": false, "minutes_left": 240}\n'
     "The question was: How long will the battery last?\n"
     '{"final_answer": "The battery will last 240 minutes."}\n'
-    'Result of garden_station: {"readings": [{"quantity": "wind", "value": 12.0, "unit": "km/h"}, '
-    '{"quantity": "rain", "value": 3.5, "unit": "mm"}]}\n'
-    "The question was: How much rain fell?\n"
-    '{"final_answer": "3.5 mm of rain fell."}'
+    'Result of garden_station: {"readings": [{"quantity": "rain", "value": 3.5, "unit": "mm"}, '
+    '{"quantity": "wind", "value": 12.0, "unit": "km/h"}]}\n'
+    "The question was: What is the wind speed?\n"
+    '{"final_answer": "The wind speed is 12.0 km/h."}'
 )
 """Worked answers about skills no registry has, so they favour none: the system prompt's last
 part under guidance, in place of the plain prompt's example action."""
