@@ -71,6 +71,8 @@ bench: $(STAMP)
 	-$(BIN)/python scripts/bench_ipc.py
 	-$(BIN)/python scripts/bench_competence.py
 	-$(BIN)/python scripts/bench_mqtt.py
+	-$(BIN)/python scripts/bench_restart.py
+	-$(BIN)/python scripts/bench_memory.py
 
 clean:
 	rm -rf $(VENV) build .mypy_cache .pytest_cache .ruff_cache
