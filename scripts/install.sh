@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install edge-agent as a systemd service on Debian or Raspberry Pi OS, or remove it again.
 #
-#   sudo scripts/install.sh --model /opt/edge-agent/models/gemma-4-e2b-q4_k_m.gguf
+#   sudo scripts/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf
 #   sudo scripts/install.sh --uninstall [--purge]
 #   scripts/install.sh --dry-run ...        # prints every step, changes nothing, needs no root
 #
@@ -22,6 +22,9 @@ readonly CACHE_DIR=/var/cache/$SERVICE
 readonly CLIENT_LINK=/usr/local/bin/$SERVICE
 # Debian packages that building llama-cpp-python (it compiles llama.cpp) and a venv need.
 readonly APT_PACKAGES=(python3 python3-venv python3-dev build-essential cmake)
+# The venv is built from the distribution's Python, never whatever python3 is first on PATH (a
+# pyenv shim under /root, say, which the service cannot reach under ProtectHome).
+readonly SYSTEM_PYTHON=/usr/bin/python3
 
 SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODEL=""
@@ -122,6 +125,8 @@ require_root() {
 check_users() {
     local user
     for user in "${ADD_USERS[@]}"; do
+        # "$USER" is empty in some root shells (sudo -i): refuse instead of adding nobody.
+        [[ -n $user ]] || die "--add-user got an empty name (is \$USER empty in this shell?); pass the name itself, as in: sudo $0 ... --add-user \"\$(id -un)\" from your own shell"
         getent passwd "$user" >/dev/null || die "no user $user to add to group $SERVICE"
     done
 }
@@ -153,13 +158,32 @@ choose_model() {
     [[ $MODEL == *.gguf ]] || die "not a GGUF file name: $MODEL"
     # The path goes into TOML and a sed expression: plain characters only.
     [[ $MODEL =~ ^[A-Za-z0-9._/+-]+$ ]] || die "rename the file without spaces or quotes: $MODEL"
+}
+
+# The model must be there and readable by the service's user before anything is installed or
+# enabled: otherwise the unit would start into a model it cannot load.
+check_model() {
+    if [[ $MODEL == default ]]; then
+        return
+    fi
     if [[ ! -r $MODEL ]]; then
         if [[ $DRY_RUN -eq 1 ]]; then
             printf '! %s does not exist yet; copy the GGUF there before the service starts\n' "$MODEL"
-        else
-            die "cannot read $MODEL; copy the GGUF there first"
+            return
         fi
+        die "cannot read $MODEL; copy the GGUF there first"
     fi
+    [[ -f $MODEL ]] || die "$MODEL is not a file; pass the path of a .gguf file"
+    [[ $(head -c 4 "$MODEL") == GGUF ]] || die "$MODEL is not a GGUF file (it does not start with GGUF); download it again"
+}
+
+# Once the user exists: root can read what the service's user may not.
+check_model_access() {
+    if [[ $MODEL == default || ! -r $MODEL ]] || ! getent passwd "$SERVICE" >/dev/null; then
+        return  # the embedded model, or a dry run (check_model stops a real one without a file)
+    fi
+    setpriv --reuid "$SERVICE" --regid "$SERVICE" --clear-groups -- test -r "$MODEL" \
+        || die "user $SERVICE cannot read $MODEL; make it readable: chmod 0644 the file and 0755 its directories"
 }
 
 install_packages() {
@@ -205,7 +229,7 @@ install_venv() {
     if [[ -x $VENV/bin/python ]]; then
         skip "venv $VENV exists"
     else
-        step python3 -m venv "$VENV"
+        step "$SYSTEM_PYTHON" -m venv "$VENV"
     fi
     step "$VENV/bin/python" -m pip install --quiet --upgrade "pip>=24" "setuptools>=77"
     local target=$SOURCE_DIR
@@ -254,8 +278,8 @@ install_unit() {
         # A running service keeps the old code and unit until it restarts.
         step systemctl try-restart "$SERVICE.service"
     fi
-    printf 'edge-agent is %s. Check it with: systemctl status %s; journalctl -u %s\n' \
-        "$([[ $DRY_RUN -eq 1 ]] && echo 'would be started' || echo started)" "$SERVICE" "$SERVICE"
+    printf 'edge-agent %s. Check it with: systemctl status %s; journalctl -u %s\n' \
+        "$([[ $DRY_RUN -eq 1 ]] && echo 'would be started' || echo 'is started')" "$SERVICE" "$SERVICE"
 }
 
 uninstall() {
@@ -308,8 +332,10 @@ main() {
     fi
     check_users
     choose_model
+    check_model
     install_packages
     create_user
+    check_model_access
     install_venv
     install_config
     install_unit

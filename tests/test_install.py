@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLER = REPO / "scripts" / "install.sh"
-MODEL = "/opt/edge-agent/models/gemma-4-e2b-q4_k_m.gguf"
+MODEL_NAME = "gemma-4-e2b-it-Q4_K_M.gguf"  # as README.md names it
+MODEL = f"/opt/edge-agent/models/{MODEL_NAME}"
 
 
 def _install(*args: str) -> subprocess.CompletedProcess[str]:
@@ -56,7 +57,7 @@ def test_dry_run_prints_every_install_step_and_changes_nothing() -> None:
         "groupadd --system edge-agent",
         "useradd --system --gid edge-agent",
         "install -d -m 0755 -o root -g root /opt/edge-agent /opt/edge-agent/models",
-        "python3 -m venv /opt/edge-agent/venv",
+        "/usr/bin/python3 -m venv /opt/edge-agent/venv",
         f"/opt/edge-agent/venv/bin/python -m pip install --quiet --upgrade {REPO}",
         "ln -sfn /opt/edge-agent/venv/bin/edge-agent /usr/local/bin/edge-agent",
         "install -d -m 0755 -o root -g root /etc/edge-agent",
@@ -80,6 +81,11 @@ def test_dry_run_prints_every_install_step_and_changes_nothing() -> None:
         position = matches[0] + 1
     assert result.stdout.startswith("dry run: nothing below is done\n")
     assert f"{MODEL} does not exist yet" in result.stdout
+    assert result.stdout.splitlines()[-1] == (
+        "edge-agent would be started. Check it with: systemctl status edge-agent; "
+        "journalctl -u edge-agent"
+    )
+    assert " is would " not in result.stdout and result.stderr == ""
     assert {path: sorted(os.listdir(path)) if path.exists() else None for path in watched} == before
 
 
@@ -104,6 +110,7 @@ def test_dry_run_uninstall_of_nothing_says_so() -> None:
         (["--purge"], "--purge only goes with --uninstall"),
         (["--frobnicate"], "unknown argument: --frobnicate"),
         (["--add-user", "no-such-user-here"], "no user no-such-user-here"),
+        (["--add-user", ""], "--add-user got an empty name"),
     ],
 )
 def test_bad_arguments_stop_before_any_step(args: list[str], message: str) -> None:
@@ -160,6 +167,8 @@ exit 0
 _INNER = """
 set -eu
 for dir in etc opt var usr/local/bin; do mount --bind "$SANDBOX/$dir" "/$dir"; done
+# The installer builds the venv with /usr/bin/python3 itself, never a python3 found on PATH.
+mount --bind "$SANDBOX/stubs/python3" /usr/bin/python3
 export PATH="$SANDBOX/stubs:$PATH"
 shift 0
 exec bash "$INSTALLER" "$@"
@@ -226,7 +235,7 @@ def machine(tmp_path: Path) -> Machine:
 def test_install_is_idempotent_and_uninstall_keeps_data_unless_purged(machine: Machine) -> None:
     model = machine.root / "opt" / "edge-agent" / "models"
     model.mkdir(parents=True)
-    (model / "gemma-4-e2b-q4_k_m.gguf").write_bytes(b"GGUF")
+    (model / MODEL_NAME).write_bytes(b"GGUF")
 
     first = machine.install("--model", MODEL, "--yes")
     assert first.returncode == 0, first.stdout + first.stderr
@@ -292,6 +301,45 @@ def test_install_is_idempotent_and_uninstall_keeps_data_unless_purged(machine: M
     assert _steps(again.stdout) == [
         "rm -rf /etc/edge-agent /var/lib/edge-agent /var/cache/edge-agent /opt/edge-agent/models"
     ]
+
+
+def test_a_missing_or_unreadable_model_stops_before_anything_is_enabled(
+    machine: Machine,
+) -> None:
+    models = machine.root / "opt" / "edge-agent" / "models"
+    models.mkdir(parents=True)
+    missing = machine.install("--model", MODEL, "--yes")
+    assert missing.returncode == 1 and f"cannot read {MODEL}" in missing.stderr
+    assert _steps(missing.stdout) == []
+    (models / MODEL_NAME).write_bytes(b"<html>not found</html>")
+    not_gguf = machine.install("--model", MODEL, "--yes")
+    assert not_gguf.returncode == 1 and "is not a GGUF file" in not_gguf.stderr
+    assert _steps(not_gguf.stdout) == []
+    (models / MODEL_NAME).write_bytes(b"GGUF")
+    (models / MODEL_NAME).chmod(0o600)  # root reads it; the service's user would not
+    private = machine.install("--model", MODEL, "--yes")
+    assert private.returncode == 1, private.stdout
+    assert "user edge-agent cannot read" in private.stderr and "chmod 0644" in private.stderr
+    assert not [c for c in machine.calls() if c.startswith(("systemctl", "python3"))]
+    assert not (machine.root / "etc" / "systemd" / "system" / "edge-agent.service").exists()
+    # A reinstall takes the model from the config: it is checked the same way.
+    (models / MODEL_NAME).chmod(0o644)
+    assert machine.install("--model", MODEL, "--yes").returncode == 0
+    (models / MODEL_NAME).unlink()
+    again = machine.install("--yes")
+    assert again.returncode == 1 and f"cannot read {MODEL}" in again.stderr
+    assert [c for c in machine.calls() if c.startswith("systemctl enable")] == [
+        "systemctl enable --now edge-agent.service"
+    ]
+
+
+def test_the_script_and_the_readme_name_the_same_model_file() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    header = INSTALLER.read_text(encoding="utf-8").split("\nset -euo")[0]
+    named = set(re.findall(r"gemma-4-e2b[\w.-]*\.gguf", readme + header, re.I))
+    assert named == {MODEL_NAME}, named
+    # The README's install line works where $USER is empty (sudo -i): the name comes from id.
+    assert '--add-user "$(id -un)"' in readme
 
 
 def test_dry_run_uninstall_lists_the_removal_of_an_installed_service(machine: Machine) -> None:
