@@ -11,8 +11,6 @@ another daemon holds the endpoint, 78 on a config error or a model that cannot b
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
 import signal
 import sys
@@ -90,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
     )
     ask.add_argument("--endpoint", help=endpoint_help)
-    from edge_agent.mqttclient import add_ask_arguments, add_parsers  # noqa: PLC0415
+    from edge_agent.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
 
     add_ask_arguments(ask)  # --mqtt HOST --node NAME (docs/mqtt.md)
 
@@ -122,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415 - the client commands start without it
+
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("edge_agent.cli")
     from edge_agent.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
@@ -145,6 +145,12 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
+    # SIGHUP (a closed terminal, a stray `kill -HUP`, a reload habit) would end the daemon by
+    # default and lose the runs it accepted. It is ignored: the config is read at start only.
+    signal.signal(
+        signal.SIGHUP,
+        lambda *_: log.warning("SIGHUP ignored: the config is read at start; restart to apply it"),
+    )
     # Not "listening": the daemon is not ready until the model has loaded ("model ... ready").
     log.info(
         "edge-agent: loading model %s; %s answers `loading` until then",
@@ -310,6 +316,8 @@ def _detail(events: list[dict[str, Any]]) -> str:
 
 
 def _emit(value: Any) -> None:
+    import json  # noqa: PLC0415 - only --json and --stream print JSON
+
     print(json.dumps(value, ensure_ascii=False), flush=True)
 
 

@@ -12,6 +12,7 @@ This module imports nothing of the package: it is shared by the daemon and its c
 from __future__ import annotations
 
 import dataclasses
+import reprlib
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, get_args
 
@@ -343,8 +344,14 @@ def _kind(value: Any) -> str:
     )
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 2
+_REPR.maxstring = _REPR.maxlong = _REPR.maxother = 40
+# A bounded repr: a value nested 1,000 deep (a ~1 KB frame) is shown without recursing.
+
+
 def _short(value: Any) -> str:
-    text = repr(value)
+    text = _REPR.repr(value)
     return text if len(text) <= 40 else text[:39] + "…"
 
 

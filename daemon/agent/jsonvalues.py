@@ -27,23 +27,72 @@ def format_validation_error(skill_name: str, error: ValidationError) -> str:
     return f"Bad arguments for skill {skill_name!r}: " + "; ".join(parts) + "."
 
 
+_INT_MIN, _INT_END = -(2**63), 2**64
+"""The integers every consumer of a result takes: msgpack's range (JSON's is wider)."""
+MAX_DEPTH = 32
+"""Containers deeper than this become a marker string."""
+
+
 def to_jsonable(value: Any, _depth: int = 0) -> Any:
-    """Make a skill's return value JSON-safe: models and dataclasses are dumped, the rest is str."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
+    """Make a skill's return value JSON- and msgpack-safe: models and dataclasses are dumped,
+    the rest is text.
+
+    Whatever a skill returns comes out as None, a bool, an int in msgpack's 64-bit range, a
+    finite float, a str that encodes as UTF-8, or lists and str-keyed dicts of these, at most
+    ``MAX_DEPTH`` deep. An int outside that range becomes its decimal text, a lone surrogate
+    becomes U+FFFD, and an object whose ``str`` raises becomes a placeholder. It raises only
+    when a container itself breaks as it is walked (a ``__iter__`` or ``items`` that raises).
+    """
+    if value is None or isinstance(value, bool):
+        return None if value is None else bool(value)
+    if isinstance(value, int):
+        value = int(value)
+        return value if _INT_MIN <= value < _INT_END else _int_text(value)
+    if isinstance(value, str):
+        return _utf8(str.__str__(value))
     if isinstance(value, float):
+        value = float(value)
         return value if math.isfinite(value) else str(value)
-    if _depth > 32:
-        return str(value)
+    if _depth >= MAX_DEPTH:
+        return f"<{type(value).__name__} nested more than {MAX_DEPTH} deep>"
     if isinstance(value, BaseModel):
         return to_jsonable(value.model_dump(mode="json"), _depth + 1)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value), _depth + 1)
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
+        return {_key(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v, _depth + 1) for v in value]
-    return str(value)
+    return _text(value)
+
+
+def _int_text(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # past sys.get_int_max_str_digits()
+        return f"<an integer of {value.bit_length()} bits>"
+
+
+def _utf8(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _text(value: object) -> str:
+    try:
+        text = str(value)
+    except Exception as exc:  # noqa: BLE001 - a __str__ that raises, or recurses too deep
+        return f"<{type(value).__name__} that cannot be shown: {type(exc).__name__}>"
+    return _utf8(str.__str__(text)) if isinstance(text, str) else f"<{type(value).__name__}>"
+
+
+def _key(key: object) -> str:
+    return _utf8(str.__str__(key)) if isinstance(key, str) else _text(key)
 
 
 _COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=str)

@@ -52,6 +52,14 @@ DEFAULT_MAX_RETRIES = 3
 _SUMMARY_CHARS = 200
 
 
+def _safe_str(value: object) -> str:
+    """``str(value)``, or a placeholder when that itself raises."""
+    try:
+        return str(value)
+    except Exception as exc:  # noqa: BLE001 - an exception whose __str__ raises
+        return f"<unprintable: {type(exc).__name__}>"
+
+
 def _summary(event: CallSkillAction | FinalAnswerAction | None) -> str:
     if event is None:
         return "no action was taken"
@@ -242,9 +250,7 @@ class Agent:
         """docs/design.md, "The loop's contract": step, append, dispatch, until a stop."""
         state, workflow = run.state, run.state.workflow
         while run.iteration < run.max_iterations:
-            reason = self._interruption(run.deadline, run.should_stop)
-            if reason is not None:
-                run.append(InterruptedObservation(reason=reason), generation)
+            if self._stopped(run, generation):
                 return
             run.iteration += 1
             event = self.step(
@@ -254,6 +260,11 @@ class Agent:
                 should_stop=run.should_stop,
                 **run.opts,
             )
+            # A deadline or cancel that landed during the step ends the run here: the model's
+            # reply was cut short, so its parse failure is the interruption's, not the model's,
+            # and a skill it asked for is not started. An answer that made it is kept.
+            if not isinstance(event, FinalAnswerAction) and self._stopped(run, generation):
+                return
             observed: Step | SkillResultObservation | ToolErrorObservation = event
             if isinstance(event, CallSkillAction):
                 run.last_action = event
@@ -267,6 +278,8 @@ class Agent:
                     return
                 observed = failed
             if isinstance(observed, ValidationErrorObservation | ModelErrorObservation):
+                if self._stopped(run, generation):
+                    return
                 will_retry = run.retries_left > 0 and run.iteration < run.max_iterations
                 run.retries_left -= 1
                 run.append(observed.model_copy(update={"will_retry": will_retry}), generation)
@@ -274,6 +287,8 @@ class Agent:
                     return
                 continue
             run.append(observed, generation)
+        if self._stopped(run, generation):
+            return
         run.append(
             MaxIterationsObservation(
                 iterations=run.max_iterations,
@@ -302,12 +317,13 @@ class Agent:
         )
 
     @staticmethod
-    def _interruption(deadline: float | None, should_stop: Callable[[], bool] | None) -> str | None:
-        if should_stop is not None and should_stop():
-            return "cancelled"
-        if deadline is not None and time.monotonic() >= deadline:
-            return "deadline"
-        return None
+    def _stopped(run: RunRecord, generation: int) -> bool:
+        """Decision 6: a pending deadline or cancel ends the run with an InterruptedObservation."""
+        reason = run.interruption()
+        if reason is None:
+            return False
+        run.append(InterruptedObservation(reason=reason), generation)
+        return True
 
     def _dispatch(
         self, action: CallSkillAction, run: RunRecord, generation: int
@@ -328,18 +344,18 @@ class Agent:
                 error_type="invalid_arguments",
                 feedback=format_validation_error(spec.name, exc),
             )
-        if spec.timeout_s is not None:
-            run.enter_skill(spec.name, spec.timeout_s, list(names))
+        # Every skill is watched: its timeout if it has one, the run's deadline and cancel always.
+        run.enter_skill(spec.name, spec.timeout_s, list(names))
         try:
             self.supervisor.check_free(spec.name)
             result = self.registry.call(spec, arguments)
+            return self._result(spec.name, result)
         except SkillStillRunning as exc:
             error = str(exc)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the model sees the failure
-            log.info("skill %s raised %s: %s", spec.name, type(exc).__name__, exc)
-            error = f"{type(exc).__name__}: {exc}"
-        else:
-            return self._result(spec.name, result)
+        except BaseException as exc:  # noqa: BLE001 - a skill's KeyboardInterrupt, GeneratorExit,
+            # SystemExit or odd result is its own failure: the model sees it, the run goes on.
+            error = f"{type(exc).__name__}: {_safe_str(exc)}"
+            log.info("skill %s raised %s", spec.name, error)
         finally:
             run.leave_skill(generation)
         return ToolErrorObservation(skill_name=spec.name, error=error, available_skills=list(names))

@@ -3,13 +3,16 @@
 A run's loop executes on a pooled thread and calls skills inline. The caller of ``Agent.run``
 waits and watches: when a skill runs past its timeout, the stuck thread is abandoned, a
 ToolErrorObservation saying so is appended, and a fresh thread carries the run on from its
-record. The record holds every counter of the loop, so nothing is lost in the hand-over.
+record. The record holds every counter of the loop, so nothing is lost in the hand-over. When
+the run's deadline passes or it is cancelled while any skill runs, with a timeout or without,
+the skill's thread is abandoned the same way and the run ends with an InterruptedObservation.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 import time
 import weakref
@@ -21,6 +24,7 @@ from edge_agent.agent.events import (
     CallSkillAction,
     Event,
     FinalAnswerAction,
+    InterruptedObservation,
     ToolErrorObservation,
 )
 from edge_agent.agent.threads import WorkerPool
@@ -53,8 +57,8 @@ class RunRecord:
     iteration: int = 0
     last_action: CallSkillAction | FinalAnswerAction | None = None
     generation: int = 0
-    in_skill: tuple[str, float, float, list[str]] | None = None
-    """While a skill runs: (name, timeout, overrun instant, available skills)."""
+    in_skill: tuple[str, float | None, float, list[str]] | None = None
+    """While a skill runs: (name, timeout or None, overrun instant or inf, available skills)."""
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def append(self, event: Event, generation: int) -> None:
@@ -66,8 +70,17 @@ class RunRecord:
             if self.on_event is not None:
                 self.on_event(event)
 
-    def enter_skill(self, name: str, timeout: float, available: list[str]) -> None:
-        self.in_skill = (name, timeout, time.monotonic() + timeout, available)
+    def enter_skill(self, name: str, timeout: float | None, available: list[str]) -> None:
+        overrun = math.inf if timeout is None else time.monotonic() + timeout
+        self.in_skill = (name, timeout, overrun, available)
+
+    def interruption(self) -> str | None:
+        """Why the run must stop now (``cancelled`` or ``deadline``), or None."""
+        if self.should_stop is not None and self.should_stop():
+            return "cancelled"
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return "deadline"
+        return None
 
     def leave_skill(self, generation: int) -> None:
         with self.lock:
@@ -105,7 +118,8 @@ class Supervisor:
 
     def _mark_hung(self, name: str, thread: threading.Thread) -> None:
         self._hung[name] = thread
-        log.warning("skill %s ran past its timeout; its thread is abandoned", name)
+        log.warning("skill %s was still running at its timeout, deadline or cancel; its thread "
+                    "is abandoned", name)
 
 
 def supervise(
@@ -120,7 +134,12 @@ def supervise(
     try:
         while not worker.wait(POLL_S):
             overrun = record.in_skill
-            if overrun is None or time.monotonic() < overrun[2]:
+            if overrun is None:
+                continue
+            # A skill is running: its timeout, the run's deadline and cancel all reach it, the
+            # last two whether or not the skill has a timeout of its own.
+            reason = record.interruption()
+            if reason is None and time.monotonic() < overrun[2]:
                 continue
             with record.lock:
                 if record.in_skill is not overrun:
@@ -131,10 +150,15 @@ def supervise(
             name, timeout, _, available = overrun
             mark_hung(name, worker.thread)
             worker.retire()
+            if reason is not None:
+                # The run is over: it ends interrupted, and no thread carries it on.
+                record.append(InterruptedObservation(reason=reason), generation)
+                return
             record.append(
                 ToolErrorObservation(
                     skill_name=name,
-                    error=f"skill {name!r} ran past its {timeout:g} s timeout and was abandoned",
+                    error=f"skill {name!r} ran past its {timeout or 0:g} s timeout and was "
+                    "abandoned",
                     available_skills=available,
                 ),
                 generation,

@@ -157,9 +157,11 @@ class RunWorker(threading.Thread):
                 job, state, queued_s=started - job.received, run_s=time.monotonic() - started
             )
             payload = encode(reply)
-        except Exception as exc:
+        except BaseException as exc:
+            # The run gets its one final reply, and this thread serves the next run, whatever
+            # escaped (the loop already contains what skills raise).
             log.exception("run %s failed", job.request_id)
-            return Finished(job, None, None, f"{type(exc).__name__}: {exc}")
+            return Finished(job, None, None, f"{type(exc).__name__}")
         return Finished(job, payload, state.outcome)
 
 
