@@ -11,6 +11,8 @@ another daemon holds the endpoint, 78 on a config error or a model that cannot b
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import os
 import signal
 import sys
@@ -88,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
     )
     ask.add_argument("--endpoint", help=endpoint_help)
-    from edge_agent.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
+    from edge_agent.mqttclient import add_ask_arguments, add_parsers  # noqa: PLC0415
 
     add_ask_arguments(ask)  # --mqtt HOST --node NAME (docs/mqtt.md)
 
@@ -120,8 +122,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import logging  # noqa: PLC0415 - the client commands start without it
-
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("edge_agent.cli")
     from edge_agent.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
@@ -316,8 +316,6 @@ def _detail(events: list[dict[str, Any]]) -> str:
 
 
 def _emit(value: Any) -> None:
-    import json  # noqa: PLC0415 - only --json and --stream print JSON
-
     print(json.dumps(value, ensure_ascii=False), flush=True)
 
 
