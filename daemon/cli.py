@@ -11,10 +11,7 @@ another daemon holds the endpoint, 78 on a config error or a model that cannot b
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -45,6 +42,15 @@ _CODE_EXITS = {
 
 
 class _Parser(argparse.ArgumentParser):
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's own sizes the help with shutil.get_terminal_size(), and importing shutil
+        # (bz2, lzma...) costs every command a few ms at start; this is the same width.
+        try:
+            columns = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size().columns
+        except (ValueError, OSError):
+            columns = 80
+        return argparse.HelpFormatter(prog=self.prog, width=columns - 2)
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
@@ -60,7 +66,12 @@ def _positive(text: str) -> float:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
+CLIENT_COMMANDS = ("ask", "status", "skills")
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or only the one named (argparse spends a few ms per command, which
+    ``ask``, ``status`` and ``skills`` need not pay at start)."""
     parser = _Parser(prog="edge-agent", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     endpoint_help = (
@@ -68,6 +79,26 @@ def _parser() -> argparse.ArgumentParser:
         "else the service's /run/edge-agent/agent.sock)"
     )
 
+    from edge_agent.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
+
+    if only is None:
+        _add_serve(commands)
+    if only in (None, "ask"):
+        _add_ask(commands, endpoint_help)
+        add_ask_arguments(commands.choices["ask"])  # --mqtt HOST --node NAME (docs/mqtt.md)
+    for name, text in (("status", "show the daemon's state"), ("skills", "list the skills")):
+        if only not in (None, name):
+            continue
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
+        sub.add_argument("--endpoint", help=endpoint_help)
+    if only is None:
+        add_parsers(commands)  # nodes, ha-discovery
+    return parser
+
+
+def _add_serve(commands: Any) -> None:
     serve = commands.add_parser("serve", help="load the model and answer requests")
     serve.add_argument("--config", help="TOML config file (see systemd/config.example.toml)")
     serve.add_argument("--model", help="default | PATH.gguf | mock:FILE.json (overrides config)")
@@ -76,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
+
+def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask = commands.add_parser("ask", help="ask the daemon a question")
     ask.add_argument("query")
     ask.add_argument(
@@ -90,21 +123,12 @@ def _parser() -> argparse.ArgumentParser:
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
     )
     ask.add_argument("--endpoint", help=endpoint_help)
-    from edge_agent.mqttclient import add_ask_arguments, add_parsers  # noqa: PLC0415
-
-    add_ask_arguments(ask)  # --mqtt HOST --node NAME (docs/mqtt.md)
-
-    for name, text in (("status", "show the daemon's state"), ("skills", "list the skills")):
-        sub = commands.add_parser(name, help=text)
-        sub.add_argument("--json", action="store_true", help="print JSON")
-        sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
-        sub.add_argument("--endpoint", help=endpoint_help)
-    add_parsers(commands)  # nodes, ha-discovery
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    first = words[0] if words else None
+    args = _parser(first if first in CLIENT_COMMANDS else None).parse_args(words)
     if args.command == "serve":
         return _serve(args)
     if args.command == "nodes":
@@ -122,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415 - the client commands start without it
+    import signal  # noqa: PLC0415
+
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("edge_agent.cli")
     from edge_agent.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
@@ -145,12 +172,6 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
-    # SIGHUP (a closed terminal, a stray `kill -HUP`, a reload habit) would end the daemon by
-    # default and lose the runs it accepted. It is ignored: the config is read at start only.
-    signal.signal(
-        signal.SIGHUP,
-        lambda *_: log.warning("SIGHUP ignored: the config is read at start; restart to apply it"),
-    )
     # Not "listening": the daemon is not ready until the model has loaded ("model ... ready").
     log.info(
         "edge-agent: loading model %s; %s answers `loading` until then",
@@ -316,6 +337,8 @@ def _detail(events: list[dict[str, Any]]) -> str:
 
 
 def _emit(value: Any) -> None:
+    import json  # noqa: PLC0415 - only --json and --stream print JSON
+
     print(json.dumps(value, ensure_ascii=False), flush=True)
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -16,8 +15,10 @@ from typing import Any
 
 import zmq
 
+# framing, not wire: the client never imports pydantic (scripts/bench_cli_start.py).
 from edge_agent.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
-from edge_agent.wire import IDEMPOTENT_OPS, PROTOCOL_VERSION, WireError, decode_reply, encode
+from edge_agent.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
+from edge_agent.framing import encode_request as encode
 
 RUN_GRACE_S = 2.0
 """A run's reply may trail its deadline by this much: the daemon interrupts it, then answers."""
@@ -70,6 +71,11 @@ class Timeout(DaemonError):
 
 
 Progress = Callable[[dict[str, Any]], None]
+
+
+def _new_id() -> str:
+    """A random request id, as uuid4().hex is, without importing uuid at start-up."""
+    return os.urandom(16).hex()
 
 
 class Client:
@@ -153,7 +159,7 @@ class Client:
     ) -> dict[str, Any]:
         """Send one request and wait for its final reply; raises DaemonError on an error reply."""
         self._check_reachable()
-        request_id = request_id or uuid.uuid4().hex
+        request_id = request_id or _new_id()
         message = {"v": PROTOCOL_VERSION, "id": request_id, "op": op}
         message.update({k: v for k, v in fields.items() if v is not None})
         payload = encode(message)
@@ -189,7 +195,7 @@ class Client:
                 return None
             try:
                 reply = decode_reply(sock.recv())
-            except WireError as exc:
+            except FrameError as exc:
                 raise DaemonError("bad_reply", exc.message) from None
             if reply.get("id") not in (request_id, None):
                 continue  # a late reply to an earlier request on this socket
@@ -205,9 +211,7 @@ class Client:
     def _cancel_quietly(self, target: str) -> None:
         sock = self._connected()
         sock.send(
-            encode(
-                {"v": PROTOCOL_VERSION, "id": uuid.uuid4().hex, "op": "cancel", "target": target}
-            )
+            encode({"v": PROTOCOL_VERSION, "id": _new_id(), "op": "cancel", "target": target})
         )
         self._reset(linger_ms=500)
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import ipaddress
-import logging
 import os
-import socket
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+# logging, socket, ipaddress and dataclasses are imported where they are used: the client
+# commands import this module, and start faster without them (scripts/bench_cli_start.py).
 
 SOCKET_NAME = "agent.sock"
 
@@ -68,6 +65,8 @@ def check_endpoint(endpoint: str, *, allow_remote: bool) -> str:
         raise EndpointError(f"{endpoint!r}: expected tcp://HOST:PORT")
     if allow_remote:
         return endpoint
+    import ipaddress  # noqa: PLC0415
+
     host = host.strip("[]")
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
@@ -94,6 +93,8 @@ def _prepare_directory(directory: Path) -> None:
 
 
 def _peer_listening(path: Path) -> bool:
+    import socket  # noqa: PLC0415
+
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
         probe.settimeout(1.0)
@@ -105,13 +106,16 @@ def _peer_listening(path: Path) -> bool:
     return True
 
 
-@dataclass
 class IpcClaim:
     """An ipc socket path this daemon holds: a lock beside it, and the file removed on release."""
 
-    path: Path
-    _lock: int | None = None
-    _inode: int | None = field(default=None, repr=False)
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock: int | None = None
+        self._inode: int | None = None
+
+    def __repr__(self) -> str:
+        return f"IpcClaim(path={self.path!r})"
 
     def acquire(self) -> None:
         _prepare_directory(self.path.parent)
@@ -137,7 +141,11 @@ class IpcClaim:
                 raise EndpointError(
                     f"{self.path} exists and is not a socket; refusing to replace it"
                 )
-            log.info("removing the stale socket %s left by a daemon that did not exit", self.path)
+            import logging  # noqa: PLC0415
+
+            logging.getLogger(__name__).info(
+                "removing the stale socket %s left by a daemon that did not exit", self.path
+            )
             self.path.unlink()
 
     def bound(self) -> None:

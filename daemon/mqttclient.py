@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from edge_agent.client import RUN_GRACE_S, DaemonError, Timeout, Unavailable
+from edge_agent.mqttargs import add_arguments, add_ask_arguments, add_parsers
 from edge_agent.mqttwire import DEFAULT_PREFIX, ONLINE, Topics, check_node_id, node_of
 
 CONNECT_TIMEOUT_S = 5.0
@@ -71,21 +72,6 @@ def split_host(text: str) -> tuple[str, int | None]:
     if port and not (port.isdigit() and 0 < int(port) < 65536):
         raise DaemonError("bad_request", f"{text!r}: the port must be 1-65535")
     return host, int(port) if port else None
-
-
-def add_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
-    """The broker options of ``nodes`` and ``ask``."""
-    parser.add_argument(
-        "--mqtt",
-        metavar="HOST[:PORT]",
-        required=required,
-        help="ask through this MQTT broker instead of the daemon's socket",
-    )
-    parser.add_argument("--mqtt-prefix", default=DEFAULT_PREFIX, help="topic prefix")
-    parser.add_argument("--mqtt-username", help="broker user name")
-    parser.add_argument("--mqtt-password-file", help="file holding the broker password")
-    parser.add_argument("--mqtt-ca", help="CA file: connect with TLS and check the broker")
-    parser.add_argument("--mqtt-tls", action="store_true", help="TLS with the system's CAs")
 
 
 class MqttConnection:
@@ -297,26 +283,6 @@ def print_nodes(nodes: list[dict[str, Any]], as_json: bool, show_all: bool) -> N
         )
 
 
-
-
-def add_parsers(commands: Any) -> None:
-    """``edge-agent nodes`` and ``edge-agent ha-discovery``."""
-    nodes = commands.add_parser("nodes", help="list the edge-agent nodes on an MQTT broker")
-    add_arguments(nodes, required=True)
-    nodes.add_argument("--all", action="store_true", help="offline nodes too")
-    nodes.add_argument("--json", action="store_true", help="print JSON")
-    nodes.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
-    discovery = commands.add_parser(
-        "ha-discovery", help="show the Home Assistant discovery configs the daemon publishes"
-    )
-    discovery.add_argument("--print", action="store_true", required=True, help="print them")
-    discovery.add_argument("--config", help="TOML config file (its [mqtt] section)")
-
-
-def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
-    """``ask --mqtt HOST --node NAME``."""
-    add_arguments(ask)
-    ask.add_argument("--node", help="with --mqtt: the node to ask (see `edge-agent nodes`)")
 
 
 def nodes_command(args: argparse.Namespace) -> int:

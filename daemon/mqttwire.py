@@ -16,9 +16,12 @@ import dataclasses
 import json
 import re
 import socket
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from edge_agent.wire import MAX_ID_CHARS, PROTOCOL_VERSION, ErrorCode
+from edge_agent.framing import MAX_ID_CHARS, PROTOCOL_VERSION
+
+if TYPE_CHECKING:  # the wire models (pydantic) stay out of the client's start-up
+    from edge_agent.wire import ErrorCode
 
 DEFAULT_PREFIX: Final = "edge-agent"
 DEFAULT_DISCOVERY_PREFIX: Final = "homeassistant"

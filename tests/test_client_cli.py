@@ -333,3 +333,25 @@ def test_ctrl_c_with_json_prints_the_interrupted_object(scripted_daemon: Scripte
     assert (result["outcome"], result["answer"], result["query"]) == ("interrupted", None, "hi")
     assert result["events"][-1] == {"type": "InterruptedObservation", "reason": "cancelled"}
     wait_for(lambda: server.status()["running"] is None, 10)
+
+
+def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:
+    # What `edge-agent ask/status/skills` load before they talk to the daemon; the start-up time
+    # itself is measured by scripts/bench_cli_start.py, not here.
+    probe = (
+        "import sys; from edge_agent import cli; cli._parser(); import edge_agent.client; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' "
+        "or m.startswith(('edge_agent.agent', 'edge_agent.service', 'edge_agent.wire', "
+        "'edge_agent.model', 'edge_agent.mqttclient', 'edge_agent.mqttwire'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+    # The framework's names are still there, loaded when first used.
+    from edge_agent import Agent, MockModel
+
+    assert Agent.__module__ == "edge_agent.agent.loop" and MockModel([]).__class__ is MockModel
+    from edge_agent import mqttargs, mqttwire
+
+    assert mqttargs.DEFAULT_PREFIX == mqttwire.DEFAULT_PREFIX

@@ -20,10 +20,12 @@ LAYER_OF = [
     ("edge_agent.service", "service"),
     ("edge_agent.skills", "skills"),
     ("edge_agent.wire", "protocol"),
+    ("edge_agent.framing", "protocol"),
     ("edge_agent.endpoints", "protocol"),
     ("edge_agent.client", "client"),
     ("edge_agent.mqttwire", "protocol"),
     ("edge_agent.mqttclient", "client"),
+    ("edge_agent.mqttargs", "client"),
     ("edge_agent.cli", "cli"),
     ("edge_agent", "package"),
 ]

@@ -333,3 +333,32 @@ def test_unknown_config_keys_name_the_section_and_the_likely_key() -> None:
     assert "Extra inputs" not in message
     with pytest.raises(ConfigError, match=r"unknown key `hots` in \[mqtt\] \(did you mean `host`"):
         parse_settings("[mqtt]\nhots = 'localhost'\n")
+
+
+def test_the_clients_framing_agrees_with_the_wire_models() -> None:
+    from edge_agent import framing, wire
+
+    assert framing.PROTOCOL_VERSION == wire.PROTOCOL_VERSION
+    assert framing.MAX_ID_CHARS == wire.MAX_ID_CHARS
+    assert framing.IDEMPOTENT_OPS == wire.IDEMPOTENT_OPS
+    assert framing.REPLY_KINDS == wire.REPLY_KINDS
+    frames = [
+        wire.encode({"v": 1, "id": "a", "kind": "result", "op": "status"}),
+        wire.encode({"v": 1, "kind": "nonsense"}),
+        wire.encode([1, 2]),
+        b"\xc1",
+        wire.encode({"kind": "error"}) + b"\x00",
+        msgpack.packb({1: "x"}),
+    ]
+    for frame in frames:
+        try:
+            expected: object = wire.decode_reply(frame)
+        except wire.WireError as exc:
+            expected = exc.code
+        try:
+            got: object = framing.decode_reply(frame)
+        except framing.FrameError as exc:
+            got = exc.code
+        assert got == expected, frame
+    request = {"v": 1, "id": "r", "op": "run", "query": "hi", "stream": True}
+    assert framing.encode_request(request) == wire.encode(request)
