@@ -49,6 +49,8 @@ from edge_agent import (
 from edge_agent.agent.events import STATE_ADAPTER
 from edge_agent.agent.jsonvalues import to_jsonable
 
+QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
+
 
 class PluginPanic(BaseException):
     """A BaseException subclass of a plugin's own."""
@@ -260,13 +262,15 @@ def test_odd_skill_results_become_a_result_and_go_on_the_wire(kind: str) -> None
     packs(state)
 
 
-JSONISH = st.recursive(
+LEAVES = (
     st.none() | st.booleans() | st.integers() | st.floats() | st.text()
-    | st.integers(min_value=2**63, max_value=2**200),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.tuples(inner, inner)
-    | st.dictionaries(st.text(max_size=4) | st.integers(), inner, max_size=3),
-    max_leaves=20,
+    | st.integers(min_value=2**63, max_value=2**200)
+)
+JSONISH: st.SearchStrategy[Any] = st.deferred(
+    lambda: LEAVES
+    | st.lists(JSONISH, max_size=3)
+    | st.tuples(JSONISH, JSONISH)
+    | st.dictionaries(st.text(max_size=4) | st.integers(), JSONISH, max_size=3)
 )
 
 
@@ -375,3 +379,27 @@ def test_sighup_is_ignored_and_loses_no_run(tmp_path: Path) -> None:
     assert daemon.returncode == 0, output
     assert "SIGHUP" in output
     assert not sock.exists()
+
+
+# -- defect 6 (in part): status does not disclose other clients' ids --------------------------
+
+
+def test_status_names_the_running_run_only_to_the_connection_that_started_it(
+    context: zmq.Context[Any],
+) -> None:
+    with running_server([{"text": ANSWER, "delay_s": 60}], config=QUICK_STOP) as (server, endpoint):
+        owner, other = Peer(context, endpoint), Peer(context, endpoint)
+        requester = Peer(context, endpoint, zmq.REQ)
+        try:
+            owner.send(run_request(id="secret-run-id"))
+            wait_for(lambda: server.status()["running"] == "secret-run-id", 30)
+            for peer, n in ((other, 1), (requester, 2)):
+                peer.send({"v": 1, "id": f"s{n}", "op": "status"})
+                status = peer.recv(30)
+                assert (status["state"], status["running"]) == ("busy", None)
+                assert b"secret-run-id" not in msgpack.packb(status)
+            owner.send({"v": 1, "id": "s0", "op": "status"})
+            assert owner.recv(30)["running"] == "secret-run-id"
+        finally:
+            for peer in (owner, other, requester):
+                peer.close()

@@ -61,7 +61,7 @@ class RequestHandler:
         limits: DaemonSettings,
         registry: Registry,
         workflows: dict[str, Workflow],
-        status: Callable[[str], StatusResult],
+        status: Callable[[str, list[bytes]], StatusResult],
     ) -> None:
         self._router = router
         self._replies = replies
@@ -123,7 +123,7 @@ class RequestHandler:
     # -- the ops ------------------------------------------------------------------------------
 
     def status(self, envelope: list[bytes], request: StatusRequest, req_shape: bool) -> None:
-        self._replies.send(envelope, self._status_reply(request.id))
+        self._replies.send(envelope, self._status_reply(request.id, envelope))
 
     def skills(self, envelope: list[bytes], request: SkillsRequest, req_shape: bool) -> None:
         try:

@@ -190,11 +190,17 @@ class Server:
 
     # -- status -------------------------------------------------------------------------------
 
-    def status_reply(self, request_id: str | None) -> StatusResult:
+    def status_reply(
+        self, request_id: str | None, envelope: list[bytes] | None = None
+    ) -> StatusResult:
+        """The ``status`` result. Asked over the socket (``envelope``), it names the running
+        run's id only to the connection that started it: ids are not told to other clients."""
         running = self.runs.running
+        if running is not None and envelope is not None and running.envelope[:1] != envelope[:1]:
+            running = None
         return StatusResult(
             id=request_id,
-            state=self._state(),
+            state=self._state(),  # busy, whoever's run it is
             protocol=PROTOCOL_VERSION,
             pid=os.getpid(),
             uptime_s=self.lifecycle.uptime_s(),
