@@ -172,6 +172,12 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
+    # SIGHUP (a closed terminal, a stray `kill -HUP`, a reload habit) would end the daemon by
+    # default and lose the runs it accepted. It is ignored: the config is read at start only.
+    signal.signal(
+        signal.SIGHUP,
+        lambda *_: log.warning("SIGHUP ignored: the config is read at start; restart to apply it"),
+    )
     # Not "listening": the daemon is not ready until the model has loaded ("model ... ready").
     log.info(
         "edge-agent: loading model %s; %s answers `loading` until then",
