@@ -172,14 +172,17 @@ class Client:
                 reply = self._await(sock, request_id, time.monotonic() + wait, on_progress)
             except KeyboardInterrupt:
                 if op == "run":  # the caller gave up: free the model for the next question
-                    self._reset()
                     self._cancel_quietly(request_id)
                 raise
             if reply is not None:
                 return reply
+            if op == "run":
+                # On the run's own socket: the daemon takes a cancel only from the connection
+                # that sent the run. _cancel_quietly then closes it.
+                self._cancel_quietly(request_id)
+                break
             self._reset()  # Lazy Pirate: a fresh socket, so a late reply cannot be mistaken
         if op == "run":
-            self._cancel_quietly(request_id)
             raise Timeout(f"no result for run {request_id} within {wait:g} s")
         raise Unavailable(f"no reply from {self.endpoint} after {attempts} tries of {wait:g} s")
 

@@ -381,7 +381,7 @@ def test_sighup_is_ignored_and_loses_no_run(tmp_path: Path) -> None:
     assert not sock.exists()
 
 
-# -- defect 6 (in part): status does not disclose other clients' ids --------------------------
+# -- defect 6: status does not disclose other clients' ids -------------------------------------
 
 
 def test_status_names_the_running_run_only_to_the_connection_that_started_it(
@@ -402,4 +402,41 @@ def test_status_names_the_running_run_only_to_the_connection_that_started_it(
             assert owner.recv(30)["running"] == "secret-run-id"
         finally:
             for peer in (owner, other, requester):
+                peer.close()
+
+
+# -- defect 6: only the connection that sent a run may cancel it ------------------------------
+
+
+def test_a_run_is_cancelled_only_by_the_connection_that_sent_it(
+    context: zmq.Context[Any],
+) -> None:
+    with running_server([{"text": ANSWER, "delay_s": 60}], config=QUICK_STOP) as (server, endpoint):
+        owner, intruder = Peer(context, endpoint), Peer(context, endpoint)
+        waiting = Peer(context, endpoint)
+        try:
+            owner.send(run_request(id="run-a"))
+            wait_for(lambda: server.status()["running"] == "run-a", 30)
+            waiting.send(run_request(id="run-b"))
+            wait_for(lambda: server.status()["queue_depth"] == 1, 30)
+            for n, target in enumerate(["run-a", "run-b"]):
+                intruder.send({"v": 1, "id": f"x{n}", "op": "cancel", "target": target})
+                reply = intruder.recv(30)
+                # Answered exactly as for an id that does not exist.
+                assert (reply["cancelled"], reply["was"]) == (False, None)
+            status = server.status()
+            assert (status["running"], status["queue_depth"]) == ("run-a", 1)
+            assert status["counters"].get("runs_cancelled", 0) == 0
+            assert owner.silent(0.1) and waiting.silent(0.1)
+
+            waiting.send({"v": 1, "id": "c-b", "op": "cancel", "target": "run-b"})
+            replies = {r["id"]: r for r in (waiting.recv(30), waiting.recv(30))}
+            assert replies["c-b"]["was"] == "queued"
+            assert replies["run-b"]["outcome"] == "interrupted"
+            owner.send({"v": 1, "id": "c-a", "op": "cancel", "target": "run-a"})
+            replies = {r["id"]: r for r in (owner.recv(30), owner.recv(30))}
+            assert replies["c-a"]["was"] == "running"
+            assert replies["run-a"]["outcome"] == "interrupted"
+        finally:
+            for peer in (owner, intruder, waiting):
                 peer.close()

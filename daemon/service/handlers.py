@@ -169,15 +169,22 @@ class RequestHandler:
             self._replies.send(envelope, AcceptedReply(id=job.request_id, position=position))
 
     def cancel(self, envelope: list[bytes], request: CancelRequest, req_shape: bool) -> None:
+        # Only the connection (ZeroMQ routing id) that sent a run may cancel it; to any other, a
+        # run it does not own is answered like one that does not exist.
         was: CancelledRun | None = None
-        job = self._runs.remove_waiting(request.target)
+        owner = envelope[:1]
+        job = self._runs.remove_waiting(request.target, owner)
         running = self._runs.running
         if job is not None:
             was = "queued"
             job.cancelled.set()
             self.counts["runs_cancelled"] += 1
             self._replies.send_packed(job.envelope, interrupted_result(job, "cancelled"))
-        elif running is not None and running.request_id == request.target:
+        elif (
+            running is not None
+            and running.request_id == request.target
+            and running.envelope[:1] == owner
+        ):
             was = "running"
             running.cancelled.set()
             self.counts["runs_cancelled"] += 1

@@ -67,8 +67,12 @@ class RunQueue:
         self._waiting[job.request_id] = job
         return len(self._waiting) - 1 + (self.running is not None)
 
-    def remove_waiting(self, request_id: str) -> Job | None:
-        return self._waiting.pop(request_id, None)
+    def remove_waiting(self, request_id: str, routing_id: list[bytes] | None = None) -> Job | None:
+        """Take a queued run out; with ``routing_id``, only when that connection queued it."""
+        job = self._waiting.get(request_id)
+        if job is None or (routing_id is not None and job.envelope[:1] != routing_id):
+            return None
+        return self._waiting.pop(request_id)
 
     def expired(self, now: float) -> list[Job]:
         """Remove and return the waiting runs whose deadline has passed."""
