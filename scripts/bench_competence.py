@@ -167,7 +167,8 @@ class Check:
 @dataclasses.dataclass
 class Number(Check):
     """The answer's first number is one of ``values`` as the answer rounds it: 48.3 and 48.31
-    match 48.312, 48 only with ``whole``. ``tolerance`` widens the match for values that drift (free disk space)."""
+    match 48.312, 48 only with ``whole``. ``tolerance`` widens the match for values that drift
+    (free disk space)."""
 
     values: list[float]
     whole: bool = False
