@@ -625,7 +625,10 @@ class PeerStrategy:
         from llama_cpp import Llama
 
         from edge_agent.model.embedded import default_model_path
+        from edge_agent.model.runtime import guard_high_level_llama
         from edge_agent.model.sizing import default_threads
+
+        guard_high_level_llama()
 
         started = time.monotonic()
         # The GGUF carries no chat template, so llama-cpp-python would guess llama-2's; a user

@@ -384,3 +384,16 @@ def test_load_model_warms_up_at_load() -> None:
         handle.close()
     with pytest.raises(ContextExceeded):
         load_model(n_ctx=64, warm_up="word " * 200)
+
+
+def test_extra_buffers_are_off_only_on_a_cpu_with_amx(tmp_path: Any) -> None:
+    from edge_agent.model.runtime import extra_buffers_safe
+
+    amx = tmp_path / "amx"
+    amx.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 amx_bf16 amx_tile amx_int8\n\n")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd evtstrm crc32 asimddp\n")
+    assert not extra_buffers_safe(amx)
+    assert extra_buffers_safe(arm)
+    # No /proc/cpuinfo to read: llama.cpp's default stands.
+    assert extra_buffers_safe(tmp_path / "missing")

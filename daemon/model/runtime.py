@@ -52,6 +52,40 @@ def trim_heap() -> None:
         _MALLOC_TRIM(0)
 
 
+def extra_buffers_safe(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether llama.cpp may put weights in its extra CPU buffer types (repacked or AMX).
+
+    On a CPU with Intel AMX, a native build routes matrix products through ggml's AMX kernels,
+    which crash (SIGSEGV in ``ggml_backend_amx_mul_mat``) on the embedded Gemma's quantized
+    weights. There the extra buffers are turned off; everywhere else (a Raspberry Pi's repacked
+    ARM kernels included) they stay on, as llama.cpp's default.
+    """
+    try:
+        text = cpuinfo.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True
+    return not any(
+        line.startswith("flags") and "amx_tile" in line.split() for line in text.splitlines()
+    )
+
+
+def guard_high_level_llama() -> None:
+    """Make llama-cpp-python's own ``Llama`` class (the benchmarks' peer, a sandbox test) load
+    models with :func:`extra_buffers_safe`'s choice too: it reads its defaults from here."""
+    bindings = llama_cpp
+    defaults = bindings.llama_model_default_params
+    if getattr(defaults, "guarded", False):
+        return
+
+    def guarded() -> Any:
+        params = defaults()
+        params.use_extra_bufts = extra_buffers_safe()
+        return params
+
+    guarded.guarded = True  # type: ignore[attr-defined]
+    bindings.llama_model_default_params = guarded
+
+
 def _free(model: Any, context: Any, batch: Any) -> None:
     if batch is not None:
         llama_cpp.llama_batch_free(batch)
@@ -73,6 +107,7 @@ class LlamaRuntime:
         llama_cpp.llama_backend_init()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = 0
+        model_params.use_extra_bufts = extra_buffers_safe()
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), model_params)
         if not model:
             raise ModelLoadError(
@@ -277,4 +312,11 @@ class LlamaRuntime:
         self.clears += 1
 
 
-__all__ = ["DecodeFailed", "LlamaRuntime", "ModelClosed", "trim_heap"]
+__all__ = [
+    "DecodeFailed",
+    "LlamaRuntime",
+    "ModelClosed",
+    "extra_buffers_safe",
+    "guard_high_level_llama",
+    "trim_heap",
+]
