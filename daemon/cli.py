@@ -15,7 +15,10 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from edge_agent.progress import ProgressLine
 
 EXIT_OK = 0
 EXIT_NO_ANSWER = 1
@@ -191,12 +194,23 @@ def _serve(args: argparse.Namespace) -> int:
     if bridge is not None:
         bridge.stop()  # passes on the daemon's last replies, then says offline
     log.info("edge-agent stopped")
-    if server.worker_alive:
-        # A run stuck in native code would make interpreter shutdown wait on it or crash under
-        # it; every client has had its reply, so leave at once.
-        log.warning("a run did not return in time; exiting without waiting for it")
+    # Interpreter shutdown joins every non-daemon thread: a plugin's (started at import or by a
+    # skill) would keep a stopped daemon alive for ever, and a run stuck in native code would
+    # make shutdown wait on it or crash under it. Every client has had its reply by now, so
+    # leave at once instead (docs/skills.md, "When a plugin is broken").
+    left = [
+        thread.name
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
+    ]
+    if server.worker_alive or left:
+        if server.worker_alive:
+            log.warning("a run did not return in time; exiting without waiting for it")
+        if left:
+            log.warning("exiting without waiting for threads left running: %s", ", ".join(left))
         logging.shutdown()
         sys.stdout.flush()
+        sys.stderr.flush()
         os._exit(code)
     return code
 
@@ -213,7 +227,8 @@ def _client_command(args: argparse.Namespace) -> int:
     # status/skills try twice within --timeout; a run's reply may trail its deadline by the grace.
     per_try = args.timeout if args.command == "ask" else args.timeout / 2
     bound = args.timeout + (RUN_GRACE_S if args.command == "ask" else 0.0) + COMMAND_SLACK_S
-    _watchdog(bound, as_json)
+    progress = _progress(args)
+    _watchdog(bound, as_json, progress)
     try:
         with (
             _mqtt_client(args)
@@ -226,7 +241,7 @@ def _client_command(args: argparse.Namespace) -> int:
             if args.command == "skills":
                 _print_skills(client.skills(), as_json)
                 return EXIT_OK
-            return _ask(client, args, seen)
+            return _ask(client, args, seen, progress)
     except KeyboardInterrupt:
         if as_json and args.command == "ask":
             interrupted = {"type": "InterruptedObservation", "reason": "cancelled"}
@@ -257,10 +272,12 @@ def _client_command(args: argparse.Namespace) -> int:
         return code
 
 
-def _watchdog(seconds: float, as_json: bool) -> None:
+def _watchdog(seconds: float, as_json: bool, progress: ProgressLine | None = None) -> None:
     """End the process after ``seconds`` with 75, whatever the command is waiting on."""
 
     def expire() -> None:
+        if progress is not None:
+            progress.close()
         message = f"the command did not finish within {seconds:g} s"
         if as_json:
             error = {"code": "timeout", "message": message}
@@ -279,22 +296,46 @@ def _mqtt_client(args: argparse.Namespace) -> Any:
     return open_ask_client(args)
 
 
-def _ask(client: Any, args: argparse.Namespace, seen: list[dict[str, Any]]) -> int:
+def _progress(args: argparse.Namespace) -> ProgressLine | None:
+    """The live line of ``ask`` on a terminal's stderr (edge_agent.progress), else None."""
+    if args.command != "ask" or not sys.stderr.isatty():
+        return None
+    from edge_agent.progress import progress_line  # noqa: PLC0415 - only on a terminal
+
+    return progress_line(sys.stderr, args.max_iterations)
+
+
+def _ask(
+    client: Any,
+    args: argparse.Namespace,
+    seen: list[dict[str, Any]],
+    progress: ProgressLine | None,
+) -> int:
     if not args.query.strip():
         print("edge-agent: the question is empty", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.max_iterations is not None and args.max_iterations < 1:
         print("edge-agent: --max-iterations must be at least 1", file=sys.stderr)
         return EXIT_BAD_INPUT
-    # Ask for the status first, briefly, so a daemon that is not there is told from a slow one.
-    client.request("status", timeout=min(args.timeout, 3.0))
-    reply = client.run(
-        args.query,
-        workflow=args.workflow,
-        max_iterations=args.max_iterations,
-        timeout=args.timeout,
-        on_event=_on_event(args, seen),
-    )
+    if progress is not None:
+        progress.start()
+    try:
+        # Ask for the status first, briefly, so a daemon that is not there is told from a slow
+        # one (and, on a terminal, one still loading its model from a queue).
+        state = client.request("status", timeout=min(args.timeout, 3.0)).get("state")
+        if progress is not None:
+            progress.daemon_state(state)
+        reply = client.run(
+            args.query,
+            workflow=args.workflow,
+            max_iterations=args.max_iterations,
+            timeout=args.timeout,
+            on_event=_on_event(args, seen, progress),
+            on_accepted=progress.accepted if progress is not None else None,
+        )
+    finally:
+        if progress is not None:
+            progress.close()  # erased before the answer, an error or "interrupted" is printed
     outcome = reply.get("outcome")
     answer = reply.get("answer")
     events = reply.get("state", {}).get("events", [])
@@ -322,16 +363,26 @@ def _ask(client: Any, args: argparse.Namespace, seen: list[dict[str, Any]]) -> i
     return EXIT_NO_ANSWER
 
 
-def _on_event(args: argparse.Namespace, seen: list[dict[str, Any]]) -> Any:
-    """Print each event with --stream; keep them with --json, for the object Ctrl-C prints."""
-    if args.stream:
+def _on_event(
+    args: argparse.Namespace, seen: list[dict[str, Any]], progress: ProgressLine | None
+) -> Any:
+    """Print each event with --stream; keep them with --json, for the object Ctrl-C prints; and
+    move the terminal's progress line."""
+    if not (args.stream or args.json or progress is not None):
+        return None
 
-        def stream(event: dict[str, Any]) -> None:
-            seen.append(event)
-            _emit(event)
+    def on_event(event: dict[str, Any]) -> None:
+        seen.append(event)
+        if args.stream:
+            if progress is None:
+                _emit(event)
+            else:
+                with progress.paused():  # stdout and stderr may be the same terminal
+                    _emit(event)
+        if progress is not None:
+            progress.event(event)
 
-        return stream
-    return seen.append if args.json else None
+    return on_event
 
 
 def _detail(events: list[dict[str, Any]]) -> str:

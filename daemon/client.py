@@ -122,26 +122,32 @@ class Client:
         max_iterations: int | None = None,
         timeout: float | None = None,
         on_event: Progress | None = None,
+        on_accepted: Progress | None = None,
         request_id: str | None = None,
     ) -> dict[str, Any]:
         """Run the agent on ``query`` and return the ``result`` reply.
 
         The daemon is given the timeout as the run's deadline, so it interrupts the run and still
-        answers; ``on_event`` (which asks for streaming) sees each event as it is appended.
+        answers; ``on_event`` (which asks for streaming) sees each event as it is appended, and
+        ``on_accepted`` the ``accepted`` reply (queue position, steps allowed) of a streamed run.
         """
         timeout = self.timeout if timeout is None else timeout
+
+        def progress(reply: dict[str, Any]) -> None:
+            if reply["kind"] == "event" and on_event is not None:
+                on_event(reply["event"])
+            elif reply["kind"] == "accepted" and on_accepted is not None:
+                on_accepted(reply)
+
+        streamed = on_event is not None or on_accepted is not None
         return self.request(
             "run",
             query=query,
             workflow=workflow,
             max_iterations=max_iterations,
             deadline_ms=timeout * 1000,
-            stream=True if on_event is not None else None,
-            on_progress=(
-                lambda reply: on_event(reply["event"]) if reply["kind"] == "event" else None
-            )
-            if on_event is not None
-            else None,
+            stream=True if streamed else None,
+            on_progress=progress if streamed else None,
             timeout=timeout + self.run_grace,
             request_id=request_id,
         )

@@ -214,6 +214,7 @@ class MqttAskClient:
         max_iterations: int | None = None,
         timeout: float | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_accepted: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         from paho.mqtt.packettypes import PacketTypes  # noqa: PLC0415 - the optional extra
         from paho.mqtt.properties import Properties  # noqa: PLC0415
@@ -227,7 +228,7 @@ class MqttAskClient:
             ask["workflow"] = workflow
         if max_iterations is not None:
             ask["max_iterations"] = max_iterations
-        if on_event is not None:
+        if on_event is not None or on_accepted is not None:
             ask["stream"] = True
         props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
         props.ResponseTopic = reply_topic
@@ -254,6 +255,8 @@ class MqttAskClient:
                 return dict(reply)
             if kind == "event" and on_event is not None:
                 on_event(reply["event"])
+            elif kind == "accepted" and on_accepted is not None:
+                on_accepted(reply)
         raise Timeout(f"no result from node {self.node} within {wait:g} s")
 
     def close(self) -> None:

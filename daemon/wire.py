@@ -111,10 +111,12 @@ class _Reply(_Message):
 
 
 class AcceptedReply(_Reply):
-    """A streamed run entered the queue; ``position`` runs are ahead of it."""
+    """A streamed run entered the queue; ``position`` runs are ahead of it, and it may take
+    ``max_iterations`` steps (after the daemon's cap), so a client can say "step 2 of 12"."""
 
     kind: Literal["accepted"] = "accepted"
     position: int
+    max_iterations: int
 
 
 class EventReply(_Reply):

@@ -26,6 +26,7 @@ LAYER_OF = [
     ("edge_agent.mqttwire", "protocol"),
     ("edge_agent.mqttclient", "client"),
     ("edge_agent.mqttargs", "client"),
+    ("edge_agent.progress", "client"),
     ("edge_agent.cli", "cli"),
     ("edge_agent", "package"),
 ]

@@ -166,7 +166,10 @@ class RequestHandler:
         position = self._runs.add(job)
         self.counts["runs_accepted"] += 1
         if stream:
-            self._replies.send(envelope, AcceptedReply(id=job.request_id, position=position))
+            accepted = AcceptedReply(
+                id=job.request_id, position=position, max_iterations=job.max_iterations
+            )
+            self._replies.send(envelope, accepted)
 
     def cancel(self, envelope: list[bytes], request: CancelRequest, req_shape: bool) -> None:
         # Only the connection (ZeroMQ routing id) that sent a run may cancel it; to any other, a
