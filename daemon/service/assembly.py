@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import Callable
@@ -29,16 +30,19 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
     """A loader for ``spec`` (``default``, a GGUF path, or ``mock:FILE``), run in the worker.
 
     A ``mock:`` file is read here, at once, so a bad script stops the daemon before it binds; so
-    is a GGUF file's header (missing, unreadable, not GGUF, truncated): a ConfigError that says how
-    to fix it, never a "listening" daemon that then dies.
+    is a GGUF file's header (missing, unreadable, not GGUF, truncated), and for ``default`` the
+    embedded model's packages: a ConfigError that says how to fix it, never a "listening" daemon
+    that then dies.
     """
-    if spec.startswith(MOCK_PREFIX):
+    if spec == "default":
+        check_embedded_model()
+    elif spec.startswith(MOCK_PREFIX):
         try:
             script = MockModel.from_file(spec[len(MOCK_PREFIX) :])
         except ScriptFileError as exc:
             raise ConfigError(str(exc)) from None
         return lambda: script
-    if spec != "default":
+    else:
         from edge_agent.model.gguf import ModelLoadError, read_gguf  # noqa: PLC0415
 
         try:
@@ -56,6 +60,25 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
         return load_model(path, n_ctx=settings.model.n_ctx, state_dir=cache)
 
     return load
+
+
+def check_embedded_model() -> None:
+    """ConfigError unless the ``default-model`` extra is installed, every chunk package and file.
+
+    Only the packages are looked at (no hashing, no joining): the worker assembles and checks the
+    model itself while the daemon already answers ``loading``.
+    """
+    from edge_agent.model.embedded import EXTRA_HINT, PACKAGE  # noqa: PLC0415
+
+    problem = "model 'default': the embedded Gemma 3 270M model is not installed"
+    try:
+        package = importlib.import_module(PACKAGE)
+        chunks = [Path(chunk) for chunk in package.chunk_paths()]
+    except ImportError as exc:
+        raise ConfigError(f"{problem} (no module {exc.name or PACKAGE}); {EXTRA_HINT}") from None
+    missing = [str(chunk) for chunk in chunks if not chunk.is_file()]
+    if missing:
+        raise ConfigError(f"{problem} whole ({', '.join(missing)} missing); {EXTRA_HINT}")
 
 
 def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
@@ -107,13 +130,14 @@ def assemble(
     """
     settings = load_settings(config)
     spec = model or settings.model.path
+    load_model = model_factory(spec, settings)  # first: a model that cannot load stops it all
     registry = get_registry()
     problems = load_skills(registry, settings)
     workflows = settings.make_workflows()
     check_workflows(settings, registry, workflows)
     options = ServerOptions(
         endpoints=endpoints or list(settings.daemon.endpoints) or [default_endpoint()],
-        load_model=model_factory(spec, settings),
+        load_model=load_model,
         model_spec=spec,
         registry=registry,
         soul=settings.make_soul(),
@@ -123,4 +147,4 @@ def assemble(
     return Server(settings, options)
 
 
-__all__ = ["assemble", "check_workflows", "load_skills", "model_factory"]
+__all__ = ["assemble", "check_embedded_model", "check_workflows", "load_skills", "model_factory"]
