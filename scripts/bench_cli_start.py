@@ -95,7 +95,7 @@ def main() -> int:
     base_cpu = statistics.median(cpu for _, cpu in base)
     load = os.getloadavg()[0]
     print(f"{os.cpu_count()} CPUs, load {load:.1f}, {args.runs} interleaved runs each")
-    print(f"{'':34s} {'wall median (min)':>22s} {'CPU median':>16s}")
+    print(f"{'':34s} {'wall median (min-max)':>28s} {'CPU median':>16s}")
     missed = False
     for name, samples in times.items():
         wall = statistics.median(w for w, _ in samples)
@@ -104,7 +104,8 @@ def main() -> int:
         verdict = "" if name.startswith("python") else ("ok" if ratio <= GOAL else "MISSED")
         missed |= verdict == "MISSED"
         print(
-            f"{name:34s} {wall * 1000:6.1f} ms ({min(w for w, _ in samples) * 1000:5.1f}) "
+            f"{name:34s} {wall * 1000:6.1f} ms ({min(w for w, _ in samples) * 1000:5.1f}-"
+            f"{max(w for w, _ in samples) * 1000:5.1f}) "
             f"{wall / base_wall:4.2f}x {cpu * 1000:6.1f} ms {ratio:4.2f}x {verdict}"
         )
     print(f"goal: each client command's CPU time at most {GOAL}x the baseline's")

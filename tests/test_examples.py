@@ -211,16 +211,33 @@ def _ask_timeout(command: str) -> float:
     return float(match.group(1))
 
 
+def _pi_start_up_s() -> float:
+    """The client's start-up on a Pi that the example's comment derives (scripts/bench_cli_start.py
+    figure, times 4), checked to be that product."""
+    text = (EXAMPLES / "home-assistant.yaml").read_text(encoding="utf-8")
+    match = re.search(r"start-up on a Pi: 4 x (\d+) ms = (\d+\.\d+) s", text)
+    assert match is not None, "the example no longer says how its margins were derived"
+    measured_ms, stated_s = int(match.group(1)), float(match.group(2))
+    assert round(4 * measured_ms / 1000, 2) == stated_s
+    return stated_s
+
+
 def test_home_assistant_timeouts_are_inside_its_limits(home_assistant: dict[str, Any]) -> None:
+    from edge_agent.cli import COMMAND_SLACK_S
+    from edge_agent.client import RUN_GRACE_S
+
+    # The longest an ask can take: start-up, --timeout, the run's grace, the watchdog's slack.
+    def longest(command: str) -> float:
+        return _pi_start_up_s() + _ask_timeout(command) + RUN_GRACE_S + COMMAND_SLACK_S
+
     for name, command in home_assistant["shell_command"].items():
-        assert _ask_timeout(command) < HA_SHELL_COMMAND_LIMIT_S, name
+        assert longest(command) < HA_SHELL_COMMAND_LIMIT_S, name
     sensors = [entry["sensor"] for entry in home_assistant["command_line"]]
     assert sensors
     for sensor in sensors:
         limit = sensor.get("command_timeout", HA_COMMAND_LINE_DEFAULT_S)
         assert limit <= HA_COMMAND_LINE_DEFAULT_S
-        # Room for the client to start and report "timeout" itself before the kill.
-        assert _ask_timeout(sensor["command"]) <= limit - 2, sensor["name"]
+        assert longest(sensor["command"]) < limit, sensor["name"]
 
 
 def test_home_assistant_shell_command_runs_as_home_assistant_runs_it(
