@@ -94,9 +94,12 @@ class Broker:
         users: dict[str, str] | None = None,
         tls: TlsFiles | None = None,
         persistence: bool = False,
+        host: str = "127.0.0.1",
     ) -> None:
         assert MOSQUITTO, "Debian's mosquitto package is needed (apt-get install mosquitto)"
         self.directory = directory
+        self.host = host
+        """The address it listens on; loopback unless a test needs another (the unit's drop-in)."""
         directory.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.tls_port = free_port() if tls else None
@@ -126,7 +129,7 @@ class Broker:
                 )
             passwords.chmod(0o600)
             lines.append(f"password_file {passwords}")
-        lines.append(f"listener {self.port} 127.0.0.1")
+        lines.append(f"listener {self.port} {host}")
         if tls is not None:
             lines += [
                 f"listener {self.tls_port} 127.0.0.1",
@@ -151,7 +154,7 @@ class Broker:
             if self.process.poll() is not None:
                 raise RuntimeError(f"mosquitto exited: {self.output()}")
             with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.5
+                (self.host, self.port), timeout=0.5
             ):
                 return
             if time.monotonic() > until:
@@ -204,6 +207,7 @@ class Peer:
         username: str | None = None,
         password: str | None = None,
         tls_ca: Path | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         self.messages: queue.Queue[mqtt.MQTTMessage] = queue.Queue()
         self.seen: list[mqtt.MQTTMessage] = []
@@ -228,7 +232,7 @@ class Peer:
         self.client.on_message = lambda c, u, m: self.messages.put(m)
         self.client.on_subscribe = lambda *a: self.subscribed.set()
         self.client.reconnect_delay_set(1, 2)
-        self.client.connect_async("127.0.0.1", port, keepalive=30)
+        self.client.connect_async(host, port, keepalive=30)
         self.client.loop_start()
         if not self.connected.wait(20):
             self.close()

@@ -3,6 +3,7 @@ daemon's real work (llama.cpp, pyzmq) survives its sandbox under a real systemd.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -25,6 +26,9 @@ from systemd_sandbox import (
 MAX_EXPOSURE = 2.0
 INSTALLER = REPO / "scripts" / "install.sh"
 INSTALLED_UNIT = Path("etc/systemd/system/edge-agent.service")
+# The documented drop-in that lets the MQTT bridge reach a broker on another machine.
+MQTT_DROPIN = REPO / "systemd" / "edge-agent.service.d" / "mqtt-broker.conf"
+INSTALLED_MQTT_DROPIN = Path("etc/systemd/system/edge-agent.service.d/mqtt-broker.conf")
 # Built-in skills that read /proc, /sys and /etc and must keep working under the hardening.
 # (cpu_temperature is left out: a container may have no thermal zone, and says so.)
 SANDBOXED_SKILLS = ("system_status", "now", "list_sensors")
@@ -129,6 +133,53 @@ def test_offline_security_exposure_is_at_most_two() -> None:
     assert match is not None, result.stdout + result.stderr
     exposure = float(match.group(1))
     assert exposure <= MAX_EXPOSURE, result.stdout
+
+
+def _exposure(*args: str) -> tuple[float, str]:
+    """`systemd-analyze security --offline` of the unit: the overall exposure, and the table."""
+    result = subprocess.run(
+        [_analyze(), "security", "--offline=true", "--no-pager", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    match = re.search(r"Overall exposure level for edge-agent\.service: (\d+\.\d+)", result.stdout)
+    assert match is not None, result.stdout + result.stderr
+    return float(match.group(1)), result.stdout + result.stderr
+
+
+def test_the_mqtt_dropin_allows_exactly_one_address() -> None:
+    dropin = parse_unit(MQTT_DROPIN.read_text())
+    assert set(dropin) == {"Service"}
+    # Only additions to the allow list: an `IPAddressDeny=` here would reset the unit's `any`.
+    assert set(dropin["Service"]) == {"IPAddressAllow"}
+    for value in dropin["Service"]["IPAddressAllow"]:
+        network = ipaddress.ip_network(value)  # an address, never a name or `any`
+        assert network.num_addresses == 1 and not network.is_loopback, value
+    documented = (REPO / "docs" / "mqtt.md").read_text()
+    assert "systemd/edge-agent.service.d/mqtt-broker.conf" in documented
+
+
+def test_the_unit_with_the_mqtt_dropin_verifies_and_still_scores_at_most_two(
+    tmp_path: Path,
+) -> None:
+    root = _verify_root(tmp_path)
+    installed = root / INSTALLED_MQTT_DROPIN
+    installed.parent.mkdir(parents=True)
+    shutil.copy(MQTT_DROPIN, installed)
+    result = _verify(root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout + result.stderr == ""
+    exposure, table = _exposure(f"--root={root}", "edge-agent.service")
+    assert exposure <= MAX_EXPOSURE, table
+    # The drop-in was applied: the allow list now names an address beyond loopback.
+    assert "allow list with non-localhost entries" in table, table
+
+    # A host name is what a user may write; systemd ignores it, and verify says so.
+    installed.write_text("[Service]\nIPAddressAllow=broker.lan\n")
+    named = _verify(root)
+    assert "broker.lan" in named.stderr, named.stderr
 
 
 def test_unit_keeps_the_service_contract(unit: dict[str, dict[str, list[str]]]) -> None:
@@ -445,3 +496,89 @@ def test_a_model_that_cannot_load_fails_the_unit_at_once(sandbox: Sandbox) -> No
     log = sandbox.output("err")
     assert "the model cannot be loaded" in log and "missing.gguf" in log, log
     assert "Traceback" not in log and "listening" not in log, log
+
+
+def _host_address() -> str | None:
+    """An IPv4 address of this machine beyond loopback: the unit refuses it until a drop-in
+    allows it, so a broker there stands for one elsewhere on the network."""
+    ip = shutil.which("ip")
+    if ip is None:
+        return None
+    shown = subprocess.run(
+        [ip, "-4", "-o", "addr", "show", "scope", "global"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    found = re.search(r"\binet (\d+\.\d+\.\d+\.\d+)/", shown.stdout)
+    return found.group(1) if found else None
+
+
+def test_the_mqtt_bridge_reaches_a_broker_elsewhere_only_through_the_dropin(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    pytest.importorskip("paho.mqtt")
+    from mosquitto import MOSQUITTO, Peer, broker, wait_for
+
+    from edge_agent.client import Client
+
+    if MOSQUITTO is None:
+        pytest.fail("Debian's mosquitto package is missing (make deps installs it)")
+    address = _host_address()
+    if address is None:
+        pytest.skip("this machine has no IPv4 address beyond loopback to put a broker on")
+    replies = sandbox.opt / "models" / "replies.json"
+    replies.write_text(json.dumps([json.dumps({"final_answer": "Over the broker."})]))
+    # Restarted by hand below: the manager must outlive the first daemon.
+    sandbox.exit_with_service = False
+    with broker(tmp_path / "broker", host=address) as b:
+        _write_config(
+            sandbox,
+            '[model]\npath = "mock:/opt/edge-agent/models/replies.json"\n'
+            f'[mqtt]\nhost = "{address}"\nport = {b.port}\nnode_id = "boxed"\n',
+        )
+        watcher = Peer(b.port, host=address, subscribe=["edge-agent/boxed/status", "box/#"])
+        try:
+            sandbox.boot()
+            assert sandbox.wait_active(timeout_s=60) == "active", sandbox.diagnostics()
+            socket_file = sandbox.run_dir / "edge-agent" / "agent.sock"
+
+            # The unit as shipped: loopback only, so the packets to the broker's address are
+            # dropped (IPAddressDeny=any), the link says so and names the drop-in, and ZeroMQ
+            # still answers.
+            seen: dict[str, object] = {}
+
+            def refused() -> bool:
+                with Client(f"ipc://{socket_file}", timeout=10) as client:
+                    seen.update(client.status().get("mqtt") or {})
+                return seen.get("link") == "disconnected" and "mqtt-broker.conf" in str(
+                    seen.get("last_problem")
+                )
+
+            try:
+                wait_for(refused, 60, "the bridge refused by the unit's IP allow list")
+            except TimeoutError:
+                pytest.fail(f"the link stayed {seen}\n{sandbox.diagnostics()}")
+            assert "mqtt-broker.conf" in sandbox.output("err"), sandbox.diagnostics()
+
+            # The documented drop-in with this broker's address, applied as a user would.
+            installed = sandbox.root / INSTALLED_MQTT_DROPIN
+            installed.write_text(MQTT_DROPIN.read_text().replace("192.168.1.10", address))
+            for command in (("daemon-reload",), ("restart", "edge-agent.service")):
+                done = sandbox.systemctl(*command, timeout_s=120)
+                assert done.returncode == 0, done.stderr + sandbox.diagnostics()
+            assert sandbox.wait_active(timeout_s=60) == "active", sandbox.diagnostics()
+            watcher.on_topic("edge-agent/boxed/status", 60, payload=lambda p: p == b"online")
+            watcher.publish(
+                "edge-agent/boxed/ask", {"query": "Are you there?", "reply_to": "box/r", "id": 1}
+            )
+            reply = json.loads(
+                watcher.on_topic("box/r", 60, payload=lambda p: b'"result"' in p).payload
+            )
+            assert reply["answer"] == "Over the broker.", reply
+            stop = sandbox.systemctl("stop", "edge-agent.service", timeout_s=60)
+            assert stop.returncode == 0, stop.stderr
+            watcher.on_topic("edge-agent/boxed/status", 60, payload=lambda p: p == b"offline")
+        finally:
+            watcher.close()

@@ -24,10 +24,13 @@ import collections
 import contextlib
 import dataclasses
 import datetime
+import ipaddress
 import json
 import logging
+import os
 import socket
 import ssl
+import sys
 import threading
 import time
 import uuid
@@ -97,6 +100,16 @@ def _properties(correlation: bytes | None) -> Properties:
     if correlation is not None:
         props.CorrelationData = correlation
     return props
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is this machine's loopback (which the systemd unit always allows)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name: the unit's allow list holds addresses only
 
 
 def _no_delay(client: mqtt.Client, userdata: Any, sock: Any) -> None:
@@ -268,7 +281,18 @@ class MqttBridge:
         self._wake()
 
     def _on_connect_fail(self, client: mqtt.Client, userdata: Any) -> None:
-        self._set_link("disconnected", "cannot reach the broker; retrying with backoff")
+        # paho calls this from inside its `except OSError`: the error says why (refused, timed
+        # out, no route to the host).
+        error = sys.exc_info()[1]
+        why = "cannot reach the broker" + (f": {error}" if error is not None else "")
+        if os.environ.get("INVOCATION_ID") and not _loopback(self.settings.host):
+            # Under systemd, the unit's IPAddressDeny=any drops the packets to any broker beyond
+            # loopback (the connect times out) until a drop-in allows its address.
+            why += (
+                "; the systemd unit reaches only loopback unless a drop-in allows the broker's "
+                "address (systemd/edge-agent.service.d/mqtt-broker.conf, docs/mqtt.md)"
+            )
+        self._set_link("disconnected", f"{why}; retrying with backoff")
 
     def _on_disconnect(
         self,
