@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
     # The daemon's harness is imported only where a test starts a daemon, so the tests of the
     # framework and the skills still run while the service is being changed.
     from edge_agent.service.server import Server
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Write the tests' files as an installer would (umask 022). The daemon refuses a config or
+    plugin that its group may write (docs/skills.md, "Where plugins may live"), and a developer's
+    umask of 002 would make every file the tests write so."""
+    os.umask(0o022)
+
 
 # -- one registry factory ---------------------------------------------------------------------
 

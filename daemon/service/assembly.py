@@ -100,7 +100,10 @@ def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
     if options.directories or options.entry_points:
         # load_plugins logs each problem itself.
         for problem in load_plugins(
-            registry, list(options.directories), entry_points=options.entry_points
+            registry,
+            list(options.directories),
+            entry_points=options.entry_points,
+            timeout_s=options.plugin_timeout_s,
         ):
             problems.append({"source": str(problem.source), "error": str(problem.error)})
     return problems

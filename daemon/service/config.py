@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.service.mqtt.settings import MqttSettings
+from edge_agent.service.safepaths import UnsafePath, check_safe
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
@@ -72,6 +73,8 @@ class SkillsSettings(_Section):
     sysfs_root: str | None = None
     weather: bool = False
     timeouts: dict[str, PositiveSeconds] = Field(default_factory=dict)
+    plugin_timeout_s: PositiveSeconds = 20.0
+    """How long one plugin may take to import and register before it is skipped."""
 
 
 class SoulSettings(_Section):
@@ -231,11 +234,18 @@ def parse_settings(text: str, source: str = "<config>") -> Settings:
 
 
 def load_settings(path: str | Path | None) -> Settings:
-    """The settings in ``path``, or the defaults when there is no config file."""
+    """The settings in ``path``, or the defaults when there is no config file.
+
+    A config that others could change is refused, as a plugin is (edge_agent.service.safepaths):
+    it names the code the daemon loads.
+    """
     if path is None:
         return Settings()
     try:
+        check_safe(path)
         text = Path(path).read_text(encoding="utf-8")
+    except UnsafePath as exc:
+        raise ConfigError(f"{path}: refused the config: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the config: {exc}") from None
     return parse_settings(text, str(path))

@@ -5,10 +5,21 @@ A plugin is a module with a function ``register(registry)`` that adds its skills
 ``_`` or ``.`` are skipped). A packaged plugin is an entry point in the group ``edge_agent.skills``
 that names either such a ``register`` function or a module that has one.
 
-A plugin that fails to import, has no ``register``, raises inside it, or registers a name that is
-taken is logged, reported as a :class:`PluginProblem` and skipped: whatever it had registered is
-removed again, and loading goes on with the next one. Each skill a plugin adds records where it came
-from in ``SkillSpec.source``: the file's path, or ``entry-point:<name>``.
+A plugin can never stop the daemon from starting (docs/skills.md, "When a plugin is broken"):
+
+- A skills directory or plugin file that others could change is refused before anything in it
+  runs (:mod:`edge_agent.service.safepaths`, sshd's rule for ``authorized_keys``).
+- Each plugin is imported and registered in a daemon thread of its own, for at most
+  ``timeout_s`` seconds; one still running then is left behind, and what it registers later
+  goes nowhere.
+- Whatever it raises is caught, ``BaseException`` included (``SystemExit``,
+  ``KeyboardInterrupt``, ``GeneratorExit``).
+
+Each such plugin is logged, reported as a :class:`PluginProblem` and skipped: whatever it had
+registered is removed again, and loading goes on with the next one. A plugin registers into a
+registry of its own, which is merged into the daemon's only when it has finished in time. Each
+skill a plugin adds records where it came from in ``SkillSpec.source``: the file's path, or
+``entry-point:<name>``.
 """
 
 from __future__ import annotations
@@ -21,16 +32,22 @@ import importlib.util
 import logging
 import os
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from edge_agent.agent.registry import Registry
+from edge_agent.agent.registry import Registry, SkillSpec
+from edge_agent.service.safepaths import UnsafePath, check_safe
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "edge_agent.skills"
+
+DEFAULT_TIMEOUT_S = 20.0
+"""How long one plugin may take to import and register (``[skills] plugin_timeout_s``): room for
+a slow import of numpy on a Raspberry Pi Zero, not for a plugin that waits on a device."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,15 +63,20 @@ def load_plugins(
     directories: Iterable[str | os.PathLike[str]],
     *,
     entry_points: bool = True,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[PluginProblem]:
-    """Load the plugins in ``directories`` and (unless turned off) the installed entry points.
+    """Load the plugins in ``directories`` and (unless turned off) the installed entry points,
+    each within ``timeout_s`` seconds.
 
-    Returns the problems, one per skipped plugin; an empty list means all loaded.
+    Returns the problems, one per skipped plugin or refused directory; an empty list means all
+    loaded.
     """
     if not isinstance(registry, Registry):
         raise TypeError(f"load_plugins needs a Registry, not {type(registry).__name__}")
     if isinstance(directories, str | os.PathLike):
         raise TypeError("directories must be a list of directories, not one path")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
+        raise TypeError(f"timeout_s must be a positive number of seconds, not {timeout_s!r}")
     problems: list[PluginProblem] = []
     seen: set[str] = set()
     for directory in directories:
@@ -67,7 +89,11 @@ def load_plugins(
                 continue
             seen.add(real)
             problem = _load(
-                registry, str(path), functools.partial(_import_file, path), _module_name(path)
+                registry,
+                str(path),
+                functools.partial(_import_file, path),
+                timeout_s,
+                _module_name(path),
             )
             if problem is not None:
                 problems.append(problem)
@@ -76,7 +102,7 @@ def load_plugins(
             importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name
         ):
             source = f"entry-point:{entry_point.name}"
-            problem = _load(registry, source, entry_point.load)
+            problem = _load(registry, source, entry_point.load, timeout_s)
             if problem is not None:
                 problems.append(problem)
     return problems
@@ -88,16 +114,32 @@ def _report(problem: PluginProblem) -> PluginProblem:
 
 
 def _plugin_files(directory: Path) -> list[tuple[Path, PluginProblem | None]]:
+    """The plugin files of ``directory``, each paired with the problem that refuses it, if any;
+    a directory that cannot be listed or is not safe is one problem of its own."""
     try:
         names = sorted(os.listdir(directory))
+        check_safe(directory)
     except OSError as exc:
         error = f"cannot list the skills directory: {exc.strerror or exc}"
         return [(directory, PluginProblem(str(directory), error))]
-    return [
-        (directory / name, None)
+    except UnsafePath as exc:
+        return [(directory, PluginProblem(str(directory), f"refused the directory: {exc}"))]
+    files = [
+        directory / name
         for name in names
         if name.endswith(".py") and not name.startswith(("_", ".")) and (directory / name).is_file()
     ]
+    return [(path, _unsafe(path)) for path in files]
+
+
+def _unsafe(path: Path) -> PluginProblem | None:
+    try:
+        check_safe(path)
+    except UnsafePath as exc:
+        return PluginProblem(str(path), f"refused the file: {exc}")
+    except OSError as exc:
+        return PluginProblem(str(path), f"cannot check the file: {exc.strerror or exc}")
+    return None
 
 
 def _module_name(path: Path) -> str:
@@ -108,15 +150,22 @@ def _module_name(path: Path) -> str:
 
 
 def _import_file(path: Path) -> types.ModuleType:
+    """Import a plugin file from its source text.
+
+    The source is compiled here rather than by the import system, which would also read (and
+    write) a cached ``__pycache__/*.pyc`` beside it: a place the safety check does not cover.
+    """
     module_name = _module_name(path)
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
+    source = path.read_bytes()
+    code = compile(source, str(path), "exec", dont_inherit=True)
     module = importlib.util.module_from_spec(spec)
     # In sys.modules while it runs, as for any import, so dataclasses and pickling work in it.
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(code, module.__dict__)  # the plugin's own code, from a place check_safe passed
     except BaseException:
         sys.modules.pop(module_name, None)
         raise
@@ -135,48 +184,95 @@ def _register_function(loaded: object) -> Callable[[Registry], Any]:
 
 
 def _load(
-    registry: Registry, source: str, load: Callable[[], object], module_name: str = ""
+    registry: Registry,
+    source: str,
+    load: Callable[[], object],
+    timeout_s: float,
+    module_name: str = "",
 ) -> PluginProblem | None:
-    """Import one plugin and run its register; on any failure undo what it registered.
+    """Import one plugin and run its register, in a thread of their own, for at most
+    ``timeout_s``; on any failure undo what it registered.
 
     ``module_name`` is the made-up name a plugin file is imported under; error messages (a name
     clash names the module) show the file's path instead.
     """
     before = set(registry.names())
-    try:
-        register = _register_function(load())
-        register(registry)
-        _label_sources(registry, before, source)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a bad plugin never stops the daemon
-        for name in registry.names():
-            if name not in before:
-                registry.remove(name)
-        message = str(exc).replace(module_name, source) if module_name else str(exc)
-        return _report(PluginProblem(source, f"{type(exc).__name__}: {message}"))
-    added = [name for name in registry.names() if name not in before]
-    log.info("plugin %s added %s", source, ", ".join(added) or "no skills")
-    return None
+    own = Registry()
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            _register_function(load())(own)
+        except BaseException as exc:  # noqa: BLE001 - nothing a plugin raises may stop the daemon
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    # A daemon thread: one that never returns is left behind, and the process still exits.
+    thread = threading.Thread(target=run, name=f"plugin {source}", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if not outcome:
+        error = (
+            f"TimeoutError: it did not finish importing and registering within {timeout_s:g} s "
+            "(it is left running; what it registers later is ignored)"
+        )
+    elif outcome[0] is not None:
+        raised = outcome[0]
+        message = str(raised).replace(module_name, source) if module_name else str(raised)
+        error = f"{type(raised).__name__}: {message}"
+    else:
+        try:
+            _label_sources(registry, before, source)  # added to the daemon's registry itself
+            _merge(registry, own, source)
+        except Exception as exc:  # noqa: BLE001 - a clash or a bad skill skips the plugin
+            message = str(exc).replace(module_name, source) if module_name else str(exc)
+            error = f"{type(exc).__name__}: {message}"
+        else:
+            added = [name for name in registry.names() if name not in before]
+            log.info("plugin %s added %s", source, ", ".join(added) or "no skills")
+            return None
+    for name in registry.names():
+        if name not in before:
+            registry.remove(name)
+    return _report(PluginProblem(source, error))
+
+
+def _readd(registry: Registry, spec: SkillSpec, source: str) -> None:
+    """Add ``spec`` to ``registry``, its source replaced by ``source`` unless it named its own.
+
+    A skill's source defaults to its function's module; for a plugin that module name is made up
+    here or says nothing about the package, so it is replaced by the file or entry point.
+    """
+    own = spec.source != getattr(spec.function, "__module__", None)
+    registry.add(
+        spec.function,
+        name=spec.name,
+        description=spec.description,
+        timeout=spec.timeout_s,
+        source=spec.source if own else source,
+        examples=spec.examples,
+        calls=spec.calls,
+    )
+
+
+def _merge(registry: Registry, own: Registry, source: str) -> None:
+    """Add the skills a plugin registered into its own registry, in its order."""
+    for spec in own:
+        _readd(registry, spec, source)
 
 
 def _label_sources(registry: Registry, before: set[str], source: str) -> None:
-    """Record ``source`` on the plugin's new skills that did not name a source of their own.
+    """Record ``source`` on the new skills that did not name a source of their own: those
+    merged from the plugin's registry, and any it added to the process-wide one itself.
 
-    A skill's source defaults to its function's module; for a plugin that module name is made up
-    here or says nothing about the package, so it is replaced by the file or entry point. The
-    skills are re-added in the same order, so the registry's order does not change.
+    The skills are re-added in the same order, so the registry's order does not change.
     """
     added = [spec for spec in registry if spec.name not in before]
     for spec in added:
         registry.remove(spec.name)
     for spec in added:
-        own = spec.source != getattr(spec.function, "__module__", None)
-        registry.add(
-            spec.function,
-            name=spec.name,
-            description=spec.description,
-            timeout=spec.timeout_s,
-            source=spec.source if own else source,
-        )
+        _readd(registry, spec, source)
 
 
-__all__ = ["ENTRY_POINT_GROUP", "PluginProblem", "load_plugins"]
+__all__ = ["DEFAULT_TIMEOUT_S", "ENTRY_POINT_GROUP", "PluginProblem", "load_plugins"]
