@@ -34,9 +34,11 @@ class ChatFormat:
     """The turn markers of one model family.
 
     With ``system_prefix=None`` the model has no system role, and the system text goes at the top
-    of the first user turn. ``reserved`` lists the strings the model's tokenizer reads as control
-    tokens; where they appear in a query or an observation they are defused, so that text from
-    outside can never open or close a turn.
+    of the first user turn. ``reserved`` lists the turn markers the model's tokenizer reads as
+    control tokens (a llama.cpp model reads them off its vocabulary; every other control token is
+    tokenized as plain text there). Where they appear in the system text, a query, an
+    observation or the model's own reply they are defused, so that no text but the template's
+    can ever open or close a turn.
     """
 
     name: str
@@ -59,6 +61,7 @@ class ChatFormat:
 
     def preamble(self, system: str) -> str:
         """The text before the query: identical for every request with the same system part."""
+        system = self.defuse(system)  # a skill's docstring is a plugin's text
         if self.system_prefix is None:
             return f"{self.user_prefix}{system}\n\n"
         return f"{self.system_prefix}{system}{self.system_suffix}{self.user_prefix}"
@@ -67,7 +70,8 @@ class ChatFormat:
         return f"{self.preamble(system)}{self.defuse(query)}{self.user_suffix}{self.model_prefix}"
 
     def model_turn_end(self, raw: str) -> str:
-        return f"{raw}{self.model_suffix}"
+        # The reply re-enters the prompt as plain text: turn markers it wrote are defused.
+        return f"{self.defuse(raw)}{self.model_suffix}"
 
     def user_turn(self, text: str) -> str:
         return f"{self.user_prefix}{self.defuse(text)}{self.user_suffix}{self.model_prefix}"

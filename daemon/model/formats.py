@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from edge_agent.agent.prompt import ChatFormat
@@ -156,6 +157,24 @@ def format_from_template(
             bos_token,
             eos_token,
         ),
+    )
+
+
+def turn_markers(fmt: ChatFormat, control_tokens: Iterable[str]) -> tuple[str, ...]:
+    """The control tokens (from the model's vocabulary) that the format's own turn markers hold,
+    such as ``<start_of_turn>``: the only control tokens a prompt may contain (docs/design.md,
+    "Decisions": prompt hygiene)."""
+    texts = [
+        fmt.system_prefix or "",
+        fmt.system_suffix,
+        fmt.user_prefix,
+        fmt.user_suffix,
+        fmt.model_prefix,
+        fmt.model_suffix,
+        *fmt.stop,
+    ]
+    return tuple(
+        dict.fromkeys(token for token in control_tokens if token and any(token in t for t in texts))
     )
 
 

@@ -26,7 +26,7 @@ from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError
 from edge_agent.model.constrained import ActionGrammar, GrammarCache
 from edge_agent.model.decoding import Reply, completion, decode_reply, forced_run
 from edge_agent.model.embedded import default_model_path
-from edge_agent.model.formats import choose_format
+from edge_agent.model.formats import choose_format, turn_markers
 from edge_agent.model.gguf import ModelLoadError, read_gguf
 from edge_agent.model.kvcache import KVCache
 from edge_agent.model.prefixstate import PrefixState, file_identity, llama_build
@@ -93,12 +93,17 @@ class LlamaModel:
         gguf = read_gguf(self.path)
         self.sizes = sizes
         self.architecture = gguf.architecture
-        self.chat_format: ChatFormat = chat_format or choose_format(
+        fmt = chat_format or choose_format(
             gguf.architecture, gguf.chat_template, source=str(self.path)
         )
         self.kv_cache_bytes = kv_cache_bytes(gguf.metadata, gguf.architecture, sizes.n_ctx)
         self._facts = {"name": gguf.name, "file_size_bytes": gguf.size_bytes, "sha256": sha256}
         self._runtime = LlamaRuntime(self.path, gguf, sizes, verbose=verbose)
+        # Prompt hygiene (docs/design.md, "Decisions"): of all the control tokens in the
+        # vocabulary only the format's own turn markers are read as such in a prompt, and the
+        # same text written by anyone else (a question, a result, the reply) is defused.
+        self._markers = turn_markers(fmt, self._runtime.control_tokens())
+        self.chat_format: ChatFormat = dataclasses.replace(fmt, reserved=self._markers)
         self._cache = KVCache(self._runtime)
         self._side = SideTexts(self._runtime)
         self._sampler = Sampler(temperature, seed)
@@ -184,10 +189,14 @@ class LlamaModel:
             raise ModelClosed("the model has been closed")
 
     def tokenize(self, text: str, *, add_bos: bool = True) -> list[int]:
-        """The tokens of ``text``, control markers such as ``<start_of_turn>`` included."""
+        """The tokens of a prompt: its format's turn markers (``<start_of_turn>``) become control
+        tokens, and everything else is plain text, ``</s>`` or ``<unused0>`` included."""
         with self._lock:
             self._check_open()
-            return self._runtime.tokenize(text, add_bos=add_bos)
+            return self._prompt_tokens(text, add_bos=add_bos)
+
+    def _prompt_tokens(self, text: str, *, add_bos: bool = True) -> list[int]:
+        return self._runtime.tokenize(text, add_bos=add_bos, markers=self._markers)
 
     # -- the cache ------------------------------------------------------------------------------
 
@@ -197,7 +206,7 @@ class LlamaModel:
             raise TypeError(f"warm_up takes a str, not {type(preamble).__name__}")
         with self._lock:
             self._check_open()
-            tokens = self._runtime.tokenize(preamble)
+            tokens = self._prompt_tokens(preamble)
             # A shared prefix that leaves no room for a reply makes every request fail: say so now.
             if len(tokens) + self.max_tokens > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
@@ -280,7 +289,7 @@ class LlamaModel:
             self._check_open()
             runtime = self._runtime
             forced = runtime.tokenize(prefix, add_bos=False) if prefix else []
-            tokens = (runtime.tokenize(prompt) or [runtime.bos]) + forced
+            tokens = (self._prompt_tokens(prompt) or [runtime.bos]) + forced
             if len(tokens) + cap > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
             self._make_room(len(tokens) + cap)
@@ -375,7 +384,7 @@ class LlamaModel:
         with self._lock:
             self._check_open()
             runtime = self._runtime
-            tokens = runtime.tokenize(prompt) or [runtime.bos]
+            tokens = self._prompt_tokens(prompt) or [runtime.bos]
             pieces = [runtime.tokenize(text, add_bos=False) for text in continuations]
             longest = max((len(p) for p in pieces), default=0)
             if len(tokens) + longest + 1 > self.n_ctx:
@@ -396,7 +405,7 @@ class LlamaModel:
         with self._lock:
             self._check_open()
             runtime = self._runtime
-            tokenized = [runtime.tokenize(p) or [runtime.bos] for p in prompts]
+            tokenized = [self._prompt_tokens(p) or [runtime.bos] for p in prompts]
             text_tokens = runtime.tokenize(text, add_bos=False)
             longest = max((len(t) for t in tokenized), default=0) + len(text_tokens)
             if longest + len(self._cache) > self.n_ctx:

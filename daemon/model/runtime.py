@@ -8,7 +8,10 @@ It keeps no record of what has been evaluated; that is :class:`~edge_agent.model
 from __future__ import annotations
 
 import ctypes
+import functools
+import re
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +87,13 @@ def guard_high_level_llama() -> None:
 
     guarded.guarded = True  # type: ignore[attr-defined]
     bindings.llama_model_default_params = guarded
+
+
+@functools.lru_cache(maxsize=8)
+def _marker_split(markers: tuple[str, ...]) -> re.Pattern[str]:
+    """A pattern whose split() keeps each marker as a piece of its own (longest first)."""
+    ordered = sorted(markers, key=len, reverse=True)
+    return re.compile("(" + "|".join(re.escape(marker) for marker in ordered) + ")")
 
 
 def _free(model: Any, context: Any, batch: Any) -> None:
@@ -169,19 +179,43 @@ class LlamaRuntime:
 
     # -- tokens ---------------------------------------------------------------------------------
 
-    def tokenize(self, text: str, *, add_bos: bool = True) -> list[int]:
-        """The tokens of ``text``, control markers such as ``<start_of_turn>`` included."""
+    def tokenize(
+        self, text: str, *, add_bos: bool = True, markers: Sequence[str] = ()
+    ) -> list[int]:
+        """The tokens of ``text`` read as plain text, except each occurrence of a string in
+        ``markers`` (a chat format's own turn markers), which becomes its control token.
+
+        So ``</s>``, ``<unused0>`` or ``<start_of_turn>`` written in a question, a skill's result
+        or a reply is never a control token: only the markers the prompt's template put there
+        are (docs/design.md, "Decisions": prompt hygiene). The text between markers is tokenized
+        piece by piece, as llama.cpp itself does around the special tokens it finds.
+        """
+        markers = tuple(marker for marker in markers if marker)
+        if not markers:
+            return self._tokenize(text, add_bos, parse_special=False)
+        tokens: list[int] = []
+        bos = add_bos
+        for index, piece in enumerate(_marker_split(markers).split(text)):
+            if piece:
+                # split() with one group: the odd pieces are the markers themselves.
+                tokens += self._tokenize(piece, bos, parse_special=index % 2 == 1)
+                bos = False
+        return tokens if not bos else self._tokenize("", bos, parse_special=False)
+
+    def _tokenize(self, text: str, add_bos: bool, *, parse_special: bool) -> list[int]:
         data = text.encode("utf-8", errors="replace")
         bos = add_bos and self._add_bos
         # Power-of-two sizes: ctypes keeps every array type it makes, so sizes must not vary freely.
         capacity = 1 << (len(data) + 1).bit_length()
         buffer = (llama_cpp.llama_token * capacity)()
-        count = llama_cpp.llama_tokenize(self._vocab, data, len(data), buffer, capacity, bos, True)
+        count = llama_cpp.llama_tokenize(
+            self._vocab, data, len(data), buffer, capacity, bos, parse_special
+        )
         if count < 0:
             capacity = 1 << (-count - 1).bit_length()
             buffer = (llama_cpp.llama_token * capacity)()
             count = llama_cpp.llama_tokenize(
-                self._vocab, data, len(data), buffer, capacity, bos, True
+                self._vocab, data, len(data), buffer, capacity, bos, parse_special
             )
             if count < 0:
                 raise ModelError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
@@ -231,13 +265,14 @@ class LlamaRuntime:
         """The tokens that end a reply: the vocabulary's own, and each one-token stop string."""
         eog = {t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(self._vocab, t)}
         for stop in stops:
-            tokens = self.tokenize(stop, add_bos=False)
+            tokens = self.tokenize(stop, add_bos=False, markers=(stop,))
             if len(tokens) == 1:
                 eog.add(tokens[0])
         return frozenset(eog)
 
     def control_tokens(self) -> list[str]:
-        """The text of every control token the tokenizer defines (turn markers, ``</s>``, ...)."""
+        """The text of every control token the tokenizer defines (turn markers, ``</s>``,
+        ``<unused0>``...), read from the GGUF's vocabulary."""
         found = []
         for token in range(self.n_vocab):
             attr = llama_cpp.llama_vocab_get_attr(self._vocab, token)
