@@ -1,13 +1,28 @@
-"""The README's Python example runs exactly as written and prints what it says it prints."""
+"""The README's Python example and every command of the README and docs/ run exactly as written
+and print what they say they print."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+import pytest
+from fake_sysfs import FakeSysfs
+from mosquitto import free_port
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
 
 
 def test_the_ten_line_example_prints_its_promised_output() -> None:
@@ -33,9 +48,431 @@ def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
     serve, client = section.group(1).split("(the client)")
     listed = {int(code) for code in re.findall(r"^\| (\d+) \|", client, re.M)}
     constants = {
-        value for name, value in vars(cli).items() if name.startswith("EXIT_") and name != "EXIT_CONFIG"
+        value
+        for name, value in vars(cli).items()
+        if name.startswith("EXIT_") and name != "EXIT_CONFIG"
     }
     assert listed == constants
     assert {int(code) for code in re.findall(r"^\| (\d+) \|", serve, re.M)} == {0, 1, 69, 78}
     # `edge-agent status` right after `make run` needs .venv/bin on PATH; the README says how.
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in text
+
+
+# -- every command of the README and docs/, run as written ---------------------------------------
+#
+# Each ```console block's `$ ` lines and each ```sh block's commands are run by bash in this
+# checkout, from a fresh PATH (/usr/bin:/bin), after the README's own `export PATH=...` line, as a
+# newcomer types them in a second terminal. A daemon is started for them where they need one (a
+# `mock:` model, a fake sysfs, a real Mosquitto). A command the README shows output for must print
+# that output: the same text where the mock makes it certain, the same labels, JSON keys or
+# columns where it shows a real model's or a machine's figures. A command that cannot run here is
+# in NOT_RUN with the reason; a command in neither place fails test_every_command_is_run_or_excused.
+
+DOCS = [README, *sorted((README.parent / "docs").glob("*.md"))]
+BARE_PATH = "/usr/bin:/bin"
+
+NOT_RUN = {
+    "make test": "it is this test suite (ruff, mypy and pytest); CI and the lead run it",
+    "sudo install -m 0644 ~/gemma-4-e2b-it-Q4_K_M.gguf /opt/edge-agent/models/": (
+        "root, and the Gemma 4 E2B file (3 GB) is not here"
+    ),
+    "sudo scripts/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf"
+    ' --add-user "$(id -un)"': (
+        "root, a booted systemd and the Gemma 4 E2B file; tests/test_install.py runs the"
+        " installer's --dry-run and tests/test_systemd_unit.py the unit under a real systemd"
+    ),
+    "systemctl status edge-agent": "needs the installed service under a booted systemd",
+    "journalctl -u edge-agent -f": "needs the installed service's journal, and never ends",
+    'edge-agent ask "How hot is the CPU?" # finds /run/edge-agent/agent.sock by itself': (
+        "(the service's block) it needs the installed service's /run/edge-agent/agent.sock; the"
+        " fallback to it is tests/test_server_process.py::"
+        "test_a_client_finds_its_own_daemon_else_the_service, and the same command is run above"
+        " against a `make run`-style daemon"
+    ),
+    "sudo /opt/edge-agent/venv/bin/pip install 'edge-agent[mqtt]'": (
+        "root, the installed service's venv and the network"
+    ),
+}
+
+
+class Block:
+    """A ```console or ```sh block: its commands, and for a console block the output shown."""
+
+    def __init__(self, doc: Path, line: int, lang: str, text: str) -> None:
+        self.doc, self.line, self.lang = doc, line, lang
+        self.commands: list[str] = []
+        self.outputs: list[list[str]] = []
+        # A line ending in a backslash goes on in the next one, as in the shell.
+        lines = re.sub(r"\\\n\s*", "", textwrap.dedent(text)).splitlines()
+        if lang == "console":
+            for entry in lines:
+                if entry.startswith("$ "):
+                    self.commands.append(entry[2:])
+                    self.outputs.append([])
+                elif self.outputs:
+                    self.outputs[-1].append(entry)
+        elif any(re.match(r"(if|for|while|case)\b|\s", entry) for entry in lines):
+            self.commands = ["\n".join(lines)]  # a script, not a list of commands
+        else:
+            self.commands = [e for e in lines if e.strip() and not e.lstrip().startswith("#")]
+
+    @property
+    def name(self) -> str:
+        return f"{self.doc.name}:{self.line}"
+
+
+def blocks() -> list[Block]:
+    found = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        for match in re.finditer(r"^([ \t]*)```(console|sh)\n(.*?)^\1```$", text, re.S | re.M):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(Block(doc, line, match.group(2), match.group(3)))
+    return found
+
+
+def _bare(command: str) -> str:
+    """The command without its trailing comment, as NOT_RUN names it."""
+    quote = ""
+    for n, char in enumerate(command):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and n and command[n - 1].isspace():
+            return command[:n].strip()
+    return command.strip()
+
+
+# Whatever starts so is not run either.
+NOT_RUN_PREFIXES = {
+    "sudo ": "runs as root and changes the machine (packages, users, units, /opt, /etc)",
+    "sudoedit ": "edits a system file as root, in an editor",
+}
+
+
+def excused(command: str) -> bool:
+    """In NOT_RUN: by the command, or where the same command runs elsewhere, with its comment;
+    or by its start, in NOT_RUN_PREFIXES."""
+    return (
+        _bare(command) in NOT_RUN
+        or " ".join(command.split()) in NOT_RUN
+        or command.startswith(tuple(NOT_RUN_PREFIXES))
+    )
+
+
+def block_with(first: str, doc: str = "") -> Block:
+    """The one block whose first command starts with ``first`` (in the doc named ``doc``)."""
+    candidates = [b for b in blocks() if b.doc.name.startswith(doc)]
+    matching = [b for b in candidates if _bare(b.commands[0]) == first] or [
+        b for b in candidates if _bare(b.commands[0]).startswith(first)
+    ]
+    assert len(matching) == 1, f"no single block starts with {first!r}: {matching}"
+    return matching[0]
+
+
+def prelude() -> str:
+    """The README's own line that puts the client on PATH."""
+    line = block_with("export PATH=").commands[0]
+    assert _bare(line) == 'export PATH="$PWD/.venv/bin:$PATH"'
+    return line
+
+
+class Shell:
+    """Runs commands in one bash session in this checkout, each one's output kept apart."""
+
+    def __init__(self, tmp_path: Path, env: dict[str, str] | None = None) -> None:
+        self.dir = tmp_path / "shell"
+        self.dir.mkdir()
+        self.env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": BARE_PATH}
+        self.env.update({"LANG": "C.UTF-8", "XDG_RUNTIME_DIR": str(tmp_path / "xdg")})
+        self.env.update(env or {})
+        Path(self.env["XDG_RUNTIME_DIR"]).mkdir(exist_ok=True, mode=0o700)
+        self.background: list[int] = []
+
+    def run(self, commands: list[str], timeout: float = 120) -> list[tuple[int, str, str]]:
+        """Each command's exit code, stdout and stderr; a command ending in `&` is left running
+        (and stopped by close())."""
+        d = self.dir
+        script = ["set +e", f"cd {shlex.quote(str(REPO))}", prelude()]
+        for n, command in enumerate(commands):
+            bare = _bare(command)
+            if bare.endswith("&"):
+                # A simple command, so that $! is the daemon itself, not a subshell around it.
+                script += [
+                    f"{bare[:-1]} >{d}/out{n} 2>&1 &",
+                    f"echo $! >{d}/pid{n}; echo 0 >{d}/rc{n}",
+                ]
+            else:
+                script += ["{", command, f"}} >{d}/out{n} 2>{d}/err{n}", f"echo $? >{d}/rc{n}"]
+        subprocess.run(
+            ["bash", "-c", "\n".join(script)], env=self.env, timeout=timeout, check=False
+        )
+        results = []
+        for n in range(len(commands)):
+            if (d / f"pid{n}").exists():
+                self.background.append(int((d / f"pid{n}").read_text()))
+            err = d / f"err{n}"
+            results.append(
+                (
+                    int((d / f"rc{n}").read_text()),
+                    (d / f"out{n}").read_text(encoding="utf-8"),
+                    err.read_text(encoding="utf-8") if err.exists() else "",
+                )
+            )
+        return results
+
+    def close(self) -> None:
+        for pid in self.background:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        for pid in self.background:
+            with contextlib.suppress(ChildProcessError, ProcessLookupError):
+                until = time.monotonic() + 30
+                while time.monotonic() < until:
+                    os.kill(pid, 0)  # raises once the daemon is gone
+                    time.sleep(0.05)
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def shell(tmp_path: Path) -> Iterator[Callable[..., Shell]]:
+    opened: list[Shell] = []
+
+    def open_shell(env: dict[str, str] | None = None) -> Shell:
+        opened.append(Shell(tmp_path, env))
+        return opened[-1]
+
+    yield open_shell
+    for session in opened:
+        session.close()
+
+
+def keys(value: Any) -> set[str]:
+    """Every key of every map in ``value``."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in keys(v)}
+    return set()
+
+
+def shows(expected: list[str], printed: str, columns: int = 0) -> None:
+    """``printed`` is what the doc shows: the same text, except where a real model or machine
+    shows its own figures: a JSON line (the doc shortens them with `...`) has every key the doc
+    shows, and the same values where the doc's line is whole JSON (but the model's usage and the
+    timing); a `label:  value` line has the same label; with ``columns``, a table line has the
+    same first ``columns`` columns (a node's name and status, but not its model)."""
+    lines = printed.splitlines()
+    assert len(lines) == len(expected), (expected, printed)
+    for want, got in zip(expected, lines, strict=True):
+        if want.startswith("{"):
+            actual = json.loads(got)
+            # A mock model reports no usage; the doc's usage figures are a real model's.
+            shown = re.sub(r'"usage": \{[^}]*\}', '"usage": null', want)
+            assert set(re.findall(r'"(\w+)":', shown)) <= keys(actual), (want, got)
+            with contextlib.suppress(json.JSONDecodeError):
+                whole = json.loads(want)
+                for key in set(whole) - {"usage", "timing", "id"}:
+                    assert actual[key] == whole[key], (key, want, got)
+        elif columns and re.search(r"\S {2,}\S", want):
+            assert got.split()[:columns] == want.split()[:columns], (want, got)
+        elif re.match(r"[a-z]+:\s", want):
+            assert got.split(":")[0] == want.split(":")[0], (want, got)
+        else:
+            assert got == want
+
+
+def run_block(session: Shell, block: Block, columns: int = 0, **replace: str) -> None:
+    """Run the block's commands (but those in NOT_RUN) with ``replace``'s substitutions; each must
+    exit 0 and print what the doc shows."""
+    shown = block.outputs or [[] for _ in block.commands]
+    todo = [(c, out) for c, out in zip(block.commands, shown, strict=True) if not excused(c)]
+    commands = [c for c, _ in todo]
+    for old, new in replace.items():
+        commands = [c.replace(old, new) for c in commands]
+    results = session.run(commands)
+    for command, (_, expected), (code, out, err) in zip(commands, todo, results, strict=True):
+        assert code == 0, f"{block.name}: `{command}` exited {code}: {err}"
+        if expected:
+            shows(expected, out, columns)
+
+
+def test_every_command_is_run_or_excused() -> None:
+    found = blocks()
+    assert len(found) >= 10, "the docs lost their command blocks, or this parser broke"
+    commands = {form for b in found for c in b.commands for form in (_bare(c), " ".join(c.split()))}
+    stale = set(NOT_RUN) - commands
+    assert not stale, f"NOT_RUN names commands no doc has any more: {stale}"
+    run = set()
+    for block in found:
+        key = (block.doc.name, _bare(block.commands[0]))
+        skipped = all(excused(c) for c in block.commands)
+        assert (key in RUNNERS) != skipped, f"{block.name}: {key} must be run or excused, not both"
+        run.add(key)
+    assert set(RUNNERS) <= run, f"RUNNERS names blocks no doc has any more: {set(RUNNERS) - run}"
+    for test in RUNNERS.values():
+        assert callable(globals().get(test)), test
+
+
+def test_the_path_line_puts_this_checkouts_client_first(shell: Callable[..., Shell]) -> None:
+    session = shell()
+    before, after = session.run(["command -v edge-agent", "command -v edge-agent"])
+    assert after == (0, f"{REPO}/.venv/bin/edge-agent\n", "")
+    # Without the line (the session runs it first, so take it out here) the client is not found.
+    bare = subprocess.run(
+        ["bash", "-c", "command -v edge-agent"],
+        env={"PATH": BARE_PATH},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bare.returncode != 0 and before == after
+
+
+def test_ask_the_daemon_block(
+    shell: Callable[..., Shell], tmp_path: Path, daemon_process: Callable[..., Any]
+) -> None:
+    # The README shows a real model's answer about a fake thermal zone at 48.3 °C; the mock is
+    # scripted to act as the model did there, so the answers match exactly.
+    block = block_with('edge-agent ask "How hot is the CPU?"')
+    assert block.doc == README and block.lang == "console"
+    sysfs = FakeSysfs(tmp_path / "sys")
+    sysfs.thermal_zone(0)
+    answer = block.outputs[0][0]
+    mock = tmp_path / "mock.json"
+    mock.write_text(
+        json.dumps(
+            [json.dumps({"skill_name": "cpu_temperature"}), json.dumps({"final_answer": answer})]
+        ),
+        encoding="utf-8",
+    )
+    config = tmp_path / "edge.toml"
+    config.write_text(f"[skills]\nsysfs_root = {str(sysfs.root)!r}\n", encoding="utf-8")
+    session = shell()
+    # Where `make run` serves and the client looks, under this session's XDG_RUNTIME_DIR.
+    endpoint = f"ipc://{session.env['XDG_RUNTIME_DIR']}/edge-agent/agent.sock"
+    env = {"XDG_RUNTIME_DIR": session.env["XDG_RUNTIME_DIR"]}
+    with daemon_process(["--config", str(config), "--model", f"mock:{mock}"], endpoint, env=env):
+        run_block(session, block)
+
+
+def test_mock_daemon_block(shell: Callable[..., Shell], tmp_path: Path) -> None:
+    # As written, but in this test's own directory instead of /tmp and on a free port instead of
+    # 5599, so that it runs beside anything else; the `&` daemon is stopped at the end.
+    block = block_with("echo '[")
+    port = str(free_port())
+    run_block(shell(), block, **{"/tmp/": f"{tmp_path}/", "5599": port})
+
+
+def test_the_services_status_line(
+    shell: Callable[..., Shell], tmp_path: Path, daemon_process: Callable[..., Any]
+) -> None:
+    # The service's socket directory needs root and the installed service: a daemon on a socket
+    # in this test's directory stands in for it.
+    block = block_with("systemctl status edge-agent")
+    mock = tmp_path / "mock.json"
+    mock.write_text(json.dumps([json.dumps({"final_answer": "fine"})]), encoding="utf-8")
+    endpoint = f"ipc://{tmp_path}/run-edge-agent/agent.sock"
+    with daemon_process(["--model", f"mock:{mock}"], endpoint):
+        run_block(shell(), block, **{"/run/edge-agent/": f"{tmp_path}/run-edge-agent/"})
+
+
+def test_the_protocols_shell_client(
+    shell: Callable[..., Shell], tmp_path: Path, daemon_process: Callable[..., Any]
+) -> None:
+    block = block_with("if reply=$(edge-agent ask")
+    mock = tmp_path / "mock.json"
+    mock.write_text(json.dumps([json.dumps({"final_answer": "It is online."})]), encoding="utf-8")
+    endpoint = f"ipc://{tmp_path}/agent.sock"
+    with daemon_process(["--model", f"mock:{mock}"], endpoint):
+        session = shell({"EDGE_AGENT_ENDPOINT": endpoint})
+        [(code, out, err)] = session.run(block.commands)
+    assert (code, out) == (0, "It is online.\n"), err
+    # And each branch of its `case` is an exit code the client really has.
+    from edge_agent import cli
+
+    branches = {int(n) for n in re.findall(r"^\s+(\d+)\)", block.commands[0], re.M)}
+    assert branches <= {v for k, v in vars(cli).items() if k.startswith("EXIT_")}
+
+
+def test_make_run_serves_where_the_client_looks(
+    shell: Callable[..., Shell], tmp_path: Path
+) -> None:
+    # `make run` for real: the embedded Gemma 3 270M, in the foreground, stopped with Ctrl-C (SIGINT
+    # to its process group). `make test` in the same block is this suite (NOT_RUN).
+    block = block_with("make test")
+    assert [_bare(c) for c in block.commands] == ["make test", "make run"]
+    # `make run` would first reinstall the venv if pyproject.toml changed since: `make test` does.
+    plan = subprocess.run(
+        ["make", "-n", "run"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert "pip install" not in plan.stdout, "the venv is older than pyproject.toml: make test"
+    session = shell()
+    make = subprocess.Popen(
+        ["bash", "-c", f"cd {shlex.quote(str(REPO))} && {block.commands[1]}"],
+        env=session.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        ready = False
+        until = time.monotonic() + 240
+        while not ready and make.poll() is None and time.monotonic() < until:
+            [(code, out, _)] = session.run(["edge-agent status --json --timeout 2"])
+            ready = code == 0 and json.loads(out)["state"] == "ready"
+            time.sleep(0.5)
+        [(code, out, err)] = session.run(["edge-agent status"])
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(make.pid, signal.SIGINT)
+        output, _ = make.communicate(timeout=60)
+    assert ready, output
+    assert code == 0, err
+    assert "state:     ready" in out and "model:     Gemma 3 270m" in out, out
+    assert "edge-agent stopped" in output
+
+
+def test_mqtt_fleet_blocks(shell: Callable[..., Shell], tmp_path: Path) -> None:
+    # A real Mosquitto on a free port stands in for broker.lan; two mock nodes, named as the
+    # docs name them, answer as the docs show.
+    from mosquitto import broker
+    from mqtt_harness import final, node
+
+    fleet = block_with("edge-agent nodes --mqtt broker.lan", "mqtt.md")  # with its output
+    readme = [block_with("edge-agent nodes --mqtt broker.lan", "README")]
+    answer = fleet.outputs[1][0]
+    with (
+        broker(tmp_path / "broker") as mosquitto,
+        node(tmp_path / "garage", port=mosquitto.port, node="garage-pi") as garage,
+        node(
+            tmp_path / "kitchen", port=mosquitto.port, node="kitchen-pi", replies=[final(answer)]
+        ) as kitchen,
+    ):
+        garage.wait_link("connected")
+        kitchen.wait_link("connected")
+        where = f"127.0.0.1:{mosquitto.port}"
+        session = shell()
+        for block in (fleet, *readme):
+            run_block(session, block, columns=2, **{"broker.lan": where})
+
+
+# The test that runs each block, by its doc and its first command.
+RUNNERS = {
+    ("README.md", "make test"): "test_make_run_serves_where_the_client_looks",
+    ("README.md", 'export PATH="$PWD/.venv/bin:$PATH"'): (
+        "test_the_path_line_puts_this_checkouts_client_first"
+    ),
+    ("README.md", 'edge-agent ask "How hot is the CPU?"'): "test_ask_the_daemon_block",
+    ("README.md", 'echo \'["{\\"final_answer\\": \\"It is 21 C.\\"}"]\' > /tmp/mock.json'): (
+        "test_mock_daemon_block"
+    ),
+    ("README.md", "edge-agent nodes --mqtt broker.lan"): "test_mqtt_fleet_blocks",
+    ("mqtt.md", "edge-agent nodes --mqtt broker.lan"): "test_mqtt_fleet_blocks",
+    ("README.md", "systemctl status edge-agent"): "test_the_services_status_line",
+    ("protocol.md", _bare(block_with("if reply=$(edge-agent ask").commands[0])): (
+        "test_the_protocols_shell_client"
+    ),
+}
