@@ -12,6 +12,8 @@ from typing import Any
 
 DEFAULT_PREFIX = "edge-agent"
 """:data:`edge_agent.mqttwire.DEFAULT_PREFIX`, which a test holds equal."""
+DEFAULT_DISCOVERY_PREFIX = "homeassistant"
+""":data:`edge_agent.mqttwire.DEFAULT_DISCOVERY_PREFIX`, which a test holds equal."""
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
@@ -34,6 +36,20 @@ def add_parsers(commands: Any) -> None:
     nodes = commands.add_parser("nodes", help="list the edge-agent nodes on an MQTT broker")
     add_arguments(nodes, required=True)
     nodes.add_argument("--all", action="store_true", help="offline nodes too")
+    nodes.add_argument(
+        "--forget",
+        metavar="NODE",
+        help="clear what NODE left on the broker (status, info, Home Assistant device); "
+        "for a node whose daemon is stopped or has no [mqtt] any more",
+    )
+    nodes.add_argument(
+        "--force", action="store_true", help="with --forget: even if NODE's status says online"
+    )
+    nodes.add_argument(
+        "--discovery-prefix",
+        default=DEFAULT_DISCOVERY_PREFIX,
+        help="with --forget: Home Assistant's discovery prefix (default %(default)s)",
+    )
     nodes.add_argument("--json", action="store_true", help="print JSON")
     nodes.add_argument("--timeout", type=float, default=5.0, help="seconds (default 5)")
     discovery = commands.add_parser(

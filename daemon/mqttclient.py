@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import json
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -21,10 +22,20 @@ from typing import Any
 
 from edge_agent.client import RUN_GRACE_S, DaemonError, Timeout, Unavailable
 from edge_agent.mqttargs import add_arguments, add_ask_arguments, add_parsers
-from edge_agent.mqttwire import DEFAULT_PREFIX, ONLINE, Topics, check_node_id, node_of
+from edge_agent.mqttwire import (
+    DEFAULT_DISCOVERY_PREFIX,
+    DEFAULT_PREFIX,
+    ONLINE,
+    Topics,
+    check_node_id,
+    check_prefix,
+    node_of,
+)
 
 CONNECT_TIMEOUT_S = 5.0
 RETAINED_QUIET_S = 0.5
+CANCEL_WAIT_S = 1.0
+"""How long leaving (Ctrl-C, a timeout) waits for the broker to take the cancel."""
 """After subscribing, retained messages come at once; this long without one ends the listing."""
 
 
@@ -177,6 +188,52 @@ def list_nodes(options: BrokerOptions, *, timeout: float = 5.0) -> list[dict[str
     return [found[name] for name in sorted(found) if found[name]["status"] is not None]
 
 
+def forget_node(
+    options: BrokerOptions,
+    node: str,
+    *,
+    discovery_prefix: str = DEFAULT_DISCOVERY_PREFIX,
+    force: bool = False,
+    timeout: float = 5.0,
+) -> list[str]:
+    """Clear every retained message ``node`` left on the broker (its status, info, last answer,
+    busy light, sensor readings and Home Assistant discovery configs) by publishing empty
+    retained payloads; Home Assistant then removes the device. Returns the topics cleared.
+
+    A node whose status is ``online`` is refused (``node_online``) unless ``force``: its daemon
+    would publish them all again.
+    """
+    try:
+        topics = Topics(options.prefix, check_node_id(node))
+        discovery = check_prefix(discovery_prefix)
+    except ValueError as exc:
+        raise DaemonError("bad_request", str(exc)) from None
+    retained: dict[str, bytes] = {}
+    with MqttConnection(options, timeout) as connection:
+        connection.subscribe(f"{topics.base}/#", f"{discovery}/+/{topics.node}/+/config")
+        until = time.monotonic() + timeout
+        while (message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic()))):
+            if message.retain and message.payload:  # not a live ask passing by
+                retained[message.topic] = bytes(message.payload)
+        if retained.get(topics.status) == ONLINE.encode() and not force:
+            raise DaemonError(
+                "node_online",
+                f"node {topics.node} is online: stop its daemon (or remove [mqtt] from its "
+                "config and restart it) first, or pass --force",
+            )
+        sent = [
+            connection.client.publish(topic, b"", qos=1, retain=True) for topic in sorted(retained)
+        ]
+        for info in sent:
+            try:
+                info.wait_for_publish(timeout)
+            except RuntimeError as exc:  # paho could not even queue it
+                raise Unavailable(f"the MQTT broker lost a clearing message: {exc}") from None
+            if not info.is_published():
+                raise Unavailable("the MQTT broker did not take every clearing message in time")
+    return sorted(retained)
+
+
 class MqttAskClient:
     """What ``edge-agent ask`` needs of a client (``request("status")`` and ``run``), over MQTT
     to one node."""
@@ -223,7 +280,9 @@ class MqttAskClient:
         reply_topic = f"{self.options.prefix}/replies/{uuid.uuid4().hex}"
         correlation = uuid.uuid4().bytes
         self._connection.subscribe(reply_topic)
-        ask: dict[str, Any] = {"query": query, "deadline_ms": wait * 1000}
+        # The id (with the reply topic) is what a cancel names: Ctrl-C and a timeout free the node.
+        ask_id = uuid.uuid4().hex
+        ask: dict[str, Any] = {"query": query, "id": ask_id, "deadline_ms": wait * 1000}
         if workflow is not None:
             ask["workflow"] = workflow
         if max_iterations is not None:
@@ -237,7 +296,28 @@ class MqttAskClient:
             self.topics.ask, json.dumps(ask), qos=1, properties=props
         )
         info.wait_for_publish(CONNECT_TIMEOUT_S)
-        until = time.monotonic() + wait + RUN_GRACE_S
+        try:
+            reply = self._await(
+                reply_topic, correlation, wait + RUN_GRACE_S, on_event, on_accepted
+            )
+        except KeyboardInterrupt:
+            self._cancel(reply_topic, ask_id)
+            raise
+        if reply is None:
+            self._cancel(reply_topic, ask_id)
+            raise Timeout(f"no result from node {self.node} within {wait:g} s")
+        return reply
+
+    def _await(
+        self,
+        reply_topic: str,
+        correlation: bytes,
+        wait: float,
+        on_event: Callable[[dict[str, Any]], None] | None,
+        on_accepted: Callable[[dict[str, Any]], None] | None,
+    ) -> dict[str, Any] | None:
+        """The run's result (an error reply raises DaemonError), or None after ``wait``."""
+        until = time.monotonic() + wait
         while (message := self._connection.next(until - time.monotonic())) is not None:
             if message.topic != reply_topic:
                 continue
@@ -257,7 +337,22 @@ class MqttAskClient:
                 on_event(reply["event"])
             elif kind == "accepted" and on_accepted is not None:
                 on_accepted(reply)
-        raise Timeout(f"no result from node {self.node} within {wait:g} s")
+        return None
+
+    def _cancel(self, reply_topic: str, ask_id: str) -> None:
+        """Cancel our run on the node (the same reply topic and id make it ours), on the way out."""
+        from paho.mqtt.packettypes import PacketTypes  # noqa: PLC0415 - the optional extra
+        from paho.mqtt.properties import Properties  # noqa: PLC0415
+
+        props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+        props.ResponseTopic = reply_topic
+        props.CorrelationData = uuid.uuid4().bytes
+        cancel = json.dumps({"op": "cancel", "target": ask_id})
+        info = self._connection.client.publish(self.topics.ask, cancel, qos=1, properties=props)
+        try:
+            info.wait_for_publish(CANCEL_WAIT_S)
+        except RuntimeError as exc:  # not queued: the caller is already reporting why it left
+            print(f"edge-agent: could not cancel the run on {self.node}: {exc}", file=sys.stderr)
 
     def close(self) -> None:
         self._connection.close()
@@ -288,16 +383,37 @@ def print_nodes(nodes: list[dict[str, Any]], as_json: bool, show_all: bool) -> N
 
 
 
-def nodes_command(args: argparse.Namespace) -> int:
-    """``edge-agent nodes --mqtt HOST``: 0 listed (maybe none), 69 broker unreachable."""
-    import sys  # noqa: PLC0415
+NODES_EXITS = {"unavailable": 69, "node_online": 75}
+"""``nodes``' exit codes by error code; any other error is bad input, 65."""
 
+
+def nodes_command(args: argparse.Namespace) -> int:
+    """``edge-agent nodes --mqtt HOST [--forget NODE]``: 0 listed (maybe none) or forgotten, 65
+    bad input, 69 broker unreachable, 75 the node to forget is online."""
     try:
-        nodes = list_nodes(BrokerOptions.from_args(args), timeout=args.timeout)
+        options = BrokerOptions.from_args(args)
+        if args.forget is not None:
+            cleared = forget_node(
+                options,
+                args.forget,
+                discovery_prefix=args.discovery_prefix,
+                force=args.force,
+                timeout=args.timeout,
+            )
+        else:
+            nodes = list_nodes(options, timeout=args.timeout)
     except DaemonError as exc:
         print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
-        return 69 if exc.code == "unavailable" else 65
-    print_nodes(nodes, args.json, args.all)
+        return NODES_EXITS.get(exc.code, 65)
+    if args.forget is None:
+        print_nodes(nodes, args.json, args.all)
+    elif args.json:
+        print(json.dumps({"node": args.forget, "cleared": cleared}), flush=True)
+    elif cleared:
+        print(f"cleared {len(cleared)} retained topics of {args.forget}:")
+        print("\n".join(f"  {topic}" for topic in cleared), flush=True)
+    else:
+        print(f"nothing retained for {args.forget} on {options.host}", flush=True)
     return 0
 
 
@@ -314,6 +430,7 @@ __all__ = [
     "add_arguments",
     "add_ask_arguments",
     "add_parsers",
+    "forget_node",
     "list_nodes",
     "nodes_command",
     "open_ask_client",

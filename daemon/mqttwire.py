@@ -8,6 +8,10 @@ An ask is a JSON object with the fields of protocol v1's ``run`` (``query``, ``w
 ``max_iterations``, ``deadline_ms``, ``stream``), plus, for MQTT 3.1.1 clients that cannot send an
 MQTT v5 Response Topic, ``reply_to`` (the topic to answer on) and ``id`` (echoed in every reply).
 The run fields themselves are checked by the daemon, exactly as for a ZeroMQ client.
+
+``{"op": "cancel", "target": ID}`` on the same topic cancels the ask whose ``id`` was ``ID`` and
+whose reply topic is this one's: MQTT does not tell a subscriber who published, so the reply topic
+and the id stand in for ZeroMQ's connection as the run's owner.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ DEFAULT_PREFIX: Final = "edge-agent"
 DEFAULT_DISCOVERY_PREFIX: Final = "homeassistant"
 MAX_TOPIC_BYTES: Final = 65535
 RUN_FIELDS: Final = frozenset({"query", "workflow", "max_iterations", "deadline_ms", "stream"})
-MQTT_FIELDS: Final = frozenset({"reply_to", "id", "v"})
+CANCEL_FIELDS: Final = frozenset({"target"})
+MQTT_FIELDS: Final = frozenset({"reply_to", "id", "v", "op"})
+OP_FIELDS: Final = {"run": RUN_FIELDS, "cancel": CANCEL_FIELDS}
+"""The ops an ask may name (``op``, default ``run``) and the fields each takes."""
 ONLINE: Final = "online"
 OFFLINE: Final = "offline"
 
@@ -178,11 +185,13 @@ class AskError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Ask:
-    """A parsed ask: where to answer, the requester's id, and the run's fields for the daemon."""
+    """A parsed ask: where to answer, the requester's id, the op (``run`` or ``cancel``) and its
+    fields for the daemon."""
 
     reply_to: str
     request_id: Any
     fields: dict[str, Any]
+    op: str = "run"
 
     @property
     def stream(self) -> bool:
@@ -250,17 +259,34 @@ def parse_ask(
             reply_to,
             request_id,
         )
-    unknown = sorted(set(data) - RUN_FIELDS - MQTT_FIELDS)
-    if unknown:
+    op = data.get("op", "run")
+    if not isinstance(op, str) or op not in OP_FIELDS:
         raise AskError(
             "bad_request",
-            f"unknown field(s): {', '.join(unknown)[:200]}; an ask has "
-            f"{', '.join(sorted(RUN_FIELDS | MQTT_FIELDS))}",
+            f"'op' must be one of {', '.join(OP_FIELDS)} (default run)",
             reply_to,
             request_id,
         )
-    fields = {k: v for k, v in data.items() if k in RUN_FIELDS}
-    return Ask(reply_to=reply_to, request_id=request_id, fields=fields)
+    allowed = OP_FIELDS[op]
+    unknown = sorted(set(data) - allowed - MQTT_FIELDS)
+    if unknown:
+        raise AskError(
+            "bad_request",
+            f"unknown field(s) for {op}: {', '.join(unknown)[:200]}; it takes "
+            f"{', '.join(sorted(allowed | MQTT_FIELDS))}",
+            reply_to,
+            request_id,
+        )
+    if op == "cancel" and not _usable_id(data.get("target")):
+        raise AskError(
+            "bad_request",
+            f"a cancel needs 'target': the 'id' of the ask to cancel (a string of "
+            f"1-{MAX_ID_CHARS} characters or an integer)",
+            reply_to,
+            request_id,
+        )
+    fields = {k: v for k, v in data.items() if k in allowed}
+    return Ask(reply_to=reply_to, request_id=request_id, fields=fields, op=op)
 
 
 # -- replies -----------------------------------------------------------------------------------

@@ -231,6 +231,160 @@ def test_queue_full_is_busy_and_a_flood_stays_bounded(shared_broker: Any, tmp_pa
             peer.close()
 
 
+# -- cancel -----------------------------------------------------------------------------------------
+
+
+def test_only_the_asker_cancels_a_run_over_mqtt(shared_broker: Any, tmp_path: Path) -> None:
+    slow = {"text": final("Too slow to wait for."), "delay_s": 60}
+    with node(
+        tmp_path / "d",
+        port=shared_broker.port,
+        node="cancelling",
+        replies=[slow, slow, slow],
+        daemon="shutdown_grace_s = 0.5",
+    ) as n:
+        owner = Peer(shared_broker.port, v5=False, subscribe=["c/#"])
+        v5 = Peer(shared_broker.port, subscribe=["v5/#"])
+        try:
+            n.wait_link("connected")
+            ask = "edge-agent/cancelling/ask"
+            owner.publish(ask, {"query": "slow", "reply_to": "c/owner", "id": "run-1"})
+            wait_for(lambda: n.status()["state"] == "busy", 30, "the run started")
+            # A v5 asker's run waits behind it; an id in the ask makes it cancellable.
+            v5.publish(
+                ask, {"query": "queued", "id": 7}, properties=v5_props("v5/mine", b"ask-corr")
+            )
+            wait_for(lambda: n.status()["queue_depth"] == 1, 30, "the second run queued")
+
+            # Anyone else, even knowing the id: another reply topic is another owner, answered
+            # exactly as for a run that does not exist, and nothing is cancelled.
+            owner.publish(
+                ask, {"op": "cancel", "target": "run-1", "reply_to": "c/intruder", "id": "x1"}
+            )
+            v5.publish(ask, {"op": "cancel", "target": 7}, properties=v5_props("v5/other", b"x"))
+            for peer, topic in ((owner, "c/intruder"), (v5, "v5/other")):
+                refused = final_for(peer, topic)
+                assert refused["kind"] == "result" and refused["op"] == "cancel", refused
+                assert (refused["cancelled"], refused["was"]) == (False, None)
+            status = n.status()
+            assert (status["state"], status["queue_depth"]) == ("busy", 1)
+            assert status["counters"].get("runs_cancelled", 0) == 0
+
+            # The v5 asker: the same Response Topic, its own Correlation Data for the cancel.
+            v5.publish(
+                ask, {"op": "cancel", "target": 7}, properties=v5_props("v5/mine", b"cancel-corr")
+            )
+            replies = {}
+            while len(replies) < 2:
+                message = v5.on_topic("v5/mine", 60, payload=lambda p: b'"result"' in p)
+                v5.seen.remove(message)
+                replies[message.properties.CorrelationData] = json.loads(message.payload)
+            assert replies[b"cancel-corr"]["op"] == "cancel"
+            assert replies[b"cancel-corr"]["target"] == 7
+            assert (replies[b"cancel-corr"]["cancelled"], replies[b"cancel-corr"]["was"]) == (
+                True,
+                "queued",
+            )
+            assert replies[b"ask-corr"]["id"] == 7
+            assert replies[b"ask-corr"]["outcome"] == "interrupted"
+
+            # The 3.1.1 asker: the same reply_to, the run's id as the target.
+            owner.publish(
+                ask, {"op": "cancel", "target": "run-1", "reply_to": "c/owner", "id": "c-1"}
+            )
+            by_id = {}
+            while len(by_id) < 2:
+                message = owner.on_topic("c/owner", 60, payload=lambda p: b'"result"' in p)
+                owner.seen.remove(message)
+                reply = json.loads(message.payload)
+                by_id[reply["id"]] = reply
+            assert (by_id["c-1"]["cancelled"], by_id["c-1"]["was"]) == (True, "running")
+            assert by_id["c-1"]["target"] == "run-1"
+            interrupted = by_id["run-1"]
+            assert interrupted["outcome"] == "interrupted" and interrupted["answer"] is None
+            assert interrupted["state"]["events"][-1] == {
+                "type": "InterruptedObservation",
+                "reason": "cancelled",
+            }
+            assert n.status()["counters"]["runs_cancelled"] == 2  # the daemon's own counters
+
+            # Once answered, the run is nobody's: a late cancel finds nothing.
+            owner.publish(
+                ask, {"op": "cancel", "target": "run-1", "reply_to": "c/owner", "id": "c-2"}
+            )
+            late = owner.on_topic("c/owner", 60, payload=lambda p: b'"c-2"' in p)
+            assert json.loads(late.payload)["cancelled"] is False
+
+            # Bad cancels get protocol errors, with the cancel's own id.
+            for name, payload in (
+                ("no-target", {"op": "cancel"}),
+                ("bad-target", {"op": "cancel", "target": [1]}),
+                ("run-field", {"op": "cancel", "target": "run-1", "query": "q"}),
+                ("bad-op", {"op": "stop", "target": "run-1"}),
+            ):
+                owner.publish(ask, {**payload, "reply_to": f"c/bad/{name}", "id": name})
+                error = final_for(owner, f"c/bad/{name}")
+                assert (error["kind"], error["code"], error["id"]) == ("error", "bad_request", name)
+        finally:
+            owner.close()
+            v5.close()
+
+
+def test_an_id_still_running_is_refused_as_over_zeromq(shared_broker: Any, tmp_path: Path) -> None:
+    slow = {"text": final("Done."), "delay_s": 3}
+    with node(tmp_path / "d", port=shared_broker.port, node="twice", replies=[slow, slow]) as n:
+        peer = Peer(shared_broker.port, v5=False, subscribe=["t/#"])
+        try:
+            n.wait_link("connected")
+            first = {"query": "q", "reply_to": "t/r", "id": "same"}
+            peer.publish("edge-agent/twice/ask", first)
+            wait_for(lambda: n.status()["state"] == "busy", 30, "the run started")
+            peer.publish("edge-agent/twice/ask", first)
+            refused = final_for(peer, "t/r")
+            assert (refused["kind"], refused["code"]) == ("error", "bad_request"), refused
+            peer.seen.remove(next(m for m in peer.seen if m.topic == "t/r"))
+            assert final_for(peer, "t/r")["answer"] == "Done."
+            # The same id on another reply topic is another asker's.
+            peer.publish("edge-agent/twice/ask", {**first, "reply_to": "t/other"})
+            assert final_for(peer, "t/other")["answer"] == "Done."
+        finally:
+            peer.close()
+
+
+def test_ask_over_mqtt_cancels_its_run_on_ctrl_c_and_on_timeout(
+    shared_broker: Any, tmp_path: Path
+) -> None:
+    slow = {"text": final("Never seen."), "delay_s": 60}
+    with node(tmp_path / "d", port=shared_broker.port, node="patient-ask",
+              replies=[slow, slow]) as n:
+        n.wait_link("connected")
+        base = [*CLI, "ask", "--mqtt", f"127.0.0.1:{shared_broker.port}", "--node", "patient-ask"]
+        asking = subprocess.Popen(
+            [*base, "--timeout", "120", "slow?"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            wait_for(lambda: n.status()["state"] == "busy", 60, "the run started")
+            asking.send_signal(signal.SIGINT)
+            _, stderr = asking.communicate(timeout=60)
+        finally:
+            if asking.poll() is None:
+                asking.kill()
+        assert asking.returncode == 130, stderr
+        wait_for(lambda: n.status()["counters"].get("runs_cancelled", 0) == 1, 60, "cancelled")
+        wait_for(lambda: n.status()["state"] == "ready", 60, "the model freed")
+
+        timed_out = subprocess.run(
+            [*base, "--timeout", "2", "slow again?"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )
+        assert timed_out.returncode == 75, timed_out.stderr
+        wait_for(lambda: n.status()["state"] == "ready", 60, "the model freed again")
+        counters = n.status()["counters"]
+        # The deadline (sent as deadline_ms) or the client's cancel, whichever came first.
+        assert counters["outcomes"].get("interrupted", 0) == 2, counters
+
+
 # -- a fleet ----------------------------------------------------------------------------------------
 
 

@@ -313,3 +313,54 @@ def test_ha_discovery_print_shows_the_configs(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert refused.returncode == 78 and "node_id" in refused.stderr
+
+
+def test_forget_clears_everything_a_stopped_node_left(ha_broker: Any, tmp_path: Path) -> None:
+    # The way to take a node off the broker once [mqtt] is gone from its config: the daemon
+    # without [mqtt] no longer knows the broker, so the client clears what the node left.
+    everything = ["homeassistant/+/barn/+/config", "edge-agent/barn/#"]
+    watcher = Peer(ha_broker.port, subscribe=everything)
+    cli = [sys.executable, "-m", "edge_agent.cli", "nodes", "--mqtt", f"127.0.0.1:{ha_broker.port}"]
+
+    def nodes(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*cli, *args], capture_output=True, text=True, timeout=60, check=False
+        )
+
+    try:
+        with node(tmp_path / "on", port=ha_broker.port, node="barn") as n:
+            n.wait_link("connected")
+            published = retained_configs(watcher, "barn", 3)
+            watcher.publish("edge-agent/barn/question", "Anyone in the barn?")
+            watcher.on_topic("edge-agent/barn/answer/attributes", 60)
+            # A running node would publish it all again: refused, and nothing is cleared.
+            online = nodes("--forget", "barn")
+            assert online.returncode == 75 and "online" in online.stderr, online.stderr
+            assert n.status()["mqtt"]["link"] == "connected"
+        watcher.on_topic("edge-agent/barn/status", 60, payload=lambda p: p == b"offline")
+
+        forgot = nodes("--forget", "barn", "--json")
+        assert forgot.returncode == 0, forgot.stderr
+        cleared = set(json.loads(forgot.stdout)["cleared"])
+        assert set(published) <= cleared
+        assert {
+            "edge-agent/barn/status",
+            "edge-agent/barn/info",
+            "edge-agent/barn/busy",
+            "edge-agent/barn/answer",
+            "edge-agent/barn/answer/attributes",
+            "edge-agent/barn/question/state",
+        } <= cleared
+        late = Peer(ha_broker.port, subscribe=everything)
+        try:
+            left = [m.topic for m in late.quiet(1.5) if m.payload]
+            assert not left, f"retained after --forget: {left}"
+        finally:
+            late.close()
+        listing = nodes("--all", "--json")
+        assert listing.returncode == 0 and "barn" not in {e["node"] for e in json.loads(listing.stdout)}
+        again = nodes("--forget", "barn")
+        assert again.returncode == 0 and "nothing retained" in again.stdout
+        assert nodes("--forget", "ba rn").returncode == 65
+    finally:
+        watcher.close()

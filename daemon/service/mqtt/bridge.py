@@ -84,7 +84,7 @@ FLUSH_S = 5.0
 
 @dataclasses.dataclass
 class Pending:
-    """A run handed to the daemon: where its replies go."""
+    """A request handed to the daemon (a run, or a cancel of one): where its replies go."""
 
     reply_to: str | None
     request_id: Any
@@ -92,6 +92,8 @@ class Pending:
     stream: bool
     query: str
     question: bool = False
+    target: Any = None
+    """A cancel's: the requester's id of the run it cancels (the daemon knows another)."""
 
 
 def _properties(correlation: bytes | None) -> Properties:
@@ -100,6 +102,10 @@ def _properties(correlation: bytes | None) -> Properties:
     if correlation is not None:
         props.CorrelationData = correlation
     return props
+
+
+def _error(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "kind": "error", "code": code, "message": message}
 
 
 def _loopback(host: str) -> bool:
@@ -142,6 +148,9 @@ class MqttBridge:
         self._last_problem: str | None = None
         self._inbox: collections.deque[tuple[Ask, bytes | None, bool]] = collections.deque()
         self._pending: dict[str, Pending] = {}
+        self._owned: dict[tuple[str, Any], str] = {}
+        """(reply topic, requester's id) -> the daemon-side id of that run, for cancels: MQTT
+        does not say who published, so the reply topic and the id are the run's owner."""
         self._unacked: dict[int, tuple[str, bool]] = {}
         """Published, not yet acknowledged: mid -> (topic, whether it is a reply to someone)."""
         self._early_acks: set[int] = set()
@@ -474,6 +483,10 @@ class MqttBridge:
             return
         if kind == "error":
             self._count(f"error_{reply.get('code')}")
+        elif pending.target is not None:
+            # The daemon names the run by the bridge's id; the requester knows its own.
+            reply = {**reply, "target": pending.target}
+            self._count("cancels")
         else:
             self._count("results")
         self._publish(
@@ -633,37 +646,97 @@ class MqttBridge:
             context.term()
 
     def _forward(self, sock: zmq.Socket[bytes]) -> None:
+        """Hand the inbox to the daemon, in arrival order (so a cancel finds the run asked
+        before it)."""
+        senders = {"run": self._send_run, "cancel": self._send_cancel}
         while True:
             with self._lock:
                 if not self._inbox:
                     return
                 ask, correlation, question = self._inbox.popleft()
-                internal = uuid.uuid4().hex
-                self._pending[internal] = Pending(
-                    ask.reply_to,
-                    ask.request_id,
-                    correlation,
-                    ask.stream,
-                    str(ask.fields.get("query", ""))[:QUESTION_MAX_CHARS],
-                    question,
-                )
-            request = {"v": PROTOCOL_VERSION, "id": internal, "op": "run", **ask.fields}
-            try:
-                sock.send(encode(request), zmq.NOBLOCK)
-            except zmq.Again:
-                with self._lock:
-                    pending = self._pending.pop(internal)
-                self._finish(
-                    pending,
-                    {
-                        "v": PROTOCOL_VERSION,
-                        "kind": "error",
-                        "code": "busy",
-                        "message": "the daemon is not taking requests; try again later",
-                    },
-                )
-                continue
-            self._status_due = True
+            senders[ask.op](sock, ask, correlation, question)
+
+    def _send_run(
+        self, sock: zmq.Socket[bytes], ask: Ask, correlation: bytes | None, question: bool
+    ) -> None:
+        owner = None if question or ask.request_id is None else (ask.reply_to, ask.request_id)
+        pending = Pending(
+            ask.reply_to,
+            ask.request_id,
+            correlation,
+            ask.stream,
+            str(ask.fields.get("query", ""))[:QUESTION_MAX_CHARS],
+            question,
+        )
+        internal = uuid.uuid4().hex
+        with self._lock:
+            duplicate = owner is not None and owner in self._owned
+            if not duplicate:
+                self._pending[internal] = pending
+                if owner is not None:
+                    self._owned[owner] = internal
+        if duplicate:
+            # As over ZeroMQ: an id still queued or running is refused, so a cancel names one run.
+            self._finish(
+                pending,
+                _error(
+                    "bad_request",
+                    f"an ask with id {ask.request_id!r} for this reply topic is still queued or "
+                    "running; use a fresh id per ask",
+                ),
+            )
+            return
+        self._send(sock, internal, {"op": "run", **ask.fields})
+
+    def _send_cancel(
+        self, sock: zmq.Socket[bytes], ask: Ask, correlation: bytes | None, question: bool
+    ) -> None:
+        target = ask.fields["target"]
+        pending = Pending(ask.reply_to, ask.request_id, correlation, False, "", target=target)
+        internal = uuid.uuid4().hex
+        with self._lock:
+            run = self._owned.get((ask.reply_to, target))
+            if run is not None:
+                self._pending[internal] = pending
+        if run is None:
+            # Not this reply topic's, or already answered: as over ZeroMQ, a run of someone
+            # else's is answered exactly like one that does not exist.
+            self._count("cancels_unmatched")
+            self._finish(
+                pending,
+                {
+                    "v": PROTOCOL_VERSION,
+                    "kind": "result",
+                    "op": "cancel",
+                    "target": target,
+                    "cancelled": False,
+                    "was": None,
+                },
+            )
+            return
+        self._send(sock, internal, {"op": "cancel", "target": run})
+
+    def _send(self, sock: zmq.Socket[bytes], internal: str, fields: dict[str, Any]) -> None:
+        request = {"v": PROTOCOL_VERSION, "id": internal, **fields}
+        try:
+            sock.send(encode(request), zmq.NOBLOCK)
+        except zmq.Again:
+            with self._lock:
+                pending = self._pending.pop(internal)
+                self._disown(internal, pending)
+            self._finish(
+                pending, _error("busy", "the daemon is not taking requests; try again later")
+            )
+            return
+        self._status_due = True
+
+    def _disown(self, internal: str, pending: Pending) -> None:
+        """Forget a finished run's owner (with the lock held)."""
+        if pending.target is not None or pending.reply_to is None:
+            return  # a cancel, or a question: never owned
+        owner = (pending.reply_to, pending.request_id)
+        if self._owned.get(owner) == internal:
+            del self._owned[owner]
 
     def _read_replies(self, sock: zmq.Socket[bytes]) -> None:
         for _ in range(256):
@@ -687,8 +760,9 @@ class MqttBridge:
         kind = reply.get("kind")
         with self._lock:
             pending = self._pending.get(internal) if isinstance(internal, str) else None
-            if pending is not None and kind in ("result", "error"):
-                del self._pending[internal]  # type: ignore[arg-type]
+            if isinstance(internal, str) and pending is not None and kind in ("result", "error"):
+                del self._pending[internal]
+                self._disown(internal, pending)
         if pending is None:
             log.debug("mqtt: a reply for no known ask (%s)", kind)
             return
@@ -729,6 +803,7 @@ class MqttBridge:
         with self._lock:
             left = list(self._pending.values())
             self._pending.clear()
+            self._owned.clear()
             for ask, correlation, question in self._inbox:
                 left.append(Pending(ask.reply_to, ask.request_id, correlation, False, "", question))
             self._inbox.clear()
