@@ -196,7 +196,11 @@ def test_a_client_finds_its_own_daemon_else_the_service(
 def test_the_example_config_serves_as_documented(tmp_path: Path) -> None:
     mock = write_mock(tmp_path / "mock.json", [ANSWER])
     endpoint = f"ipc://{tmp_path / 'agent.sock'}"
-    example = REPO / "systemd" / "config.example.toml"
+    # A copy, written as the installer writes it: a checkout made with umask 002 is group-writable,
+    # and the daemon refuses such a config (docs/skills.md, "Where plugins may live").
+    example = tmp_path / "config.toml"
+    example.write_text((REPO / "systemd" / "config.example.toml").read_text(encoding="utf-8"))
+    example.chmod(0o644)
     daemon = start_daemon(
         ["--config", str(example), "--model", f"mock:{mock}", "--endpoint", endpoint]
     )
