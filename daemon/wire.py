@@ -12,7 +12,6 @@ This module imports nothing of the package: it is shared by the daemon and its c
 from __future__ import annotations
 
 import dataclasses
-import reprlib
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, get_args
 
@@ -167,6 +166,8 @@ class Counters(_Message):
     runs_finished: int
     runs_cancelled: int
     replies_dropped: int
+    connections_accepted: int
+    connections_closed: int
     errors: int
     errors_by_code: dict[str, int]
     outcomes: dict[str, int]
@@ -288,12 +289,17 @@ _UNPACK_ERRORS = (ValueError, msgpack.UnpackException, msgpack.OutOfData)
 # What a malformed frame raises (ExtraData, FormatError, StackError, bad UTF-8 are ValueErrors).
 
 
-def _describe(error: ValidationError) -> str:
+def _describe(error: ValidationError, known: Mapping[str, Any]) -> str:
+    """What is wrong, in the schema's words only: an error reply never echoes the client's input
+    (a key the op does not take could be 60 KB long, and would come back with every reply)."""
     parts = []
     for item in error.errors(include_url=False, include_input=False)[:5]:
-        location = ".".join(str(p) for p in item.get("loc", ()))
-        parts.append(f"{location or 'request'}: {item.get('msg', 'invalid')}")
-    return "; ".join(parts)
+        location = [str(p) for p in item.get("loc", ())]
+        if not location or location[0] not in known:
+            parts.append("a field this op does not take")
+            continue
+        parts.append(f"{'.'.join(location)}: {item.get('msg', 'invalid')}")
+    return "; ".join(dict.fromkeys(parts))
 
 
 def decode_request(frame: bytes, *, max_bytes: int, max_query_chars: int) -> Request:
@@ -317,14 +323,14 @@ def decode_request(frame: bytes, *, max_bytes: int, max_query_chars: int) -> Req
     if data["v"] != PROTOCOL_VERSION or isinstance(data["v"], bool):
         raise WireError(
             "unsupported_version",
-            f"this daemon speaks protocol v{PROTOCOL_VERSION}, not v={_short(data['v'])}",
+            f"this daemon speaks protocol v{PROTOCOL_VERSION} only",
             request_id,
         )
     exchange = PROTOCOL.get(data["op"]) if isinstance(data.get("op"), str) else None
     if exchange is None:
         raise WireError(
             "bad_request",
-            f"op must be one of {', '.join(OPS)}, not {_short(data.get('op'))}",
+            f"op must be one of {', '.join(OPS)}",
             request_id,
         )
     query = data.get("query")
@@ -337,24 +343,15 @@ def decode_request(frame: bytes, *, max_bytes: int, max_query_chars: int) -> Req
     try:
         return exchange.request.model_validate(data)
     except ValidationError as exc:
-        raise WireError("bad_request", _describe(exc), request_id) from None
+        raise WireError(
+            "bad_request", _describe(exc, exchange.request.model_fields), request_id
+        ) from None
 
 
 def _kind(value: Any) -> str:
     return {list: "an array", str: "a string", bytes: "bytes", int: "an integer"}.get(
         type(value), type(value).__name__
     )
-
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel = 2
-_REPR.maxstring = _REPR.maxlong = _REPR.maxother = 40
-# A bounded repr: a value nested 1,000 deep (a ~1 KB frame) is shown without recursing.
-
-
-def _short(value: Any) -> str:
-    text = _REPR.repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
 
 
 # -- encoding -----------------------------------------------------------------------------------

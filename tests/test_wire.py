@@ -88,7 +88,7 @@ def test_valid_requests_decode_to_their_op() -> None:
         (packed(op="run", query="q", max_iterations=0), "bad_request", "r1", "max_iterations"),
         (packed(op="run", query="q", deadline_ms=-1), "bad_request", "r1", "deadline_ms"),
         (packed(op="run", query="q", stream=1), "bad_request", "r1", "stream"),
-        (packed(op="status", extra=1), "bad_request", "r1", "extra"),
+        (packed(op="status", extra=1), "bad_request", "r1", "does not take"),
         (packed(op="cancel"), "bad_request", "r1", "target"),
         (packed(op="run", query="q" * 101), "too_large", "r1", "100"),
         (b"\x00" * 5000, "too_large", None, "4096"),

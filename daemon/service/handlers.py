@@ -17,7 +17,7 @@ from edge_agent.service.config import DaemonSettings
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
 from edge_agent.service.reports import skill_entries
-from edge_agent.service.router import RouterSocket, split_frames
+from edge_agent.service.router import RouterSocket, is_auto_routing_id, split_frames
 from edge_agent.service.runqueue import RunQueue, job_for
 from edge_agent.service.worker import interrupted_result
 from edge_agent.wire import (
@@ -100,6 +100,16 @@ class RequestHandler:
 
     def handle(self, frames: list[bytes]) -> None:
         envelope, payloads, req_shape = split_frames(frames)
+        if not is_auto_routing_id(envelope[0]):
+            # Another peer could choose the same routing id once this one leaves, and be sent
+            # what was meant for it: a connection is known only by an id the ROUTER made up.
+            self._replies.fail(
+                envelope,
+                None,
+                "bad_request",
+                "this connection set its own ZeroMQ routing id; leave ZMQ_ROUTING_ID unset",
+            )
+            return
         if len(payloads) != 1:
             self._replies.fail(
                 envelope,
@@ -146,7 +156,7 @@ class RequestHandler:
                 envelope,
                 request.id,
                 "bad_request",
-                f"a run with id {request.id!r} is already queued or running",
+                "a run with this id is already queued or running",
             )
             return
         if self._runs.full:
@@ -163,6 +173,7 @@ class RequestHandler:
             self._replies.fail(envelope, request.id, exc.code, exc.message)
             return
         job = job_for(request, envelope, workflow, self._limits, stream=stream)
+        job.connection = self._router.connections.connection(self._router.last_fd)
         position = self._runs.add(job)
         self.counts["runs_accepted"] += 1
         if stream:
@@ -182,7 +193,9 @@ class RequestHandler:
             was = "queued"
             job.cancelled.set()
             self.counts["runs_cancelled"] += 1
-            self._replies.send_packed(job.envelope, interrupted_result(job, "cancelled"))
+            self._replies.send_packed(
+                job.envelope, interrupted_result(job, "cancelled"), job.connection
+            )
         elif (
             running is not None
             and running.request_id == request.target
@@ -202,7 +215,8 @@ class RequestHandler:
         workflow = self._workflows.get(name)
         if workflow is None:
             known = ", ".join(sorted(self._workflows)) or "none configured"
-            raise WireError("bad_request", f"there is no workflow named {name!r} (known: {known})")
+            # The name is not repeated back: error replies never echo the client's input.
+            raise WireError("bad_request", f"there is no such workflow (known: {known})")
         return workflow
 
 

@@ -37,6 +37,8 @@ def counter_report(counters: Mapping[str, int]) -> Counters:
         runs_finished=counters.get("runs_finished", 0),
         runs_cancelled=counters.get("runs_cancelled", 0),
         replies_dropped=counters.get("replies_dropped", 0),
+        connections_accepted=counters.get("connections_accepted", 0),
+        connections_closed=counters.get("connections_closed", 0),
         errors=sum(errors.values()),
         errors_by_code=errors,
         outcomes={

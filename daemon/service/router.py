@@ -6,6 +6,7 @@ Only the serving loop's thread touches these; other threads reach it through :cl
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import socket
@@ -14,11 +15,44 @@ from typing import Any
 import zmq
 
 from edge_agent.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
+from edge_agent.service.connections import Connections, connection_cap
 
 log = logging.getLogger(__name__)
 
 LINGER_MS = 1000
 """On exit, how long replies still queued for slow clients may take to leave."""
+RCVHWM = 16
+"""Requests read from one connection but not yet handled; then libzmq stops reading from it."""
+SNDHWM = 1000
+"""Replies to one connection not yet taken by it; beyond that they are dropped and counted. A
+streamed run at the default caps sends far fewer: only a client that stopped reading loses any."""
+HANDSHAKE_MS = 10_000
+"""A connection that has not finished ZeroMQ's greeting by then is closed by libzmq."""
+
+
+def is_auto_routing_id(routing_id: bytes) -> bool:
+    """True for a routing id the ROUTER made up: a zero byte and 4 bytes of its counter.
+
+    A peer may choose its own (ZMQ_ROUTING_ID), and another peer may choose the same one after
+    it leaves; such connections are refused (docs/protocol.md, "Connections").
+    """
+    return len(routing_id) == 5 and routing_id[0] == 0
+
+
+def _seed_routing_ids() -> None:
+    """Make the ROUTER's first routing id unguessable.
+
+    libzmq numbers the peers that choose no routing id from a counter it starts at ``rand()``,
+    which nobody seeds: in a fresh process the first is 0x006b8b4567. A peer that chose the next
+    number as its own routing id would take a departed client's id, or make libzmq abort when
+    the next client gets the same number (an assertion in socket_base.cpp). Seeding libc's
+    ``rand()`` from the OS, just before the socket is made, leaves such a peer a 32-bit guess.
+    """
+    try:
+        libc = ctypes.CDLL(None)
+        libc.srand(ctypes.c_uint(int.from_bytes(os.urandom(4), "little")))
+    except (OSError, AttributeError) as exc:
+        log.warning("cannot seed the routing ids: %s", exc)
 
 
 def split_frames(frames: list[bytes]) -> tuple[list[bytes], list[bytes], bool]:
@@ -35,18 +69,25 @@ def split_frames(frames: list[bytes]) -> tuple[list[bytes], list[bytes], bool]:
 class RouterSocket:
     """One ROUTER bound to every endpoint; sends never block and failures are counted."""
 
-    def __init__(self, max_request_bytes: int) -> None:
+    def __init__(self, max_request_bytes: int, max_connections: int = 1 << 30) -> None:
         self.bound: list[str] = []
         self.dropped = 0
+        self.last_fd = -1
+        """The fd of the connection the last message came in on."""
+        self.max_connections = max_connections
         self._claims: list[IpcClaim] = []
         self._context: zmq.Context[Any] = zmq.Context()
+        _seed_routing_ids()
         self.socket: zmq.Socket[bytes] = self._context.socket(zmq.ROUTER)
         # A frame far beyond the request limit is dropped by ZeroMQ with its connection; one a
         # little over it still gets a `too_large` reply.
         self.socket.setsockopt(zmq.MAXMSGSIZE, 4 * max_request_bytes + 4096)
         self.socket.setsockopt(zmq.LINGER, LINGER_MS)
-        self.socket.setsockopt(zmq.SNDHWM, 10_000)
-        self.socket.setsockopt(zmq.RCVHWM, 10_000)
+        # Bounded queues both ways, per connection: with the connection cap, a bound in total.
+        self.socket.setsockopt(zmq.SNDHWM, SNDHWM)
+        self.socket.setsockopt(zmq.RCVHWM, RCVHWM)
+        self.socket.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MS)
+        self.connections = Connections(self._context, self.socket)
         # A reply that cannot be delivered (the peer left, or stopped reading) raises instead of
         # vanishing, so it is counted; it never holds up anyone else.
         self.socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -75,15 +116,19 @@ class RouterSocket:
             if claim is not None:
                 claim.bound()
             self.bound.append(self.socket.getsockopt_string(zmq.LAST_ENDPOINT))
+            self.connections.listen(self.bound[-1])
+        self.connections.cap = connection_cap(self.max_connections)
         return self.bound
 
     def receive(self) -> list[bytes] | None:
         """The next waiting message, or None."""
         try:
-            frames: list[bytes] = self.socket.recv_multipart(zmq.NOBLOCK)
+            parts = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:
             return None
-        return frames
+        self.last_fd = int(parts[-1].get(zmq.SRCFD))
+        self.connections.seen(self.last_fd)
+        return [part.bytes for part in parts]
 
     def send(self, envelope: list[bytes], payload: bytes) -> bool:
         try:
@@ -96,6 +141,7 @@ class RouterSocket:
 
     def close(self) -> None:
         """Close the socket, let queued replies leave (briefly), and remove our ipc files."""
+        self.connections.close(self.socket)
         self.socket.close(linger=LINGER_MS)
         self._context.term()
         for claim in self._claims:
@@ -129,4 +175,4 @@ class WakeUpPipe:
         self._write.close()
 
 
-__all__ = ["RouterSocket", "WakeUpPipe", "split_frames"]
+__all__ = ["RouterSocket", "WakeUpPipe", "is_auto_routing_id", "split_frames"]

@@ -74,6 +74,13 @@ class RunQueue:
             return None
         return self._waiting.pop(request_id)
 
+    def owners(self) -> set[int]:
+        """The connections (fds) with a run waiting or running."""
+        fds = {job.connection[0] for job in self._waiting.values()}
+        if self.running is not None:
+            fds.add(self.running.connection[0])
+        return fds
+
     def expired(self, now: float) -> list[Job]:
         """Remove and return the waiting runs whose deadline has passed."""
         late = [j for j in self._waiting.values() if j.deadline is not None and j.deadline <= now]

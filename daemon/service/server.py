@@ -76,7 +76,7 @@ class Server:
         self.bound: list[str] = []
         self.lifecycle = Lifecycle()
         self.runs = RunQueue(self.limits.queue_limit)
-        self._router = RouterSocket(self.limits.max_request_bytes)
+        self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
         self.requests = RequestHandler(
@@ -136,6 +136,8 @@ class Server:
         poller = zmq.Poller()
         poller.register(self._router.socket, zmq.POLLIN)
         poller.register(self._wakeup.fileno(), zmq.POLLIN)
+        connections = self._router.connections
+        poller.register(connections.socket, zmq.POLLIN)
         watchdog = notifier.watchdog_interval_s
         next_watchdog = time.monotonic()
         next_extend = time.monotonic()
@@ -164,6 +166,8 @@ class Server:
                 for item, _ in poller.poll(round(wait * 1000)):
                     if item is self._router.socket:
                         self.requests.read()
+                    elif item is connections.socket:
+                        connections.drain(self.runs.owners())
                     else:
                         self._wakeup.drain()
                 self._read_outbox()
@@ -227,7 +231,12 @@ class Server:
     def _counts(self) -> collections.Counter[str]:
         # One C-level copy of each part's counters: tests read the status from another thread.
         merged: collections.Counter[str] = collections.Counter()
-        for part in (self.requests.counts, self.replies.counts, self.counts):
+        for part in (
+            self.requests.counts,
+            self.replies.counts,
+            self.counts,
+            self._router.connections.counts,
+        ):
             merged.update(dict(part))
         return merged
 
@@ -244,6 +253,7 @@ class Server:
                 job.request_id,
                 "deadline",
                 "the deadline passed while the run waited in the queue",
+                connection=job.connection,
             )
 
     def _dispatch(self) -> None:
@@ -277,7 +287,7 @@ class Server:
                 return
             match message:
                 case Send(job, payload):
-                    self.replies.send_packed(job.envelope, payload)
+                    self.replies.send_packed(job.envelope, payload, job.connection)
                 case Finished():
                     self._finish(message)
                 case Loaded(agent):
@@ -301,7 +311,11 @@ class Server:
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
             self.replies.fail(
-                job.envelope, job.request_id, "internal", f"the model failed to load: {error}"
+                job.envelope,
+                job.request_id,
+                "internal",
+                f"the model failed to load: {error}",
+                connection=job.connection,
             )
         self.lifecycle.request_stop()
 
@@ -316,6 +330,7 @@ class Server:
                 job.request_id,
                 "internal",
                 f"the run failed inside the daemon: {message.error}",
+                connection=job.connection,
             )
         else:
             self.counts["runs_finished"] += 1
@@ -327,7 +342,7 @@ class Server:
                 (time.monotonic() - (job.started or job.received)) * 1000,
             )
             self.counts[f"outcome_{message.outcome}"] += 1
-            self.replies.send_packed(job.envelope, message.payload)
+            self.replies.send_packed(job.envelope, message.payload, job.connection)
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 
@@ -347,6 +362,7 @@ class Server:
                 job.request_id,
                 "shutting_down",
                 "the daemon is shutting down; the run did not start",
+                connection=job.connection,
             )
 
     def _finished_shutdown(self, now: float) -> bool:
@@ -369,6 +385,7 @@ class Server:
                 running.request_id,
                 "shutting_down",
                 "the daemon shut down before the run returned",
+                connection=running.connection,
             )
             return True
         return False

@@ -44,6 +44,9 @@ class Job:
     started: float | None = None
     cancelled: threading.Event = dataclasses.field(default_factory=threading.Event)
     events_sent: int = 0
+    connection: tuple[int, int] = (-1, -1)
+    """The connection it came in on (fd, number): its replies go to that connection or nowhere,
+    and it is kept open past the connection cap until the run ends."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,332 @@
+"""Issue 11: what a hostile local client could do to the daemon's socket, reproduced first.
+
+- Defect 2: a flood of idle connections ran libzmq out of fds (an abort on ipc) or wedged it (tcp).
+- Defect 3: error replies echoed the offending input, so one client that never read could make
+  the daemon hold a copy of everything it sent.
+- Defect 7: a peer that took a departed client's routing id received that client's result; and a
+  peer that took the routing id libzmq was about to give the next client made libzmq abort.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+import zmq
+from daemon_harness import (
+    ANSWER,
+    Peer,
+    edge_agent_command,
+    run_request,
+    running_server,
+    start_daemon,
+    stop_daemon,
+    wait_for,
+    wait_ready,
+    write_mock,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from edge_agent.service.replies import MAX_MESSAGE_CHARS
+from edge_agent.wire import PROTOCOL, WireError, decode_request
+
+QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
+
+
+@pytest.fixture
+def context() -> Iterator[zmq.Context[Any]]:
+    ctx: zmq.Context[Any] = zmq.Context()
+    yield ctx
+    ctx.destroy(linger=0)
+
+
+def status_of(context: zmq.Context[Any], endpoint: str, timeout: float = 30.0) -> dict[str, Any]:
+    """One well-behaved client's ``status``, on a fresh connection."""
+    peer = Peer(context, endpoint)
+    try:
+        peer.send({"v": 1, "id": "well-behaved", "op": "status"})
+        return peer.recv(timeout)
+    finally:
+        peer.close()
+
+
+# -- defect 2: a connection flood -----------------------------------------------------------
+
+
+def idle_ipc(path: Path, count: int) -> list[socket.socket]:
+    """``count`` raw connections that never say a word (the kernel queues them if need be)."""
+    sockets = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # Blocking: a full listen backlog makes connect() wait for the daemon to accept.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 60, 0))
+        sock.connect(str(path))
+        sockets.append(sock)
+    return sockets
+
+
+def with_fd_limit(limit: int, command: list[str]) -> list[str]:
+    """``command``, run with soft and hard RLIMIT_NOFILE both at ``limit``."""
+    setup = (
+        "import os, resource, sys; n = int(sys.argv[1]);"
+        " resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+    )
+    return [sys.executable, "-c", setup, str(limit), *command]
+
+
+def test_an_ipc_connection_flood_past_the_fd_limit_does_not_abort_the_daemon(
+    tmp_path: Path, context: zmq.Context[Any]
+) -> None:
+    # systemd's default is 1024; 256 makes the flood small. Before the cap, libzmq aborted once
+    # accept() hit the limit: "Too many open files (src/ipc_listener.cpp:297)".
+    fd_limit, cap, flood = 256, 16, 400
+    mock = write_mock(tmp_path / "mock.json", [ANSWER])
+    config = tmp_path / "config.toml"
+    config.write_text(f"[daemon]\nmax_connections = {cap}\n", encoding="utf-8")
+    sock = tmp_path / "agent.sock"
+    endpoint = f"ipc://{sock}"
+    serve = ["serve", "--model", f"mock:{mock}", "--config", str(config), "--endpoint", endpoint]
+    process = subprocess.Popen(
+        with_fd_limit(fd_limit, edge_agent_command(*serve)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    idle: list[socket.socket] = []
+    try:
+        wait_ready(endpoint, process)
+        idle = idle_ipc(sock, flood)
+        status = status_of(context, endpoint)
+        while status["counters"]["connections_accepted"] <= flood:
+            status = status_of(context, endpoint)
+        assert process.poll() is None
+        assert status["state"] == "ready"
+        # The flood was closed down to the cap; the clients asking were let in.
+        assert status["counters"]["connections_closed"] >= flood - cap
+    finally:
+        for conn in idle:
+            conn.close()
+        output = stop_daemon(process)
+    assert process.returncode == 0, output
+    assert "Too many open files" not in output
+
+
+def test_idle_tcp_connections_over_the_cap_leave_well_behaved_clients_answered(
+    context: zmq.Context[Any],
+) -> None:
+    cap = 8
+    config = f"{QUICK_STOP}max_connections = {cap}\n"
+    with running_server(config=config) as (server, endpoint):
+        host, port = endpoint[len("tcp://") :].rsplit(":", 1)
+        raw = [socket.create_connection((host, int(port)), timeout=30) for _ in range(60)]
+        # ZeroMQ clients that finished the greeting and then say nothing, and never reconnect.
+        dealers = []
+        for _ in range(60):
+            dealer = context.socket(zmq.DEALER)
+            dealer.setsockopt(zmq.LINGER, 0)
+            dealer.setsockopt(zmq.RECONNECT_IVL, -1)
+            dealer.connect(endpoint)
+            dealers.append(dealer)
+        try:
+            wait_for(lambda: server.status()["counters"]["connections_accepted"] >= 120, 60)
+            for n in range(3):
+                assert status_of(context, endpoint)["state"] == "ready", n
+            client = Peer(context, endpoint)
+            try:
+                client.send(run_request(id="after-the-flood"))
+                reply = client.recv(30)
+                assert (reply["id"], reply["outcome"]) == ("after-the-flood", "answered")
+            finally:
+                client.close()
+            assert len(server._router.connections) <= cap
+            assert server.status()["counters"]["connections_closed"] >= 120 - cap
+        finally:
+            for sock in raw:
+                sock.close()
+            for dealer in dealers:
+                dealer.close(linger=0)
+
+
+def test_a_connection_with_a_run_is_not_closed_by_the_cap(context: zmq.Context[Any]) -> None:
+    config = f"{QUICK_STOP}max_connections = 2\n"
+    with running_server([{"text": ANSWER, "delay_s": 1.0}], config=config) as (server, endpoint):
+        owner = Peer(context, endpoint)
+        others: list[Peer] = []
+        try:
+            owner.send(run_request(id="kept"))
+            wait_for(lambda: server.status()["counters"].get("runs_accepted", 0) == 1, 30)
+            for n in range(6):
+                other = Peer(context, endpoint)
+                other.socket.setsockopt(zmq.RECONNECT_IVL, -1)
+                other.send({"v": 1, "id": f"s{n}", "op": "status"})
+                other.recv(30)
+                others.append(other)
+            reply = owner.recv(30)
+            assert (reply["id"], reply["outcome"]) == ("kept", "answered")
+            assert server.status()["counters"]["connections_closed"] >= 4
+        finally:
+            owner.close()
+            for other in others:
+                other.close()
+
+
+# -- defect 3: no echo, bounded replies --------------------------------------------------------
+
+BIG_KEY = "k" * 60_000
+
+
+@pytest.mark.parametrize(
+    "request_map",
+    [
+        {"v": 1, "id": "r1", "op": "status", BIG_KEY: 1},
+        {"v": 1, "id": "r1", "op": "run", "query": "q", "workflow": BIG_KEY[:120]},
+        {"v": 1, "id": "r1", "op": BIG_KEY},
+        {"v": BIG_KEY, "id": "r1", "op": "status"},
+        {"v": 1, "id": "r1", "op": "run", "query": "q", "max_iterations": BIG_KEY},
+    ],
+    ids=["unknown-key", "unknown-workflow", "op", "version", "value"],
+)
+def test_an_error_reply_never_echoes_the_request(
+    context: zmq.Context[Any], request_map: dict[str, Any]
+) -> None:
+    with running_server(config="[daemon]\nmax_request_bytes = 131072\n") as (_, endpoint):
+        peer = Peer(context, endpoint)
+        try:
+            peer.send(request_map)
+            reply = peer.recv(30)
+        finally:
+            peer.close()
+    assert reply["kind"] == "error"
+    assert reply["code"] in ("bad_request", "unsupported_version")
+    assert "kkkkkkkk" not in reply["message"]
+    assert len(msgpack.packb(reply)) < 2 * MAX_MESSAGE_CHARS
+
+
+NOT_IN_ANY_MESSAGE = "QXZJ_0123456789"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.text(alphabet=NOT_IN_ANY_MESSAGE, min_size=6, max_size=200),
+    value=st.text(alphabet=NOT_IN_ANY_MESSAGE, min_size=6, max_size=200),
+    field=st.sampled_from(["v", "op", "query", "workflow", "max_iterations", "target"]),
+    op=st.sampled_from(sorted(PROTOCOL)),
+)
+def test_no_wire_error_repeats_a_key_or_value_it_was_sent(
+    key: str, value: str, field: str, op: str
+) -> None:
+    """An unknown key, and a wrong value in any field, come back as the schema's words only."""
+    request: dict[str, Any] = {"v": 1, "id": "r1", "op": op, "query": "q"}
+    for sent in ({**request, key: 1}, {**request, field: value}):
+        try:
+            decode_request(msgpack.packb(sent), max_bytes=1 << 20, max_query_chars=4000)
+        except WireError as exc:
+            assert key not in exc.message and value not in exc.message, exc.message
+            continue
+        assert sent[field] == value  # accepted as it is: a query, a workflow or a target
+
+
+def test_a_client_that_never_reads_cannot_stop_the_daemon_answering(
+    context: zmq.Context[Any],
+) -> None:
+    with running_server(config="[daemon]\nmax_request_bytes = 131072\n") as (server, endpoint):
+        hostile = context.socket(zmq.DEALER)
+        hostile.setsockopt(zmq.LINGER, 0)
+        hostile.setsockopt(zmq.SNDHWM, 0)
+        hostile.setsockopt(zmq.RCVHWM, 1)  # and it never reads
+        hostile.connect(endpoint)
+        frame = msgpack.packb({"v": 1, "id": "x", "op": "status", BIG_KEY: 1})
+        try:
+            for _ in range(600):
+                hostile.send(frame)
+            wait_for(lambda: server.status()["counters"]["requests"] >= 600, 120)
+            assert status_of(context, endpoint)["state"] == "ready"
+            # Every bad frame got its short reply (sent, or dropped once the client's queue was
+            # full); none was left unanswered.
+            assert server.status()["counters"]["errors_by_code"]["bad_request"] >= 600
+        finally:
+            hostile.close(linger=0)
+
+
+# -- defect 7: routing ids ---------------------------------------------------------------------
+
+
+def test_a_peer_that_takes_a_departed_clients_routing_id_never_gets_its_result(
+    context: zmq.Context[Any],
+) -> None:
+    with running_server([{"text": ANSWER, "delay_s": 1.0}], config=QUICK_STOP) as (
+        server,
+        endpoint,
+    ):
+        # The departed client chose its routing id: its run is refused, so there is no result
+        # to take over.
+        chosen = context.socket(zmq.DEALER)
+        chosen.setsockopt(zmq.LINGER, 0)
+        chosen.setsockopt(zmq.ROUTING_ID, b"client-7")
+        chosen.connect(endpoint)
+        chosen.send(msgpack.packb(run_request("my private question", id="private")))
+        assert chosen.poll(30_000)
+        refused = msgpack.unpackb(chosen.recv())
+        assert (refused["kind"], refused["code"], refused["id"]) == ("error", "bad_request", None)
+        assert "ZMQ_ROUTING_ID" in refused["message"]
+        chosen.close(linger=0)
+        assert server.status()["counters"].get("runs_accepted", 0) == 0
+
+        # A client with the routing id the ROUTER gave it leaves mid-run; a peer that takes that
+        # very id (learned here from the daemon's inside; a real one would have to guess 32
+        # random bits) is not sent the result.
+        victim = Peer(context, endpoint)
+        victim.send(run_request("my private question", id="victim-run"))
+        wait_for(lambda: server.runs.running is not None, 30)
+        routing_id = server.runs.running.envelope[0]
+        victim.close()
+        wait_for(lambda: not server._router.connections.alive(server.runs.running.connection), 30)
+        thief = context.socket(zmq.DEALER)
+        thief.setsockopt(zmq.LINGER, 0)
+        thief.setsockopt(zmq.ROUTING_ID, routing_id)
+        thief.connect(endpoint)
+        try:
+            wait_for(lambda: server.status()["counters"].get("runs_finished", 0) == 1, 30)
+            assert not thief.poll(500)
+            assert server.status()["counters"]["replies_dropped"] >= 1
+        finally:
+            thief.close(linger=0)
+
+
+def test_a_peer_cannot_take_the_routing_id_of_the_next_client(
+    tmp_path: Path, context: zmq.Context[Any]
+) -> None:
+    # libzmq numbers the peers that choose no routing id from rand(), which nobody seeded: the
+    # first was always 0x006b8b4567. Peers that took the next numbers made libzmq abort as soon
+    # as the next client was given one of them ("Assertion failed: ok (src/socket_base.cpp)").
+    mock = write_mock(tmp_path / "mock.json", [ANSWER])
+    endpoint = f"ipc://{tmp_path / 'agent.sock'}"
+    process = start_daemon(["--model", f"mock:{mock}", "--endpoint", endpoint])
+    squatters = []
+    try:
+        wait_ready(endpoint, process)
+        for n in range(64):
+            squatter = context.socket(zmq.DEALER)
+            squatter.setsockopt(zmq.LINGER, 0)
+            squatter.setsockopt(zmq.ROUTING_ID, b"\0" + struct.pack(">I", 0x6B8B4567 + n))
+            squatter.connect(endpoint)
+            squatter.send(msgpack.packb({"v": 1, "id": f"q{n}", "op": "status"}))
+            squatters.append(squatter)
+        for squatter in squatters:  # each is connected and known to the daemon
+            assert squatter.poll(30_000)
+        for n in range(8):
+            assert status_of(context, endpoint)["state"] == "ready", n
+        assert process.poll() is None
+    finally:
+        for squatter in squatters:
+            squatter.close(linger=0)
+        output = stop_daemon(process)
+    assert process.returncode == 0, output
