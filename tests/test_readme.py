@@ -66,7 +66,8 @@ def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
 # `mock:` model, a fake sysfs, a real Mosquitto). A command the README shows output for must print
 # that output: the same text where the mock makes it certain, the same labels, JSON keys or
 # columns where it shows a real model's or a machine's figures. A command that cannot run here is
-# in NOT_RUN with the reason; a command in neither place fails test_every_command_is_run_or_excused.
+# in NOT_RUN (or starts as NOT_RUN_PREFIXES says) with the reason; a command in neither place
+# fails test_every_command_is_run_or_excused.
 
 DOCS = [README, *sorted((README.parent / "docs").glob("*.md"))]
 BARE_PATH = "/usr/bin:/bin"
