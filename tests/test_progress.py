@@ -6,14 +6,16 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_harness import answer, call
+from daemon_harness import answer, call, wait_for
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,9 +27,12 @@ ANSWER = "It is 21 C in the kitchen."
 SCRIPT = [call("room_temperature", room="kitchen"), answer(ANSWER)]
 
 
-def ask_on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[str], str]:
+def ask_on_a_terminal(
+    *args: str, meanwhile: Callable[[subprocess.Popen[bytes]], None] | None = None
+) -> tuple[subprocess.CompletedProcess[str], str]:
     """`edge-agent ask ARGS` with stderr on a pseudo-terminal and stdout on a pipe; returns the
-    finished process (stdout) and everything the terminal received."""
+    finished process (stdout) and everything the terminal received. ``meanwhile`` runs in a
+    thread while the terminal is read (to send the process a signal)."""
     controller, terminal = os.openpty()
     try:
         process = subprocess.Popen(
@@ -39,6 +44,9 @@ def ask_on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[str], str
         )
         os.close(terminal)
         terminal = -1
+        helper = threading.Thread(target=meanwhile, args=(process,)) if meanwhile else None
+        if helper is not None:
+            helper.start()
         received = bytearray()
         while True:
             try:
@@ -49,6 +57,8 @@ def ask_on_a_terminal(*args: str) -> tuple[subprocess.CompletedProcess[str], str
                 break
             received += chunk
         stdout, _ = process.communicate(timeout=60)
+        if helper is not None:
+            helper.join(60)
     finally:
         os.close(controller)
         if terminal != -1:
@@ -108,6 +118,23 @@ def test_an_error_is_printed_on_a_clean_line(tmp_path: Path) -> None:
     # Whatever the line showed was erased before the message.
     message = screen[screen.rindex(CLEAR) + len(CLEAR) :] if CLEAR in screen else screen
     assert message.startswith("edge-agent: unavailable: no daemon socket"), screen
+
+
+def test_ctrl_c_erases_the_line_before_saying_interrupted(scripted_daemon: ScriptedDaemon) -> None:
+    slow = [call("room_temperature", room="kitchen"), {"text": answer(ANSWER), "delay_s": 30}]
+    server, endpoint = scripted_daemon(slow, config="[daemon]\nshutdown_grace_s = 0.05\n")
+
+    def press_ctrl_c(process: subprocess.Popen[bytes]) -> None:
+        wait_for(lambda: server.status()["running"] is not None, 20)
+        process.send_signal(signal.SIGINT)
+
+    done, screen = ask_on_a_terminal("hi", "--json", "--endpoint", endpoint, meanwhile=press_ctrl_c)
+    assert done.returncode == 130, screen
+    assert json.loads(done.stdout)["outcome"] == "interrupted"
+    # The terminal turns the message's newline into \r\n.
+    assert screen.startswith(CLEAR + "edge-agent: asking ("), screen
+    assert screen.endswith(CLEAR + "edge-agent: interrupted\r\n"), screen
+    wait_for(lambda: server.status()["running"] is None, 10)
 
 
 # -- the line itself ----------------------------------------------------------------------------
