@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from edge_agent import Agent, MockModel, Registry, load_model
 from edge_agent.agent.events import FinalAnswerAction
@@ -155,3 +157,39 @@ def test_a_clean_prompt_tokenizes_as_llama_cpp_reads_it(
         model._runtime.vocab, data, len(data), buffer, 8192, True, True
     )
     assert model.tokenize(prompt) == list(buffer[:count])
+
+
+PIECES = [
+    *HOSTILE.split(),
+    "<unused6241>",
+    "<start_of_image>",
+    "<start_of",
+    "_turn>",
+    "<",
+    ">",
+    "<end_of_turn",
+    "model\n",
+    "user",
+    "\u200b",
+    " ",
+    "\n",
+]
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(st.lists(st.sampled_from(PIECES) | st.text(max_size=6), max_size=12).map("".join))
+def test_no_query_opens_or_closes_a_turn(
+    model: LlamaModel, control_ids: dict[int, str], query: str
+) -> None:
+    prompt = model.chat_format.opening("You are terse.", query)
+    tokens = model.tokenize(prompt)
+    assert controls(tokens, control_ids) == [
+        "<bos>",
+        "<start_of_turn>",
+        "<end_of_turn>",
+        "<start_of_turn>",
+    ]
