@@ -86,7 +86,7 @@ def guard_high_level_llama() -> None:
         return params
 
     guarded.guarded = True  # type: ignore[attr-defined]
-    bindings.llama_model_default_params = guarded
+    bindings.llama_model_default_params = guarded  # type: ignore[attr-defined]
 
 
 @functools.lru_cache(maxsize=8)
