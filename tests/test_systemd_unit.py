@@ -560,7 +560,8 @@ def test_the_mqtt_bridge_reaches_a_broker_elsewhere_only_through_the_dropin(
                 wait_for(refused, 60, "the bridge refused by the unit's IP allow list")
             except TimeoutError:
                 pytest.fail(f"the link stayed {seen}\n{sandbox.diagnostics()}")
-            assert "mqtt-broker.conf" in sandbox.output("err"), sandbox.diagnostics()
+            # The log says it too (written just after the state changes, so waited for).
+            wait_for(lambda: "mqtt-broker.conf" in sandbox.output("err"), 30, "the log names it")
 
             # The documented drop-in with this broker's address, applied as a user would.
             installed = sandbox.root / INSTALLED_MQTT_DROPIN
