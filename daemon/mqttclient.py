@@ -295,8 +295,8 @@ class MqttAskClient:
         info = self._connection.client.publish(
             self.topics.ask, json.dumps(ask), qos=1, properties=props
         )
-        info.wait_for_publish(CONNECT_TIMEOUT_S)
         try:
+            info.wait_for_publish(CONNECT_TIMEOUT_S)
             reply = self._await(
                 reply_topic, correlation, wait + RUN_GRACE_S, on_event, on_accepted
             )

@@ -331,8 +331,11 @@ def test_only_the_asker_cancels_a_run_over_mqtt(shared_broker: Any, tmp_path: Pa
 
 
 def test_an_id_still_running_is_refused_as_over_zeromq(shared_broker: Any, tmp_path: Path) -> None:
-    slow = {"text": final("Done."), "delay_s": 3}
-    with node(tmp_path / "d", port=shared_broker.port, node="twice", replies=[slow, slow]) as n:
+    # Slow enough that the first run is surely still going when its duplicate arrives.
+    slow = {"text": final("Done."), "delay_s": 8}
+    with node(
+        tmp_path / "d", port=shared_broker.port, node="twice", replies=[slow, final("Done.")]
+    ) as n:
         peer = Peer(shared_broker.port, v5=False, subscribe=["t/#"])
         try:
             n.wait_link("connected")
