@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import resource
 import socket
 import struct
 import subprocess
@@ -63,6 +64,10 @@ def status_of(context: zmq.Context[Any], endpoint: str, timeout: float = 30.0) -
 
 def idle_ipc(path: Path, count: int) -> list[socket.socket]:
     """``count`` raw connections that never say a word (the kernel queues them if need be)."""
+    # This process needs an fd per connection too: its soft limit may be systemd's 1024.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < count + 256:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 256), hard))
     sockets = []
     for _ in range(count):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -85,9 +90,10 @@ def with_fd_limit(limit: int, command: list[str]) -> list[str]:
 def test_an_ipc_connection_flood_past_the_fd_limit_does_not_abort_the_daemon(
     tmp_path: Path, context: zmq.Context[Any]
 ) -> None:
-    # systemd's default is 1024; 256 makes the flood small. Before the cap, libzmq aborted once
-    # accept() hit the limit: "Too many open files (src/ipc_listener.cpp:297)".
-    fd_limit, cap, flood = 256, 16, 400
+    # systemd's default limit. Before the cap, libzmq aborted once accept() hit it: "Too many
+    # open files (src/ipc_listener.cpp:297)". The cap leaves the rest of the limit for the
+    # connections that arrive faster than the daemon closes them.
+    fd_limit, cap, flood = 1024, 16, 1100
     mock = write_mock(tmp_path / "mock.json", [ANSWER])
     config = tmp_path / "config.toml"
     config.write_text(f"[daemon]\nmax_connections = {cap}\n", encoding="utf-8")
@@ -109,6 +115,7 @@ def test_an_ipc_connection_flood_past_the_fd_limit_does_not_abort_the_daemon(
             status = status_of(context, endpoint)
         assert process.poll() is None
         assert status["state"] == "ready"
+        assert len(list(Path(f"/proc/{process.pid}/fd").iterdir())) < fd_limit
         # The flood was closed down to the cap; the clients asking were let in.
         assert status["counters"]["connections_closed"] >= flood - cap
     finally:
@@ -330,3 +337,27 @@ def test_a_peer_cannot_take_the_routing_id_of_the_next_client(
             squatter.close(linger=0)
         output = stop_daemon(process)
     assert process.returncode == 0, output
+
+
+def test_a_zmtp_1_peer_that_cannot_be_told_apart_is_refused() -> None:
+    # ZMTP 1.0 (ZeroMQ 2, or random bytes that happen to read as its greeting): libzmq keeps no
+    # fd on its messages, so the daemon could not tell which connection a run came from.
+    with running_server(config=QUICK_STOP) as (server, endpoint):
+        host, port = endpoint[len("tcp://") :].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as raw:
+            payload = msgpack.packb(run_request(id="old-peer"))
+            assert len(payload) < 254
+            # An empty identity, then one frame: [length incl. flags][flags][body].
+            raw.sendall(b"\x01\x00" + bytes([len(payload) + 1, 0]) + payload)
+            reply = b""
+            while b"ZMTP 1.0" not in reply:
+                chunk = raw.recv(4096)
+                assert chunk, "the daemon closed the connection without a reply"
+                reply += chunk
+        # After the daemon's greeting, the reply frame: an error map of five fields.
+        unpacker = msgpack.Unpacker(raw=False)
+        unpacker.feed(reply[reply.index(b"\x85\xa1v") :])
+        answer = next(unpacker)
+        assert (answer["kind"], answer["code"]) == ("error", "bad_request")
+        assert "ZMTP 1.0" in answer["message"]
+        assert server.status()["counters"].get("runs_accepted", 0) == 0

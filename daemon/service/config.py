@@ -40,7 +40,7 @@ class DaemonSettings(_Section):
     allow_remote: bool = False
     queue_limit: Annotated[int, Field(ge=1, le=10_000)] = 8
     max_connections: Annotated[int, Field(ge=1, le=100_000)] = 128
-    """Client connections kept open at once; one more closes the one idle the longest."""
+    """Client connections kept open at once; one more closes a silent or idle one."""
     max_request_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 64 * 1024
     max_query_chars: Annotated[int, Field(ge=1, le=1_000_000)] = 4000
     max_iterations: Annotated[int, Field(ge=1, le=1000)] = SMALL_MODEL_MAX_ITERATIONS

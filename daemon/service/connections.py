@@ -1,13 +1,13 @@
-"""The daemon's connections: counted, capped well below the fd limit, the idle ones closed first.
+"""The daemon's connections: counted, capped well below the fd limit, silent and idle ones closed.
 
 libzmq accepts every connection itself, with no hook before ``accept()``, and on ipc it aborts the
 whole process when ``accept()`` fails with EMFILE. So the daemon raises its soft fd limit to the
 hard one at start, watches its ROUTER's accepts and disconnects through a ZeroMQ monitor, and
-keeps at most ``cap`` connections: when one more arrives, the connection idle the longest (one
-with no run queued or running) is shut down, and libzmq closes it. The cap is at most half of
-the fds left free at start, so the connections that arrive faster than the loop closes them
-cannot run out of fds either. docs/protocol.md, "Limits and hostile input", says what a client
-sees.
+keeps at most ``cap`` connections: when one more arrives, a connection that never sent anything,
+else the one idle the longest (never one with a run queued or running) is shut down, and libzmq
+closes it. The cap is at most half of the fds left free at start, so the connections that arrive
+faster than the loop closes them cannot run out of fds either. docs/protocol.md, "Limits and
+hostile input", says what a client sees.
 """
 
 from __future__ import annotations
@@ -94,9 +94,13 @@ class Connections:
         self.counts: collections.Counter[str] = collections.Counter()
         self._open: collections.OrderedDict[int, float] = collections.OrderedDict()
         self._closing: set[int] = set()
+        self._spoken: set[int] = set()
+        """fds that have sent a message: a connection that never has goes first."""
         self._serials: dict[int, int] = {}
         """fd -> the number of the connection on it: fd numbers are reused, connections not."""
         self._accepted = 0
+        self._newest = -1
+        """The fd accepted last: a client that has just connected has not had time to speak."""
         self._names: set[tuple[str, Any]] = set()
         router.monitor(MONITOR_ENDPOINT, _EVENTS)
         self.socket: zmq.Socket[bytes] = context.socket(zmq.PAIR)
@@ -120,6 +124,7 @@ class Connections:
         if fd in self._open:
             self._open[fd] = time.monotonic()
             self._open.move_to_end(fd)
+            self._spoken.add(fd)
 
     def connection(self, fd: int) -> tuple[int, int]:
         """``(fd, number)`` of the connection open on ``fd``, to ask :meth:`alive` later."""
@@ -150,6 +155,7 @@ class Connections:
                 self.counts["connections_accepted"] += 1
                 self._accepted += 1
                 self._serials[fd] = self._accepted
+                self._newest = fd
                 self._closing.discard(fd)
                 self._open[fd] = time.monotonic()
                 self._open.move_to_end(fd)
@@ -157,16 +163,27 @@ class Connections:
                 self._serials.pop(fd, None)
                 self._open.pop(fd, None)
                 self._closing.discard(fd)
+            self._spoken.discard(fd)
 
     def drain(self, protected: Collection[int] = ()) -> None:
-        """Read every waiting accept and disconnect, then close connections over the cap, idle
-        the longest first and never one in ``protected`` (fds with a run queued or running)."""
+        """Read every waiting accept and disconnect, then close connections over the cap.
+
+        First the oldest of those that never sent a message (a client sends as soon as it
+        connects; a flood need not), then the one idle the longest; never the one accepted last
+        nor one in ``protected`` (fds with a run queued or running), unless nothing else is left.
+        """
         self.update()
         while len(self._open) > self.cap:
-            victim = next((fd for fd in self._open if fd not in protected), None)
+            spared = {self._newest, *protected}
+            victim = next(
+                (fd for fd in self._open if fd not in spared and fd not in self._spoken), None
+            )
+            if victim is None:
+                victim = next((fd for fd in self._open if fd not in spared), None)
             if victim is None:
                 victim = next(reversed(self._open))
             del self._open[victim]
+            self._spoken.discard(victim)
             self._closing.add(victim)
             self._shut(victim)
 

@@ -110,6 +110,14 @@ class RequestHandler:
                 "this connection set its own ZeroMQ routing id; leave ZMQ_ROUTING_ID unset",
             )
             return
+        if self._router.last_fd < 0:
+            self._replies.fail(
+                envelope,
+                None,
+                "bad_request",
+                "this connection speaks ZMTP 1.0; use ZeroMQ 3 or later",
+            )
+            return
         if len(payloads) != 1:
             self._replies.fail(
                 envelope,

@@ -126,7 +126,12 @@ class RouterSocket:
             parts = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:
             return None
-        self.last_fd = int(parts[-1].get(zmq.SRCFD))
+        try:
+            self.last_fd = int(parts[-1].get(zmq.SRCFD))
+        except zmq.ZMQError:
+            # libzmq keeps no fd on messages of a ZMTP 1.0 peer (ZeroMQ 2, or a stranger's
+            # bytes that happen to read as its greeting): such a connection cannot be told apart.
+            self.last_fd = -1
         self.connections.seen(self.last_fd)
         return [part.bytes for part in parts]
 
