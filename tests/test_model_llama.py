@@ -33,6 +33,7 @@ from edge_agent.agent.events import (
     ValidationErrorObservation,
 )
 from edge_agent.agent.prompt import render_event
+from edge_agent.agent.protocol import ModelError
 from edge_agent.model.constrained import GrammarError
 from edge_agent.model.formats import GEMMA3
 from edge_agent.model.llama import LlamaModel, ModelClosed
@@ -397,3 +398,31 @@ def test_extra_buffers_are_off_only_on_a_cpu_with_amx(tmp_path: Any) -> None:
     assert extra_buffers_safe(arm)
     # No /proc/cpuinfo to read: llama.cpp's default stands.
     assert extra_buffers_safe(tmp_path / "missing")
+
+
+def test_a_text_longer_than_a_batch_is_scored_in_windows(model: LlamaModel) -> None:
+    # Scoring reads every token's logits, which llama.cpp keeps at 1 MiB per token for good: a
+    # question longer than n_batch once overran the batch's arrays, and any long one grew the
+    # daemon by its length in MiB. It is now scored in windows of a few tokens.
+    prompts = ["<start_of_turn>user\nThe time now.", "<start_of_turn>user\nThe weather outside."]
+    text = " Is it raining, and how warm is it" * 60
+    assert len(model.tokenize(text, add_bos=False)) > model.sizes.n_batch
+    scores = model.likelihood(prompts, text)
+    assert len(scores) == 2 and all(-1e6 < score < 0 for score in scores)
+    # The same sum as scoring it in one window per prompt, when it fits in one.
+    short = " Is it raining, and how warm is it outside today, and will it rain later?"
+    assert len(model.tokenize(short, add_bos=False)) > 16
+    narrow = load_model(n_ctx=256, n_batch=4)
+    try:
+        assert isinstance(narrow, LlamaModel)
+        assert narrow.likelihood(prompts, short) == pytest.approx(
+            model.likelihood(prompts, short), rel=0.02
+        )
+    finally:
+        narrow.close()
+    # More tokens than a batch holds are refused before anything is written, and the model
+    # still answers afterwards.
+    with pytest.raises(ModelError, match="do not fit in one batch"):
+        model._runtime.decode([1] * (model.sizes.n_batch + 1), 0, seq=1)
+    reply = model.generate("<start_of_turn>user\nHi<end_of_turn>\n", max_tokens=2)
+    assert reply.usage is not None and reply.usage.generated_tokens

@@ -141,14 +141,28 @@ def schema_to_gbnf(schema: dict[str, Any]) -> str:
         raise GrammarError(f"the action schema cannot be made into a grammar: {exc!r}") from exc
 
 
+KEPT_TOKENS = 4096
+"""Tokens the kept token-data array holds: the most a grammar judges short of the whole
+vocabulary (:attr:`ActionGrammar.max_candidates`, and the byte probes)."""
+
+
+def _token_data(count: int) -> tuple[Any, npt.NDArray[Any]]:
+    data = (llama_cpp.llama_token_data * count)()
+    return data, np.frombuffer(memoryview(data), dtype=_TOKEN_DATA)
+
+
 class VocabBuffer:
-    """One token-data array the size of the vocabulary, shared by all grammars of a model, and
-    the tokens that ask a grammar which byte may come next."""
+    """A token-data array shared by all grammars of a model, and the tokens that ask a grammar
+    which byte may come next.
+
+    The array holds the few thousand tokens a grammar judges on its usual path. A pass over the
+    whole vocabulary (rare: only when none of those fits) gets arrays of its own, dropped after
+    it, rather than keeping 4 MiB resident for Gemma's 262k tokens.
+    """
 
     def __init__(self, n_vocab: int, byte_tokens: list[int], end_token: int) -> None:
-        self.data = (llama_cpp.llama_token_data * n_vocab)()
-        self.view: npt.NDArray[Any] = np.frombuffer(memoryview(self.data), dtype=_TOKEN_DATA)
-        self.ids = np.arange(n_vocab, dtype=np.int32)
+        self.n_vocab = n_vocab
+        self.data, self.view = _token_data(max(1, min(n_vocab, KEPT_TOKENS)))
         # Byte 0 is left out: llama.cpp's grammar never allows a token that starts with it.
         bytes_known = [b for b in range(1, 256) if b < len(byte_tokens) and byte_tokens[b] >= 0]
         self.probe_bytes = bytes(bytes_known)
@@ -160,6 +174,16 @@ class VocabBuffer:
         # A byte without its own token could be allowed unseen: then nothing is ever forced.
         self.can_force = len(bytes_known) == 255 and end_token >= 0
 
+    def all_ids(self) -> npt.NDArray[np.int32]:
+        """Every token id, for a pass over the whole vocabulary."""
+        return np.arange(self.n_vocab, dtype=np.int32)
+
+    def table(self, count: int) -> tuple[Any, npt.NDArray[Any]]:
+        """A token-data array of at least ``count`` entries, and its numpy view."""
+        if count <= len(self.view):
+            return self.data, self.view
+        return _token_data(count)
+
 
 class ActionGrammar:
     """One compiled grammar, reset at the start of each reply."""
@@ -167,7 +191,7 @@ class ActionGrammar:
     margins: tuple[float, ...] = (6.0, 16.0)
     """How far below the best logit the grammar looks for an allowed token before it judges the
     whole vocabulary."""
-    max_candidates = 4096
+    max_candidates = KEPT_TOKENS
 
     def __init__(self, vocab: Any, gbnf: str, buffer: VocabBuffer) -> None:
         sampler = llama_cpp.llama_sampler_init_grammar(vocab, gbnf.encode(), b"root")
@@ -194,10 +218,11 @@ class ActionGrammar:
         self, ids: npt.NDArray[np.int32], logits: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float32]:
         """The grammar's verdict on ``ids``: their logits, or -inf where it rejects them."""
-        view = self._buffer.view[: len(ids)]
+        data_array, whole = self._buffer.table(len(ids))
+        view = whole[: len(ids)]
         view["id"] = ids
         view["logit"] = logits
-        data = ctypes.cast(self._buffer.data, llama_cpp.llama_token_data_p)
+        data = ctypes.cast(data_array, llama_cpp.llama_token_data_p)
         array = llama_cpp.llama_token_data_array(data, len(ids), -1, False)
         llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(array))
         verdict: npt.NDArray[np.float32] = view["logit"].copy()
@@ -226,7 +251,8 @@ class ActionGrammar:
                     self.partial_masks += 1
                     return candidates, judged
         self.full_masks += 1
-        return self._buffer.ids, self._apply(self._buffer.ids, logits)
+        ids = self._buffer.all_ids()
+        return ids, self._apply(ids, logits)
 
     def forced(self, limit: int) -> tuple[bytes, bool]:
         """The text the grammar allows next and nothing else (at most ``limit`` bytes), already

@@ -123,8 +123,9 @@ class KVCache:
                 run.append(continuations[group[0]][end])
                 end += 1
             mark = len(self.tokens)
-            for offset in range(0, len(run), MAX_OUTPUTS):
-                chunk = run[offset : offset + MAX_OUTPUTS]
+            step = min(MAX_OUTPUTS, self._runtime.sizes.n_batch)
+            for offset in range(0, len(run), step):
+                chunk = run[offset : offset + step]
                 self._decode(chunk, all_logits=True)
                 for k in range(len(chunk)):
                     if offset + k + 1 < len(run):

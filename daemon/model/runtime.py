@@ -296,7 +296,14 @@ class LlamaRuntime:
     ) -> None:
         """Evaluate several (sequence, start position, tokens) runs in one batch of at most
         n_batch tokens. Logits come out in the batch's order: every token's with
-        ``all_logits``, else only the last one's."""
+        ``all_logits``, else only the last one's. More than n_batch tokens raise
+        :class:`DecodeFailed` before anything is written: the batch's arrays hold n_batch."""
+        total = sum(len(tokens) for _, _, tokens in runs)
+        if total > self.sizes.n_batch:
+            raise DecodeFailed(
+                f"{total} tokens do not fit in one batch of {self.sizes.n_batch}; "
+                "the caller must split them"
+            )
         batch = self._batch
         count = 0
         for seq, start, tokens in runs:

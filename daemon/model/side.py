@@ -48,33 +48,41 @@ class SideTexts:
         if not text:
             return [0.0 for _ in prompts]
         sizes = self._runtime.sizes
-        # Every text token's logits are read: llama.cpp keeps 1 MiB per such token (Gemma's
-        # vocabulary) resident for good, so a call asks for at most SIDE_OUTPUTS of them.
-        per_batch = max(1, min(SIDE_OUTPUTS // len(text), sizes.n_seq_max - 1))
+        # Every text token's logits are read, and llama.cpp keeps 1 MiB per such token (Gemma's
+        # vocabulary) resident for good, in its output buffer and as much of its compute buffer.
+        # So one call asks for at most SIDE_OUTPUTS of them, whatever the text's length: a long
+        # text is scored in windows (a 124-token question asked for all at once kept 239 MiB
+        # more, and one longer than n_batch overran the batch), a short one against several
+        # prompts at once.
+        most = min(SIDE_OUTPUTS, sizes.n_batch)
+        window = min(len(text), most)
+        per_batch = max(1, min(most // window, sizes.n_seq_max - 1))
         scores: list[float] = []
         for start in range(0, len(prompts), per_batch):
-            scores.extend(self._score_chunk(prompts[start : start + per_batch], text))
+            scores.extend(self._score_chunk(prompts[start : start + per_batch], text, window))
         return scores
 
-    def _score_chunk(self, prompts: Sequence[list[int]], text: list[int]) -> list[float]:
+    def _score_chunk(
+        self, prompts: Sequence[list[int]], text: list[int], window: int
+    ) -> list[float]:
         seqs = [self._keep(tuple(prompt), pinned=prompts) for prompt in prompts]
-        # Each run: the prompt's last token (whose logits predict the text's first) and all of
-        # the text but its last token, every position's logits read.
-        runs = [
-            (seq, len(prompt) - 1, [prompt[-1], *text[:-1]])
-            for seq, prompt in zip(seqs, prompts, strict=True)
-        ]
+        scores = [0.0 for _ in prompts]
         try:
-            self._runtime.decode_runs(runs, all_logits=True)
-            scores = []
-            for index in range(len(runs)):
-                base = index * len(text)
-                scores.append(
-                    sum(
-                        log_probability(self._runtime.logits(base + j), token)
-                        for j, token in enumerate(text)
+            for begin in range(0, len(text), window):
+                end = min(begin + window, len(text))
+                # Each run: the tokens before text[begin:end] (the prompt's last token, then the
+                # text), every position's logits read; the next window goes on from there.
+                runs = [
+                    (seq, len(prompt) - 1 + begin, [prompt[-1], *text][begin:end])
+                    for seq, prompt in zip(seqs, prompts, strict=True)
+                ]
+                self._runtime.decode_runs(runs, all_logits=True)
+                width = end - begin
+                for index in range(len(runs)):
+                    scores[index] += sum(
+                        log_probability(self._runtime.logits(index * width + j), text[begin + j])
+                        for j in range(width)
                     )
-                )
         finally:
             for seq, prompt in zip(seqs, prompts, strict=True):
                 self._runtime.forget_from(len(prompt) - 1, seq)

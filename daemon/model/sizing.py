@@ -46,8 +46,10 @@ class ContextSizes:
         check_count("n_ubatch", self.n_ubatch, 1)
         check_count("max_tokens", self.max_tokens, 1)
         check_count("n_seq_max", self.n_seq_max, 1)
-        # llama.cpp never runs a micro-batch larger than the batch.
+        # llama.cpp never runs a micro-batch larger than the batch, and aborts the process when
+        # it is asked to keep more sequences than a batch has outputs.
         object.__setattr__(self, "n_ubatch", min(self.n_ubatch, self.n_batch))
+        object.__setattr__(self, "n_seq_max", min(self.n_seq_max, self.n_batch))
 
 
 def kv_cache_bytes(metadata: dict[str, Any], architecture: str | None, n_ctx: int) -> int | None:
