@@ -22,6 +22,7 @@ from daemon_harness import (
 )
 
 from edge_agent.agent.workflow import Workflow
+from edge_agent.wire import StatusResult
 
 SLOW = {"text": ANSWER, "delay_s": 30}
 QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
@@ -101,6 +102,25 @@ def test_status_and_skills(context, peers) -> None:
         dealer.send({"v": 1, "id": "sk3", "op": "skills", "workflow": "nope"})
         error = dealer.recv()
         assert (error["kind"], error["code"], error["id"]) == ("error", "bad_request", "sk3")
+
+
+
+def test_status_reply_is_a_status_result_in_wire_order(context, peers) -> None:
+    # The status reply is built as a plain map, not validated on each request: it must still be
+    # exactly what the protocol table's StatusResult says, field for field and in its order.
+    problems = [{"source": "plugin.py", "error": "ImportError: no"}]
+    with running_server() as (server, endpoint):
+        server.options.skill_problems = problems
+        dealer = open_peer(context, peers, endpoint)
+        dealer.send({"v": 1, "id": "bad", "op": "nope"})
+        dealer.recv()
+        dealer.send({"v": 1, "id": "st", "op": "status"})
+        wire = dealer.recv()
+        del wire["_frames"]
+        for reply in (wire, server.status_reply("st2", [b"peer"])):
+            assert list(reply) == list(StatusResult.model_fields)
+            assert StatusResult.model_validate(reply).model_dump() == reply
+        assert wire["skill_problems"] == problems and wire["counters"]["errors"] == 1
 
 
 def test_workflows_and_max_iterations(context, peers) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from edge_agent.agent.registry import Registry
@@ -31,9 +31,9 @@ from edge_agent.wire import (
     SkillsRequest,
     SkillsResult,
     StatusRequest,
-    StatusResult,
     WireError,
     decode_request,
+    encode,
 )
 
 # The serving loop's log lines keep the logger name they had before the loop was split up.
@@ -61,7 +61,7 @@ class RequestHandler:
         limits: DaemonSettings,
         registry: Registry,
         workflows: dict[str, Workflow],
-        status: Callable[[str, list[bytes]], StatusResult],
+        status: Callable[[str, list[bytes]], Mapping[str, Any]],
     ) -> None:
         self._router = router
         self._replies = replies
@@ -141,7 +141,7 @@ class RequestHandler:
     # -- the ops ------------------------------------------------------------------------------
 
     def status(self, envelope: list[bytes], request: StatusRequest, req_shape: bool) -> None:
-        self._replies.send(envelope, self._status_reply(request.id, envelope))
+        self._replies.send_packed(envelope, encode(self._status_reply(request.id, envelope)))
 
     def skills(self, envelope: list[bytes], request: SkillsRequest, req_shape: bool) -> None:
         try:

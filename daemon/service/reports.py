@@ -10,7 +10,7 @@ from edge_agent.agent.jsonvalues import to_jsonable
 from edge_agent.agent.prompt import signature_text
 from edge_agent.agent.protocol import ModelHandle
 from edge_agent.agent.registry import Registry
-from edge_agent.wire import Counters, SkillEntry
+from edge_agent.wire import SkillEntry
 
 
 def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[SkillEntry]:
@@ -28,23 +28,24 @@ def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[Sk
     ]
 
 
-def counter_report(counters: Mapping[str, int]) -> Counters:
-    """The ``counters`` of a status reply, from the loop's flat counter names."""
+def counter_report(counters: Mapping[str, int]) -> dict[str, Any]:
+    """The ``counters`` of a status reply (a :class:`~edge_agent.wire.Counters` map, which
+    tests/test_server.py checks), from the loop's flat counter names."""
     errors = {k[len("error_") :]: v for k, v in counters.items() if k.startswith("error_")}
-    return Counters(
-        requests=counters.get("frames", 0),
-        runs_accepted=counters.get("runs_accepted", 0),
-        runs_finished=counters.get("runs_finished", 0),
-        runs_cancelled=counters.get("runs_cancelled", 0),
-        replies_dropped=counters.get("replies_dropped", 0),
-        connections_accepted=counters.get("connections_accepted", 0),
-        connections_closed=counters.get("connections_closed", 0),
-        errors=sum(errors.values()),
-        errors_by_code=errors,
-        outcomes={
+    return {
+        "requests": counters.get("frames", 0),
+        "runs_accepted": counters.get("runs_accepted", 0),
+        "runs_finished": counters.get("runs_finished", 0),
+        "runs_cancelled": counters.get("runs_cancelled", 0),
+        "replies_dropped": counters.get("replies_dropped", 0),
+        "connections_accepted": counters.get("connections_accepted", 0),
+        "connections_closed": counters.get("connections_closed", 0),
+        "errors": sum(errors.values()),
+        "errors_by_code": errors,
+        "outcomes": {
             k[len("outcome_") :]: v for k, v in counters.items() if k.startswith("outcome_")
         },
-    )
+    }
 
 
 def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
 from edge_agent.service.worker import Finished, Loaded, LoadFailed, Message, RunWorker, Send
-from edge_agent.wire import PROTOCOL_VERSION, DaemonState, SkillProblem, StatusResult
+from edge_agent.wire import PROTOCOL_VERSION, DaemonState
 
 log = logging.getLogger(__name__)
 
@@ -196,33 +196,46 @@ class Server:
 
     def status_reply(
         self, request_id: str | None, envelope: list[bytes] | None = None
-    ) -> StatusResult:
-        """The ``status`` result. Asked over the socket (``envelope``), it names the running
-        run's id only to the connection that started it: ids are not told to other clients."""
+    ) -> dict[str, Any]:
+        """The ``status`` result, a :class:`~edge_agent.wire.StatusResult` map in its wire order.
+        Asked over the socket (``envelope``), it names the running run's id only to the
+        connection that started it: ids are not told to other clients.
+
+        It is built as a plain map, not validated: every value is this process's own, and
+        validating them on each ``status`` cost as much as the rest of the request's handling.
+        tests/test_server.py validates it against the model instead.
+        """
         running = self.runs.running
         if running is not None and envelope is not None and running.envelope[:1] != envelope[:1]:
             running = None
-        return StatusResult(
-            id=request_id,
-            state=self._state(),  # busy, whoever's run it is
-            protocol=PROTOCOL_VERSION,
-            pid=os.getpid(),
-            uptime_s=self.lifecycle.uptime_s(),
-            queue_depth=len(self.runs),
-            queue_limit=self.limits.queue_limit,
-            running=running.request_id if running else None,
-            model=model_info(self._model, self.options.model_spec),
-            endpoints=list(self.bound),
-            workflows=sorted(self.options.workflows),
-            skills=len(self.options.registry),
-            skill_problems=[SkillProblem(**problem) for problem in self.options.skill_problems],
-            counters=counter_report(self._counts()),
-            mqtt=self.options.mqtt_status() if self.options.mqtt_status else None,
-        )
+        return {
+            "v": PROTOCOL_VERSION,
+            "id": request_id,
+            "kind": "result",
+            "op": "status",
+            "state": self._state(),  # busy, whoever's run it is
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "uptime_s": self.lifecycle.uptime_s(),
+            "queue_depth": len(self.runs),
+            "queue_limit": self.limits.queue_limit,
+            "running": running.request_id if running else None,
+            "model": model_info(self._model, self.options.model_spec),
+            "endpoints": list(self.bound),
+            "workflows": sorted(self.options.workflows),
+            "skills": len(self.options.registry),
+            "skill_problems": [
+                {"source": problem["source"], "error": problem["error"]}
+                for problem in self.options.skill_problems
+            ],
+            "counters": counter_report(self._counts()),
+            "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
+        }
 
     def status(self) -> dict[str, Any]:
         """The fields of a ``status`` result, as a client reads them."""
-        return self.status_reply(None).model_dump(exclude=_REPLY_ENVELOPE)
+        reply = self.status_reply(None)
+        return {key: value for key, value in reply.items() if key not in _REPLY_ENVELOPE}
 
     def _state(self) -> DaemonState:
         phase = self.lifecycle.phase
