@@ -13,7 +13,6 @@ import json
 import math
 import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 from edge_agent.skills.clock import WEEKDAYS, Clock
@@ -172,6 +171,10 @@ class Weather:
         return f"the weather service {host} did not answer within {self.service.timeout_s:g} s"
 
     def _get(self, url: str, params: dict[str, Any]) -> dict[str, Any]:
+        # Imported at the first call: urllib.request brings http.client, email and ssl, 1.5 MiB
+        # that a daemon never asked about the weather would keep resident for nothing.
+        import urllib.request  # noqa: PLC0415
+
         full = f"{url}?{urllib.parse.urlencode(params)}"
         request = urllib.request.Request(full, headers={"User-Agent": "edge-agent"})
         host = urllib.parse.urlsplit(url).netloc
