@@ -155,7 +155,7 @@ class Connections:
         """Read every waiting accept and disconnect."""
         # Asked every pass of the loop and before each reply: asking whether an event waits
         # costs a third of the zmq.Again that reading an empty socket raises.
-        while self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
             try:
                 frames = self.socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:

@@ -124,7 +124,7 @@ class RouterSocket:
         """The next waiting message, or None."""
         # Asking first costs a third of the zmq.Again that reading an empty socket raises (pyzmq
         # builds an exception for it), and the loop reads until empty on every wake.
-        if not self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        if not int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
             return None
         try:
             parts = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
