@@ -166,11 +166,12 @@ class Server:
                 for item, _ in poller.poll(round(wait * 1000)):
                     if item is self._router.socket:
                         self.requests.read()
-                    elif item is connections.socket:
-                        connections.drain(self.runs.owners())
-                    else:
+                    elif item is not connections.socket:
                         self._wakeup.drain()
                 self._read_outbox()
+                # Every pass, not only when the monitor is readable: sends read its events too
+                # (to check a run's connection), and the cap must follow them.
+                connections.drain(self.runs.owners())
         finally:
             self._worker.inbox.put(None)
             self._worker.join(timeout=1.0)
