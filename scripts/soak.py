@@ -7,7 +7,8 @@ socket (the socket systemd gives it):
   connections (default 1,020, the issue's figure) are opened and left idle. Reports whether it
   survived, what it answered meanwhile, and its fds.
 - ``non-reader``: one client sends ``--frames`` bad 60 KB frames (default 12,000) and never reads
-  a reply. Reports the daemon's RSS before, at the peak and after the client left.
+  a reply. Reports the daemon's RSS before, at the peak and after the client left. Then twenty
+  clients ask for the skill list 2,000 times each and never read: the RSS each costs.
 - ``soak``: ``--seconds`` (default 600) of mixed traffic. Normal clients send runs, ``status`` and
   ``skills`` on their own sockets and count the final replies to each request; at the same time
   hostile clients flood idle connections, send garbage bytes, bad and deeply nested frames from a
@@ -52,6 +53,8 @@ import zmq
 
 ANSWER = json.dumps({"final_answer": "It is 21 C in the kitchen."})
 BIG_KEY = "k" * 60_000
+SKILLS_CLIENTS = 20
+SKILLS_REQUESTS = 2000
 SETTLE_S = 20.0
 """After the traffic, how long the fds and threads may take to come back (libzmq closes what it
 closes on its own I/O thread)."""
@@ -91,14 +94,19 @@ class Daemon:
 
 @contextlib.contextmanager
 def daemon(
-    workdir: Path, *, replies: int, delay_s: float = 0.0, fd_limit: int | None = None
+    workdir: Path,
+    *,
+    replies: int,
+    delay_s: float = 0.0,
+    fd_limit: int | None = None,
+    builtins: bool = False,
 ) -> Iterator[Daemon]:
     """``edge-agent serve`` with a scripted model of ``replies`` answers, ready; SIGTERM after."""
     script = workdir / "mock.json"
     reply: Any = {"text": ANSWER, "delay_s": delay_s} if delay_s else ANSWER
     script.write_text(json.dumps([reply] * replies), encoding="utf-8")
     config = workdir / "config.toml"
-    config.write_text("[skills]\nbuiltins = false\n", encoding="utf-8")
+    config.write_text(f"[skills]\nbuiltins = {str(builtins).lower()}\n", encoding="utf-8")
     sock = workdir / "agent.sock"
     endpoint = f"ipc://{sock}"
     command = [sys.executable, "-m", "edge_agent.cli", "serve", "--model", f"mock:{script}"]
@@ -204,7 +212,9 @@ def flood(workdir: Path, connections: int) -> dict[str, Any]:
 
 
 def non_reader(workdir: Path, frames: int) -> dict[str, Any]:
-    """One client sends ``frames`` bad 60 KB frames and never reads; RSS before, peak, after."""
+    """One client sends ``frames`` bad 60 KB frames and never reads: RSS before, peak, after.
+    Then SKILLS_CLIENTS clients each ask ``skills`` SKILLS_REQUESTS times, never reading: RSS per
+    client."""
     with daemon(workdir, replies=100) as handle:
         before = handle.figures()["rss_kib"]
         context: zmq.Context[Any] = zmq.Context.instance()
@@ -232,15 +242,46 @@ def non_reader(workdir: Path, frames: int) -> dict[str, Any]:
         time.sleep(2.0)
         after = handle.figures()["rss_kib"]
         answered = ask(handle.endpoint, {"op": "status"}, 30)
-        return {
-            "frames": frames,
-            "frame_bytes": len(frame),
-            "rss_mib_before": round(before / 1024, 1),
-            "rss_mib_peak": round(peak / 1024, 1),
-            "rss_mib_after_client_left": round(after / 1024, 1),
-            "requests_read": answered["counters"]["requests"],
-            "replies_dropped": answered["counters"]["replies_dropped"],
-        }
+    result = {
+        "frames": frames,
+        "frame_bytes": len(frame),
+        "rss_mib_before": round(before / 1024, 1),
+        "rss_mib_peak": round(peak / 1024, 1),
+        "rss_mib_after_client_left": round(after / 1024, 1),
+        "requests_read": answered["counters"]["requests"],
+        "replies_dropped": answered["counters"]["replies_dropped"],
+    }
+    # Clients that ask for the skill list (the built-in skills) and never read it.
+    (workdir / "skills").mkdir(exist_ok=True)
+    with daemon(workdir / "skills", replies=100, builtins=True) as handle:
+        skills_before = handle.figures()["rss_kib"]
+        context = zmq.Context.instance()
+        readers = []
+        request = msgpack.packb({"v": 1, "id": "s", "op": "skills"})
+        for _ in range(SKILLS_CLIENTS):
+            sock = context.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.SNDHWM, 0)
+            sock.setsockopt(zmq.RCVHWM, 1)
+            sock.connect(handle.endpoint)
+            for _ in range(SKILLS_REQUESTS):
+                sock.send(request)
+            readers.append(sock)
+        total = SKILLS_CLIENTS * SKILLS_REQUESTS
+        while ask(handle.endpoint, {"op": "status"}, 30)["counters"]["requests"] < total:
+            time.sleep(0.2)
+        time.sleep(1.0)
+        skills_during = handle.figures()["rss_kib"]
+        for sock in readers:
+            sock.close(linger=0)
+        reply_bytes = len(msgpack.packb(ask(handle.endpoint, {"op": "skills"}, 30)))
+    result.update(
+        skills_clients=SKILLS_CLIENTS,
+        skills_requests_each=SKILLS_REQUESTS,
+        skills_reply_bytes=reply_bytes,
+        skills_rss_mib_per_client=round((skills_during - skills_before) / 1024 / SKILLS_CLIENTS, 2),
+    )
+    return result
 
 
 # -- part 3: the soak ------------------------------------------------------------------------
