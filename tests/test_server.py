@@ -22,7 +22,7 @@ from daemon_harness import (
 )
 
 from edge_agent.agent.workflow import Workflow
-from edge_agent.wire import StatusResult
+from edge_agent.wire import RunResult, StatusResult
 
 SLOW = {"text": ANSWER, "delay_s": 30}
 QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
@@ -105,7 +105,7 @@ def test_status_and_skills(context, peers) -> None:
 
 
 
-def test_status_reply_is_a_status_result_in_wire_order(context, peers) -> None:
+def test_status_and_run_replies_are_their_models_in_wire_order(context, peers) -> None:
     # The status reply is built as a plain map, not validated on each request: it must still be
     # exactly what the protocol table's StatusResult says, field for field and in its order.
     problems = [{"source": "plugin.py", "error": "ImportError: no"}]
@@ -121,6 +121,12 @@ def test_status_reply_is_a_status_result_in_wire_order(context, peers) -> None:
             assert list(reply) == list(StatusResult.model_fields)
             assert StatusResult.model_validate(reply).model_dump() == reply
         assert wire["skill_problems"] == problems and wire["counters"]["errors"] == 1
+        # A run's result is built the same way.
+        dealer.send({"v": 1, "id": "r1", "op": "run", "query": "hi"})
+        result = dealer.recv()
+        del result["_frames"]
+        assert list(result) == list(RunResult.model_fields)
+        assert RunResult.model_validate(result).model_dump() == result
 
 
 def test_workflows_and_max_iterations(context, peers) -> None:

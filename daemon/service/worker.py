@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from edge_agent.agent.events import (
     EVENT_ADAPTER,
@@ -23,7 +24,7 @@ from edge_agent.agent.events import (
 from edge_agent.agent.loop import Agent
 from edge_agent.agent.workflow import Workflow
 from edge_agent.model.gguf import ModelLoadError
-from edge_agent.wire import EventReply, RunResult, Timing, encode
+from edge_agent.wire import PROTOCOL_VERSION, EventReply, encode
 
 log = logging.getLogger(__name__)
 
@@ -83,19 +84,25 @@ class Finished:
 Message = Loaded | LoadFailed | Send | Finished
 
 
-def run_result(job: Job, state: AgentState, *, queued_s: float, run_s: float) -> RunResult:
+def run_result(
+    job: Job, state: AgentState, *, queued_s: float, run_s: float
+) -> dict[str, Any]:
     """The ``result`` reply of a run that returned ``state``, serialized by the agent's own
-    adapter."""
+    adapter: a :class:`~edge_agent.wire.RunResult` map in its wire order, built as a plain map
+    (every value is the daemon's own; tests/test_server.py validates it against the model)."""
     if state.outcome is None:
         raise RuntimeError("the agent returned a run that has not stopped")
-    return RunResult(
-        id=job.request_id,
-        workflow=job.workflow.name if job.workflow else None,
-        timing=Timing(queued_ms=_ms(queued_s), run_ms=_ms(run_s)),
-        outcome=state.outcome,
-        answer=state.final_answer,
-        state=STATE_ADAPTER.dump_python(state, mode="json"),
-    )
+    return {
+        "v": PROTOCOL_VERSION,
+        "id": job.request_id,
+        "kind": "result",
+        "op": "run",
+        "workflow": job.workflow.name if job.workflow else None,
+        "timing": {"queued_ms": _ms(queued_s), "run_ms": _ms(run_s)},
+        "outcome": state.outcome,
+        "answer": state.final_answer,
+        "state": STATE_ADAPTER.dump_python(state, mode="json"),
+    }
 
 
 def interrupted_result(job: Job, reason: str) -> bytes:
