@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from edge_agent import Agent, Completion, MockModel, Registry, Usage
-from edge_agent.agent.guidance import ANSWER_HEAD, SKILL_HEAD, Guidance, candidates_for
+from edge_agent.agent.guidance import (
+    ANSWER_HEAD,
+    SKILL_HEAD,
+    Guidance,
+    candidates_for,
+    result_parts,
+)
 from edge_agent.agent.prompt import PLAIN
 
 QUESTION = "How damp is the cellar?"
@@ -94,7 +100,8 @@ def test_a_free_text_argument_is_the_likeliest_phrase_of_the_question() -> None:
     state = Agent(model, house(), guidance=Guidance()).run("When is next Friday?")
     assert calls(state) == [("resolve_date", {"text": "next Friday"})]
     # The phrases offered were the question's own, and no text was generated for the call.
-    offered = [json.loads(o)["arguments"]["text"] for o in model.scored[-1][1]]
+    options = next(o for _, o in model.scored if o[0].startswith(SKILL_HEAD))
+    offered = [json.loads(o)["arguments"]["text"] for o in options]
     assert {"When", "next Friday", "When is next Friday"} <= set(offered)
     assert "next Friday?" not in offered
     assert len(model.prompts) == 1
@@ -335,3 +342,51 @@ def test_a_skill_whose_arguments_vary_is_called_once_per_run() -> None:
     state = Agent(model, registry, guidance=Guidance(go_on=True)).run("Friday?", max_iterations=5)
     assert [name for name, _ in calls(state)] == ["resolve_date"]
     assert state.final_answer == "Friday."
+
+
+def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def machine_status() -> dict[str, object]:
+        """How the machine is doing."""
+        return {"load": {"1min": 0.42, "5min": 0.37}, "disks": [{"free": 12}, {"free": 80}]}
+
+    question = "How free is the second disk?"
+    model = MockModel(
+        ['{"final_answer": "80 free."}'],
+        scores={('disks[1] = {"free": 80}', f" {question}"): -1.0, ANSWER_HEAD: 0.0},
+    )
+    state = Agent(model, registry, guidance=Guidance()).run(question)
+    assert state.final_answer == "80 free."
+    # Every part was scored, each scalar of an object and each item of a list, whole.
+    parts = [p for p, _ in model.scored if "Questions this part answers" in p]
+    assert len(parts) == 4
+    assert any("load.1min = 0.42" in p for p in parts)
+    # The answer was written after the turn naming the likeliest part, the result whole above it.
+    prompt = model.prompts[-1]
+    assert '{"load":{"1min":0.42,"5min":0.37}' in prompt.replace(" ", "")
+    assert prompt.index(f"The question was: {question}") < prompt.index(
+        'The part of the result that answers it: disks[1] = {"free": 80}'
+    )
+
+
+def test_a_result_of_one_part_is_not_focused_and_focus_can_be_turned_off() -> None:
+    assert result_parts(21.5) == [("", 21.5)]
+    assert result_parts({"a": {"b": 1}, "c": [1, {"d": 2}]}) == [
+        ("a.b", 1),
+        ("c[0]", 1),
+        ("c[1]", {"d": 2}),
+    ]
+    registry = Registry()
+
+    @registry.skill
+    def room_temperature() -> float:
+        """The room's temperature in °C."""
+        return 21.5
+
+    for guidance, skills in ((Guidance(), registry), (Guidance(focus_parts=False), house())):
+        model = MockModel(['{"final_answer": "Warm."}'], scores={ANSWER_HEAD: 0.0})
+        state = Agent(model, skills, guidance=guidance).run("How warm is it?")
+        assert [e.type for e in state.stream.root][-2] == "SkillResultObservation"
+        assert "The part of the result" not in model.prompts[-1]

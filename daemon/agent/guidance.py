@@ -15,6 +15,10 @@ question word.
   ``{"skill_name": "``, by their likelihood (``answer_bias`` leans it toward answering).
 - **Which words.** A skill that takes one free text argument gets a phrase of the question, the
   one the model finds most likely there (a small model otherwise copies its prompt's examples).
+- **Where to look.** A result with several parts (a status with load, memory and disk; a list
+  of readings) is read wrong by a small model, which copies the first number it sees. Each part
+  is scored the same noisy-channel way, log P(question | part), and the result turn names the
+  likeliest part after restating the question. The whole result stays in the turn.
 - **What to say.** The system prompt shows how answers read, the result turn repeats the
   question, and the answer is the model's own text, only forced to start as an answer. Code never
   writes an answer.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,9 +39,12 @@ from edge_agent.agent.events import (
     SkillResultObservation,
     ValidationErrorObservation,
 )
+from edge_agent.agent.jsonvalues import compact_json
 from edge_agent.agent.prompt import ChatFormat, signature_text
-from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
+from edge_agent.agent.protocol import Completion, ModelError, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
+
+log = logging.getLogger(__name__)
 
 ANSWER_HEAD = '{"final_answer": "'
 SKILL_HEAD = '{"skill_name": "'
@@ -117,6 +125,35 @@ def _call_text(skill_name: str, arguments: dict[str, Any]) -> str:
 
 MAX_PHRASE_WORDS = 4
 
+MAX_FOCUS_PARTS = 24
+"""A result with more parts than this is not focused: scoring each would cost more than it helps."""
+MAX_PART_CHARS = 200
+
+
+def result_parts(result: Any) -> list[tuple[str, Any]]:
+    """The parts of a skill's result a question may ask about, with their paths: each scalar of
+    its objects (``memory.available_mib``) and each item of its lists (``readings[1]``, whole)."""
+    parts: list[tuple[str, Any]] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list) and value:
+            parts.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+        else:
+            parts.append((path, value))
+
+    walk(result, "")
+    return parts
+
+
+def _part_text(path: str, value: Any) -> str:
+    shown = compact_json(value)
+    if len(shown) > MAX_PART_CHARS:
+        shown = shown[:MAX_PART_CHARS] + "..."
+    return f"{path} = {shown}"
+
 
 def question_phrases(query: str) -> list[str]:
     """Every run of up to four words of ``query``, without the punctuation around it."""
@@ -144,6 +181,8 @@ class Guidance:
     """End each result turn with the question, so the answer is written right after it."""
     answer_examples: str = ANSWER_EXAMPLES
     """The system prompt's closing part: how answers read."""
+    focus_parts: bool = True
+    """After a result with several parts, name the part the question asks about."""
     answer_tokens: int = 64
     """The most tokens an answer may take: a small model that rambles on inside its answer
     string is cut off (and retried) instead of writing until the model's own cap."""
@@ -203,6 +242,31 @@ class Guidance:
             return options[max(range(len(options)), key=lambda i: sum(scores[i]))]
         return generate(prompt, prefix=f'{SKILL_HEAD}{best.skill_name}", "arguments": {{')
 
+    def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
+        """The part of a skill result the question asks about, as ``path = value``; None for
+        other events, a result with one part or too many, or a model that cannot score."""
+        if not self.focus_parts or not isinstance(event, SkillResultObservation):
+            return None
+        parts = result_parts(event.result)
+        if not 2 <= len(parts) <= MAX_FOCUS_PARTS:
+            return None
+        fmt = model.chat_format
+        texts = [_part_text(path, value) for path, value in parts]
+        prompts = [
+            f"{fmt.user_prefix}{fmt.defuse(f'Result of {event.skill_name}: {text}')}"
+            "\nQuestions this part answers:\n-"
+            for text in texts
+        ]
+        try:
+            scores = model.likelihood(prompts, f" {fmt.defuse(query)}")
+        except ScoringUnsupported:
+            return None
+        except ModelError as exc:
+            # The answer is still asked for; it only lacks the pointer.
+            log.warning("could not score the parts of %s's result: %s", event.skill_name, exc)
+            return None
+        return texts[max(range(len(texts)), key=scores.__getitem__)]
+
     def _answer(self, prompt: str, generate: Callable[..., str]) -> str:
         """The model's answer. One it was still writing at ``answer_tokens`` (a small model
         repeats itself) ends after its last whole sentence: its own words, cut, never added to."""
@@ -243,4 +307,12 @@ def _key(action: CallSkillAction) -> tuple[str, str]:
     return (action.skill_name, json.dumps(action.arguments))
 
 
-__all__ = ["ANSWER_HEAD", "SKILL_HEAD", "Candidate", "Guidance", "action_text", "candidates_for"]
+__all__ = [
+    "ANSWER_HEAD",
+    "SKILL_HEAD",
+    "Candidate",
+    "Guidance",
+    "action_text",
+    "candidates_for",
+    "result_parts",
+]

@@ -146,7 +146,15 @@ class Agent:
             guidance = self.guidance
             question = state.query if guidance is not None and guidance.restate_question else None
             context.text += "".join(
-                [render_event(e, fmt, question) for e in events[context.rendered :]]
+                [
+                    render_event(
+                        e,
+                        fmt,
+                        question,
+                        guidance.focus(self.handle, state.query, e) if guidance else None,
+                    )
+                    for e in events[context.rendered :]
+                ]
             )
             context.rendered = len(events)
         return context.text

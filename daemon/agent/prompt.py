@@ -157,14 +157,19 @@ def render_system(
     return "\n\n".join(parts)
 
 
-def render_event(event: Event, fmt: ChatFormat, question: str | None = None) -> str:
-    """The fixed text one event adds to the prompt; a result turn repeats ``question`` if given."""
+def render_event(
+    event: Event, fmt: ChatFormat, question: str | None = None, focus: str | None = None
+) -> str:
+    """The fixed text one event adds to the prompt; a result turn repeats ``question`` if given,
+    and then names ``focus``, the part of the result that answers it."""
     if isinstance(event, CallSkillAction | FinalAnswerAction):
         return fmt.model_turn_end(event.raw)
     if isinstance(event, SkillResultObservation):
         text = f"Result of {event.skill_name}: {compact_json(event.result)}"
         if question is not None:
             text += f"\nThe question was: {question}"
+        if focus is not None:
+            text += f"\nThe part of the result that answers it: {focus}"
         return fmt.user_turn(text)
     if isinstance(event, ToolErrorObservation):
         return fmt.user_turn(
