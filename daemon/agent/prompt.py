@@ -9,9 +9,7 @@ the new tokens.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from edge_agent.agent.events import (
     CallSkillAction,
@@ -97,31 +95,10 @@ ACTION_LANGUAGE = (
 )
 
 
-def _type_text(schema: dict[str, Any]) -> str:
-    if "type" in schema and isinstance(schema["type"], str):
-        kind = schema["type"]
-        if kind == "array" and isinstance(schema.get("items"), dict):
-            return f"list of {_type_text(schema['items'])}"
-        if kind != "object" or "properties" not in schema:
-            return "integer" if kind == "integer" else kind
-    if "enum" in schema and isinstance(schema["enum"], list):
-        return " | ".join(json.dumps(v) for v in schema["enum"])
-    if "anyOf" in schema and isinstance(schema["anyOf"], list):
-        return " | ".join(_type_text(s) for s in schema["anyOf"] if isinstance(s, dict))
-    return json.dumps(schema, separators=(",", ":"), sort_keys=True)
-
-
 def signature_text(spec: SkillSpec) -> str:
-    """``read_sensor(name: string)``: the compact form a small model reads best."""
-    schema = spec.parameters_schema
-    required = set(schema.get("required", ()))
-    params = []
-    for name, prop in schema.get("properties", {}).items():
-        text = f"{name}: {_type_text(prop)}"
-        if name not in required:
-            text += f" = {json.dumps(prop.get('default'), ensure_ascii=False)}"
-        params.append(text)
-    return f"{spec.name}({', '.join(params)})"
+    """``read_sensor(name: string)``: the compact form a small model reads best (worked out once
+    per skill, see :attr:`SkillSpec.signature`)."""
+    return spec.signature
 
 
 def _example(skills: Sequence[SkillSpec]) -> str:

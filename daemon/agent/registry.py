@@ -7,7 +7,9 @@ docstring, and its argument schema comes from its type hints through pydantic.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -27,6 +29,20 @@ class SkillNameClash(ValueError):
     """A second skill tried to register under a name that is taken."""
 
 
+def _type_text(schema: dict[str, Any]) -> str:
+    if "type" in schema and isinstance(schema["type"], str):
+        kind = schema["type"]
+        if kind == "array" and isinstance(schema.get("items"), dict):
+            return f"list of {_type_text(schema['items'])}"
+        if kind != "object" or "properties" not in schema:
+            return "integer" if kind == "integer" else kind
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    if "anyOf" in schema and isinstance(schema["anyOf"], list):
+        return " | ".join(_type_text(s) for s in schema["anyOf"] if isinstance(s, dict))
+    return json.dumps(schema, separators=(",", ":"), sort_keys=True)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class SkillSpec:
     """A registered skill: the function and what the model is told about it."""
@@ -44,6 +60,20 @@ class SkillSpec:
     calls: ReadyCalls | None = None
     """For a skill whose useful arguments are known only at run time (one call per sensor
     present), a function that lists those calls: ``(arguments, what that call gets)`` pairs."""
+
+    @functools.cached_property
+    def signature(self) -> str:
+        """``read_sensor(name: string)``: the compact form a small model reads best, worked out
+        on first use and kept (every new Agent renders its catalogue from it)."""
+        schema = self.parameters_schema
+        required = set(schema.get("required", ()))
+        params = []
+        for name, prop in schema.get("properties", {}).items():
+            text = f"{name}: {_type_text(prop)}"
+            if name not in required:
+                text += f" = {json.dumps(prop.get('default'), ensure_ascii=False)}"
+            params.append(text)
+        return f"{self.name}({', '.join(params)})"
 
     def ready_calls(self) -> list[tuple[dict[str, Any], str]]:
         """The calls ``calls`` lists now, each with valid arguments. A list that fails, or a
