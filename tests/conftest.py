@@ -4,6 +4,7 @@
 - ``scripted_daemon``: a real Server in a thread whose model replays a script (daemon_harness).
 - ``daemon_process``: ``edge-agent serve`` as a process, stopped and checked when the block ends.
 - ``sysfs``: an empty sysfs-shaped tree under the test's tmp_path (fake_sysfs).
+- ``context``: a ZeroMQ context for a test's own sockets, destroyed without lingering.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import zmq
 from fake_sysfs import FakeSysfs
 
 from edge_agent import Registry
@@ -147,3 +149,10 @@ def daemon_process() -> DaemonProcess:
 def sysfs(tmp_path: Path) -> FakeSysfs:
     """An empty sysfs tree at ``tmp_path / "sys"``; the test adds the zones and devices it needs."""
     return FakeSysfs(tmp_path / "sys")
+
+
+@pytest.fixture
+def context() -> Iterator[zmq.Context[Any]]:
+    ctx: zmq.Context[Any] = zmq.Context()
+    yield ctx
+    ctx.destroy(linger=0)

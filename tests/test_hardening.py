@@ -14,7 +14,6 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 import zmq
 from daemon_harness import (
     ANSWER,
+    QUICK_STOP,
     Peer,
     call,
     run_request,
@@ -49,8 +49,6 @@ from edge_agent import (
 from edge_agent.agent.events import STATE_ADAPTER
 from edge_agent.agent.jsonvalues import to_jsonable
 
-QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
-
 
 class PluginPanic(BaseException):
     """A BaseException subclass of a plugin's own."""
@@ -68,13 +66,6 @@ def packs(state: AgentState) -> None:
     dumped = STATE_ADAPTER.dump_python(state, mode="json")
     msgpack.packb(dumped, use_bin_type=True)
     json.dumps(dumped)
-
-
-@pytest.fixture
-def context() -> Iterator[zmq.Context[Any]]:
-    ctx: zmq.Context[Any] = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 # -- defect 1: a skill cannot wedge a run ------------------------------------------------------

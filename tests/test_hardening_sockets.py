@@ -14,7 +14,6 @@ import socket
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 import zmq
 from daemon_harness import (
     ANSWER,
+    QUICK_STOP,
     Peer,
     edge_agent_command,
     run_request,
@@ -38,15 +38,6 @@ from hypothesis import strategies as st
 
 from edge_agent.service.replies import MAX_MESSAGE_CHARS
 from edge_agent.wire import PROTOCOL, WireError, decode_request
-
-QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
-
-
-@pytest.fixture
-def context() -> Iterator[zmq.Context[Any]]:
-    ctx: zmq.Context[Any] = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 def status_of(context: zmq.Context[Any], endpoint: str, timeout: float = 30.0) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import signal
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,13 +145,6 @@ def test_the_plugin_timeout_is_checked(tmp_path: Path) -> None:
 
 
 # -- the real daemon --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def context() -> Iterator[zmq.Context[Any]]:
-    context: zmq.Context[Any] = zmq.Context()
-    yield context
-    context.destroy(linger=0)
 
 
 def ask(context: zmq.Context[Any], endpoint: str, message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import pytest
 import zmq
 from daemon_harness import (
     ANSWER,
+    QUICK_STOP,
     Peer,
     answer,
     call,
@@ -25,14 +26,6 @@ from edge_agent.agent.workflow import Workflow
 from edge_agent.wire import RunResult, StatusResult
 
 SLOW = {"text": ANSWER, "delay_s": 30}
-QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
-
-
-@pytest.fixture
-def context() -> Iterator[zmq.Context[Any]]:
-    ctx: zmq.Context[Any] = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 @pytest.fixture
