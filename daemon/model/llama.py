@@ -37,6 +37,7 @@ from edge_agent.model.sizing import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
+    DEFAULT_N_SEQ_MAX,
     DEFAULT_N_UBATCH,
     ContextSizes,
     default_threads,
@@ -72,6 +73,7 @@ class LlamaModel:
         n_threads: int | None = None,
         n_batch: int = DEFAULT_N_BATCH,
         n_ubatch: int = DEFAULT_N_UBATCH,
+        n_seq_max: int = DEFAULT_N_SEQ_MAX,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = 0.0,
         seed: int = 0,
@@ -85,6 +87,7 @@ class LlamaModel:
             n_threads=default_threads() if n_threads is None else n_threads,
             n_batch=n_batch,
             n_ubatch=n_ubatch,
+            n_seq_max=n_seq_max,
             max_tokens=max_tokens,
         )
         if chat_format is not None and not isinstance(chat_format, ChatFormat):

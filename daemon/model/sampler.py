@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import numpy.typing as npt
 
@@ -11,7 +13,9 @@ class Sampler:
 
     def __init__(self, temperature: float = 0.0, seed: int = 0) -> None:
         self.temperature = float(temperature)
-        self._rng = np.random.default_rng(int(seed))
+        # The standard library's generator, not numpy.random: that package alone keeps 6.6 MiB
+        # resident for one uniform draw per token (docs/design.md, "Budgets": memory).
+        self._rng = random.Random(int(seed))
 
     def pick(
         self,
@@ -27,8 +31,12 @@ class Sampler:
         else:
             scaled = np.where(np.isfinite(logits), logits / temp, -np.inf)
             scaled -= scaled.max()
-            weights = np.exp(scaled)
-            best = int(self._rng.choice(len(weights), p=weights / weights.sum()))
+            cumulative = np.cumsum(np.exp(scaled, dtype=np.float64))
+            # Inverse-CDF draw; a token with no weight (-inf) is never picked.
+            point = self._rng.random() * float(cumulative[-1])
+            best = min(int(np.searchsorted(cumulative, point, side="right")), len(cumulative) - 1)
+            while best > 0 and cumulative[best] == cumulative[best - 1]:
+                best -= 1
         return best if ids is None else int(ids[best])
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_N_BATCH",
     "DEFAULT_N_CTX",
+    "DEFAULT_N_SEQ_MAX",
     "DEFAULT_N_UBATCH",
     "ContextSizes",
     "default_threads",
