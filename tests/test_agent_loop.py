@@ -596,3 +596,106 @@ def test_skills_without_a_timeout_run_inline_and_may_take_their_time() -> None:
 
     state = Agent(MockModel(['{"skill_name": "patient"}', ANSWER]), registry).run("q")
     assert state.stream[1] == SkillResultObservation(skill_name="patient", result="done")
+
+
+# -- Agent.start: the run without a waiting caller (how the daemon runs it) --------------------
+
+
+def _watch(ticket: Any, limit_s: float = 30.0) -> None:
+    """Call check() as the daemon's serving loop does, until the run is over."""
+    until = time.monotonic() + limit_s
+    while not ticket.wait(0.02):
+        assert time.monotonic() < until, "the run did not end"
+        ticket.check()
+
+
+def test_start_reports_the_finished_run_once_and_reuses_its_thread() -> None:
+    registry = Registry()
+    registry.add(lambda: 48.5, name="cpu_temperature", timeout=None)
+    agent = Agent(MockModel([CALL_CPU, ANSWER, CALL_CPU, ANSWER]), registry)
+    done: list[tuple[AgentState, BaseException | None, str]] = []
+    threading = __import__("threading")
+
+    def on_done(state: AgentState, error: BaseException | None) -> None:
+        done.append((state, error, threading.current_thread().name))
+
+    first = agent.start("How hot is it?", on_done=on_done)
+    _watch(first)
+    second = agent.start("And now?", on_done=on_done)
+    _watch(second)
+    assert [(s.outcome, s.final_answer, e) for s, e, _ in done] == [
+        ("answered", "It is 48.5 °C.", None),
+        ("answered", "It is 48.5 °C.", None),
+    ]
+    # Both ran on the agent's pooled thread, the same one: a run costs no new thread.
+    assert done[0][2] == done[1][2] == "edge-agent-run-loop"
+    assert first.done and second.done
+
+
+def test_start_abandons_a_hung_skill_when_checked_and_carries_the_run_on() -> None:
+    registry = Registry()
+    release = __import__("threading").Event()
+
+    @registry.skill(timeout=0.2)
+    def hang() -> str:
+        """Never returns in time."""
+        release.wait(10)
+        return "late"
+
+    done: list[AgentState] = []
+    agent = Agent(MockModel(['{"skill_name": "hang"}', ANSWER]), registry)
+    try:
+        ticket = agent.start("q", on_done=lambda state, error: done.append(state))
+        _watch(ticket)
+    finally:
+        release.set()
+    assert len(done) == 1
+    assert types(done[0]) == ["CallSkillAction", "ToolErrorObservation", "FinalAnswerAction"]
+    assert "timeout" in done[0].stream[1].error  # type: ignore[union-attr]
+
+
+def test_start_ends_a_cancelled_run_from_the_checking_thread_while_a_skill_hangs() -> None:
+    threading = __import__("threading")
+    registry = Registry()
+    release, entered, cancel = threading.Event(), threading.Event(), threading.Event()
+
+    @registry.skill(timeout=None)
+    def hang() -> str:
+        """Never returns by itself."""
+        entered.set()
+        release.wait(10)
+        return "late"
+
+    done: list[tuple[AgentState, str]] = []
+    agent = Agent(MockModel(['{"skill_name": "hang"}', ANSWER]), registry)
+    try:
+        ticket = agent.start(
+            "q",
+            should_stop=cancel.is_set,
+            on_done=lambda state, error: done.append((state, threading.current_thread().name)),
+        )
+        assert entered.wait(10)
+        ticket.check()  # nothing to do yet: no timeout, no cancel
+        assert not done
+        cancel.set()
+        _watch(ticket)
+    finally:
+        release.set()
+    assert len(done) == 1
+    state, thread_name = done[0]
+    assert state.stream[-1] == InterruptedObservation(reason="cancelled")
+    assert thread_name == threading.current_thread().name
+
+
+def test_start_hands_what_escaped_the_loop_to_on_done() -> None:
+    def broken_listener(event: Any) -> None:
+        raise LookupError("a bug in the caller's event hook")
+
+    done: list[BaseException | None] = []
+    ticket = Agent(MockModel([ANSWER]), Registry()).start(
+        "q", on_event=broken_listener, on_done=lambda state, error: done.append(error)
+    )
+    _watch(ticket)
+    assert len(done) == 1
+    assert isinstance(done[0], LookupError)
+    assert isinstance(ticket.error, LookupError)

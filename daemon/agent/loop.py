@@ -41,7 +41,7 @@ from edge_agent.agent.protocol import (
     full_handle,
 )
 from edge_agent.agent.registry import Registry, get_registry
-from edge_agent.agent.supervision import RunRecord, SkillStillRunning, Supervisor
+from edge_agent.agent.supervision import RunRecord, RunTicket, SkillStillRunning, Supervisor
 from edge_agent.agent.workflow import Result, Soul, Workflow
 
 log = logging.getLogger(__name__)
@@ -232,6 +232,63 @@ class Agent:
         ``time.monotonic()`` instant and ``should_stop`` a cancel check, both looked at between
         steps. ``on_event`` sees each event as it is appended. Other options go to the model.
         """
+        record = self._record(
+            workflow_or_query,
+            query,
+            max_iterations,
+            max_retries,
+            deadline=deadline,
+            should_stop=should_stop,
+            on_event=on_event,
+            opts=opts,
+        )
+        self.supervisor.run(record, self._loop)
+        return record.state
+
+    def start(
+        self,
+        workflow_or_query: Workflow | str,
+        query: str | None = None,
+        max_iterations: int | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        *,
+        on_done: Callable[[AgentState, BaseException | None], None],
+        deadline: float | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        **opts: Any,
+    ) -> RunTicket:
+        """Start :meth:`run` without waiting for it: ``on_done(state, error)`` is called once
+        when it is over, on the thread that ends it. The caller must call the ticket's
+        ``check()`` every few hundredths of a second until then, or skill timeouts, the deadline
+        and cancel cannot reach a skill that hangs."""
+        record = self._record(
+            workflow_or_query,
+            query,
+            max_iterations,
+            max_retries,
+            deadline=deadline,
+            should_stop=should_stop,
+            on_event=on_event,
+            opts=opts,
+        )
+        return self.supervisor.start(
+            record, self._loop, lambda error: on_done(record.state, error)
+        )
+
+    def _record(
+        self,
+        workflow_or_query: Workflow | str,
+        query: str | None,
+        max_iterations: int | None,
+        max_retries: int,
+        *,
+        deadline: float | None,
+        should_stop: Callable[[], bool] | None,
+        on_event: Callable[[Event], None] | None,
+        opts: dict[str, Any],
+    ) -> RunRecord:
+        """A new run's record, its arguments checked: the caller's mistakes raise here."""
         workflow, query = self._resolve(workflow_or_query, query)
         if max_iterations is None:
             max_iterations = (workflow.max_iterations if workflow else None) or (
@@ -245,14 +302,11 @@ class Agent:
             raise TypeError("deadline must be a time.monotonic() instant")
         if should_stop is not None and not callable(should_stop):
             raise TypeError("should_stop must be callable")
-
         state = AgentState(query=query)
         state.context.workflow = workflow
-        record = RunRecord(
+        return RunRecord(
             state, max_iterations, retries_left, deadline, should_stop, on_event, opts
         )
-        self.supervisor.run(record, self._loop)
-        return state
 
     def _loop(self, run: RunRecord, generation: int) -> None:
         """docs/design.md, "The loop's contract": step, append, dispatch, until a stop."""

@@ -1,11 +1,12 @@
 """Skill timeouts without a thread switch per call.
 
-A run's loop executes on a pooled thread and calls skills inline. The caller of ``Agent.run``
-waits and watches: when a skill runs past its timeout, the stuck thread is abandoned, a
-ToolErrorObservation saying so is appended, and a fresh thread carries the run on from its
-record. The record holds every counter of the loop, so nothing is lost in the hand-over. When
-the run's deadline passes or it is cancelled while any skill runs, with a timeout or without,
-the skill's thread is abandoned the same way and the run ends with an InterruptedObservation.
+A run's loop executes on a pooled thread and calls skills inline. Whoever started the run
+watches it (the caller of ``Agent.run``, or the daemon's serving loop through ``Agent.start``):
+when a skill runs past its timeout, the stuck thread is abandoned, a ToolErrorObservation saying
+so is appended, and a fresh thread carries the run on from its record. The record holds every
+counter of the loop, so nothing is lost in the hand-over. When the run's deadline passes or it is
+cancelled while any skill runs, with a timeout or without, the skill's thread is abandoned the
+same way and the run ends with an InterruptedObservation.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from edge_agent.agent.events import (
     InterruptedObservation,
     ToolErrorObservation,
 )
-from edge_agent.agent.threads import WorkerPool
+from edge_agent.agent.threads import Worker, WorkerPool
 
 log = logging.getLogger(__name__)
 
@@ -112,66 +113,162 @@ class Supervisor:
         """Stop the idle run threads; later runs start new ones."""
         self._pool.close()
 
+    def start(
+        self,
+        record: RunRecord,
+        loop: Callable[[RunRecord, int], None],
+        on_done: Callable[[BaseException | None], None] | None = None,
+    ) -> RunTicket:
+        """Start ``loop(record, 0)`` on a pooled thread; see :class:`RunTicket`."""
+        ticket = RunTicket(record, loop, self._pool, self._mark_hung, on_done)
+        ticket.begin()
+        return ticket
+
     def run(self, record: RunRecord, loop: Callable[[RunRecord, int], None]) -> None:
-        """Run ``loop(record, generation)`` on a pooled thread, replacing it when a skill hangs."""
-        supervise(record, loop, self._pool, self._mark_hung)
+        """Run ``loop(record, generation)`` on a pooled thread, replacing it when a skill hangs,
+        and return when the run is over (re-raising what escaped the loop)."""
+        ticket = self.start(record, loop)
+        try:
+            while not ticket.wait(POLL_S):
+                ticket.check()
+        except BaseException:
+            # The caller was interrupted (Ctrl-C): stop the loop at its next event, then re-raise.
+            ticket.abandon()
+            raise
+        if ticket.error is not None:
+            raise ticket.error
 
     def _mark_hung(self, name: str, thread: threading.Thread) -> None:
         self._hung[name] = thread
-        log.warning("skill %s was still running at its timeout, deadline or cancel; its thread "
-                    "is abandoned", name)
+        log.warning(
+            "skill %s was still running at its timeout, deadline or cancel; its thread "
+            "is abandoned",
+            name,
+        )
 
 
-def supervise(
-    record: RunRecord,
-    loop: Callable[[RunRecord, int], None],
-    pool: WorkerPool,
-    mark_hung: Callable[[str, threading.Thread], None],
-) -> None:
-    """Run ``loop(record, generation)`` on a pooled thread, replacing it when a skill hangs."""
-    worker = pool.take()
-    worker.start(loop, record, 0)
-    try:
-        while not worker.wait(POLL_S):
-            overrun = record.in_skill
-            if overrun is None:
-                continue
-            # A skill is running: its timeout, the run's deadline and cancel all reach it, the
-            # last two whether or not the skill has a timeout of its own.
-            reason = record.interruption()
-            if reason is None and time.monotonic() < overrun[2]:
-                continue
-            with record.lock:
-                if record.in_skill is not overrun:
-                    continue  # the skill returned while we looked
-                record.generation += 1
-                record.in_skill = None
-                generation = record.generation
-            name, timeout, _, available = overrun
-            mark_hung(name, worker.thread)
-            worker.retire()
-            if reason is not None:
-                # The run is over: it ends interrupted, and no thread carries it on.
-                record.append(InterruptedObservation(reason=reason), generation)
-                return
-            record.append(
-                ToolErrorObservation(
-                    skill_name=name,
-                    error=f"skill {name!r} ran past its {timeout or 0:g} s timeout and was "
-                    "abandoned",
-                    available_skills=available,
-                ),
-                generation,
-            )
-            worker = pool.take()
-            worker.start(loop, record, generation)
-    except BaseException:
-        # The caller was interrupted (Ctrl-C): stop the loop at its next event, then re-raise.
+class RunTicket:
+    """One run on a pooled thread, and the watch over its skills.
+
+    Whoever started it calls :meth:`check` every :data:`POLL_S` or so until it is done: the
+    blocking ``Agent.run`` from its own thread, the daemon from its serving loop (so a run
+    costs the daemon no thread of its own to wait in). ``on_done(error)`` is called once, on
+    the thread that ends the run, after the pooled thread has been handed back.
+    """
+
+    def __init__(
+        self,
+        record: RunRecord,
+        loop: Callable[[RunRecord, int], None],
+        pool: WorkerPool,
+        mark_hung: Callable[[str, threading.Thread], None],
+        on_done: Callable[[BaseException | None], None] | None,
+    ) -> None:
+        self.record = record
+        self.error: BaseException | None = None
+        """What escaped the loop (a bug: the loop contains what skills raise), or None."""
+        self._loop = loop
+        self._pool = pool
+        self._mark_hung = mark_hung
+        self._on_done = on_done
+        self._worker: Worker | None = None
+        self._done = False
+        self._finished = threading.Lock()
+        self._finished.acquire()
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def begin(self) -> None:
+        self._worker = self._pool.take()
+        self._worker.start(self._body, self._worker, 0)
+
+    def wait(self, timeout: float) -> bool:
+        """True once the run is over; False if it is still going after ``timeout`` seconds."""
+        if not self._finished.acquire(timeout=timeout):
+            return False
+        self._finished.release()
+        return True
+
+    def check(self) -> None:
+        """Abandon a skill that overran its timeout (a fresh thread carries the run on), or
+        end the run if it was cancelled or its deadline passed while a skill ran."""
+        record = self.record
+        overrun = record.in_skill
+        if overrun is None or self._done:
+            return
+        # A skill is running: its timeout, the run's deadline and cancel all reach it, the
+        # last two whether or not the skill has a timeout of its own.
+        reason = record.interruption()
+        if reason is None and time.monotonic() < overrun[2]:
+            return
         with record.lock:
+            if record.in_skill is not overrun or self._done:
+                return  # the skill returned while we looked
             record.generation += 1
-        worker.retire()
-        raise
-    error = worker.error
-    pool.give_back(worker)
-    if error is not None:
-        raise error
+            record.in_skill = None
+            generation = record.generation
+        name, timeout, _, available = overrun
+        stuck = self._worker
+        if stuck is not None:
+            self._mark_hung(name, stuck.thread)
+            stuck.retire()
+        if reason is not None:
+            # The run is over: it ends interrupted, and no thread carries it on.
+            record.append(InterruptedObservation(reason=reason), generation)
+            if self._claim(generation):
+                self._end(None)
+            return
+        record.append(
+            ToolErrorObservation(
+                skill_name=name,
+                error=f"skill {name!r} ran past its {timeout or 0:g} s timeout and was abandoned",
+                available_skills=available,
+            ),
+            generation,
+        )
+        self._worker = worker = self._pool.take()
+        worker.start(self._body, worker, generation)
+
+    def abandon(self) -> None:
+        """Stop the loop at its next event; no ``on_done`` follows."""
+        with self.record.lock:
+            self.record.generation += 1
+            if self._done:
+                return
+            self._done = True
+        if self._worker is not None:
+            self._worker.retire()
+        self._finished.release()
+
+    def _body(self, worker: Worker, generation: int) -> None:
+        error: BaseException | None = None
+        try:
+            self._loop(self.record, generation)
+        except Superseded:
+            return  # an abandoned thread whose skill returned at last
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever ends the run
+            error = exc
+        if not self._claim(generation):
+            return
+        # Back in the pool before the run is announced over, so the next run starts on it.
+        self._pool.give_back(worker)
+        self._end(error)
+
+    def _claim(self, generation: int) -> bool:
+        """Mark the run over if ``generation`` still holds it; True if this call did."""
+        with self.record.lock:
+            if self._done or generation != self.record.generation:
+                return False
+            self._done = True
+            return True
+
+    def _end(self, error: BaseException | None) -> None:
+        self.error = error
+        if self._on_done is not None:
+            try:
+                self._on_done(error)
+            except Exception:
+                log.exception("a run's completion callback failed")
+        self._finished.release()

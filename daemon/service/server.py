@@ -1,12 +1,12 @@
-"""The serving loop: one ROUTER socket, a bounded queue, and one worker thread that runs the agent.
+"""The serving loop: one ROUTER socket, a bounded queue, one run at a time on the agent's thread.
 
 The loop owns the socket and never waits on the model, so ``status``, ``cancel`` and ``busy`` are
 answered at once while a run goes on. Every request gets exactly one final reply.
 
 The :class:`Server` owns its parts, each with its own state: the :class:`~.lifecycle.Lifecycle`,
-the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.worker.RunWorker`
+the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.worker.ModelLoader`
 and the :class:`~.handlers.RequestHandler`. It holds the loop, the runs' way from the queue to the
-worker and back, and shutdown.
+run thread and back (watching the run's skills), and shutdown.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import zmq
 from edge_agent.agent.loop import Agent
 from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
+from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
@@ -35,7 +36,15 @@ from edge_agent.service.router import RouterSocket, WakeUpPipe
 from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
-from edge_agent.service.worker import Finished, Loaded, LoadFailed, Message, RunWorker, Send
+from edge_agent.service.worker import (
+    Finished,
+    Loaded,
+    LoadFailed,
+    Message,
+    ModelLoader,
+    Send,
+    start_job,
+)
 from edge_agent.wire import PROTOCOL_VERSION, DaemonState
 
 log = logging.getLogger(__name__)
@@ -90,8 +99,12 @@ class Server:
             status=self.status_reply,
         )
         self._outbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
-        self._worker = RunWorker(self._load_agent, self._post)
+        self._loader = ModelLoader(self._load_agent, self._post)
+        self._agent: Agent | None = None
         self._model: ModelHandle | None = None
+        self._ticket: RunTicket | None = None
+        """The run on the agent's thread, from its start until its reply, or past shutdown's
+        bound while it has not returned."""
         self.counts: collections.Counter[str] = collections.Counter()
         """``runs_finished`` and ``outcome_<outcome>``."""
 
@@ -124,8 +137,10 @@ class Server:
 
     @property
     def worker_alive(self) -> bool:
-        """True while the run thread is still inside a run (one that overran the shutdown bound)."""
-        return self._worker.is_alive()
+        """True while the model is still loading, or a run has not returned (one that overran
+        the shutdown bound)."""
+        ticket = self._ticket
+        return self._loader.is_alive() or (ticket is not None and not ticket.done)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -142,7 +157,7 @@ class Server:
         next_watchdog = time.monotonic()
         next_extend = time.monotonic()
         notifier.status(f"loading model {self.options.model_spec}")
-        self._worker.start()
+        self._loader.start()
         try:
             while True:
                 now = time.monotonic()
@@ -169,12 +184,15 @@ class Server:
                     elif item is not connections.socket:
                         self._wakeup.drain()
                 self._read_outbox()
+                if self._ticket is not None:
+                    self._ticket.check()
                 # Every pass, not only when the monitor is readable: sends read its events too
                 # (to check a run's connection), and the cap must follow them.
                 connections.drain(self.runs.owners())
         finally:
-            self._worker.inbox.put(None)
-            self._worker.join(timeout=1.0)
+            self._loader.join(timeout=1.0)
+            if self._agent is not None:
+                self._agent.close()
             lifecycle.move("stopped")
             notifier.status("stopped")
             self.close()
@@ -191,6 +209,8 @@ class Server:
             moments.append(queued_deadline)
         if self.lifecycle.stopping:
             moments.append(now + 0.05)
+        if self._ticket is not None and not self._ticket.done:
+            moments.append(now + POLL_S)  # the run's skills are watched from here
         return max(0.0, min(moments) - now)
 
     # -- status -------------------------------------------------------------------------------
@@ -271,11 +291,19 @@ class Server:
             )
 
     def _dispatch(self) -> None:
-        if self.lifecycle.phase != "ready":
+        agent = self._agent
+        if self.lifecycle.phase != "ready" or agent is None:
             return
+        if self._ticket is not None and not self._ticket.done:
+            return  # a run shutdown gave up on has not returned: the model is still in use
         job = self.runs.start_next()
-        if job is not None:
-            self._worker.inbox.put(job)
+        if job is None:
+            return
+        try:
+            self._ticket = start_job(agent, job, self._post)
+        except Exception:
+            log.exception("run %s could not start", job.request_id)
+            self._post(Finished(job, None, None, "the run could not start"))
 
     def _post(self, message: Message) -> None:
         """The run thread's only way to the loop."""
@@ -283,7 +311,7 @@ class Server:
         self._wakeup.wake()
 
     def _load_agent(self) -> Agent:
-        """Runs on the run thread, first."""
+        """Runs on the loading thread."""
         model = self.options.load_model()
         # A bare model (only ``generate``) has no ``info``: read it through the full protocol.
         guidance = guidance_for(self.settings.model.strategy, full_handle(model))
@@ -310,6 +338,7 @@ class Server:
                     self._load_failed(error, config=config)
 
     def _loaded(self, agent: Agent) -> None:
+        self._agent = agent
         self._model = agent.handle
         if self.lifecycle.stopping:
             return
@@ -338,6 +367,7 @@ class Server:
         if job is not self.runs.running:
             return  # already answered `shutting_down` when it overran the shutdown bound
         self.runs.running = None
+        self._ticket = None
         if message.payload is None:
             self.replies.fail(
                 job.envelope,

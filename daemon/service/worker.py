@@ -1,6 +1,9 @@
-"""The one thread that owns the model: it loads it, then runs queued requests one at a time.
+"""A run's way off the serving loop: the thread that loads the model, and each job's run.
 
-It never touches a ZeroMQ socket. Everything it has to say goes into the outbox as packed bytes,
+A job runs on the agent's own run thread (:meth:`Agent.start`), one at a time, and the serving
+loop watches its skills: the run needs no thread of its own to wait in, so a request crosses
+threads only twice, to the run and back (docs/design.md, "Threads"). Neither the loading thread nor
+a run touches a ZeroMQ socket. Everything they have to say goes into the outbox as packed bytes,
 and a byte on the wake-up pipe tells the serving loop to look.
 """
 
@@ -8,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +24,7 @@ from edge_agent.agent.events import (
     InterruptedObservation,
 )
 from edge_agent.agent.loop import Agent
+from edge_agent.agent.supervision import RunTicket
 from edge_agent.agent.workflow import Workflow
 from edge_agent.model.gguf import ModelLoadError
 from edge_agent.wire import PROTOCOL_VERSION, EventReply, encode
@@ -116,14 +119,13 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-class RunWorker(threading.Thread):
-    """Loads the model with ``load``, then runs each Job put in ``inbox``; ``None`` ends it."""
+class ModelLoader(threading.Thread):
+    """Loads the model with ``load`` and posts :class:`Loaded` or :class:`LoadFailed`."""
 
     def __init__(self, load: Callable[[], Agent], post: Callable[[Message], None]) -> None:
-        super().__init__(name="edge-agent-run", daemon=True)
+        super().__init__(name="edge-agent-load", daemon=True)
         self._load = load
         self._post = post
-        self.inbox: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
 
     def run(self) -> None:
         try:
@@ -136,43 +138,49 @@ class RunWorker(threading.Thread):
             self._post(LoadFailed(f"{type(exc).__name__}: {exc}"))
             return
         self._post(Loaded(agent))
-        while (job := self.inbox.get()) is not None:
-            self._post(self._execute(agent, job))
 
-    def _execute(self, agent: Agent, job: Job) -> Finished:
-        job.started = started = time.monotonic()
-        agent.handle.reset()
 
-        def on_event(event: Event) -> None:
-            if job.stream:
-                reply = EventReply(
-                    id=job.request_id,
-                    seq=job.events_sent,
-                    event=EVENT_ADAPTER.dump_python(event, mode="json"),
+def start_job(agent: Agent, job: Job, post: Callable[[Message], None]) -> RunTicket:
+    """Start ``job`` on the agent's run thread. Its events (if it streams) and then its one
+    final reply are posted; the caller calls the ticket's ``check()`` until it is done."""
+    job.started = started = time.monotonic()
+    agent.handle.reset()
+
+    def on_event(event: Event) -> None:
+        if job.stream:
+            reply = EventReply(
+                id=job.request_id,
+                seq=job.events_sent,
+                event=EVENT_ADAPTER.dump_python(event, mode="json"),
+            )
+            job.events_sent += 1
+            post(Send(job, encode(reply)))
+
+    def on_done(state: AgentState, error: BaseException | None) -> None:
+        # The run gets its one final reply, whatever escaped (the loop already contains what
+        # skills raise).
+        if error is None:
+            try:
+                reply = run_result(
+                    job, state, queued_s=started - job.received, run_s=time.monotonic() - started
                 )
-                job.events_sent += 1
-                self._post(Send(job, encode(reply)))
+                post(Finished(job, encode(reply), state.outcome))
+                return
+            except Exception as exc:  # noqa: BLE001 - logged below and answered `internal`
+                error = exc
+        log.error("run %s failed", job.request_id, exc_info=error)
+        post(Finished(job, None, None, type(error).__name__))
 
-        try:
-            state = agent.run(
-                job.workflow or job.query,
-                query=job.query if job.workflow else None,
-                max_iterations=job.max_iterations,
-                max_retries=job.max_retries,
-                deadline=job.deadline,
-                should_stop=job.cancelled.is_set,
-                on_event=on_event,
-            )
-            reply = run_result(
-                job, state, queued_s=started - job.received, run_s=time.monotonic() - started
-            )
-            payload = encode(reply)
-        except BaseException as exc:
-            # The run gets its one final reply, and this thread serves the next run, whatever
-            # escaped (the loop already contains what skills raise).
-            log.exception("run %s failed", job.request_id)
-            return Finished(job, None, None, f"{type(exc).__name__}")
-        return Finished(job, payload, state.outcome)
+    return agent.start(
+        job.workflow or job.query,
+        query=job.query if job.workflow else None,
+        max_iterations=job.max_iterations,
+        max_retries=job.max_retries,
+        deadline=job.deadline,
+        should_stop=job.cancelled.is_set,
+        on_event=on_event,
+        on_done=on_done,
+    )
 
 
 __all__ = [
@@ -181,8 +189,9 @@ __all__ = [
     "LoadFailed",
     "Loaded",
     "Message",
-    "RunWorker",
+    "ModelLoader",
     "Send",
     "interrupted_result",
     "run_result",
+    "start_job",
 ]
