@@ -27,6 +27,22 @@ import zmq
 
 log = logging.getLogger("edge_agent.service.server")
 
+# pyzmq's flags are enum members, and every `|` or `&` on them builds a new one: the hot paths
+# (a few sends and reads per request) use their plain int values.
+EVENTS, POLLIN, NOBLOCK, SNDMORE = (
+    int(zmq.EVENTS),
+    int(zmq.POLLIN),
+    int(zmq.NOBLOCK),
+    int(zmq.SNDMORE),
+)
+
+
+def readable(sock: zmq.Socket[bytes]) -> bool:
+    """Whether a message waits on ``sock``: asking costs a third of the zmq.Again that reading
+    an empty socket raises (pyzmq builds an exception for it)."""
+    events = sock.getsockopt(EVENTS)
+    return isinstance(events, int) and bool(events & POLLIN)
+
 FD_RESERVE = 64
 """Fds kept for everything but client connections: the model file, skills, MQTT, libzmq's own."""
 MONITOR_ENDPOINT = "inproc://edge-agent-connections"
@@ -155,9 +171,9 @@ class Connections:
         """Read every waiting accept and disconnect."""
         # Asked every pass of the loop and before each reply: asking whether an event waits
         # costs a third of the zmq.Again that reading an empty socket raises.
-        while int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+        while readable(self.socket):
             try:
-                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+                frames = self.socket.recv_multipart(NOBLOCK)
             except zmq.Again:
                 return
             event, fd = monitor_event(frames)
@@ -233,4 +249,4 @@ class Connections:
         self.socket.close(linger=0)
 
 
-__all__ = ["Connections", "connection_cap", "local_name", "raise_fd_limit"]
+__all__ = ["Connections", "connection_cap", "local_name", "raise_fd_limit", "readable"]

@@ -15,7 +15,13 @@ from typing import Any
 import zmq
 
 from edge_agent.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
-from edge_agent.service.connections import Connections, connection_cap
+from edge_agent.service.connections import (
+    NOBLOCK,
+    SNDMORE,
+    Connections,
+    connection_cap,
+    readable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +130,13 @@ class RouterSocket:
         """The next waiting message, or None."""
         # Asking first costs a third of the zmq.Again that reading an empty socket raises (pyzmq
         # builds an exception for it), and the loop reads until empty on every wake.
-        if not int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+        sock = self.socket
+        if not readable(sock):
             return None
         try:
-            parts = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            parts = [sock.recv(NOBLOCK, copy=False)]
+            while parts[-1].more:
+                parts.append(sock.recv(NOBLOCK, copy=False))
         except zmq.Again:
             return None
         try:
@@ -140,8 +149,12 @@ class RouterSocket:
         return [part.bytes for part in parts]
 
     def send(self, envelope: list[bytes], payload: bytes) -> bool:
+        sock = self.socket
         try:
-            self.socket.send_multipart([*envelope, payload], zmq.NOBLOCK)
+            # A multipart message leaves whole or not at all: only its first frame can fail.
+            for frame in envelope:
+                sock.send(frame, NOBLOCK | SNDMORE)
+            sock.send(payload, NOBLOCK)
         except zmq.ZMQError as exc:
             self.dropped += 1
             log.debug("reply dropped: %s", exc)
