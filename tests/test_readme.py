@@ -397,6 +397,33 @@ def test_the_protocols_shell_client(
     assert branches <= {v for k, v in vars(cli).items() if k.startswith("EXIT_")}
 
 
+def test_the_protocols_python_client(tmp_path: Path, daemon_process: Callable[..., Any]) -> None:
+    """docs/protocol.md's pyzmq + msgpack sketch, run as written against a daemon: only the
+    socket path changes. It streams the run's events, then prints the outcome and answer."""
+    text = (REPO / "docs" / "protocol.md").read_text(encoding="utf-8")
+    found = re.search(r"### Python \(pyzmq \+ msgpack.*?\n```python\n(.*?)```", text, re.S)
+    assert found is not None, "the protocol page lost its Python client"
+    code = found.group(1)
+    assert code.count("ipc:///run/edge-agent/agent.sock") == 1
+    mock = tmp_path / "mock.json"
+    replies = [{"skill_name": "now", "arguments": {}}, {"final_answer": "It is warm."}]
+    mock.write_text(json.dumps([json.dumps(reply) for reply in replies]), encoding="utf-8")
+    endpoint = f"ipc://{tmp_path}/agent.sock"
+    with daemon_process(["--model", f"mock:{mock}"], endpoint):
+        done = subprocess.run(
+            [sys.executable, "-c", code.replace("ipc:///run/edge-agent/agent.sock", endpoint)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "answered It is warm."
+    assert lines[0] == "event: CallSkillAction"
+    assert "event: FinalAnswerAction" in lines
+
+
 def test_make_run_serves_where_the_client_looks(
     shell: Callable[..., Shell], tmp_path: Path
 ) -> None:
