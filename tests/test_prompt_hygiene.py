@@ -75,7 +75,12 @@ def template_controls(prompt: str) -> list[str]:
 def test_the_vocabulary_defines_the_control_tokens_and_the_format_keeps_only_its_markers(
     model: LlamaModel, control_ids: dict[int, str]
 ) -> None:
-    assert set(model._runtime.control_tokens()) == set(control_ids.values())
+    # What the tokenizer finds in a text is exactly the vocabulary's control tokens in it: all
+    # of them at once, each in ordinary text, and none in text that holds none.
+    every = list(control_ids.values())
+    assert set(model._runtime.control_tokens_in(every)) == set(every)
+    assert model._runtime.control_tokens_in([f"a {HOSTILE} b"]) == HOSTILE.split()
+    assert model._runtime.control_tokens_in(["<start_of_turn user>", "<end of turn>", ""]) == []
     for text in HOSTILE.split():
         assert text in control_ids.values()
     assert len(control_ids) > 6000  # the <unused…> tokens too, not a hand-written list

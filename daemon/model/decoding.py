@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from edge_agent.agent.events import Usage
 from edge_agent.agent.protocol import Completion
@@ -75,7 +75,7 @@ def decode_reply(
     sampler: Sampler,
     grammar: ActionGrammar | None,
     *,
-    end_tokens: frozenset[int],
+    end_tokens: Container[int],
     stops: tuple[str, ...],
     cap: int,
     temperature: float | None,

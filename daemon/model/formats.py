@@ -160,11 +160,9 @@ def format_from_template(
     )
 
 
-def turn_markers(fmt: ChatFormat, control_tokens: Iterable[str]) -> tuple[str, ...]:
-    """The control tokens (from the model's vocabulary) that the format's own turn markers hold,
-    such as ``<start_of_turn>``: the only control tokens a prompt may contain (docs/design.md,
-    "Decisions": prompt hygiene)."""
-    texts = [
+def format_texts(fmt: ChatFormat) -> list[str]:
+    """Every text the format itself writes into a prompt: its turn markers and stop strings."""
+    return [
         fmt.system_prefix or "",
         fmt.system_suffix,
         fmt.user_prefix,
@@ -173,6 +171,13 @@ def turn_markers(fmt: ChatFormat, control_tokens: Iterable[str]) -> tuple[str, .
         fmt.model_suffix,
         *fmt.stop,
     ]
+
+
+def turn_markers(fmt: ChatFormat, control_tokens: Iterable[str]) -> tuple[str, ...]:
+    """The control tokens (from the model's vocabulary) that the format's own turn markers hold,
+    such as ``<start_of_turn>``: the only control tokens a prompt may contain (docs/design.md,
+    "Decisions": prompt hygiene)."""
+    texts = format_texts(fmt)
     return tuple(
         dict.fromkeys(token for token in control_tokens if token and any(token in t for t in texts))
     )

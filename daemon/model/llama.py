@@ -26,7 +26,7 @@ from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError
 from edge_agent.model.constrained import ActionGrammar, GrammarCache
 from edge_agent.model.decoding import Reply, completion, decode_reply, forced_run
 from edge_agent.model.embedded import default_model_path
-from edge_agent.model.formats import choose_format, turn_markers
+from edge_agent.model.formats import choose_format, format_texts, turn_markers
 from edge_agent.model.gguf import ModelLoadError, read_gguf
 from edge_agent.model.kvcache import KVCache
 from edge_agent.model.prefixstate import PrefixState, file_identity, llama_build
@@ -105,7 +105,7 @@ class LlamaModel:
         # Prompt hygiene (docs/design.md, "Decisions"): of all the control tokens in the
         # vocabulary only the format's own turn markers are read as such in a prompt, and the
         # same text written by anyone else (a question, a result, the reply) is defused.
-        self._markers = turn_markers(fmt, self._runtime.control_tokens())
+        self._markers = turn_markers(fmt, self._runtime.control_tokens_in(format_texts(fmt)))
         self.chat_format: ChatFormat = dataclasses.replace(fmt, reserved=self._markers)
         self._cache = KVCache(self._runtime)
         self._side = SideTexts(self._runtime)
