@@ -699,3 +699,28 @@ def test_start_hands_what_escaped_the_loop_to_on_done() -> None:
     assert len(done) == 1
     assert isinstance(done[0], LookupError)
     assert isinstance(ticket.error, LookupError)
+
+
+def test_a_skill_that_hung_under_one_agent_is_not_started_again_by_another() -> None:
+    threading = __import__("threading")
+    registry = Registry()
+    release = threading.Event()
+    started: list[int] = []
+
+    @registry.skill(timeout=0.2)
+    def hang() -> str:
+        """Never returns in time."""
+        started.append(1)
+        release.wait(10)
+        return "late"
+
+    calls = ['{"skill_name": "hang"}', ANSWER]
+    try:
+        first = Agent(MockModel(calls), registry).run("q")
+        # A new agent on the same registry, as a script that builds one per question does.
+        second = Agent(MockModel(calls), registry).run("q")
+    finally:
+        release.set()
+    assert "timeout" in first.stream[1].error  # type: ignore[union-attr]
+    assert "still running" in second.stream[1].error  # type: ignore[union-attr]
+    assert len(started) == 1  # one stuck thread, not one per agent

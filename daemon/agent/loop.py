@@ -86,13 +86,14 @@ class Agent:
             raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
         self.handle: ModelHandle = full_handle(self.model)
         """The model with the whole ModelHandle protocol: the bare ones get its defaults."""
-        self.supervisor = Supervisor()
-        """This agent's run threads, and its skills that hung."""
+        if not isinstance(self.registry, Registry):
+            raise TypeError(f"registry must be a Registry, not {type(self.registry).__name__}")
+        self.supervisor: Supervisor = self.registry.supervisor
+        """The run threads and the skills that hung: the registry's, shared with every agent on
+        it."""
         self._systems: dict[
             tuple[int, Soul | None, Workflow | None], tuple[str, dict[str, None]]
         ] = {}
-        if not isinstance(self.registry, Registry):
-            raise TypeError(f"registry must be a Registry, not {type(self.registry).__name__}")
         if self.guidance is not None and not isinstance(self.guidance, Guidance):
             raise TypeError(f"guidance must be a Guidance, not {type(self.guidance).__name__}")
         if self.soul is not None and not isinstance(self.soul, Soul):
@@ -100,7 +101,8 @@ class Agent:
         check_count("max_result_chars", self.max_result_chars, 64)
 
     def close(self) -> None:
-        """Stop this agent's idle run threads (they also end when the agent is collected)."""
+        """Stop the idle run threads (the registry's; a later run starts a new one). They also
+        end when the registry is collected."""
         self.supervisor.close()
 
     # -- the prompt ---------------------------------------------------------------------------

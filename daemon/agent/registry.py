@@ -17,6 +17,8 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from edge_agent.agent.supervision import Supervisor
+
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -132,9 +134,13 @@ def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]
 
 
 class Registry:
-    """The skills an agent may call, by name."""
+    """The skills an agent may call, by name, and the threads their runs execute on."""
 
     def __init__(self) -> None:
+        self.supervisor = Supervisor()
+        """Run threads and the skill calls that hung, shared by every agent on this registry: a
+        skill that hung under one agent is not started again by another, and a new agent runs on
+        an idle thread instead of starting one (docs/design.md, "Threads")."""
         self._skills: dict[str, SkillSpec] = {}
         self._version = 0
         self._lock = threading.Lock()

@@ -90,12 +90,12 @@ class RunRecord:
 
 
 class Supervisor:
-    """An agent's run threads, and the skills whose abandoned calls have not returned yet."""
+    """A registry's run threads, and its skills whose abandoned calls have not returned yet."""
 
     def __init__(self) -> None:
         self._pool = WorkerPool()
         self._hung: dict[str, threading.Thread] = {}
-        # Idle run threads end with their agent, not at interpreter exit.
+        # Idle run threads end with their registry, not at interpreter exit.
         self._finalizer = weakref.finalize(self, self._pool.close)
 
     def check_free(self, name: str) -> None:

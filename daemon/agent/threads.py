@@ -57,23 +57,28 @@ class Worker:
 
 
 class WorkerPool:
-    """Idle workers kept for the next run; a retired (stuck) worker never comes back."""
+    """Idle workers kept for the next run; a retired (stuck) worker never comes back. Agents on
+    one registry share it, from any thread."""
 
     def __init__(self) -> None:
         self._idle: list[Worker] = []
+        self._lock = threading.Lock()
 
     def take(self) -> Worker:
-        try:
-            return self._idle.pop()
-        except IndexError:
-            return Worker()
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return Worker()
 
     def give_back(self, worker: Worker) -> None:
-        if worker.retired or len(self._idle) >= _MAX_IDLE:
-            worker.retire()
-        else:
-            self._idle.append(worker)
+        with self._lock:
+            if not worker.retired and len(self._idle) < _MAX_IDLE:
+                self._idle.append(worker)
+                return
+        worker.retire()
 
     def close(self) -> None:
-        while self._idle:
-            self._idle.pop().retire()
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.retire()
