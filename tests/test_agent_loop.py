@@ -613,11 +613,11 @@ def test_start_reports_the_finished_run_once_and_reuses_its_thread() -> None:
     registry = Registry()
     registry.add(lambda: 48.5, name="cpu_temperature", timeout=None)
     agent = Agent(MockModel([CALL_CPU, ANSWER, CALL_CPU, ANSWER]), registry)
-    done: list[tuple[AgentState, BaseException | None, str]] = []
     threading = __import__("threading")
+    done: list[tuple[AgentState, BaseException | None, Any]] = []
 
     def on_done(state: AgentState, error: BaseException | None) -> None:
-        done.append((state, error, threading.current_thread().name))
+        done.append((state, error, threading.current_thread()))
 
     first = agent.start("How hot is it?", on_done=on_done)
     _watch(first)
@@ -627,8 +627,10 @@ def test_start_reports_the_finished_run_once_and_reuses_its_thread() -> None:
         ("answered", "It is 48.5 °C.", None),
         ("answered", "It is 48.5 °C.", None),
     ]
-    # Both ran on the agent's pooled thread, the same one: a run costs no new thread.
-    assert done[0][2] == done[1][2] == "edge-agent-run-loop"
+    # Both ran on the same pooled thread, not this one: a run costs no new thread.
+    assert done[0][2] is done[1][2]
+    assert done[0][2] is not threading.current_thread()
+    assert done[0][2].name == "edge-agent-run-loop"
     assert first.done and second.done
 
 
@@ -724,3 +726,46 @@ def test_a_skill_that_hung_under_one_agent_is_not_started_again_by_another() -> 
     assert "timeout" in first.stream[1].error  # type: ignore[union-attr]
     assert "still running" in second.stream[1].error  # type: ignore[union-attr]
     assert len(started) == 1  # one stuck thread, not one per agent
+
+
+def test_start_ends_the_run_with_the_error_when_the_hand_over_breaks() -> None:
+    threading = __import__("threading")
+    registry = Registry()
+    release = threading.Event()
+
+    @registry.skill(timeout=0.2)
+    def hang() -> str:
+        """Never returns in time."""
+        release.wait(10)
+        return "late"
+
+    def listener(event: Any) -> None:
+        if isinstance(event, ToolErrorObservation):
+            raise LookupError("the event hook broke during the hand-over")
+
+    done: list[BaseException | None] = []
+    agent = Agent(MockModel(['{"skill_name": "hang"}', ANSWER]), registry)
+    try:
+        ticket = agent.start(
+            "q", on_event=listener, on_done=lambda state, error: done.append(error)
+        )
+        _watch(ticket)  # check() itself never raises
+    finally:
+        release.set()
+    assert len(done) == 1
+    assert isinstance(done[0], LookupError)
+
+
+def test_a_completion_callback_that_raises_does_not_cost_the_next_run_its_thread() -> None:
+    registry = Registry()
+    agent = Agent(MockModel([ANSWER, ANSWER]), registry)
+
+    def exits(state: AgentState, error: BaseException | None) -> None:
+        raise SystemExit("a callback that exits")
+
+    first = agent.start("q", on_done=exits)
+    _watch(first)
+    answers: list[str | None] = []
+    second = agent.start("q", on_done=lambda state, error: answers.append(state.final_answer))
+    _watch(second)
+    assert answers == ["It is 48.5 °C."]

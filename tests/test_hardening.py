@@ -125,6 +125,48 @@ def test_deadline_and_cancel_reach_a_skill_with_no_timeout(reason: str) -> None:
     assert seen == types(state)
 
 
+def test_the_serving_loop_times_out_a_skill_and_the_run_streams_on(
+    context: zmq.Context[Any],
+) -> None:
+    """Over real sockets: the serving loop watches the run's skills. A skill past its timeout
+    is abandoned there, and a fresh run thread carries the run on to its answer; the events
+    stream in order, the timeout's among them, and the next run is served."""
+    release = threading.Event()
+    registry = Registry()
+
+    @registry.skill(timeout=0.3)
+    def slow_sensor() -> str:
+        """Reads a sensor that has stopped answering."""
+        release.wait(60)
+        return "late"
+
+    peer: Peer | None = None
+    try:
+        with running_server([call("slow_sensor"), ANSWER], registry=registry) as (_, endpoint):
+            peer = Peer(context, endpoint)
+            peer.send(run_request(id="r1", stream=True))
+            replies = peer.until_final(30)
+            events = [reply for reply in replies if reply["kind"] == "event"]
+            assert [e["seq"] for e in events] == list(range(len(events)))
+            assert [e["event"]["type"] for e in events] == [
+                "CallSkillAction", "ToolErrorObservation", "FinalAnswerAction",
+            ]
+            assert "timeout" in events[1]["event"]["error"]
+            final = replies[-1]
+            assert (final["kind"], final["id"], final["outcome"]) == ("result", "r1", "answered")
+            assert [e["type"] for e in final["state"]["events"]] == [
+                e["event"]["type"] for e in events
+            ]
+            peer.send(run_request(id="r2"))
+            later = peer.until_final(30)[-1]
+            assert (later["kind"], later["id"], later["outcome"]) == ("result", "r2", "answered")
+            assert "still running" in later["state"]["events"][1]["error"]
+    finally:
+        release.set()
+        if peer is not None:
+            peer.close()
+
+
 @pytest.mark.parametrize("wedge", ["KeyboardInterrupt", "GeneratorExit", "deadline", "cancel"])
 def test_runs_are_answered_after_wedging_skills(context: zmq.Context[Any], wedge: str) -> None:
     """Over real sockets: a skill raises a BaseException, or hangs with no timeout until its

@@ -432,6 +432,66 @@ def test_a_run_that_ignores_interruption_is_answered_shutting_down_within_the_bo
         release.set()
 
 
+def test_shutdown_cancels_a_run_whose_skill_hangs_and_leaves_no_run_behind(
+    context, peers
+) -> None:
+    """Shutdown's cancel reaches a skill with no timeout through the serving loop's watch: the
+    client gets its run back interrupted, and no run is left for exit to wait on."""
+    from edge_agent import Registry
+
+    release, entered = threading.Event(), threading.Event()
+    registry = Registry()
+
+    @registry.skill(timeout=None)
+    def hang() -> str:
+        """Never returns until the test ends."""
+        entered.set()
+        release.wait(60)
+        return "late"
+
+    try:
+        replies = [call("hang"), ANSWER]
+        with running_server(replies, registry=registry, config=QUICK_STOP) as (server, endpoint):
+            dealer = open_peer(context, peers, endpoint)
+            dealer.send(run_request(id="hung"))
+            assert entered.wait(10)
+            assert server.worker_alive
+            server.stop()
+            reply = dealer.recv(10)
+            assert (reply["kind"], reply["id"], reply["outcome"]) == ("result", "hung", "interrupted")
+            assert reply["state"]["events"][-1] == {
+                "type": "InterruptedObservation", "reason": "cancelled",
+            }
+        assert not server.worker_alive
+    finally:
+        release.set()
+
+
+def test_a_run_that_cannot_start_is_answered_internal_and_the_next_one_is_served(
+    context, peers
+) -> None:
+    from edge_agent import MockModel
+
+    class ResetsBadlyOnce(MockModel):
+        failed = False
+
+        def reset(self) -> None:
+            if not self.failed:
+                self.failed = True
+                raise OSError("the model's device went away")
+            super().reset()
+
+    model = ResetsBadlyOnce([ANSWER])
+    with running_server(load=lambda: model) as (_, endpoint):
+        dealer = open_peer(context, peers, endpoint)
+        dealer.send(run_request(id="first"))
+        first = dealer.until_final(10)[-1]
+        assert (first["kind"], first["id"], first["code"]) == ("error", "first", "internal")
+        dealer.send(run_request(id="second"))
+        second = dealer.until_final(10)[-1]
+        assert (second["kind"], second["id"], second["outcome"]) == ("result", "second", "answered")
+
+
 def test_undeliverable_replies_are_counted_not_lost_silently(context, peers) -> None:
     with running_server([{"text": ANSWER, "delay_s": 0.2}]) as (server, endpoint):
         leaver = Peer(context, endpoint)

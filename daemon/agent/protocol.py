@@ -53,7 +53,8 @@ class ModelHandle(Protocol):
         ...
 
     def reset(self) -> None:
-        """Forget per-run state before a new run (a script starts over; a cache is kept)."""
+        """Forget per-run state before a new run (a script starts over; a cache is kept). It must
+        return at once: the daemon calls it on its serving loop as it starts each run."""
         ...
 
     def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:

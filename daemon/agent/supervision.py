@@ -193,7 +193,15 @@ class RunTicket:
 
     def check(self) -> None:
         """Abandon a skill that overran its timeout (a fresh thread carries the run on), or
-        end the run if it was cancelled or its deadline passed while a skill ran."""
+        end the run if it was cancelled or its deadline passed while a skill ran. Never raises:
+        what breaks on the way (a ``should_stop`` or ``on_event`` that raises, no thread to be
+        had) ends the run with that error, so the watcher itself carries on."""
+        try:
+            self._check()
+        except BaseException as exc:  # noqa: BLE001 - handed to on_done as the run's error
+            self._fail(exc)
+
+    def _check(self) -> None:
         record = self.record
         overrun = record.in_skill
         if overrun is None or self._done:
@@ -231,6 +239,19 @@ class RunTicket:
         self._worker = worker = self._pool.take()
         worker.start(self._body, worker, generation)
 
+    def _fail(self, error: BaseException) -> None:
+        """End the run with ``error``: no thread carries it on."""
+        with self.record.lock:
+            if self._done:
+                return
+            self.record.generation += 1
+            self.record.in_skill = None
+            generation = self.record.generation
+        if self._worker is not None:
+            self._worker.retire()
+        if self._claim(generation):
+            self._end(error)
+
     def abandon(self) -> None:
         """Stop the loop at its next event; no ``on_done`` follows."""
         with self.record.lock:
@@ -266,9 +287,10 @@ class RunTicket:
 
     def _end(self, error: BaseException | None) -> None:
         self.error = error
-        if self._on_done is not None:
-            try:
+        try:
+            if self._on_done is not None:
                 self._on_done(error)
-            except Exception:
-                log.exception("a run's completion callback failed")
-        self._finished.release()
+        except BaseException:  # logged; the run is over all the same
+            log.exception("a run's completion callback failed")
+        finally:
+            self._finished.release()

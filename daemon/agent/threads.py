@@ -9,9 +9,12 @@ and an event.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _MAX_IDLE = 4
 
@@ -39,7 +42,12 @@ class Worker:
             if job is None:
                 return
             function, args = job
-            function(*args)
+            try:
+                function(*args)
+            except BaseException:  # logged; the thread ends and is never handed out again
+                self.retired = True
+                log.exception("a run thread's job failed")
+                return
             if self.retired:
                 return
 
@@ -66,8 +74,10 @@ class WorkerPool:
 
     def take(self) -> Worker:
         with self._lock:
-            if self._idle:
-                return self._idle.pop()
+            while self._idle:
+                worker = self._idle.pop()
+                if not worker.retired and worker.thread.is_alive():
+                    return worker
         return Worker()
 
     def give_back(self, worker: Worker) -> None:

@@ -185,7 +185,7 @@ class Server:
                         self._wakeup.drain()
                 self._read_outbox()
                 if self._ticket is not None:
-                    self._ticket.check()
+                    self._ticket.check()  # never raises: a failure ends the run with an error
                 # Every pass, not only when the monitor is readable: sends read its events too
                 # (to check a run's connection), and the cap must follow them.
                 connections.drain(self.runs.owners())
@@ -294,8 +294,6 @@ class Server:
         agent = self._agent
         if self.lifecycle.phase != "ready" or agent is None:
             return
-        if self._ticket is not None and not self._ticket.done:
-            return  # a run shutdown gave up on has not returned: the model is still in use
         job = self.runs.start_next()
         if job is None:
             return
