@@ -3,6 +3,7 @@ counters."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,9 +53,29 @@ def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
     """The ``model`` of a status reply: its spec, and what the loaded model says of itself."""
     described: dict[str, Any] = {"spec": spec}
     if model is not None:
+        info = model.info
         # Whatever the handle reports must survive msgpack: paths and the like become strings.
-        described.update(to_jsonable(model.info))
+        # A flat map of plain values (the usual case, asked on every status) is taken as it is.
+        described.update(info if _plain(info) else to_jsonable(info))
     return described
+
+
+def _plain(info: Mapping[str, Any]) -> bool:
+    for key, value in info.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        kind = type(value)
+        if value is None or kind is bool:
+            continue
+        if kind is str:
+            if not value.isascii():
+                return False
+        elif kind is int:
+            if not -(2**63) <= value < 2**64:
+                return False
+        elif kind is not float or not math.isfinite(value):
+            return False
+    return isinstance(info, dict)
 
 
 __all__ = ["counter_report", "model_info", "skill_entries"]
