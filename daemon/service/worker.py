@@ -1,6 +1,6 @@
 """A run's way off the serving loop: the thread that loads the model, and each job's run.
 
-A job runs on the agent's own run thread (:meth:`Agent.start`), one at a time, and the serving
+A job runs on a pooled run thread (:meth:`Agent.start`), one at a time, and the serving
 loop watches its skills: the run needs no thread of its own to wait in, so a request crosses
 threads only twice, to the run and back (docs/design.md, "Threads"). Neither the loading thread nor
 a run touches a ZeroMQ socket. Everything they have to say goes into the outbox as packed bytes,
@@ -141,7 +141,7 @@ class ModelLoader(threading.Thread):
 
 
 def start_job(agent: Agent, job: Job, post: Callable[[Message], None]) -> RunTicket:
-    """Start ``job`` on the agent's run thread. Its events (if it streams) and then its one
+    """Start ``job`` on a pooled run thread. Its events (if it streams) and then its one
     final reply are posted; the caller calls the ticket's ``check()`` until it is done."""
     job.started = started = time.monotonic()
     agent.handle.reset()
