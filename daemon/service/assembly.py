@@ -27,7 +27,8 @@ MOCK_PREFIX = "mock:"
 
 
 def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
-    """A loader for ``spec`` (``default``, a GGUF path, or ``mock:FILE``), run in the worker.
+    """A loader for ``spec`` (``default``, a GGUF path, or ``mock:FILE``), run on the loading
+    thread.
 
     A ``mock:`` file is read here, at once, so a bad script stops the daemon before it binds; so
     is a GGUF file's header (missing, unreadable, not GGUF, truncated), and for ``default`` the
@@ -65,8 +66,8 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
 def check_embedded_model() -> None:
     """ConfigError unless the ``default-model`` extra is installed, every chunk package and file.
 
-    Only the packages are looked at (no hashing, no joining): the worker assembles and checks the
-    model itself while the daemon already answers ``loading``.
+    Only the packages are looked at (no hashing, no joining): the loading thread assembles and
+    checks the model itself while the daemon already answers ``loading``.
     """
     from edge_agent.model.embedded import EXTRA_HINT, PACKAGE  # noqa: PLC0415
 

@@ -274,7 +274,7 @@ class Server:
         answered = self.counts["runs_finished"]
         return f"{self._state()}; {len(self.runs)} queued; {answered} runs answered"
 
-    # -- runs: from the queue to the worker and back ------------------------------------------
+    # -- runs: from the queue to a run thread and back ----------------------------------------
 
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
