@@ -61,6 +61,20 @@ def sample_registry() -> Registry:
     return registry
 
 
+def hanging_registry(release: threading.Event, entered: threading.Event) -> Registry:
+    """One skill, ``hang``, with no timeout: it sets ``entered`` and returns only on ``release``."""
+    registry = Registry()
+
+    @registry.skill(timeout=None)
+    def hang() -> str:
+        """Never returns until the test ends, and has no timeout."""
+        entered.set()
+        release.wait(60)
+        return "late"
+
+    return registry
+
+
 @contextlib.contextmanager
 def running_server(
     replies: list[str | dict[str, Any]] | None = None,

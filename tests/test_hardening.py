@@ -25,6 +25,7 @@ from daemon_harness import (
     QUICK_STOP,
     Peer,
     call,
+    hanging_registry,
     run_request,
     running_server,
     start_daemon,
@@ -88,19 +89,6 @@ def test_a_skill_raising_a_base_exception_is_a_tool_error(raised: type[BaseExcep
     assert isinstance(error, ToolErrorObservation)
     assert error.error.startswith(raised.__name__)
     assert state.outcome == "answered"
-
-
-def hanging_registry(release: threading.Event, entered: threading.Event) -> Registry:
-    registry = Registry()
-
-    @registry.skill(timeout=None)
-    def hang() -> str:
-        """Never returns until the test ends, and has no timeout."""
-        entered.set()
-        release.wait(60)
-        return "late"
-
-    return registry
 
 
 @pytest.mark.parametrize("reason", ["deadline", "cancelled"])

@@ -17,6 +17,7 @@ from daemon_harness import (
     Peer,
     answer,
     call,
+    hanging_registry,
     run_request,
     running_server,
     wait_for,
@@ -438,18 +439,8 @@ def test_shutdown_cancels_a_run_whose_skill_hangs_and_leaves_no_run_behind(
 ) -> None:
     """Shutdown's cancel reaches a skill with no timeout through the serving loop's watch: the
     client gets its run back interrupted, and no run is left for exit to wait on."""
-    from edge_agent import Registry
-
     release, entered = threading.Event(), threading.Event()
-    registry = Registry()
-
-    @registry.skill(timeout=None)
-    def hang() -> str:
-        """Never returns until the test ends."""
-        entered.set()
-        release.wait(60)
-        return "late"
-
+    registry = hanging_registry(release, entered)
     try:
         replies = [call("hang"), ANSWER]
         with running_server(replies, registry=registry, config=QUICK_STOP) as (server, endpoint):
