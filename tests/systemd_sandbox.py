@@ -125,7 +125,7 @@ class Sandbox:
         script = venv / "bin" / "edge-agent"
         script.write_text(
             f"#!{venv}/bin/python\n".replace(str(self.root), "")
-            + "import sys\nfrom edge_agent.cli import main\nsys.exit(main())\n"
+            + "import sys\nfrom edge_agent.cli.main import main\nsys.exit(main())\n"
         )
         script.chmod(0o755)
 

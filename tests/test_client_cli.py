@@ -19,7 +19,7 @@ import pytest
 import zmq
 from daemon_harness import ANSWER, answer, wait_for, write_mock
 
-from edge_agent.client import BadEndpoint, Client, DaemonError, Timeout, Unavailable
+from edge_agent.client.zmqclient import BadEndpoint, Client, DaemonError, Timeout, Unavailable
 
 DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 ScriptedDaemon = Callable[..., tuple[Any, str]]  # conftest.py
@@ -288,7 +288,7 @@ def test_the_watchdog_ends_a_stuck_command_with_75() -> None:
         [
             sys.executable,
             "-c",
-            "import time; from edge_agent.cli import _watchdog; _watchdog(0.2, True); "
+            "import time; from edge_agent.cli.ask import watchdog; watchdog(0.2, True); "
             "time.sleep(120)",
         ],
         capture_output=True,
@@ -338,12 +338,13 @@ def test_ctrl_c_with_json_prints_the_interrupted_object(scripted_daemon: Scripte
 
 def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:
     # What `edge-agent ask/status/skills` load before they talk to the daemon; the start-up time
-    # itself is measured by scripts/bench_cli_start.py, not here.
+    # itself is measured by scripts/bench/bench_cli_start.py, not here.
     probe = (
-        "import sys; from edge_agent import cli; cli._parser(); import edge_agent.client; "
+        "import sys; from edge_agent.cli import main as cli; cli._parser(); "
+        "import edge_agent.cli.ask, edge_agent.client.zmqclient; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' "
-        "or m.startswith(('edge_agent.agent', 'edge_agent.service', 'edge_agent.wire', "
-        "'edge_agent.model', 'edge_agent.mqttclient', 'edge_agent.mqttwire'))))"
+        "or m.startswith(('edge_agent.agent', 'edge_agent.service', 'edge_agent.protocol.wire', "
+        "'edge_agent.model', 'edge_agent.client.mqttclient', 'edge_agent.protocol.mqttwire'))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
@@ -353,6 +354,7 @@ def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:
     from edge_agent import Agent, MockModel
 
     assert Agent.__module__ == "edge_agent.agent.loop" and MockModel([]).__class__ is MockModel
-    from edge_agent import mqttargs, mqttwire
+    from edge_agent.client import mqttargs
+    from edge_agent.protocol import mqttwire
 
     assert mqttargs.DEFAULT_PREFIX == mqttwire.DEFAULT_PREFIX

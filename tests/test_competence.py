@@ -2,7 +2,7 @@
 
 The real model, the real built-in skills over a fake sysfs, and no deadline: a loaded machine
 makes this slow, never wrong. How often it is right across many questions is a benchmark's job
-(scripts/bench_competence.py), not a test's.
+(scripts/bench/bench_competence.py), not a test's.
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def _ask_timeout(command: str) -> float:
 
 
 def _pi_start_up_s() -> float:
-    """The client's start-up on a Pi that the example's comment derives (scripts/bench_cli_start.py
+    """The client's start-up on a Pi that the example's comment derives (scripts/bench/bench_cli_start.py
     figure, times 4), checked to be that product."""
     text = (EXAMPLES / "home-assistant.yaml").read_text(encoding="utf-8")
     match = re.search(r"start-up on a Pi: 4 x (\d+) ms = (\d+\.\d+) s", text)
@@ -223,8 +223,8 @@ def _pi_start_up_s() -> float:
 
 
 def test_home_assistant_timeouts_are_inside_its_limits(home_assistant: dict[str, Any]) -> None:
-    from edge_agent.cli import COMMAND_SLACK_S
-    from edge_agent.client import RUN_GRACE_S
+    from edge_agent.cli.exits import COMMAND_SLACK_S
+    from edge_agent.client.zmqclient import RUN_GRACE_S
 
     # The longest an ask can take: start-up, --timeout, the run's grace, the watchdog's slack.
     def longest(command: str) -> float:

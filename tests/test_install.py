@@ -1,4 +1,4 @@
-"""scripts/install.sh: --dry-run shows every step and changes nothing; a real run is idempotent.
+"""scripts/deploy/install.sh: --dry-run shows every step and changes nothing; a real run is idempotent.
 
 The real runs happen in a private mount namespace over copies of /etc, /opt and /var, with real
 useradd/groupadd/install/sed/systemd-analyze; only the steps that need the network or a booted
@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
-INSTALLER = REPO / "scripts" / "install.sh"
+INSTALLER = REPO / "scripts" / "deploy" / "install.sh"
 MODEL_NAME = "gemma-4-e2b-it-Q4_K_M.gguf"  # as README.md names it
 MODEL = f"/opt/edge-agent/models/{MODEL_NAME}"
 

@@ -1,7 +1,8 @@
 """The folders are the layers, and every import arrow points one way (docs/design.md, "Layers").
 
 Each module's imports of ``edge_agent`` are read from its syntax tree, lazy imports inside
-functions included, and checked against the table below. A backwards import fails here.
+functions included, and checked against the layer table in docs/design.md. A backwards import
+fails here.
 """
 
 from __future__ import annotations
@@ -13,42 +14,43 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Which layer a module is in: the first matching prefix wins.
-LAYER_OF = [
-    ("edge_agent.agent", "agent"),
-    ("edge_agent.model", "model"),
-    ("edge_agent.service", "service"),
-    ("edge_agent.skills", "skills"),
-    ("edge_agent.wire", "protocol"),
-    ("edge_agent.framing", "protocol"),
-    ("edge_agent.endpoints", "protocol"),
-    ("edge_agent.client", "client"),
-    ("edge_agent.mqttwire", "protocol"),
-    ("edge_agent.mqttclient", "client"),
-    ("edge_agent.mqttargs", "client"),
-    ("edge_agent.progress", "client"),
-    ("edge_agent.cli", "cli"),
-    ("edge_agent", "package"),
-]
+DESIGN = ROOT / "docs" / "design.md"
 
-# What each layer may import, besides itself.
-ALLOWED = {
-    "agent": set(),
-    "model": {"agent"},
-    "skills": {"agent"},
-    "protocol": set(),
-    "service": {"agent", "model", "skills", "protocol"},
-    "client": {"protocol"},
-    "cli": {"client", "protocol", "service", "agent"},
-    "package": {"agent", "model"},
-}
+
+def read_layer_table() -> dict[str, set[str]]:
+    """design.md's layer table: for each layer, the layers it may import besides itself.
+
+    The table is the source: a row's first cell names the layer (`agent/`, or `edge_agent` for the
+    package's own `__init__`), and its last cell lists what it may import, or says "nothing".
+    """
+    text = DESIGN.read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        name = cells[0].split("`")[1].rstrip("/")
+        table["package" if name == "edge_agent" else name] = set(
+            part.strip().strip("`").rstrip("/") for part in cells[2].split(",")
+        ) - {"nothing"}
+    return table
+
+
+ALLOWED = read_layer_table()
 
 
 def layer(module: str) -> str:
-    for prefix, name in LAYER_OF:
-        if module == prefix or module.startswith(prefix + "."):
-            return name
-    raise AssertionError(f"{module} is in no layer")
+    """A module's layer is its first folder under the package; the package's own modules are
+    the layer "package"."""
+    parts = module.split(".")
+    if parts[0] != "edge_agent":
+        raise AssertionError(f"{module} is in no layer")
+    if len(parts) == 1:
+        return "package"
+    if parts[1] in ALLOWED:
+        return parts[1]
+    raise AssertionError(f"{module} is in no layer: docs/design.md has no row for it")
 
 
 def module_name(path: Path) -> str:
@@ -80,6 +82,19 @@ def test_every_module_is_in_a_layer() -> None:
     assert len(MODULES) > 40
     for path in MODULES:
         layer(module_name(path))
+
+
+def test_the_package_root_holds_no_loose_modules() -> None:
+    """Every module lives in a layer's folder; the root keeps only the public names."""
+    loose = sorted(p.name for p in (ROOT / "daemon").glob("*.py") if p.name != "__init__.py")
+    assert loose == []
+
+
+def test_the_design_table_names_every_folder_and_only_known_layers() -> None:
+    folders = {p.name for p in (ROOT / "daemon").iterdir() if (p / "__init__.py").exists()}
+    assert folders | {"skills", "package"} == set(ALLOWED)
+    for allowed in ALLOWED.values():
+        assert allowed <= set(ALLOWED)
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -625,7 +625,7 @@ def test_without_an_mqtt_section_status_is_as_before(tmp_path: Path) -> None:
     # Without [mqtt] the extra is never even imported: the daemon works without paho installed.
     probe = subprocess.run(
         [sys.executable, "-c",
-         "import sys, edge_agent.cli as c, edge_agent.service.config as k;"
+         "import sys, edge_agent.cli.main as c, edge_agent.service.config as k;"
          "p = c._parser(); p.parse_args(['serve']);"
          "from edge_agent.service.mqtt.wiring import make_bridge;"
          "from edge_agent.agent.registry import Registry;"

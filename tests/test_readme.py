@@ -40,7 +40,7 @@ def test_the_ten_line_example_prints_its_promised_output() -> None:
 
 
 def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
-    from edge_agent import cli
+    from edge_agent.cli import exits as cli
 
     text = README.read_text(encoding="utf-8")
     section = re.search(r"\n## Exit codes\n(.*?)\n## ", text, re.S)
@@ -77,7 +77,7 @@ NOT_RUN = {
     "sudo install -m 0644 ~/gemma-4-e2b-it-Q4_K_M.gguf /opt/edge-agent/models/": (
         "root, and the Gemma 4 E2B file (3 GB) is not here"
     ),
-    "sudo scripts/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf"
+    "sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf"
     ' --add-user "$(id -un)"': (
         "root, a booted systemd and the Gemma 4 E2B file; tests/test_install.py runs the"
         " installer's --dry-run and tests/test_systemd_unit.py the unit under a real systemd"
@@ -391,7 +391,7 @@ def test_the_protocols_shell_client(
         [(code, out, err)] = session.run(block.commands)
     assert (code, out) == (0, "It is online.\n"), err
     # And each branch of its `case` is an exit code the client really has.
-    from edge_agent import cli
+    from edge_agent.cli import exits as cli
 
     branches = {int(n) for n in re.findall(r"^\s+(\d+)\)", block.commands[0], re.M)}
     assert branches <= {v for k, v in vars(cli).items() if k.startswith("EXIT_")}

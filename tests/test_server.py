@@ -24,7 +24,7 @@ from daemon_harness import (
 )
 
 from edge_agent.agent.workflow import Workflow
-from edge_agent.wire import RunResult, StatusResult
+from edge_agent.protocol.wire import RunResult, StatusResult
 
 SLOW = {"text": ANSWER, "delay_s": 30}
 

@@ -25,7 +25,12 @@ from daemon_harness import (
     write_mock,
 )
 
-from edge_agent.endpoints import EndpointError, check_endpoint, default_endpoint, runtime_directory
+from edge_agent.protocol.endpoints import (
+    EndpointError,
+    check_endpoint,
+    default_endpoint,
+    runtime_directory,
+)
 
 
 def test_ipc_socket_is_private_single_owner_and_removed_on_exit(tmp_path: Path) -> None:
@@ -180,7 +185,7 @@ def test_default_endpoint_follows_the_runtime_directory(tmp_path: Path) -> None:
 def test_a_client_finds_its_own_daemon_else_the_service(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from edge_agent import endpoints
+    from edge_agent.protocol import endpoints
 
     xdg, service = tmp_path / "xdg", tmp_path / "run-edge-agent"
     (xdg / "edge-agent").mkdir(parents=True)

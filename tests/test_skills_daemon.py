@@ -18,7 +18,7 @@ import pytest
 from daemon_harness import call, edge_agent_command
 from fake_sysfs import FakeSysfs, w1_slave_text
 
-from edge_agent.client import Client
+from edge_agent.client.zmqclient import Client
 
 DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 

@@ -1,6 +1,6 @@
-"""The short soak (issue 11): scripts/soak.py's mixed hostile and normal traffic for 25 seconds.
+"""The short soak (issue 11): scripts/bench/soak.py's mixed hostile and normal traffic for 25 seconds.
 
-The full 10-minute soak is a benchmark (``python scripts/soak.py``); this one checks the same
+The full 10-minute soak is a benchmark (``python scripts/bench/soak.py``); this one checks the same
 things with the same slack: the daemon survives, answers every normal request exactly once, and
 its fds and threads come back to where they were, its RSS within 20 MiB.
 """
@@ -18,7 +18,7 @@ SHORT = ["--only", "soak", "--seconds", "25", "--rss-slack-mib", "20", "--json"]
 
 def test_a_short_soak_leaves_the_daemon_flat_and_every_request_answered_once() -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "soak.py"), *SHORT],
+        [sys.executable, str(REPO / "scripts" / "bench" / "soak.py"), *SHORT],
         capture_output=True,
         check=False,
         text=True,

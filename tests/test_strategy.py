@@ -8,7 +8,7 @@ import pytest
 
 from edge_agent import MockModel, Registry
 from edge_agent.agent.guidance import ANSWER_HEAD
-from edge_agent.client import Client
+from edge_agent.client.zmqclient import Client
 from edge_agent.service.config import ConfigError, parse_settings
 from edge_agent.service.strategy import SMALL_MODEL_BYTES, guidance_for
 

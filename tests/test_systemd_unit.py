@@ -24,7 +24,7 @@ from systemd_sandbox import (
 )
 
 MAX_EXPOSURE = 2.0
-INSTALLER = REPO / "scripts" / "install.sh"
+INSTALLER = REPO / "scripts" / "deploy" / "install.sh"
 INSTALLED_UNIT = Path("etc/systemd/system/edge-agent.service")
 # The documented drop-in that lets the MQTT bridge reach a broker on another machine.
 MQTT_DROPIN = REPO / "systemd" / "edge-agent.service.d" / "mqtt-broker.conf"
@@ -512,7 +512,7 @@ def test_the_mqtt_bridge_reaches_a_broker_elsewhere_only_through_the_dropin(
     pytest.importorskip("paho.mqtt")
     from mosquitto import MOSQUITTO, Peer, broker, wait_for
 
-    from edge_agent.client import Client
+    from edge_agent.client.zmqclient import Client
 
     if MOSQUITTO is None:
         pytest.fail("Debian's mosquitto package is missing (make deps installs it)")

@@ -14,8 +14,8 @@ from pathlib import Path
 from edge_agent.agent.protocol import ModelHandle
 from edge_agent.agent.registry import Registry, get_registry
 from edge_agent.agent.workflow import Workflow
-from edge_agent.endpoints import default_endpoint
 from edge_agent.model.scripted import MockModel, ScriptFileError
+from edge_agent.protocol.endpoints import default_endpoint
 from edge_agent.service.config import ConfigError, Settings, load_settings
 from edge_agent.service.plugins import load_plugins
 from edge_agent.service.server import Server, ServerOptions

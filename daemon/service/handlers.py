@@ -1,7 +1,7 @@
 """How the serving loop answers each request: ``run``, ``status``, ``skills`` and ``cancel``.
 
 Everything here runs on the loop's thread and answers at once; a ``run`` is only queued. Each op
-of :data:`edge_agent.wire.PROTOCOL` has one handler in :attr:`RequestHandler.handlers`.
+of :data:`edge_agent.protocol.wire.PROTOCOL` has one handler in :attr:`RequestHandler.handlers`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,7 @@ from typing import Any
 
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.workflow import Workflow
-from edge_agent.service.config import DaemonSettings
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.replies import Replies
-from edge_agent.service.reports import skill_entries
-from edge_agent.service.router import RouterSocket, is_auto_routing_id, split_frames
-from edge_agent.service.runqueue import RunQueue, job_for
-from edge_agent.service.worker import interrupted_result
-from edge_agent.wire import (
+from edge_agent.protocol.wire import (
     PROTOCOL,
     AcceptedReply,
     CancelledRun,
@@ -35,6 +28,13 @@ from edge_agent.wire import (
     decode_request,
     encode,
 )
+from edge_agent.service.config import DaemonSettings
+from edge_agent.service.lifecycle import Lifecycle
+from edge_agent.service.replies import Replies
+from edge_agent.service.reports import skill_entries
+from edge_agent.service.router import RouterSocket, is_auto_routing_id, split_frames
+from edge_agent.service.runqueue import RunQueue, job_for
+from edge_agent.service.worker import interrupted_result
 
 # The serving loop's log lines keep the logger name they had before the loop was split up.
 log = logging.getLogger("edge_agent.service.server")

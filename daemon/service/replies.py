@@ -9,8 +9,8 @@ from __future__ import annotations
 import collections
 import logging
 
+from edge_agent.protocol.wire import ErrorCode, ErrorReply, Reply, encode
 from edge_agent.service.router import RouterSocket
-from edge_agent.wire import ErrorCode, ErrorReply, Reply, encode
 
 # The serving loop's log lines keep the logger name they had before the loop was split up.
 log = logging.getLogger("edge_agent.service.server")

@@ -14,7 +14,7 @@ from typing import Any
 
 import zmq
 
-from edge_agent.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
+from edge_agent.protocol.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
 from edge_agent.service.connections import (
     NOBLOCK,
     SNDMORE,

@@ -27,6 +27,7 @@ from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
+from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
 from edge_agent.service.lifecycle import Lifecycle
@@ -45,7 +46,6 @@ from edge_agent.service.worker import (
     Send,
     start_job,
 )
-from edge_agent.wire import PROTOCOL_VERSION, DaemonState
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class Server:
     def status_reply(
         self, request_id: str | None, envelope: list[bytes] | None = None
     ) -> dict[str, Any]:
-        """The ``status`` result, a :class:`~edge_agent.wire.StatusResult` map in its wire order.
+        """The ``status`` result: a :class:`~edge_agent.protocol.wire.StatusResult` map, wire order.
         Asked over the socket (``envelope``), it names the running run's id only to the
         connection that started it: ids are not told to other clients.
 

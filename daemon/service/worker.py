@@ -27,7 +27,7 @@ from edge_agent.agent.loop import Agent
 from edge_agent.agent.supervision import RunTicket
 from edge_agent.agent.workflow import Workflow
 from edge_agent.model.gguf import ModelLoadError
-from edge_agent.wire import PROTOCOL_VERSION, EventReply, encode
+from edge_agent.protocol.wire import PROTOCOL_VERSION, EventReply, encode
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def run_result(
     job: Job, state: AgentState, *, queued_s: float, run_s: float
 ) -> dict[str, Any]:
     """The ``result`` reply of a run that returned ``state``, serialized by the agent's own
-    adapter: a :class:`~edge_agent.wire.RunResult` map in its wire order, built as a plain map
+    adapter: a :class:`~edge_agent.protocol.wire.RunResult` map in wire order, built as a plain map
     (every value is the daemon's own; tests/test_server.py validates it against the model)."""
     if state.outcome is None:
         raise RuntimeError("the agent returned a run that has not stopped")

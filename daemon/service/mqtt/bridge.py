@@ -45,7 +45,8 @@ from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from edge_agent.agent.registry import Registry
-from edge_agent.mqttwire import (
+from edge_agent.protocol.framing import FrameError, decode_reply
+from edge_agent.protocol.mqttwire import (
     OFFLINE,
     ONLINE,
     Ask,
@@ -55,6 +56,7 @@ from edge_agent.mqttwire import (
     parse_ask,
     reply_payload,
 )
+from edge_agent.protocol.wire import PROTOCOL_VERSION, ErrorCode, encode
 from edge_agent.service.mqtt.discovery import (
     ANSWER_STATE_MAX_CHARS,
     QUESTION_MAX_CHARS,
@@ -65,7 +67,6 @@ from edge_agent.service.mqtt.discovery import (
     package_version,
 )
 from edge_agent.service.mqtt.settings import MqttSettings
-from edge_agent.wire import PROTOCOL_VERSION, ErrorCode, WireError, decode_reply, encode
 
 log = logging.getLogger(__name__)
 
@@ -746,7 +747,7 @@ class MqttBridge:
                 return
             try:
                 reply = decode_reply(frame)
-            except WireError as exc:
+            except FrameError as exc:
                 log.warning("mqtt: the daemon sent an unreadable reply: %s", exc.message)
                 continue
             if reply.get("id") == "mqtt-status":

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from edge_agent.agent.registry import Registry
-from edge_agent.mqttwire import OFFLINE, ONLINE, Topics
+from edge_agent.protocol.mqttwire import OFFLINE, ONLINE, Topics
 
 log = logging.getLogger(__name__)
 

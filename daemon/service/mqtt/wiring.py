@@ -69,7 +69,7 @@ EXIT_CONFIG = 78
 
 def discovery_preview(settings: Any) -> dict[str, Any]:
     """Every retained discovery config the config's node would publish now, by topic."""
-    from edge_agent.mqttwire import Topics  # noqa: PLC0415
+    from edge_agent.protocol.mqttwire import Topics  # noqa: PLC0415
     from edge_agent.service.assembly import load_skills  # noqa: PLC0415
     from edge_agent.service.mqtt.discovery import (  # noqa: PLC0415
         Discovery,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 # logging, socket, ipaddress and dataclasses are imported where they are used: the client
-# commands import this module, and start faster without them (scripts/bench_cli_start.py).
+# commands import this module, and start faster without them (scripts/bench/bench_cli_start.py).
 
 SOCKET_NAME = "agent.sock"
 

@@ -11,7 +11,7 @@ ratio against its budget:
 - time to the first action of a query after warm-up, against a cold cache;
 - resident memory against the model file plus the KV cache (budget: + 100 MB).
 
-Usage: python scripts/bench_model.py [--model PATH] [--n-ctx 4096] [--threads N]
+Usage: python scripts/bench/bench_model.py [--model PATH] [--n-ctx 4096] [--threads N]
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from edge_agent.client import RUN_GRACE_S, DaemonError, Timeout, Unavailable
-from edge_agent.mqttargs import add_arguments, add_ask_arguments, add_parsers
-from edge_agent.mqttwire import (
+from edge_agent.client.mqttargs import add_arguments, add_ask_arguments, add_parsers
+from edge_agent.client.zmqclient import RUN_GRACE_S, DaemonError, Timeout, Unavailable
+from edge_agent.protocol.mqttwire import (
     DEFAULT_DISCOVERY_PREFIX,
     DEFAULT_PREFIX,
     ONLINE,

@@ -1,8 +1,8 @@
 """Protocol v1 over MQTT: the topics, the JSON request an ``ask`` carries, and the replies.
 
 Shared by the daemon's bridge (:mod:`edge_agent.service.mqtt`) and the MQTT client
-(:mod:`edge_agent.mqttclient`); nothing here touches the network. ``docs/mqtt.md`` is the prose
-version.
+(:mod:`edge_agent.client.mqttclient`); nothing here touches the network. ``docs/mqtt.md`` is the
+prose version.
 
 An ask is a JSON object with the fields of protocol v1's ``run`` (``query``, ``workflow``,
 ``max_iterations``, ``deadline_ms``, ``stream``), plus, for MQTT 3.1.1 clients that cannot send an
@@ -22,10 +22,10 @@ import re
 import socket
 from typing import TYPE_CHECKING, Any, Final
 
-from edge_agent.framing import MAX_ID_CHARS, PROTOCOL_VERSION
+from edge_agent.protocol.framing import MAX_ID_CHARS, PROTOCOL_VERSION
 
 if TYPE_CHECKING:  # the wire models (pydantic) stay out of the client's start-up
-    from edge_agent.wire import ErrorCode
+    from edge_agent.protocol.wire import ErrorCode
 
 DEFAULT_PREFIX: Final = "edge-agent"
 DEFAULT_DISCOVERY_PREFIX: Final = "homeassistant"

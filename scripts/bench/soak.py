@@ -23,7 +23,7 @@ else 1. ``--json`` prints the figures as one JSON object.
 To compare with another tree, run it with that tree first on PYTHONPATH (with an ``edge_agent``
 link to its ``daemon/``): the daemon is started with this interpreter and ``-m edge_agent.cli``.
 
-Usage: python scripts/soak.py [--seconds 600] [--only soak|flood|non-reader] [--json]
+Usage: python scripts/bench/soak.py [--seconds 600] [--only soak|flood|non-reader] [--json]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ holds the answer alone and scripts, pipes and Home Assistant see exactly what th
 It is fed by the run's streamed replies (docs/protocol.md, "Replies"): ``accepted`` gives the
 queue position and the steps allowed, each ``event`` the step and the skill. A ticker thread
 redraws it twice a second so the time moves while the model thinks. It imports nothing beyond
-the standard library: the client starts without pydantic (scripts/bench_cli_start.py).
+the standard library: the client starts without pydantic (scripts/bench/bench_cli_start.py).
 """
 
 from __future__ import annotations

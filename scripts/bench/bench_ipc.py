@@ -8,7 +8,7 @@ to 0.8x the HTTP server's. The kinds are timed in interleaved rounds, medians of
 medians, so that a loaded machine moves both sides alike.
 It also reads the daemon's resident memory across 1,000 runs, which must stay flat.
 
-    .venv/bin/python scripts/bench_ipc.py [--requests 1000]
+    .venv/bin/python scripts/bench/bench_ipc.py [--requests 1000]
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The command-line options of ``ask --mqtt``, ``nodes`` and ``ha-discovery``.
 
-Apart from :mod:`edge_agent.mqttclient`, so that building the ``edge-agent`` parser imports
-neither that module nor :mod:`edge_agent.mqttwire` (and their dataclasses): the client commands
-start faster (scripts/bench_cli_start.py).
+Apart from :mod:`edge_agent.client.mqttclient`, so that building the ``edge-agent`` parser imports
+neither that module nor :mod:`edge_agent.protocol.mqttwire` (and their dataclasses): the client
+commands start faster (scripts/bench/bench_cli_start.py).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import argparse
 from typing import Any
 
 DEFAULT_PREFIX = "edge-agent"
-""":data:`edge_agent.mqttwire.DEFAULT_PREFIX`, which a test holds equal."""
+""":data:`edge_agent.protocol.mqttwire.DEFAULT_PREFIX`, which a test holds equal."""
 DEFAULT_DISCOVERY_PREFIX = "homeassistant"
-""":data:`edge_agent.mqttwire.DEFAULT_DISCOVERY_PREFIX`, which a test holds equal."""
+""":data:`edge_agent.protocol.mqttwire.DEFAULT_DISCOVERY_PREFIX`, which a test holds equal."""
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:

@@ -15,10 +15,10 @@ from typing import Any
 
 import zmq
 
-# framing, not wire: the client never imports pydantic (scripts/bench_cli_start.py).
-from edge_agent.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
-from edge_agent.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
-from edge_agent.framing import encode_request as encode
+# framing, not wire: the client never imports pydantic (scripts/bench/bench_cli_start.py).
+from edge_agent.protocol.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
+from edge_agent.protocol.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
+from edge_agent.protocol.framing import encode_request as encode
 
 RUN_GRACE_S = 2.0
 """A run's reply may trail its deadline by this much: the daemon interrupts it, then answers."""

@@ -8,7 +8,7 @@ on the broker.
    retained status/info, 8 retained discovery configs, 5 sensor readings refreshed every second,
    a subscription to its ask topic). Reported: the broker's CPU time and resident memory.
 
-Needs Debian's mosquitto and the mqtt extra. Usage: python scripts/bench_mqtt.py [--runs 300]
+Needs Debian's mosquitto and the mqtt extra. Usage: python scripts/bench/bench_mqtt.py [--runs 300]
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from edge_agent.client import Client
-from edge_agent.mqttwire import Topics
+from edge_agent.client.zmqclient import Client
+from edge_agent.protocol.mqttwire import Topics
 from edge_agent.service.mqtt.discovery import Discovery, Reading, encode_config
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"

@@ -18,8 +18,15 @@ from typing import Annotated, Any, Final, Literal, get_args
 import msgpack
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-PROTOCOL_VERSION: Final = 1
-MAX_ID_CHARS: Final = 128
+from edge_agent.protocol.framing import (
+    IDEMPOTENT_OPS,
+    MAX_ID_CHARS,
+    PROTOCOL_VERSION,
+    REPLY_KINDS,
+    UNPACK_ERRORS,
+    unpack_frame,
+)
+
 MAX_NAME_CHARS: Final = 128
 MAX_DEADLINE_MS: Final = 24 * 3600 * 1000
 
@@ -248,45 +255,17 @@ PROTOCOL: Final[Mapping[str, Exchange]] = {
     "cancel": Exchange(CancelRequest, (CancelResult, ErrorReply)),
 }
 OPS: Final[tuple[str, ...]] = tuple(PROTOCOL)
-IDEMPOTENT_OPS: Final = frozenset({"status", "skills", "cancel"})
-REPLY_KINDS: Final[tuple[str, ...]] = tuple(
+TABLE_REPLY_KINDS: Final[tuple[str, ...]] = tuple(
     dict.fromkeys(
         reply.model_fields["kind"].default
         for exchange in PROTOCOL.values()
         for reply in exchange.replies
     )
 )
+"""The reply kinds the table's models carry; tests/test_wire.py holds framing's to them."""
 
 
 # -- decoding -----------------------------------------------------------------------------------
-
-
-def _unpack(frame: bytes) -> Any:
-    """Exactly one msgpack value, every container and string bounded by the frame's own size.
-
-    strict_map_key refuses map keys that are not strings or bytes, and the C unpacker caps the
-    nesting depth on its own.
-    """
-    size = max(len(frame), 1)
-    unpacker = msgpack.Unpacker(
-        raw=False,
-        strict_map_key=True,
-        max_buffer_size=size,
-        max_str_len=size,
-        max_bin_len=size,
-        max_array_len=size,
-        max_map_len=size,
-        max_ext_len=size,
-    )
-    unpacker.feed(frame)
-    value = unpacker.unpack()
-    if unpacker.tell() != len(frame):
-        raise ValueError(f"{len(frame) - unpacker.tell()} bytes follow the first value")
-    return value
-
-
-_UNPACK_ERRORS = (ValueError, msgpack.UnpackException, msgpack.OutOfData)
-# What a malformed frame raises (ExtraData, FormatError, StackError, bad UTF-8 are ValueErrors).
 
 
 def _describe(error: ValidationError, known: Mapping[str, Any]) -> str:
@@ -307,8 +286,8 @@ def decode_request(frame: bytes, *, max_bytes: int, max_query_chars: int) -> Req
     if len(frame) > max_bytes:
         raise WireError("too_large", f"the request is {len(frame)} bytes; the limit is {max_bytes}")
     try:
-        data = _unpack(frame)
-    except _UNPACK_ERRORS as exc:
+        data = unpack_frame(frame)
+    except UNPACK_ERRORS as exc:
         raise WireError(
             "bad_request", f"the frame is not one msgpack value: {exc or type(exc).__name__}"
         ) from None
@@ -374,19 +353,6 @@ def encode(message: Reply | Mapping[str, Any]) -> bytes:
     return packed
 
 
-def decode_reply(frame: bytes, *, max_bytes: int = 64 * 1024 * 1024) -> dict[str, Any]:
-    """The client side: one reply map, or :class:`WireError` with code ``bad_request``."""
-    if len(frame) > max_bytes:
-        raise WireError("too_large", f"the reply is {len(frame)} bytes")
-    try:
-        data = _unpack(frame)
-    except _UNPACK_ERRORS as exc:
-        raise WireError("bad_request", f"the reply is not msgpack: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") not in REPLY_KINDS:
-        raise WireError("bad_request", "the reply is not a protocol v1 reply map")
-    return data
-
-
 __all__ = [
     "ERROR_CODES",
     "IDEMPOTENT_OPS",
@@ -394,6 +360,7 @@ __all__ = [
     "PROTOCOL",
     "PROTOCOL_VERSION",
     "REPLY_KINDS",
+    "TABLE_REPLY_KINDS",
     "AcceptedReply",
     "CancelRequest",
     "CancelResult",
@@ -417,7 +384,6 @@ __all__ = [
     "StatusResult",
     "Timing",
     "WireError",
-    "decode_reply",
     "decode_request",
     "encode",
 ]

@@ -37,7 +37,7 @@ match with the previous call, marked ``~``). The verdict is issue 10's goal: ``g
 answers and on seconds per question. It exits 1 when the goal is missed or cannot be judged
 because ``guided`` did not run.
 
-    .venv/bin/python scripts/bench_competence.py [--strategies plain,guided,peer]
+    .venv/bin/python scripts/bench/bench_competence.py [--strategies plain,guided,peer]
         [--split dev|held-out|all] [--limit N] [--max-iterations 6] [--json OUT] [--verbose]
 
 ``--limit N`` asks only the first N questions, dev and held-out alternating. On a loaded 2-core
@@ -66,7 +66,7 @@ from typing import Any
 
 from edge_agent.agent.loop import Agent
 from edge_agent.agent.registry import Registry
-from edge_agent.client import Client, DaemonError
+from edge_agent.client.zmqclient import Client, DaemonError
 from edge_agent.model.scripted import MockModel
 from edge_agent.skills import register_builtins
 from edge_agent.skills.onewire import crc8

@@ -7,7 +7,7 @@ parts of it, are read from /proc. The breakdown of the parts is measured in this
 by step: the interpreter, the imports, llama.cpp's vocabulary tables, the model load, the
 context (KV cache and compute buffer) and a warm-up.
 
-Usage: python scripts/bench_memory.py [--model default|PATH] [--asks 1000] [--n-ctx 4096]
+Usage: python scripts/bench/bench_memory.py [--model default|PATH] [--asks 1000] [--n-ctx 4096]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench_restart import serving
 
-from edge_agent.client import Client
+from edge_agent.client.zmqclient import Client
 
 QUERIES = [
     "What is the CPU temperature?",

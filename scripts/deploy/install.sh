@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Install edge-agent as a systemd service on Debian or Raspberry Pi OS, or remove it again.
 #
-#   sudo scripts/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf
-#   sudo scripts/install.sh --uninstall [--purge]
-#   scripts/install.sh --dry-run ...        # prints every step, changes nothing, needs no root
+#   sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf
+#   sudo scripts/deploy/install.sh --uninstall [--purge]
+#   scripts/deploy/install.sh --dry-run ...        # prints every step, changes nothing, needs no root
 #
 # Running it again is safe: each step checks what is already there and only does what is missing.
 # An existing /etc/edge-agent/config.toml is kept; --model rewrites only its model line.
@@ -26,7 +26,7 @@ readonly APT_PACKAGES=(python3 python3-venv python3-dev build-essential cmake)
 # pyenv shim under /root, say, which the service cannot reach under ProtectHome).
 readonly SYSTEM_PYTHON=/usr/bin/python3
 
-SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODEL=""
 DRY_RUN=0
 UNINSTALL=0

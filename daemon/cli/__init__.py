@@ -1,0 +1,1 @@
+"""The ``edge-agent`` command: argument parsing and one function per subcommand (cli.main)."""

@@ -1,0 +1,236 @@
+"""The client commands: ``ask``, ``status`` and ``skills``, over ZeroMQ or (``--mqtt``) MQTT.
+
+They import neither pydantic nor the agent, so they start fast (scripts/bench/bench_cli_start.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from edge_agent.cli.exits import (
+    CODE_EXITS,
+    COMMAND_SLACK_S,
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NO_ANSWER,
+    EXIT_OK,
+    EXIT_TEMPFAIL,
+)
+
+if TYPE_CHECKING:
+    from edge_agent.client.progress import ProgressLine
+
+
+def client_command(args: argparse.Namespace) -> int:
+    from edge_agent.client.zmqclient import RUN_GRACE_S, Client, DaemonError  # noqa: PLC0415
+
+    endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
+    as_json = bool(getattr(args, "json", False))
+    seen: list[dict[str, Any]] = []  # the events of an ask so far, for an interrupted --json
+    # status/skills try twice within --timeout; a run's reply may trail its deadline by the grace.
+    per_try = args.timeout if args.command == "ask" else args.timeout / 2
+    bound = args.timeout + (RUN_GRACE_S if args.command == "ask" else 0.0) + COMMAND_SLACK_S
+    progress = _progress(args)
+    watchdog(bound, as_json, progress)
+    try:
+        with (
+            _mqtt_client(args)
+            if getattr(args, "mqtt", None)
+            else Client(endpoint, timeout=per_try, retries=1)
+        ) as client:
+            if args.command == "status":
+                _print_status(client.status(), as_json)
+                return EXIT_OK
+            if args.command == "skills":
+                _print_skills(client.skills(), as_json)
+                return EXIT_OK
+            return _ask(client, args, seen, progress)
+    except KeyboardInterrupt:
+        if as_json and args.command == "ask":
+            interrupted = {"type": "InterruptedObservation", "reason": "cancelled"}
+            _emit(
+                {
+                    "id": None,
+                    "query": args.query,
+                    "answer": None,
+                    "outcome": "interrupted",
+                    "workflow": args.workflow,
+                    "events": [*seen, interrupted],
+                    "timing": None,
+                }
+            )
+        print("edge-agent: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except DaemonError as exc:
+        code = CODE_EXITS.get(exc.code, EXIT_NO_ANSWER)
+        if as_json:
+            _emit(
+                {
+                    "answer": None,
+                    "outcome": None,
+                    "error": {"code": exc.code, "message": exc.message},
+                }
+            )
+        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
+        return code
+
+
+def watchdog(seconds: float, as_json: bool, progress: ProgressLine | None = None) -> None:
+    """End the process after ``seconds`` with 75, whatever the command is waiting on."""
+
+    def expire() -> None:
+        if progress is not None:
+            progress.close()
+        message = f"the command did not finish within {seconds:g} s"
+        if as_json:
+            error = {"code": "timeout", "message": message}
+            _emit({"answer": None, "outcome": None, "error": error})
+        print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
+        os._exit(EXIT_TEMPFAIL)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+
+
+def _mqtt_client(args: argparse.Namespace) -> Any:
+    from edge_agent.client.mqttclient import open_ask_client  # noqa: PLC0415
+
+    return open_ask_client(args)
+
+
+def _progress(args: argparse.Namespace) -> ProgressLine | None:
+    """The live line of ``ask`` on a terminal's stderr (edge_agent.client.progress), else None."""
+    if args.command != "ask" or not sys.stderr.isatty():
+        return None
+    from edge_agent.client.progress import progress_line  # noqa: PLC0415 - only on a terminal
+
+    return progress_line(sys.stderr, args.max_iterations)
+
+
+def _ask(
+    client: Any,
+    args: argparse.Namespace,
+    seen: list[dict[str, Any]],
+    progress: ProgressLine | None,
+) -> int:
+    if not args.query.strip():
+        print("edge-agent: the question is empty", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.max_iterations is not None and args.max_iterations < 1:
+        print("edge-agent: --max-iterations must be at least 1", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if progress is not None:
+        progress.start()
+    try:
+        # Ask for the status first, briefly, so a daemon that is not there is told from a slow
+        # one (and, on a terminal, one still loading its model from a queue).
+        state = client.request("status", timeout=min(args.timeout, 3.0)).get("state")
+        if progress is not None:
+            progress.daemon_state(state)
+        reply = client.run(
+            args.query,
+            workflow=args.workflow,
+            max_iterations=args.max_iterations,
+            timeout=args.timeout,
+            on_event=_on_event(args, seen, progress),
+            on_accepted=progress.accepted if progress is not None else None,
+        )
+    finally:
+        if progress is not None:
+            progress.close()  # erased before the answer, an error or "interrupted" is printed
+    outcome = reply.get("outcome")
+    answer = reply.get("answer")
+    events = reply.get("state", {}).get("events", [])
+    if args.json:
+        _emit(
+            {
+                "id": reply.get("id"),
+                "query": args.query,
+                "answer": answer,
+                "outcome": outcome,
+                "workflow": reply.get("workflow"),
+                "events": events,
+                "timing": reply.get("timing"),
+            }
+        )
+    elif outcome == "answered":
+        print(answer)
+    else:
+        print(f"edge-agent: no answer ({outcome}{_detail(events)})", file=sys.stderr)
+    if outcome == "answered":
+        return EXIT_OK
+    last = events[-1] if events else {}
+    if last.get("type") == "InterruptedObservation" and last.get("reason") == "deadline":
+        return EXIT_TEMPFAIL
+    return EXIT_NO_ANSWER
+
+
+def _on_event(
+    args: argparse.Namespace, seen: list[dict[str, Any]], progress: ProgressLine | None
+) -> Any:
+    """Print each event with --stream; keep them with --json, for the object Ctrl-C prints; and
+    move the terminal's progress line."""
+    if not (args.stream or args.json or progress is not None):
+        return None
+
+    def on_event(event: dict[str, Any]) -> None:
+        seen.append(event)
+        if args.stream:
+            if progress is None:
+                _emit(event)
+            else:
+                with progress.paused():  # stdout and stderr may be the same terminal
+                    _emit(event)
+        if progress is not None:
+            progress.event(event)
+
+    return on_event
+
+
+def _detail(events: list[dict[str, Any]]) -> str:
+    last = events[-1] if events else {}
+    for key in ("reason", "feedback", "error", "last_action_summary"):
+        if isinstance(last.get(key), str):
+            return f": {last[key]}"
+    return ""
+
+
+def _emit(value: Any) -> None:
+    import json  # noqa: PLC0415 - only --json and --stream print JSON
+
+    print(json.dumps(value, ensure_ascii=False), flush=True)
+
+
+def _print_status(status: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _emit(status)
+        return
+    counters = status.get("counters", {})
+    model = status.get("model", {})
+    print(f"state:     {status.get('state')}")
+    print(f"model:     {model.get('name') or model.get('spec')}")
+    print(f"uptime:    {status.get('uptime_s')} s")
+    print(
+        f"queue:     {status.get('queue_depth')}/{status.get('queue_limit')}"
+        f" (running: {status.get('running') or 'nothing'})"
+    )
+    print(f"requests:  {counters.get('requests')}, errors: {counters.get('errors')}")
+    print(f"skills:    {status.get('skills')}; workflows: {', '.join(status.get('workflows', []))}")
+    for problem in status.get("skill_problems", []):
+        print(f"problem:   {problem.get('source')}: {problem.get('error')}")
+
+
+def _print_skills(skills: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        _emit(skills)
+        return
+    for entry in skills:
+        signature = entry.get("signature") or entry.get("name")
+        print(f"{signature}  [{entry.get('source')}, timeout {entry.get('timeout_s')} s]")
+        if entry.get("description"):
+            print(f"    {entry['description']}")

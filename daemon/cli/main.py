@@ -1,0 +1,124 @@
+"""``edge-agent``: serve the daemon, or ask it something from a shell.
+
+Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 1 no answer (max
+iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input (including a
+malformed endpoint); 69 the daemon is unavailable; 75 busy, shutting down, or out of time (the whole
+command ends within ``--timeout`` plus a few seconds, whatever happens); 130 Ctrl-C (the run is
+cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 69 when
+another daemon holds the endpoint, 78 on a config error or a model that cannot be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from edge_agent.cli.exits import EXIT_BAD_INPUT
+
+
+class _Parser(argparse.ArgumentParser):
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's own sizes the help with shutil.get_terminal_size(), and importing shutil
+        # (bz2, lzma...) costs every command a few ms at start; this is the same width.
+        try:
+            columns = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size().columns
+        except (ValueError, OSError):
+            columns = 80
+        return argparse.HelpFormatter(prog=self.prog, width=columns - 2)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError("must be between 0 and 86400 seconds")
+    return value
+
+
+CLIENT_COMMANDS = ("ask", "status", "skills")
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or only the one named (argparse spends a few ms per command, which
+    ``ask``, ``status`` and ``skills`` need not pay at start)."""
+    parser = _Parser(prog="edge-agent", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    endpoint_help = (
+        "daemon endpoint (default: $EDGE_AGENT_ENDPOINT, else your own daemon's ipc socket, "
+        "else the service's /run/edge-agent/agent.sock)"
+    )
+
+    from edge_agent.client.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
+
+    if only is None:
+        _add_serve(commands)
+    if only in (None, "ask"):
+        _add_ask(commands, endpoint_help)
+        add_ask_arguments(commands.choices["ask"])  # --mqtt HOST --node NAME (docs/mqtt.md)
+    for name, text in (("status", "show the daemon's state"), ("skills", "list the skills")):
+        if only not in (None, name):
+            continue
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--json", action="store_true", help="print JSON")
+        sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
+        sub.add_argument("--endpoint", help=endpoint_help)
+    if only is None:
+        add_parsers(commands)  # nodes, ha-discovery
+    return parser
+
+
+def _add_serve(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="load the model and answer requests")
+    serve.add_argument("--config", help="TOML config file (see systemd/config.example.toml)")
+    serve.add_argument("--model", help="default | PATH.gguf | mock:FILE.json (overrides config)")
+    serve.add_argument(
+        "--endpoint", action="append", help="bind here (repeatable; overrides config)"
+    )
+    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def _add_ask(commands: Any, endpoint_help: str) -> None:
+    ask = commands.add_parser("ask", help="ask the daemon a question")
+    ask.add_argument("query")
+    ask.add_argument(
+        "--json", action="store_true", help="print one JSON object: answer, outcome, events"
+    )
+    ask.add_argument(
+        "--stream", action="store_true", help="print each event as a JSON line as it happens"
+    )
+    ask.add_argument("--timeout", type=_positive, default=60.0, help="seconds (default 60)")
+    ask.add_argument("--workflow", help="a workflow named in the daemon's config")
+    ask.add_argument(
+        "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
+    )
+    ask.add_argument("--endpoint", help=endpoint_help)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    first = words[0] if words else None
+    args = _parser(first if first in CLIENT_COMMANDS else None).parse_args(words)
+    if args.command == "serve":
+        from edge_agent.cli.serve import serve  # noqa: PLC0415
+
+        return serve(args)
+    if args.command == "nodes":
+        from edge_agent.client.mqttclient import nodes_command  # noqa: PLC0415
+
+        return nodes_command(args)
+    if args.command == "ha-discovery":
+        from edge_agent.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
+
+        return ha_discovery_command(args)
+    from edge_agent.cli.ask import client_command  # noqa: PLC0415
+
+    return client_command(args)

@@ -1,0 +1,77 @@
+"""``edge-agent serve``: assemble the daemon from its config, bind, serve until a signal."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+
+from edge_agent.cli.exits import EXIT_CONFIG, EXIT_UNAVAILABLE
+
+
+def serve(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415 - the client commands start without it
+    import signal  # noqa: PLC0415
+
+    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("edge_agent.cli")
+    from edge_agent.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
+    from edge_agent.service.assembly import assemble  # noqa: PLC0415
+    from edge_agent.service.config import ConfigError  # noqa: PLC0415
+    from edge_agent.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
+
+    try:
+        server = assemble(args.config, model=args.model, endpoints=args.endpoint)
+        bridge = make_bridge(server.settings, server.options.registry)  # None without [mqtt]
+    except ConfigError as exc:
+        log.error("config error: %s", exc)
+        return EXIT_CONFIG
+    try:
+        bound = server.bind()
+    except EndpointInUse as exc:
+        log.error("%s", exc)
+        return EXIT_UNAVAILABLE
+    except EndpointError as exc:
+        log.error("%s", exc)
+        return EXIT_CONFIG
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: server.stop())
+    # SIGHUP (a closed terminal, a stray `kill -HUP`, a reload habit) would end the daemon by
+    # default and lose the runs it accepted. It is ignored: the config is read at start only.
+    signal.signal(
+        signal.SIGHUP,
+        lambda *_: log.warning("SIGHUP ignored: the config is read at start; restart to apply it"),
+    )
+    # Not "listening": the daemon is not ready until the model has loaded ("model ... ready").
+    log.info(
+        "edge-agent: loading model %s; %s answers `loading` until then",
+        server.options.model_spec,
+        ", ".join(bound),
+    )
+    if bridge is not None:
+        server.options.mqtt_status = bridge.status
+        bridge.start(bridge_endpoint(bound))
+    code = server.serve()
+    if bridge is not None:
+        bridge.stop()  # passes on the daemon's last replies, then says offline
+    log.info("edge-agent stopped")
+    # Interpreter shutdown joins every non-daemon thread: a plugin's (started at import or by a
+    # skill) would keep a stopped daemon alive for ever, and a run stuck in native code would
+    # make shutdown wait on it or crash under it. Every client has had its reply by now, so
+    # leave at once instead (docs/skills.md, "When a plugin is broken").
+    left = [
+        thread.name
+        for thread in threading.enumerate()
+        if thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
+    ]
+    if server.worker_alive or left:
+        if server.worker_alive:
+            log.warning("a run did not return in time; exiting without waiting for it")
+        if left:
+            log.warning("exiting without waiting for threads left running: %s", ", ".join(left))
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
