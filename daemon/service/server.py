@@ -30,6 +30,7 @@ from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
+from edge_agent.service.journal import Journal, LoopCall
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
 from edge_agent.service.reports import counter_report, model_info
@@ -88,6 +89,8 @@ class Server:
         self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
+        self._outbox: queue.SimpleQueue[Message | LoopCall] = queue.SimpleQueue()
+        self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
         self.requests = RequestHandler(
             router=self._router,
             replies=self.replies,
@@ -97,8 +100,8 @@ class Server:
             registry=options.registry,
             workflows=options.workflows,
             status=self.status_reply,
+            journal=self.journal,
         )
-        self._outbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._loader = ModelLoader(self._load_agent, self._post)
         self._agent: Agent | None = None
         self._model: ModelHandle | None = None
@@ -125,6 +128,7 @@ class Server:
         self._router.close()
         self._wakeup.close()
         self.options.notifier.close()
+        self.journal.close()
 
     def stop(self) -> None:
         """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
@@ -251,6 +255,7 @@ class Server:
             ],
             "counters": counter_report(self._counts()),
             "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
+            "journal": self.journal.status(),
         }
 
     def status(self) -> dict[str, Any]:
@@ -278,11 +283,13 @@ class Server:
 
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
+            message = "the deadline passed while the run waited in the queue"
+            self.journal.ended(job.request_id, "deadline", message)
             self.replies.fail(
                 job.envelope,
                 job.request_id,
                 "deadline",
-                "the deadline passed while the run waited in the queue",
+                message,
                 connection=job.connection,
             )
 
@@ -293,13 +300,14 @@ class Server:
         job = self.runs.start_next()
         if job is None:
             return
+        self.journal.started(job.request_id)
         try:
             self._ticket = start_job(agent, job, self._post)
         except Exception:
             log.exception("run %s could not start", job.request_id)
             self._post(Finished(job, None, None, "the run could not start"))
 
-    def _post(self, message: Message) -> None:
+    def _post(self, message: Message | LoopCall) -> None:
         """The run thread's only way to the loop."""
         self._outbox.put(message)
         self._wakeup.wake()
@@ -330,6 +338,8 @@ class Server:
                     self._loaded(agent)
                 case LoadFailed(error, config):
                     self._load_failed(error, config=config)
+                case _:
+                    message()  # the journal's answer to a request, on this thread
 
     def _loaded(self, agent: Agent) -> None:
         self._agent = agent
@@ -347,6 +357,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
+            self.journal.ended(job.request_id, "internal", f"the model failed to load: {error}")
             self.replies.fail(
                 job.envelope,
                 job.request_id,
@@ -363,11 +374,13 @@ class Server:
         self.runs.running = None
         self._ticket = None
         if message.payload is None:
+            failure = f"the run failed inside the daemon: {message.error}"
+            self.journal.ended(job.request_id, "internal", failure)
             self.replies.fail(
                 job.envelope,
                 job.request_id,
                 "internal",
-                f"the run failed inside the daemon: {message.error}",
+                failure,
                 connection=job.connection,
             )
         else:
@@ -380,6 +393,7 @@ class Server:
                 (time.monotonic() - (job.started or job.received)) * 1000,
             )
             self.counts[f"outcome_{message.outcome}"] += 1
+            self.journal.finished(job.request_id, message.payload)
             self.replies.send_packed(job.envelope, message.payload, job.connection)
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
@@ -395,6 +409,7 @@ class Server:
         )
         self.options.notifier.stopping()
         for job in self.runs.drain():
+            self.journal.ended(job.request_id, "shutting_down", "the run did not start")
             self.replies.fail(
                 job.envelope,
                 job.request_id,
@@ -418,6 +433,7 @@ class Server:
         interrupted_at = lifecycle.interrupted_at
         if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
             self.runs.running = None
+            self.journal.ended(running.request_id, "shutting_down", "the run did not return")
             self.replies.fail(
                 running.envelope,
                 running.request_id,
