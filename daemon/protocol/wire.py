@@ -154,7 +154,7 @@ class RunResult(ResultBase):
     answer: str | None
     state: dict[str, Any]
     """``{query, events}``, as the agent's ``STATE_ADAPTER`` writes it."""
-    run_id: str
+    run_id: str | None = None
     """The journal's id of the run: the id of the request that started it (another request's
     when this one's ``key`` found an earlier run)."""
 
