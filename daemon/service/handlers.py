@@ -242,6 +242,7 @@ class RequestHandler:
             if payload is None:
                 self._queue(envelope, request, stream, connection)
             else:
+                self._journal.counts["deduplicated"] += 1
                 self._replies.send_packed(envelope, payload, connection)
 
         self._journal.read(keyed_query(run_id, request.id), then)
