@@ -248,11 +248,11 @@ class RequestHandler:
         self._journal.read(keyed_query(run_id, request.id), then)
 
     def result(self, envelope: list[bytes], request: ResultRequest, req_shape: bool) -> None:
-        query = result_query(request.target, request.id, lambda: self._journal.problem)
+        query = result_query(request.target, request.id, self._journal)
         self._journal_answer(envelope, request.id, query)
 
     def runs(self, envelope: list[bytes], request: RunsRequest, req_shape: bool) -> None:
-        query = runs_query(request.limit, request.id, lambda: self._journal.problem)
+        query = runs_query(request.limit, request.id, self._journal)
         self._journal_answer(envelope, request.id, query)
 
     def _journal_answer(
@@ -284,7 +284,7 @@ class RequestHandler:
             job.cancelled.set()
             self.counts["runs_cancelled"] += 1
             payload = interrupted_result(job, "cancelled")
-            self._journal.finished(job.request_id, payload)
+            self._journal.finished(job.request_id, payload, outcome="interrupted", answer=None)
             self._replies.send_packed(job.envelope, payload, job.connection)
         elif (
             running is not None

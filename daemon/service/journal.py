@@ -17,7 +17,6 @@ import collections
 import dataclasses
 import logging
 import os
-import queue
 import sqlite3
 import threading
 import time
@@ -37,6 +36,9 @@ log = logging.getLogger(__name__)
 FILE_NAME: Final = "journal.sqlite3"
 PRUNE_EVERY_S: Final = 600.0
 """keep_days is enforced this often (and at start); keep_runs on every write that passes it."""
+FLUSH_S: Final = 0.02
+"""A write waits at most this long for others to share its commit (a read or a flush does not
+wait): a run's rows reach the file within about this long of its start and end."""
 REOPEN_EVERY_S: Final = 30.0
 """A journal that could not be opened is tried again at most this often, when a write comes."""
 
@@ -82,13 +84,16 @@ class Journal:
         self.path = path or (Path(settings.path) if settings.path else default_path())
         self._post = post
         self._send = send
-        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._tasks = _Tasks()
         self._keys: dict[str, str] = {}
         self._keys_lock = threading.Lock()
         self._waiters: dict[str, list[Waiter]] = {}
         """Loop thread only: run id -> the keyed requests waiting on it."""
         self._live_keys: dict[str, str] = {}
         """Loop thread only: run id -> key, for the keyed runs still queued or running."""
+        self._started: dict[str, float] = {}
+        """Run id -> when it started, while it runs (set on the loop's thread, read on the
+        journal's): a start is not written on its own, its end writes it."""
         self._store: JournalStore | None = None
         self._next_open = 0.0
         self._next_prune = 0.0
@@ -130,20 +135,32 @@ class Journal:
             "workflow": workflow,
             "queued_at": time.time(),
         }
-        self._tasks.put(lambda: self._write(lambda store: self._insert(store, row)))
+        self._tasks.write(_Write(lambda store: self._insert(store, row)))
 
     def started(self, run_id: str) -> None:
         if self.enabled:
-            now = time.time()
-            self._tasks.put(lambda: self._write(lambda store: store.started(run_id, now)))
+            self._started[run_id] = time.time()
 
-    def finished(self, run_id: str, payload: bytes) -> None:
-        """The run's final ``result`` reply, packed: it is unpacked on the journal's thread."""
+    def started_at(self, run_id: str) -> float | None:
+        """When ``run_id`` started, while it runs (any thread)."""
+        return self._started.get(run_id)
+
+    def finished(
+        self, run_id: str, payload: bytes, *, outcome: str | None, answer: str | None
+    ) -> None:
+        """The run's final ``result`` reply, as packed and sent: it is kept as it is."""
         self._live_keys.pop(run_id, None)
         self._answer_waiters(run_id, payload)
         if self.enabled:
-            now = time.time()
-            self._tasks.put(lambda: self._write(lambda store: _finish(store, run_id, payload, now)))
+            fields = {
+                "state": "done",
+                "outcome": outcome,
+                "answer": answer,
+                "result": payload,
+                "started_at": self._started.pop(run_id, None),
+                "finished_at": time.time(),
+            }
+            self._tasks.write(_Write(lambda store: store.finished(run_id, fields)))
 
     def ended(self, run_id: str, code: ErrorCode, message: str) -> None:
         """The run ended without a result, answered with the error ``code`` (``internal``,
@@ -161,9 +178,10 @@ class Journal:
                 "state": "interrupted",
                 "outcome": "interrupted",
                 "reason": code,
+                "started_at": self._started.pop(run_id, None),
                 "finished_at": time.time(),
             }
-            self._tasks.put(lambda: self._write(lambda store: store.finished(run_id, fields)))
+            self._tasks.write(_Write(lambda store: store.finished(run_id, fields)))
 
     def run_for_key(self, key: str) -> str | None:
         """The retained run that holds ``key``, if any."""
@@ -192,7 +210,7 @@ class Journal:
             value = query(None)
             then(value)
             return
-        self._tasks.put(task)
+        self._tasks.call(task)
 
     def status(self) -> dict[str, Any]:
         """The ``journal`` map of ``status`` (any thread)."""
@@ -212,13 +230,13 @@ class Journal:
         if not self.enabled:
             return True
         done = threading.Event()
-        self._tasks.put(done.set)
+        self._tasks.call(done.set)
         return done.wait(timeout)
 
     def close(self, timeout: float = 5.0) -> None:
         if self._thread is None:
             return
-        self._tasks.put(None)
+        self._tasks.call(None)
         self._thread.join(timeout)
         if self._thread.is_alive():
             log.warning("journal: writes still pending after %.0f s at shutdown", timeout)
@@ -242,13 +260,21 @@ class Journal:
 
     def _work(self) -> None:
         while True:
-            task = self._tasks.get()
-            if task is None:
-                return
-            try:
-                task()
-            except Exception:
-                log.exception("journal: a task failed")
+            tasks = self._tasks.take()
+            writes: list[_Write] = []
+            for task in tasks:
+                if isinstance(task, _Write):
+                    writes.append(task)
+                    continue
+                self._write(writes)
+                writes = []
+                if task is None:
+                    return
+                try:
+                    task()
+                except Exception:
+                    log.exception("journal: a task failed")
+            self._write(writes)
 
     def _open(self) -> None:
         self._next_open = time.monotonic() + REOPEN_EVERY_S
@@ -279,18 +305,22 @@ class Journal:
             self._open()
         return self._store
 
-    def _write(self, write: Callable[[JournalStore], None]) -> None:
+    def _write(self, writes: list[_Write]) -> None:
+        if not writes:
+            return
         store = self._usable_store()
         if store is None:
-            self.counts["write_errors"] += 1
+            self.counts["write_errors"] += len(writes)
             return
         try:
-            write(store)
+            with store.batch():
+                for write in writes:
+                    write.apply(store)
         except sqlite3.Error as exc:
-            self.counts["write_errors"] += 1
+            self.counts["write_errors"] += len(writes)
             self._degrade(f"a write failed: {exc}")
             return
-        self.counts["writes"] += 1
+        self.counts["writes"] += len(writes)
         self._recovered()
         self._prune()
 
@@ -338,32 +368,45 @@ class Journal:
             self.problem = None
 
 
-def _finish(store: JournalStore, run_id: str, payload: bytes, now: float) -> None:
-    reply = unpack_frame(payload)
-    timing = reply.get("timing") or {}
-    state = reply.get("state") or {}
-    store.finished(
-        run_id,
-        {
-            "state": "done",
-            "outcome": reply.get("outcome"),
-            "answer": reply.get("answer"),
-            "reason": _reason(state.get("events") or []),
-            "events": msgpack.packb(state.get("events") or [], use_bin_type=True),
-            "finished_at": now,
-            "queued_ms": timing.get("queued_ms"),
-            "run_ms": timing.get("run_ms"),
-            "started_at": now - (timing.get("run_ms") or 0.0) / 1000,
-        },
-    )
+class _Tasks:
+    """The journal thread's work, in order. Writes wake the thread once per ``FLUSH_S`` at
+    most, so a busy daemon commits many runs at once and the serving loop's side of a write is
+    one append; a read, a flush or the end wakes it at once."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[_Write | Callable[[], None] | None] = collections.deque()
+        self._ready = threading.Event()
+        self._hurry = threading.Event()
+        self._armed = False
+
+    def write(self, task: _Write) -> None:
+        self._items.append(task)
+        if not self._armed:
+            self._armed = True
+            self._ready.set()
+
+    def call(self, task: Callable[[], None] | None) -> None:
+        self._items.append(task)
+        self._hurry.set()
+        self._ready.set()
+
+    def take(self) -> list[_Write | Callable[[], None] | None]:
+        self._ready.wait()
+        self._ready.clear()
+        self._hurry.wait(FLUSH_S)
+        self._hurry.clear()
+        self._armed = False  # before taking: a write from now on wakes the thread again
+        items = []
+        while self._items:
+            items.append(self._items.popleft())
+        return items
 
 
-def _reason(events: list[Any]) -> str | None:
-    last = events[-1] if events else None
-    if isinstance(last, dict) and last.get("type") == "InterruptedObservation":
-        reason = last.get("reason")
-        return reason if isinstance(reason, str) else None
-    return None
+@dataclasses.dataclass(frozen=True)
+class _Write:
+    """A write for the journal's thread; writes in a row are committed together."""
+
+    apply: Callable[[JournalStore], None]
 
 
 __all__ = ["FILE_NAME", "Journal", "Waiter", "default_path"]

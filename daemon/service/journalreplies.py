@@ -5,7 +5,7 @@ map in wire order (tests/test_journal*.py validate them against the wire models)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from edge_agent.protocol.framing import PROTOCOL_VERSION, unpack_frame
 from edge_agent.protocol.journalwire import RUNS_TEXT_CHARS
@@ -17,27 +17,36 @@ Answer = bytes | tuple[ErrorCode, str]
 Query = Callable[[JournalStore | None], Answer]
 
 
+class LiveRuns(Protocol):
+    """What the journal knows of runs beyond its file: the problem, if degraded, and when a run
+    still going started."""
+
+    problem: str | None
+
+    def started_at(self, run_id: str) -> float | None: ...
+
+
 def unavailable(problem: str | None) -> tuple[ErrorCode, str]:
     return "no_journal", f"the run journal cannot be read: {problem or 'it is not open'}"
 
 
-def result_query(target: str, request_id: str, problem: Callable[[], str | None]) -> Query:
+def result_query(target: str, request_id: str, live: LiveRuns) -> Query:
     def query(store: JournalStore | None) -> Answer:
         if store is None:
-            return unavailable(problem())
+            return unavailable(live.problem)
         row = store.get(target)
         if row is None:
             return "not_found", "the journal holds no run with this id"
-        return encode(record(row, request_id))
+        return encode(record(_now(row, live), request_id))
 
     return query
 
 
-def runs_query(limit: int, request_id: str, problem: Callable[[], str | None]) -> Query:
+def runs_query(limit: int, request_id: str, live: LiveRuns) -> Query:
     def query(store: JournalStore | None) -> Answer:
         if store is None:
-            return unavailable(problem())
-        rows = [summary(row) for row in store.latest(limit)]
+            return unavailable(live.problem)
+        rows = [summary(_now(row, live)) for row in store.latest(limit)]
         return encode(
             {"v": PROTOCOL_VERSION, "id": request_id, "kind": "result", "op": "runs", "runs": rows}
         )
@@ -51,15 +60,21 @@ def keyed_query(run_id: str, request_id: str) -> Callable[[JournalStore | None],
 
     def query(store: JournalStore | None) -> bytes | None:
         row = store.get(run_id) if store is not None else None
-        if row is None or row["state"] != "done":
+        if row is None or row["state"] != "done" or not row["result"]:
             return None
-        return encode(run_result(row, request_id))
+        result = _result(row)
+        result["id"] = request_id
+        result["run_id"] = row["id"]
+        return encode(result)
 
     return query
 
 
 def record(row: dict[str, Any], request_id: str) -> dict[str, Any]:
     """A :class:`~edge_agent.protocol.wire.RunRecord` map."""
+    result = _result(row)
+    state = result.get("state")
+    events = state.get("events") if isinstance(state, dict) else None
     return {
         "v": PROTOCOL_VERSION,
         "id": request_id,
@@ -73,9 +88,9 @@ def record(row: dict[str, Any], request_id: str) -> dict[str, Any]:
         "workflow": row["workflow"],
         "outcome": row["outcome"],
         "answer": row["answer"],
-        "reason": row["reason"],
-        "events": _events(row["events"]),
-        "timing": _timing(row),
+        "reason": row["reason"] or _reason(events),
+        "events": events if isinstance(events, list) else [],
+        "timing": result.get("timing"),
         "queued_at": row["queued_at"],
         "started_at": row["started_at"],
         "finished_at": row["finished_at"],
@@ -98,42 +113,39 @@ def summary(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_result(row: dict[str, Any], request_id: str) -> dict[str, Any]:
-    """A :class:`~edge_agent.protocol.wire.RunResult` map of a finished journaled run."""
-    return {
-        "v": PROTOCOL_VERSION,
-        "id": request_id,
-        "kind": "result",
-        "op": "run",
-        "workflow": row["workflow"],
-        "timing": _timing(row) or {"queued_ms": 0.0, "run_ms": 0.0},
-        "outcome": row["outcome"],
-        "answer": row["answer"],
-        "state": {"query": row["query"], "events": _events(row["events"])},
-        "run_id": row["id"],
-    }
+def _now(row: dict[str, Any], live: LiveRuns) -> dict[str, Any]:
+    """A queued row as it is now: a run's start is not written, only kept in memory."""
+    if row["state"] == "queued":
+        started = live.started_at(row["id"])
+        if started is not None:
+            return {**row, "state": "running", "started_at": started}
+    return row
 
 
-def _events(blob: bytes | None) -> list[Any]:
-    if not blob:
-        return []
-    events = unpack_frame(blob) if isinstance(blob, bytes) else []
-    return events if isinstance(events, list) else []
+def _result(row: dict[str, Any]) -> dict[str, Any]:
+    blob = row.get("result")
+    if not isinstance(blob, bytes) or not blob:
+        return {}
+    value = unpack_frame(blob)
+    return value if isinstance(value, dict) else {}
 
 
-def _timing(row: dict[str, Any]) -> dict[str, float] | None:
-    if row["queued_ms"] is None or row["run_ms"] is None:
-        return None
-    return {"queued_ms": float(row["queued_ms"]), "run_ms": float(row["run_ms"])}
+def _reason(events: Any) -> str | None:
+    """Why a run with a result was interrupted: its last event's ``reason``."""
+    last = events[-1] if isinstance(events, list) and events else None
+    if isinstance(last, dict) and last.get("type") == "InterruptedObservation":
+        reason = last.get("reason")
+        return reason if isinstance(reason, str) else None
+    return None
 
 
 __all__ = [
     "Answer",
+    "LiveRuns",
     "Query",
     "keyed_query",
     "record",
     "result_query",
-    "run_result",
     "runs_query",
     "summary",
     "unavailable",

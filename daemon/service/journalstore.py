@@ -32,12 +32,10 @@ MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {
             outcome TEXT,
             answer TEXT,
             reason TEXT,
-            events BLOB,
+            result BLOB,
             queued_at REAL NOT NULL,
             started_at REAL,
-            finished_at REAL,
-            queued_ms REAL,
-            run_ms REAL
+            finished_at REAL
         )""",
         "CREATE INDEX runs_by_time ON runs (queued_at)",
     ),
@@ -52,15 +50,14 @@ COLUMNS: Final = (
     "outcome",
     "answer",
     "reason",
-    "events",
+    "result",
     "queued_at",
     "started_at",
     "finished_at",
-    "queued_ms",
-    "run_ms",
 )
-LIST_COLUMNS: Final = tuple(c for c in COLUMNS if c != "events")
-"""``runs`` lists every run but its event stream, which only ``result`` reads."""
+"""``result``: the run's ``result`` reply as it was sent (msgpack), with its whole event stream."""
+LIST_COLUMNS: Final = tuple(c for c in COLUMNS if c != "result")
+"""``runs`` lists every run but its result, which only ``result`` reads."""
 UNFINISHED: Final = ("queued", "running")
 BUSY_TIMEOUT_S: Final = 5.0
 
@@ -181,52 +178,48 @@ class JournalStore:
         return cursor.rowcount
 
     def queued(self, row: dict[str, Any]) -> None:
-        """A new run. A run id or key that an older run still holds passes to the new one."""
-        with self._transaction():
-            if row.get("key") is not None:
-                self._db.execute("UPDATE runs SET key = NULL WHERE key = ?", (row["key"],))
-            self._db.execute(
-                "INSERT OR REPLACE INTO runs (id, source, key, query, workflow, state, queued_at)"
-                " VALUES (?, ?, ?, ?, ?, 'queued', ?)",
-                (
-                    row["id"],
-                    row["source"],
-                    row.get("key"),
-                    row["query"],
-                    row.get("workflow"),
-                    row["queued_at"],
-                ),
-            )
-
-    def started(self, run_id: str, started_at: float) -> None:
+        """A new run. A run id or key that an older run still holds passes to the new one.
+        Like every write, it runs inside the caller's :meth:`batch`."""
+        if row.get("key") is not None:
+            self._db.execute("UPDATE runs SET key = NULL WHERE key = ?", (row["key"],))
         self._db.execute(
-            "UPDATE runs SET state = 'running', started_at = ? WHERE id = ? AND state = 'queued'",
-            (started_at, run_id),
+            "INSERT OR REPLACE INTO runs (id, source, key, query, workflow, state, queued_at)"
+            " VALUES (?, ?, ?, ?, ?, 'queued', ?)",
+            (
+                row["id"],
+                row["source"],
+                row.get("key"),
+                row["query"],
+                row.get("workflow"),
+                row["queued_at"],
+            ),
         )
 
     def finished(self, run_id: str, fields: dict[str, Any]) -> None:
-        """``fields``: state, outcome, answer, reason, events (msgpack), finished_at, timings."""
+        """``fields``: state, outcome, answer, reason, result (msgpack), started_at,
+        finished_at."""
         self._db.execute(
-            "UPDATE runs SET state = ?, outcome = ?, answer = ?, reason = ?, events = ?,"
-            " finished_at = ?, queued_ms = ?, run_ms = ?, started_at = COALESCE(started_at, ?)"
-            " WHERE id = ?",
+            "UPDATE runs SET state = ?, outcome = ?, answer = ?, reason = ?, result = ?,"
+            " started_at = ?, finished_at = ? WHERE id = ?",
             (
                 fields["state"],
                 fields.get("outcome"),
                 fields.get("answer"),
                 fields.get("reason"),
-                fields.get("events"),
-                fields["finished_at"],
-                fields.get("queued_ms"),
-                fields.get("run_ms"),
+                fields.get("result"),
                 fields.get("started_at"),
+                fields["finished_at"],
                 run_id,
             ),
         )
 
+    def batch(self) -> _Transaction:
+        """One transaction for the writes inside it: one commit for all of them."""
+        return _Transaction(self._db)
+
     def prune(self, *, keep_runs: int, older_than: float) -> list[tuple[str, str]]:
         """Delete finished runs past the bounds; returns ``(id, key)`` of those with a key."""
-        with self._transaction():
+        with self.batch():
             doomed = self._db.execute(
                 "SELECT id, key FROM runs WHERE state NOT IN (?, ?) AND (queued_at < ? OR id NOT IN"
                 " (SELECT id FROM runs ORDER BY queued_at DESC LIMIT ?))",
@@ -273,9 +266,6 @@ class JournalStore:
         except sqlite3.Error as exc:
             log.warning("journal: the last checkpoint failed: %s", exc)
         self._db.close()
-
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._db)
 
 
 class _Transaction:

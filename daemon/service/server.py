@@ -393,7 +393,9 @@ class Server:
                 (time.monotonic() - (job.started or job.received)) * 1000,
             )
             self.counts[f"outcome_{message.outcome}"] += 1
-            self.journal.finished(job.request_id, message.payload)
+            self.journal.finished(
+                job.request_id, message.payload, outcome=message.outcome, answer=message.answer
+            )
             self.replies.send_packed(job.envelope, message.payload, job.connection)
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
