@@ -191,6 +191,9 @@ def test_unit_keeps_the_service_contract(unit: dict[str, dict[str, list[str]]]) 
     assert one("RuntimeDirectory") == "edge-agent"
     assert one("RuntimeDirectoryMode") == "0750"
     assert int(one("UMask"), 8) & 0o007 == 0o007
+    # The run journal: $STATE_DIRECTORY/journal.sqlite3, the service's own and nobody else's.
+    assert one("StateDirectory") == "edge-agent"
+    assert one("StateDirectoryMode") == "0700"
     assert one("User") == one("Group") == "edge-agent"
     assert one("CapabilityBoundingSet") == ""
     assert "SupplementaryGroups" not in service
