@@ -186,8 +186,8 @@ class Guidance:
     answer_tokens: int = 64
     """The most tokens an answer may take: a small model that rambles on inside its answer
     string is cut off (and retried) instead of writing until the model's own cap."""
-    _candidates: dict[tuple[int, tuple[str, ...], ChatFormat], list[Candidate]] = dataclasses.field(
-        default_factory=dict, init=False, repr=False
+    _candidates: dict[tuple[int, tuple[str, ...], ChatFormat], list[Candidate]] = (
+        dataclasses.field(default_factory=dict, init=False, repr=False)
     )
 
     def candidates(
@@ -280,7 +280,7 @@ class Guidance:
             return raw
         # "cut": the model was still writing; the reply ends at a sentence the model finished.
         return Completion(
-            f'{ANSWER_HEAD}{body[: end + 1]}"}}', usage.model_copy(update={"stop": "cut"})
+            f"{ANSWER_HEAD}{body[: end + 1]}\"}}", usage.model_copy(update={"stop": "cut"})
         )
 
     def _prefers_answer(self, model: ModelHandle, prompt: str) -> bool:

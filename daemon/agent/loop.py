@@ -274,7 +274,9 @@ class Agent:
             on_event=on_event,
             opts=opts,
         )
-        return self.supervisor.start(record, self._loop, lambda error: on_done(record.state, error))
+        return self.supervisor.start(
+            record, self._loop, lambda error: on_done(record.state, error)
+        )
 
     def _record(
         self,
@@ -304,7 +306,9 @@ class Agent:
             raise TypeError("should_stop must be callable")
         state = AgentState(query=query)
         state.context.workflow = workflow
-        return RunRecord(state, max_iterations, retries_left, deadline, should_stop, on_event, opts)
+        return RunRecord(
+            state, max_iterations, retries_left, deadline, should_stop, on_event, opts
+        )
 
     def _loop(self, run: RunRecord, generation: int) -> None:
         """docs/design.md, "The loop's contract": step, append, dispatch, until a stop."""

@@ -120,7 +120,9 @@ def parse_action(
         )
     thought = value.get("thought")
     if thought is not None and not isinstance(thought, str):
-        return _error("invalid_field", '"thought" must be a string.', raw, usage, ACTION_PARSE)
+        return _error(
+            "invalid_field", '"thought" must be a string.', raw, usage, ACTION_PARSE
+        )
     if has_answer:
         answer = value["final_answer"]
         if not isinstance(answer, str):
@@ -139,7 +141,9 @@ def parse_action(
         return FinalAnswerAction(answer=answer, thought=thought, raw=raw, usage=usage)
     name = value["skill_name"]
     if not isinstance(name, str):
-        return _error("invalid_field", '"skill_name" must be a string.', raw, usage, ACTION_PARSE)
+        return _error(
+            "invalid_field", '"skill_name" must be a string.', raw, usage, ACTION_PARSE
+        )
     if name not in available_skills:
         shown = name if len(name) <= _FEEDBACK_EXCERPT else name[:_FEEDBACK_EXCERPT] + "…"
         return _error(

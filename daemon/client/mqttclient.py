@@ -173,7 +173,7 @@ def list_nodes(options: BrokerOptions, *, timeout: float = 5.0) -> list[dict[str
     with MqttConnection(options, timeout) as connection:
         connection.subscribe(Topics.all_status(options.prefix), Topics.all_info(options.prefix))
         until = time.monotonic() + timeout
-        while message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic())):
+        while (message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic()))):
             node = node_of(message.topic, options.prefix)
             if node is None or not message.payload:
                 continue
@@ -212,7 +212,7 @@ def forget_node(
     with MqttConnection(options, timeout) as connection:
         connection.subscribe(f"{topics.base}/#", f"{discovery}/+/{topics.node}/+/config")
         until = time.monotonic() + timeout
-        while message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic())):
+        while (message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic()))):
             if message.retain and message.payload:  # not a live ask passing by
                 retained[message.topic] = bytes(message.payload)
         if retained.get(topics.status) == ONLINE.encode() and not force:
@@ -297,7 +297,9 @@ class MqttAskClient:
         )
         try:
             info.wait_for_publish(CONNECT_TIMEOUT_S)
-            reply = self._await(reply_topic, correlation, wait + RUN_GRACE_S, on_event, on_accepted)
+            reply = self._await(
+                reply_topic, correlation, wait + RUN_GRACE_S, on_event, on_accepted
+            )
         except KeyboardInterrupt:
             self._cancel(reply_topic, ask_id)
             raise
@@ -377,6 +379,8 @@ def print_nodes(nodes: list[dict[str, Any]], as_json: bool, show_all: bool) -> N
             f"{model.get('name') or model.get('spec') or '?':<24} "
             f"{len(info.get('skills') or [])} skills, edge-agent {info.get('version', '?')}"
         )
+
+
 
 
 NODES_EXITS = {"unavailable": 69, "node_online": 75}

@@ -40,20 +40,13 @@ Reply = str | dict[str, Any]
 def _parse_reply(item: object, index: int, source: str) -> tuple[str, float]:
     if isinstance(item, str):
         return item, 0.0
-    if (
-        isinstance(item, dict)
-        and isinstance(item.get("text"), str)
-        and set(item)
-        <= {
-            "text",
-            "delay_s",
-        }
-    ):
+    if isinstance(item, dict) and isinstance(item.get("text"), str) and set(item) <= {
+        "text",
+        "delay_s",
+    }:
         delay = item.get("delay_s", 0.0)
-        if (
-            isinstance(delay, int | float)
-            and not isinstance(delay, bool)
-            and (0 <= delay <= MAX_DELAY_S)
+        if isinstance(delay, int | float) and not isinstance(delay, bool) and (
+            0 <= delay <= MAX_DELAY_S
         ):
             return item["text"], float(delay)
     raise ScriptFileError(

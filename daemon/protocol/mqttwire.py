@@ -226,7 +226,9 @@ def parse_ask(
     except (UnicodeDecodeError, ValueError) as exc:
         raise AskError("bad_request", f"the ask is not JSON: {exc}", v5_reply) from None
     if not isinstance(data, dict):
-        raise AskError("bad_request", "the ask must be a JSON object with a 'query'", v5_reply)
+        raise AskError(
+            "bad_request", "the ask must be a JSON object with a 'query'", v5_reply
+        )
     raw_id = data.get("id")
     request_id = raw_id if _usable_id(raw_id) else None
     raw_reply = data.get("reply_to")

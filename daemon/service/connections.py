@@ -43,7 +43,6 @@ def readable(sock: zmq.Socket[bytes]) -> bool:
     events = sock.getsockopt(EVENTS)
     return isinstance(events, int) and bool(events & POLLIN)
 
-
 FD_RESERVE = 64
 """Fds kept for everything but client connections: the model file, skills, MQTT, libzmq's own."""
 MONITOR_ENDPOINT = "inproc://edge-agent-connections"
@@ -107,7 +106,6 @@ def monitor_event(frames: list[bytes]) -> tuple[int, int]:
         raise RuntimeError(f"not a ZeroMQ monitor event ({len(frames)} frames)")
     event, value = struct.unpack("=hi", frames[0])
     return event, value
-
 
 class Connections:
     """The ROUTER's open connections by fd, least recently active first.

@@ -569,7 +569,9 @@ class MqttBridge:
 
     def _publish_readings(self, readings: list[Reading]) -> None:
         for reading in readings:
-            self._publish(self.topics.sensor(reading.key), f"{reading.value:g}", retain=True, qos=0)
+            self._publish(
+                self.topics.sensor(reading.key), f"{reading.value:g}", retain=True, qos=0
+            )
 
     # -- the sensor thread -------------------------------------------------------------------------
 
@@ -627,10 +629,8 @@ class MqttBridge:
                             zmq.NOBLOCK,
                         )
                     with self._lock:
-                        active = (
-                            bool(self._pending)
-                            or self._busy
-                            or (self._daemon_status.get("state") != "ready")
+                        active = bool(self._pending) or self._busy or (
+                            self._daemon_status.get("state") != "ready"
                         )
                     next_status = now + (STATUS_POLL_ACTIVE_S if active else STATUS_POLL_IDLE_S)
                 self._forward(sock)
