@@ -88,7 +88,9 @@ class Finished:
 Message = Loaded | LoadFailed | Send | Finished
 
 
-def run_result(job: Job, state: AgentState, *, queued_s: float, run_s: float) -> dict[str, Any]:
+def run_result(
+    job: Job, state: AgentState, *, queued_s: float, run_s: float
+) -> dict[str, Any]:
     """The ``result`` reply of a run that returned ``state``, serialized by the agent's own
     adapter: a :class:`~edge_agent.protocol.wire.RunResult` map in wire order, built as a plain map
     (every value is the daemon's own; tests/test_server.py validates it against the model)."""
