@@ -17,8 +17,6 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from edge_agent.agent.supervision import Supervisor
-
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -134,13 +132,10 @@ def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]
 
 
 class Registry:
-    """The skills an agent may call, by name, and the threads their runs execute on."""
+    """The skills an agent may call, by name. It runs no thread: the threads runs execute on, and
+    the skill calls that hung, are :class:`~edge_agent.agent.supervision.RunThreads`'."""
 
     def __init__(self) -> None:
-        self.supervisor = Supervisor()
-        """Run threads and the skill calls that hung, shared by every agent on this registry: a
-        skill that hung under one agent is not started again by another, and a new agent runs on
-        an idle thread instead of starting one (docs/design.md, "Threads")."""
         self._skills: dict[str, SkillSpec] = {}
         self._version = 0
         self._lock = threading.Lock()
