@@ -83,7 +83,13 @@ def _add_serve(commands: Any) -> None:
     serve.add_argument(
         "--endpoint", action="append", help="bind here (repeatable; overrides config)"
     )
-    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,  # `debug` as well as `DEBUG`
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the least severe records logged (default INFO)",
+    )
 
 
 def _add_ask(commands: Any, endpoint_help: str) -> None:
