@@ -248,3 +248,23 @@ def test_serve_stops_with_78_on_a_timeout_typo(tmp_path: Path) -> None:
     assert f"{config}: line 2: skills.timeouts.read_sensors:" in served.stderr
     assert "did you mean `read_sensor`?" in served.stderr
     assert not (tmp_path / "agent.sock").exists()
+
+
+def _shown_error(doc: Path) -> str:
+    found = re.search(r"```text\nconfig error: (.*?)\n```", doc.read_text(encoding="utf-8"))
+    assert found is not None, f"{doc.name} lost its config error example"
+    return found.group(1)
+
+
+def test_the_config_errors_the_docs_show_are_the_real_ones(tmp_path: Path) -> None:
+    shown = _shown_error(REPO / "README.md")
+    path = shown.split(": ", 1)[0]
+    with pytest.raises(ConfigError) as caught:
+        parse_settings("[daemon]\nqueue_limit = 8\nqueue_limt = 8\n", path)
+    assert str(caught.value) == shown
+
+    shown = _shown_error(REPO / "docs" / "skills.md")
+    text = "[skills]\nentry_points = false\n\n[skills.timeouts]\nread_sensor = 4.0\nread_sensors = 4.0\n"
+    with pytest.raises(ConfigError) as caught:
+        load_skills(Registry(), parse_settings(text, shown.split(": ", 1)[0]))
+    assert str(caught.value) == shown
