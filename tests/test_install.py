@@ -487,3 +487,17 @@ def test_any_model_argument_is_refused_clearly_or_taken_safely(model: str) -> No
     # Taken: a plain absolute GGUF path outside what the service cannot see, or "default".
     safe = re.fullmatch(r"/[A-Za-z0-9._/+-]+\.gguf", model) is not None
     assert model in {"default", ""} or (safe and not model.startswith(("/home/", "/tmp/"))), model
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    host=st.tuples(_ARGUMENT_TEXT, st.sampled_from(" /@;$`'\"\\\n\t[]?*"), _ARGUMENT_TEXT).map(
+        "".join
+    )
+)
+def test_any_mqtt_host_that_is_no_plain_name_is_refused_before_any_step(host: str) -> None:
+    # Never resolved (no DNS lookup of hostile text), never written into the config or a unit.
+    result = _install("--dry-run", "--model", "default", "--mqtt", host)
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.startswith("install.sh: ") and result.stderr.count("\n") == 1
+    assert _steps(result.stdout) == []
