@@ -72,6 +72,34 @@ def test_the_licence_file_is_the_one_pyproject_names() -> None:
     assert "(`LICENSE`)" in README.read_text(encoding="utf-8")
 
 
+def test_every_figure_has_its_benchmark_date_and_machine() -> None:
+    """docs/performance.md is one table, a row per figure, each with the command that measures
+    it (a benchmark that exists), a date and a machine; every benchmark has a row; and neither it
+    nor the README's summary tells history (the repository's log does)."""
+    text = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    header = "| Figure | edge-agent | The alternative, same run | Ratio | Budget | Command | Date | Machine |"
+    assert text.count(header) == 1
+    rows = text.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
+    assert len(rows) >= 10
+    used = set()
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert len(cells) == 8, row
+        command = re.fullmatch(r"`python (scripts/bench/bench_\w+\.py)( [^`]*)?`", cells[5])
+        assert command is not None, row
+        assert (REPO / command.group(1)).is_file(), row
+        used.add(command.group(1))
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cells[6]) and cells[7], row
+    benchmarks = {f"scripts/bench/{p.name}" for p in (REPO / "scripts" / "bench").glob("bench_*.py")}
+    assert used == benchmarks
+    readme = README.read_text(encoding="utf-8")
+    summary = readme.split("\n## How it performs\n", 1)[1].split("\n## ", 1)[0]
+    assert "(docs/performance.md)" in summary
+    assert len([line for line in summary.splitlines() if line.startswith("| ")]) == 1 + 5
+    history = r"this round|rounds? ago|\bIssue \d+|before this|earlier this day|\bused to\b"
+    assert not re.findall(history, text + readme, re.I)
+
+
 def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
     from edge_agent.cli import exits as cli
 
