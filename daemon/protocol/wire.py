@@ -26,17 +26,7 @@ from edge_agent.protocol.framing import (
     UNPACK_ERRORS,
     unpack_frame,
 )
-from edge_agent.protocol.journalwire import (
-    MAX_KEY_CHARS,
-    MAX_RUNS_LIMIT,
-    JournalState,
-    Key,
-    ResultRequest,
-    RunRecord,
-    RunsRequest,
-    RunsResult,
-    RunSummary,
-)
+from edge_agent.protocol.journalwire import Key, ResultRequest, RunRecord, RunsRequest, RunsResult
 from edge_agent.protocol.messages import (
     Message,
     ReplyBase,
@@ -365,8 +355,6 @@ def encode(message: Reply | Mapping[str, Any]) -> bytes:
 __all__ = [
     "ERROR_CODES",
     "IDEMPOTENT_OPS",
-    "MAX_KEY_CHARS",
-    "MAX_RUNS_LIMIT",
     "OPS",
     "PROTOCOL",
     "PROTOCOL_VERSION",
@@ -382,7 +370,6 @@ __all__ = [
     "ErrorReply",
     "EventReply",
     "Exchange",
-    "JournalState",
     "Reply",
     "Request",
     "ResultRequest",
@@ -390,7 +377,6 @@ __all__ = [
     "RunRecord",
     "RunRequest",
     "RunResult",
-    "RunSummary",
     "RunsRequest",
     "RunsResult",
     "SkillEntry",

@@ -30,15 +30,13 @@ from edge_agent.protocol.framing import unpack_frame
 from edge_agent.protocol.wire import ErrorCode, ErrorReply, encode
 from edge_agent.service.config import JournalSettings
 from edge_agent.service.journalstore import JournalStore, JournalUnavailable
+from edge_agent.service.journaltasks import Tasks, Write
 
 log = logging.getLogger(__name__)
 
 FILE_NAME: Final = "journal.sqlite3"
 PRUNE_EVERY_S: Final = 600.0
 """keep_days is enforced this often (and at start); keep_runs on every write that passes it."""
-FLUSH_S: Final = 0.02
-"""A write waits at most this long for others to share its commit (a read or a flush does not
-wait): a run's rows reach the file within about this long of its start and end."""
 REOPEN_EVERY_S: Final = 30.0
 """A journal that could not be opened is tried again at most this often, when a write comes."""
 
@@ -84,7 +82,7 @@ class Journal:
         self.path = path or (Path(settings.path) if settings.path else default_path())
         self._post = post
         self._send = send
-        self._tasks = _Tasks()
+        self._tasks = Tasks()
         self._keys: dict[str, str] = {}
         self._keys_lock = threading.Lock()
         self._waiters: dict[str, list[Waiter]] = {}
@@ -135,7 +133,7 @@ class Journal:
             "workflow": workflow,
             "queued_at": time.time(),
         }
-        self._tasks.write(_Write(lambda store: self._insert(store, row)))
+        self._tasks.write(Write(lambda store: self._insert(store, row)))
 
     def started(self, run_id: str) -> None:
         if self.enabled:
@@ -160,7 +158,7 @@ class Journal:
                 "started_at": self._started.pop(run_id, None),
                 "finished_at": time.time(),
             }
-            self._tasks.write(_Write(lambda store: store.finished(run_id, fields)))
+            self._tasks.write(Write(lambda store: store.finished(run_id, fields)))
 
     def ended(self, run_id: str, code: ErrorCode, message: str) -> None:
         """The run ended without a result, answered with the error ``code`` (``internal``,
@@ -181,7 +179,7 @@ class Journal:
                 "started_at": self._started.pop(run_id, None),
                 "finished_at": time.time(),
             }
-            self._tasks.write(_Write(lambda store: store.finished(run_id, fields)))
+            self._tasks.write(Write(lambda store: store.finished(run_id, fields)))
 
     def run_for_key(self, key: str) -> str | None:
         """The retained run that holds ``key``, if any."""
@@ -261,9 +259,9 @@ class Journal:
     def _work(self) -> None:
         while True:
             tasks = self._tasks.take()
-            writes: list[_Write] = []
+            writes: list[Write] = []
             for task in tasks:
-                if isinstance(task, _Write):
+                if isinstance(task, Write):
                     writes.append(task)
                     continue
                 self._write(writes)
@@ -305,7 +303,7 @@ class Journal:
             self._open()
         return self._store
 
-    def _write(self, writes: list[_Write]) -> None:
+    def _write(self, writes: list[Write]) -> None:
         if not writes:
             return
         store = self._usable_store()
@@ -366,47 +364,6 @@ class Journal:
         if self.problem is not None:
             log.warning("journal: writes work again (was: %s)", self.problem)
             self.problem = None
-
-
-class _Tasks:
-    """The journal thread's work, in order. Writes wake the thread once per ``FLUSH_S`` at
-    most, so a busy daemon commits many runs at once and the serving loop's side of a write is
-    one append; a read, a flush or the end wakes it at once."""
-
-    def __init__(self) -> None:
-        self._items: collections.deque[_Write | Callable[[], None] | None] = collections.deque()
-        self._ready = threading.Event()
-        self._hurry = threading.Event()
-        self._armed = False
-
-    def write(self, task: _Write) -> None:
-        self._items.append(task)
-        if not self._armed:
-            self._armed = True
-            self._ready.set()
-
-    def call(self, task: Callable[[], None] | None) -> None:
-        self._items.append(task)
-        self._hurry.set()
-        self._ready.set()
-
-    def take(self) -> list[_Write | Callable[[], None] | None]:
-        self._ready.wait()
-        self._ready.clear()
-        self._hurry.wait(FLUSH_S)
-        self._hurry.clear()
-        self._armed = False  # before taking: a write from now on wakes the thread again
-        items = []
-        while self._items:
-            items.append(self._items.popleft())
-        return items
-
-
-@dataclasses.dataclass(frozen=True)
-class _Write:
-    """A write for the journal's thread; writes in a row are committed together."""
-
-    apply: Callable[[JournalStore], None]
 
 
 __all__ = ["FILE_NAME", "Journal", "Waiter", "default_path"]
