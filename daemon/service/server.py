@@ -27,11 +27,12 @@ from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
-from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState
+from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState, ErrorCode
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
 from edge_agent.service.jobs import (
     Finished,
+    Job,
     Loaded,
     LoadFailed,
     Message,
@@ -283,15 +284,7 @@ class Server:
 
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
-            message = "the deadline passed while the run waited in the queue"
-            self.journal.ended(job.request_id, "deadline", message)
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "deadline",
-                message,
-                connection=job.connection,
-            )
+            self._end_run(job, "deadline", "the deadline passed while the run waited in the queue")
 
     def _dispatch(self) -> None:
         agent = self._agent
@@ -357,14 +350,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
-            self.journal.ended(job.request_id, "internal", f"the model failed to load: {error}")
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                f"the model failed to load: {error}",
-                connection=job.connection,
-            )
+            self._end_run(job, "internal", f"the model failed to load: {error}")
         self.lifecycle.request_stop()
 
     def _finish(self, message: Finished) -> None:
@@ -374,15 +360,7 @@ class Server:
         self.runs.running = None
         self._ticket = None
         if message.payload is None:
-            failure = f"the run failed inside the daemon: {message.error}"
-            self.journal.ended(job.request_id, "internal", failure)
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                failure,
-                connection=job.connection,
-            )
+            self._end_run(job, "internal", f"the run failed inside the daemon: {message.error}")
         else:
             self.counts["runs_finished"] += 1
             log.info(
@@ -400,6 +378,11 @@ class Server:
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 
+    def _end_run(self, job: Job, code: ErrorCode, message: str) -> None:
+        """Answer a run that ends without a result with an error; the journal keeps it so."""
+        self.journal.ended(job.request_id, code, message)
+        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
+
     # -- shutdown -----------------------------------------------------------------------------
 
     def _begin_shutdown(self, now: float) -> None:
@@ -411,13 +394,8 @@ class Server:
         )
         self.options.notifier.stopping()
         for job in self.runs.drain():
-            self.journal.ended(job.request_id, "shutting_down", "the run did not start")
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "shutting_down",
-                "the daemon is shutting down; the run did not start",
-                connection=job.connection,
+            self._end_run(
+                job, "shutting_down", "the daemon is shutting down; the run did not start"
             )
 
     def _finished_shutdown(self, now: float) -> bool:
@@ -435,14 +413,7 @@ class Server:
         interrupted_at = lifecycle.interrupted_at
         if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
             self.runs.running = None
-            self.journal.ended(running.request_id, "shutting_down", "the run did not return")
-            self.replies.fail(
-                running.envelope,
-                running.request_id,
-                "shutting_down",
-                "the daemon shut down before the run returned",
-                connection=running.connection,
-            )
+            self._end_run(running, "shutting_down", "the daemon shut down before the run returned")
             return True
         return False
 
