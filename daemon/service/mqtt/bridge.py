@@ -1,6 +1,6 @@
 """The bridge: MQTT asks become protocol v1 runs on the daemon's own socket.
 
-It is composed of four parts, each owning its state (docs/design.md, *The MQTT bridge*):
+It is composed of four parts, each owning its state (docs/mqtt.md is the outside view):
 
 - :class:`~edge_agent.service.mqtt.broker.BrokerConnection`, the paho connection (its network
   thread runs the callbacks, reconnects with backoff, and holds unacknowledged publishes);
