@@ -56,6 +56,15 @@ ANSWERED: dict[str, tuple[str, bool]] = {
         True,
     ),
     "huge-deadline": ('{"query": "q", "deadline_ms": 1' + "0" * 400 + "}", False),
+    "huge-deadline-311": (
+        '{"query": "q", "deadline_ms": 1' + "0" * 400 + ', "reply_to": "h/huge-deadline-311"}',
+        True,
+    ),
+    "surrogate-key": ('{"query": "q", "\\ud800": 1}', False),
+    "surrogate-query-311": (
+        '{"query": "\\ud800", "reply_to": "h/surrogate-query-311", "id": 5}',
+        True,
+    ),
     "surrogate-query": ('{"query": "\\ud800"}', False),
     "surrogate-workflow": ('{"query": "q", "workflow": "\\ud800"}', False),
     "surrogate-id": ('{"query": "q", "id": "\\ud800", "reply_to": "h/surrogate-id"}', True),
