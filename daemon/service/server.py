@@ -30,14 +30,7 @@ from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.replies import Replies
-from edge_agent.service.reports import counter_report, model_info
-from edge_agent.service.router import RouterSocket, WakeUpPipe
-from edge_agent.service.runqueue import RunQueue
-from edge_agent.service.strategy import guidance_for
-from edge_agent.service.systemd import Notifier
-from edge_agent.service.worker import (
+from edge_agent.service.jobs import (
     Finished,
     Loaded,
     LoadFailed,
@@ -46,6 +39,13 @@ from edge_agent.service.worker import (
     Send,
     start_job,
 )
+from edge_agent.service.lifecycle import Lifecycle
+from edge_agent.service.replies import Replies
+from edge_agent.service.reports import counter_report, model_info
+from edge_agent.service.router import RouterSocket, WakeUpPipe
+from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.strategy import guidance_for
+from edge_agent.service.systemd import Notifier
 
 log = logging.getLogger(__name__)
 
