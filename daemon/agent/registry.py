@@ -239,6 +239,22 @@ class Registry:
             self._version += 1
         return spec
 
+    def set_timeout(self, name: str, timeout: float | None) -> SkillSpec:
+        """Give the registered skill ``name`` another timeout, keeping its place in the order
+        (the daemon's ``[skills.timeouts]``, applied once every skill is registered)."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise TypeError(f"skill {name!r}: timeout must be a positive number or None")
+        with self._lock:
+            spec = self._skills.get(name)
+            if spec is None:
+                raise KeyError(name)
+            seconds = None if timeout is None else float(timeout)
+            self._skills[name] = dataclasses.replace(spec, timeout_s=seconds)
+            self._version += 1
+            return self._skills[name]
+
     def remove(self, name: str) -> None:
         with self._lock:
             if self._skills.pop(name, None) is not None:
