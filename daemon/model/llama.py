@@ -22,7 +22,7 @@ from typing import Any
 
 from edge_agent.agent.checks import check_count
 from edge_agent.agent.prompt import ChatFormat
-from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError
+from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError, TokenCounts
 from edge_agent.model.constrained import ActionGrammar, GrammarCache
 from edge_agent.model.decoding import Reply, completion, decode_reply, forced_run
 from edge_agent.model.embedded import default_model_path
@@ -122,6 +122,8 @@ class LlamaModel:
         self._finalizer = weakref.finalize(self, _release, self._grammars, self._runtime)
         self._end_tokens = self._runtime.end_of_generation(self.chat_format.stop)
         self._lock = threading.Lock()
+        # Each run thread's own counts: a step takes them when it ends (agent.protocol).
+        self._counts = threading.local()
         self._prefix_state = (
             None
             if state_dir is None
@@ -200,6 +202,18 @@ class LlamaModel:
 
     def _prompt_tokens(self, text: str, *, add_bos: bool = True) -> list[int]:
         return self._runtime.tokenize(text, add_bos=add_bos, markers=self._markers)
+
+    def take_tokens(self) -> TokenCounts:
+        """What this thread's calls evaluated, scored, forced and sampled since it last asked."""
+        counts: TokenCounts = getattr(self._counts, "value", None) or TokenCounts()
+        self._counts.value = TokenCounts()
+        return counts
+
+    def _count(self, **counts: int) -> None:
+        current: TokenCounts | None = getattr(self._counts, "value", None)
+        if current is None:
+            current = self._counts.value = TokenCounts()
+        current.add(**counts)
 
     # -- the cache ------------------------------------------------------------------------------
 
@@ -320,6 +334,7 @@ class LlamaModel:
             evaluated = len(tokens) - keep
             self.last_reply = Reply(b"", 0, "interrupted", lead=lead_count)
             if not self._cache.evaluate(tokens[keep:], interrupted):
+                self._count(prompt=len(tokens), evaluated=evaluated)
                 return completion(
                     head,
                     len(tokens),
@@ -331,6 +346,7 @@ class LlamaModel:
                 )
             prefill_done = time.perf_counter()
             if lead_ends:
+                self._count(prompt=len(tokens), evaluated=evaluated)
                 stop = "stop"
                 self.last_reply = Reply(lead, 0, stop, lead=lead_count)
                 return completion(
@@ -356,6 +372,13 @@ class LlamaModel:
                 byte_tokens=self._byte_tokens if forced_runs else None,
             )
             self.last_reply = dataclasses.replace(reply, lead=lead_count)
+            self._count(
+                prompt=len(tokens),
+                evaluated=evaluated,
+                generated=reply.generated,
+                forced=reply.forced,
+                sampled=reply.sampled,
+            )
             return completion(
                 head + reply.text,
                 len(tokens),
@@ -395,7 +418,15 @@ class LlamaModel:
             self._make_room(len(tokens) + longest + 1)
             keep = self._cache.reuse(tokens)
             self._cache.evaluate(tokens[keep:])
-            return self._cache.score_branches(pieces)
+            before = runtime.decoded
+            try:
+                return self._cache.score_branches(pieces)
+            finally:
+                self._count(
+                    prompt=len(tokens),
+                    evaluated=len(tokens) - keep,
+                    scored=runtime.decoded - before,
+                )
 
     def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:
         """log P(text | prompt) for each prompt, each a conversation of its own.
@@ -413,7 +444,16 @@ class LlamaModel:
             longest = max((len(t) for t in tokenized), default=0) + len(text_tokens)
             if longest + len(self._cache) > self.n_ctx:
                 raise ContextExceeded(longest, self.n_ctx - len(self._cache))
-            return self._side.likelihoods(tokenized, text_tokens)
+            decoded, evaluated = runtime.decoded, self._side.evaluated
+            try:
+                return self._side.likelihoods(tokenized, text_tokens)
+            finally:
+                prompts_evaluated = self._side.evaluated - evaluated
+                self._count(
+                    prompt=longest,
+                    evaluated=prompts_evaluated,
+                    scored=runtime.decoded - decoded - prompts_evaluated,
+                )
 
     def _make_room(self, needed: int) -> None:
         """Free the kept side texts when the conversation needs their cells."""
