@@ -24,12 +24,13 @@ from edge_agent.agent.checks import check_count
 from edge_agent.agent.prompt import ChatFormat
 from edge_agent.agent.protocol import Completion, ContextExceeded, TokenCounts
 from edge_agent.model.constrained import BadPrefix, GrammarCache
+from edge_agent.model.continuation import Continuation
 from edge_agent.model.counting import ThreadCounts
 from edge_agent.model.decoding import Decoder, Reply, completion
 from edge_agent.model.formats import choose_format, format_texts, turn_markers
 from edge_agent.model.gguf import ModelLoadError, read_gguf
 from edge_agent.model.kvcache import KVCache
-from edge_agent.model.prefixstate import PrefixState, model_prefix_state
+from edge_agent.model.prefixstate import load_prefix, model_prefix_state
 from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
 from edge_agent.model.sampler import Sampler
 from edge_agent.model.side import SideTexts
@@ -102,6 +103,7 @@ class LlamaModel:
         self._markers = turn_markers(fmt, self._runtime.control_tokens_in(format_texts(fmt)))
         self.chat_format: ChatFormat = dataclasses.replace(fmt, reserved=self._markers)
         self._cache = KVCache(self._runtime)
+        self._continuation = Continuation(self._runtime, self._markers)
         self._side = SideTexts(self._runtime)
         self._byte_tokens = self._runtime.byte_tokens()
         self._grammars = GrammarCache(
@@ -211,27 +213,12 @@ class LlamaModel:
             if keep == len(tokens):
                 return
             state = self._prefix_state
-            if state is not None and self._load_prefix(state, tokens):
+            if state is not None and load_prefix(state, self._runtime, self._cache, tokens):
                 return
             self._cache.evaluate(tokens[keep:])
             if state is not None and state.status != "saved":
                 state.write(tokens, self._runtime.save_state())
             trim_heap()
-
-    def _load_prefix(self, state: PrefixState, tokens: list[int]) -> bool:
-        """Fill the cache from the saved state of exactly ``tokens``; False if there is none."""
-        payload = state.read(tokens)
-        if payload is None:
-            return False
-        if not self._runtime.load_state(payload):
-            state.discard()
-            state.status = "refused by llama.cpp"
-            log.warning("prefix state %s: refused by llama.cpp; evaluating instead", state.path)
-            self._cache.tokens = []
-            return False
-        self._cache.tokens = list(tokens)
-        state.status = "loaded"
-        return True
 
     def reset(self) -> None:
         """Nothing to forget between runs: the KV cache is kept on purpose."""
@@ -282,7 +269,9 @@ class LlamaModel:
             self._check_open()
             runtime = self._runtime
             forced = runtime.tokenize(prefix, add_bos=False) if prefix else []
-            tokens = (self._prompt_tokens(prompt) or [runtime.bos]) + forced
+            # The last reply's own tokens where the prompt repeats it (model/continuation.py).
+            conversation = self._continuation.tokenize(prompt) or [runtime.bos]
+            tokens = conversation + forced
             if len(tokens) + cap > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
             self._make_room(len(tokens) + cap)
@@ -307,7 +296,10 @@ class LlamaModel:
             ) -> Completion:
                 n_prompt, evaluated = len(tokens), len(tokens) - keep
                 reply = reply or Reply(b"", 0, stop)
-                generated = reply.generated
+                generated, cached = reply.generated, self._cache.tokens
+                if stop != "interrupted" and cached[: len(tokens)] == tokens:
+                    spelled = [*tokens[len(conversation) :], *cached[len(tokens) :], *reply.pending]
+                    self._continuation.keep(prompt, conversation, text, spelled)
                 self._counts.add(
                     prompt=n_prompt, evaluated=evaluated, generated=generated,
                     forced=reply.forced, sampled=reply.sampled,
@@ -340,7 +332,7 @@ class LlamaModel:
         with self._lock:
             self._check_open()
             runtime = self._runtime
-            tokens = self._prompt_tokens(prompt) or [runtime.bos]
+            tokens = self._continuation.tokenize(prompt) or [runtime.bos]
             pieces = [runtime.tokenize(text, add_bos=False) for text in continuations]
             longest = max((len(p) for p in pieces), default=0)
             if len(tokens) + longest + 1 > self.n_ctx:
