@@ -200,6 +200,9 @@ def report(records: list[dict[str, Any]], prefill: float, decode: float) -> bool
         )
     print("  (each cell: median/p90 per question; seconds = (evaluated + scored + forced) / "
           "prompt rate + sampled / generation rate)")  # fmt: skip
+    shape = two_step(records, prefill, decode)
+    if shape is not None:
+        levers.append(shape)
     print("\nLevers")
     print("\n".join(levers))
     if E2B_DEFAULT in met:
@@ -208,6 +211,50 @@ def report(records: list[dict[str, Any]], prefill: float, decode: float) -> bool
         return met[E2B_DEFAULT]
     print(f"\nVerdict: not judged ({E2B_DEFAULT}, E2B's default, did not run)")
     return False
+
+
+def _steps(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e["usage"] for e in record["events"] if e.get("usage")]
+
+
+def two_step(records: list[dict[str, Any]], prefill: float, decode: float) -> str | None:
+    """An E2B-shaped question, assumed: one skill call and one answer, as a model that drives the
+    loop itself would take. The call step and the answer's prompt are plain's first two steps
+    (the second evaluates the result turn); the answer's tokens are guided's answers'."""
+    plain = [_steps(r) for r in records if r["strategy"] == "plain"]
+    answers = [
+        e["usage"] for r in records if r["strategy"] == "guided" for e in r["events"]
+        if e.get("type") == "FinalAnswerAction" and e.get("usage")
+    ]  # fmt: skip
+    plain = [steps for steps in plain if len(steps) >= 2]
+    if not plain or not answers:
+        return None
+
+    def tokens(usage: dict[str, Any], name: str) -> float:
+        return float(usage.get(f"{name}_tokens") or 0)
+
+    call = statistics.median(
+        (tokens(u, "evaluated") + tokens(u, "forced")) / prefill + tokens(u, "sampled") / decode
+        for u in (steps[0] for steps in plain)
+    )
+    result = statistics.median(tokens(steps[1], "evaluated") / prefill for steps in plain)
+    answer = statistics.median(
+        tokens(u, "forced") / prefill + tokens(u, "sampled") / decode for u in answers
+    )
+    choices = [
+        tokens(u, "evaluated") for r in records if r["strategy"] == "guided"
+        for u in _steps(r)[:1] if not u.get("sampled_tokens")
+    ]  # fmt: skip
+    chosen = (
+        f"; guided's skill-choice step evaluated {statistics.median(choices):g}/"
+        f"{p90(choices):g} prompt tokens (median/p90: at the p90 the skill descriptions were "
+        "evicted from their side sequences by a result's parts and evaluated again)"
+        if choices else ""
+    )
+    return (
+        f"  assumed E2B shape (one call, one answer): call step {call:.1f} s + result turn "
+        f"{result:.1f} s + answer {answer:.1f} s = {call + result + answer:.1f} s (medians){chosen}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
