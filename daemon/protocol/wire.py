@@ -18,6 +18,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 import msgpack
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from edge_agent.protocol import triggerwire as tw
 from edge_agent.protocol.framing import (
     IDEMPOTENT_OPS,
     MAX_ID_CHARS,
@@ -26,6 +27,7 @@ from edge_agent.protocol.framing import (
     UNPACK_ERRORS,
     unpack_frame,
 )
+from edge_agent.protocol.triggerwire import TriggerReply, TriggerRequest
 
 MAX_NAME_CHARS: Final = 128
 MAX_DEADLINE_MS: Final = 24 * 3600 * 1000
@@ -103,7 +105,7 @@ class CancelRequest(_Request):
     target: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
-Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest
+Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest | TriggerRequest
 
 
 # -- replies: daemon to client ------------------------------------------------------------------
@@ -200,6 +202,8 @@ class StatusResult(_Result):
     counters: Counters
     mqtt: dict[str, Any] | None = None
     """The MQTT bridge's link and counters (docs/mqtt.md); None without ``[mqtt]``."""
+    triggers: dict[str, Any] | None = None
+    """Triggers configured, failing (and why), fired; None without ``[[triggers]]``."""
 
 
 class SkillEntry(_Message):
@@ -218,7 +222,7 @@ class SkillsResult(_Result):
     skills: list[SkillEntry]
 
 
-CancelledRun = Literal["queued", "running"]
+CancelledRun = Literal["queued", "running", "watch"]
 
 
 class CancelResult(_Result):
@@ -228,9 +232,8 @@ class CancelResult(_Result):
     was: CancelledRun | None
 
 
-Reply = (
-    AcceptedReply | EventReply | ErrorReply | RunResult | StatusResult | SkillsResult | CancelResult
-)
+_RunReply = AcceptedReply | EventReply | ErrorReply | RunResult
+Reply = _RunReply | StatusResult | SkillsResult | CancelResult | TriggerReply
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -253,6 +256,8 @@ PROTOCOL: Final[Mapping[str, Exchange]] = {
     "status": Exchange(StatusRequest, (StatusResult, ErrorReply)),
     "skills": Exchange(SkillsRequest, (SkillsResult, ErrorReply)),
     "cancel": Exchange(CancelRequest, (CancelResult, ErrorReply)),
+    "triggers": Exchange(tw.TriggersRequest, (tw.TriggersResult, ErrorReply)),
+    "watch": Exchange(tw.WatchRequest, (EventReply, tw.WatchResult, ErrorReply)),
 }
 OPS: Final[tuple[str, ...]] = tuple(PROTOCOL)
 TABLE_REPLY_KINDS: Final[tuple[str, ...]] = tuple(
@@ -337,7 +342,7 @@ def _kind(value: Any) -> str:
 
 
 def _fields(value: Any) -> Any:
-    if isinstance(value, _Message):
+    if isinstance(value, BaseModel):  # ours: wire's and triggerwire's messages
         return value.__dict__
     raise TypeError(f"cannot pack {type(value).__name__}")
 

@@ -62,6 +62,8 @@ class RequestHandler:
         registry: Registry,
         workflows: dict[str, Workflow],
         status: Callable[[str, list[bytes]], Mapping[str, Any]],
+        more_ops: Mapping[str, Handler] | None = None,
+        cancel_other: Callable[[str, list[bytes]], bool] | None = None,
     ) -> None:
         self._router = router
         self._replies = replies
@@ -77,7 +79,9 @@ class RequestHandler:
             "status": self.status,
             "skills": self.skills,
             "cancel": self.cancel,
+            **(more_ops or {}),  # triggers, watch (edge_agent.service.triggers.ops)
         }
+        self._cancel_other = cancel_other
         if self.handlers.keys() != PROTOCOL.keys():
             raise RuntimeError("every op of the protocol needs exactly one handler")
 
@@ -212,6 +216,8 @@ class RequestHandler:
             was = "running"
             running.cancelled.set()
             self.counts["runs_cancelled"] += 1
+        elif self._cancel_other is not None and self._cancel_other(request.target, owner):
+            was = "watch"
         self._replies.send(
             envelope,
             CancelResult(id=request.id, target=request.target, cancelled=was is not None, was=was),

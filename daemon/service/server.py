@@ -27,7 +27,7 @@ from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
-from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState
+from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState, ErrorCode
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
 from edge_agent.service.lifecycle import Lifecycle
@@ -37,8 +37,13 @@ from edge_agent.service.router import RouterSocket, WakeUpPipe
 from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
+from edge_agent.service.triggers.firing import Firing, TriggerMemory
+from edge_agent.service.triggers.ops import TriggerOps
+from edge_agent.service.triggers.report import status_summary
+from edge_agent.service.triggers.runner import TriggerRunner
 from edge_agent.service.worker import (
     Finished,
+    Job,
     Loaded,
     LoadFailed,
     Message,
@@ -70,6 +75,8 @@ class ServerOptions:
     notifier: Notifier = dataclasses.field(default_factory=Notifier)
     mqtt_status: Callable[[], dict[str, Any]] | None = None
     """The MQTT bridge's state for ``status`` (any thread may call it)."""
+    trigger_memory: TriggerMemory | None = None
+    """Where the triggers' firings outlive a restart (the run journal); None forgets them."""
 
 
 class Server:
@@ -88,6 +95,18 @@ class Server:
         self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
+        self._outbox: queue.SimpleQueue[Message | Firing] = queue.SimpleQueue()
+        runner = TriggerRunner(
+            settings.triggers, options.registry, self._post, memory=options.trigger_memory
+        )
+        self.triggers = TriggerOps(
+            runner=runner,
+            router=self._router,
+            replies=self.replies,
+            runs=self.runs,
+            limits=self.limits,
+            workflows=options.workflows,
+        )
         self.requests = RequestHandler(
             router=self._router,
             replies=self.replies,
@@ -97,8 +116,9 @@ class Server:
             registry=options.registry,
             workflows=options.workflows,
             status=self.status_reply,
+            more_ops={"triggers": self.triggers.triggers, "watch": self.triggers.watch},
+            cancel_other=self.triggers.cancel_watch,
         )
-        self._outbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._loader = ModelLoader(self._load_agent, self._post)
         self._agent: Agent | None = None
         self._model: ModelHandle | None = None
@@ -158,6 +178,7 @@ class Server:
         next_extend = time.monotonic()
         notifier.status(f"loading model {self.options.model_spec}")
         self._loader.start()
+        self.triggers.runner.start()
         try:
             while True:
                 now = time.monotonic()
@@ -190,6 +211,7 @@ class Server:
                 # (to check a run's connection), and the cap must follow them.
                 connections.drain(self.runs.owners())
         finally:
+            self.triggers.runner.stop()
             self._loader.join(timeout=1.0)
             if self._agent is not None:
                 self._agent.close()
@@ -251,6 +273,7 @@ class Server:
             ],
             "counters": counter_report(self._counts()),
             "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
+            "triggers": status_summary(self.triggers.runner) if self.settings.triggers else None,
         }
 
     def status(self) -> dict[str, Any]:
@@ -276,6 +299,13 @@ class Server:
 
     # -- runs: from the queue to a run thread and back ----------------------------------------
 
+    def _fail_job(self, job: Job, code: ErrorCode, message: str) -> None:
+        """The one final reply of a run that will not run: to its client, or its trigger."""
+        if job.trigger is not None:
+            self.triggers.dropped(job, message)
+            return
+        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
+
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
             self.replies.fail(
@@ -299,7 +329,7 @@ class Server:
             log.exception("run %s could not start", job.request_id)
             self._post(Finished(job, None, None, "the run could not start"))
 
-    def _post(self, message: Message) -> None:
+    def _post(self, message: Message | Firing) -> None:
         """The run thread's only way to the loop."""
         self._outbox.put(message)
         self._wakeup.wake()
@@ -330,6 +360,8 @@ class Server:
                     self._loaded(agent)
                 case LoadFailed(error, config):
                     self._load_failed(error, config=config)
+                case Firing():
+                    self.triggers.queue(message, stopping=self.lifecycle.stopping)
 
     def _loaded(self, agent: Agent) -> None:
         self._agent = agent
@@ -347,13 +379,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                f"the model failed to load: {error}",
-                connection=job.connection,
-            )
+            self._fail_job(job, "internal", f"the model failed to load: {error}")
         self.lifecycle.request_stop()
 
     def _finish(self, message: Finished) -> None:
@@ -363,13 +389,14 @@ class Server:
         self.runs.running = None
         self._ticket = None
         if message.payload is None:
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                f"the run failed inside the daemon: {message.error}",
-                connection=job.connection,
-            )
+            if job.trigger is None:
+                self.replies.fail(
+                    job.envelope,
+                    job.request_id,
+                    "internal",
+                    f"the run failed inside the daemon: {message.error}",
+                    connection=job.connection,
+                )
         else:
             self.counts["runs_finished"] += 1
             log.info(
@@ -380,7 +407,10 @@ class Server:
                 (time.monotonic() - (job.started or job.received)) * 1000,
             )
             self.counts[f"outcome_{message.outcome}"] += 1
-            self.replies.send_packed(job.envelope, message.payload, job.connection)
+            if job.trigger is None:
+                self.replies.send_packed(job.envelope, message.payload, job.connection)
+        if job.trigger is not None:
+            self.triggers.finished(message)  # its trigger, the watches and the journal hear it
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 
@@ -394,13 +424,10 @@ class Server:
             self.runs.running.request_id if self.runs.running else "none",
         )
         self.options.notifier.stopping()
+        self.triggers.close("the daemon is shutting down")
         for job in self.runs.drain():
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "shutting_down",
-                "the daemon is shutting down; the run did not start",
-                connection=job.connection,
+            self._fail_job(
+                job, "shutting_down", "the daemon is shutting down; the run did not start"
             )
 
     def _finished_shutdown(self, now: float) -> bool:
@@ -418,13 +445,7 @@ class Server:
         interrupted_at = lifecycle.interrupted_at
         if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
             self.runs.running = None
-            self.replies.fail(
-                running.envelope,
-                running.request_id,
-                "shutting_down",
-                "the daemon shut down before the run returned",
-                connection=running.connection,
-            )
+            self._fail_job(running, "shutting_down", "the daemon shut down before the run returned")
             return True
         return False
 

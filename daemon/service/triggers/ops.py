@@ -1,0 +1,175 @@
+"""The serving loop's side of the triggers: the ``triggers`` and ``watch`` ops, the open watches,
+and each firing's way into the run queue and back. Everything here runs on the loop's thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from edge_agent.agent.workflow import Workflow
+from edge_agent.protocol.framing import unpack_frame
+from edge_agent.protocol.triggerwire import (
+    TriggersRequest,
+    TriggersResult,
+    WatchRequest,
+    WatchResult,
+)
+from edge_agent.protocol.wire import EventReply, encode
+from edge_agent.service.config import DaemonSettings
+from edge_agent.service.replies import Replies
+from edge_agent.service.router import RouterSocket
+from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.triggers.firing import Firing
+from edge_agent.service.triggers.report import trigger_entries
+from edge_agent.service.triggers.runner import TriggerRunner
+from edge_agent.service.worker import Finished, Job
+
+log = logging.getLogger(__name__)
+
+MAX_WATCHES = 64
+
+
+@dataclasses.dataclass(eq=False)
+class Watch:
+    envelope: list[bytes]
+    request_id: str
+    connection: tuple[int, int]
+    trigger: str | None
+    sent: int = 0
+
+
+class TriggerOps:
+    """Queues firings as runs (source ``trigger:NAME``) and streams their results to watches."""
+
+    def __init__(
+        self,
+        *,
+        runner: TriggerRunner,
+        router: RouterSocket,
+        replies: Replies,
+        runs: RunQueue,
+        limits: DaemonSettings,
+        workflows: Mapping[str, Workflow],
+    ) -> None:
+        self.runner = runner
+        self._router = router
+        self._replies = replies
+        self._runs = runs
+        self._limits = limits
+        self._workflows = workflows
+        self.watches: dict[tuple[bytes, str], Watch] = {}
+        self.counts: collections.Counter[str] = collections.Counter()
+        runner.listeners.append(self._publish)
+
+    # -- firings ------------------------------------------------------------------------------
+
+    def queue(self, firing: Firing, *, stopping: bool) -> None:
+        """A firing from the runner: a run like any other, unless it would take the queue's last
+        free slot (interactive asks go first) or the daemon is stopping."""
+        if stopping:
+            self.runner.refused(firing.trigger, firing.run_id, "the daemon is shutting down")
+            return
+        if not self._runs.room_to_spare():
+            self.runner.refused(firing.trigger, firing.run_id, "the queue has no slot to spare")
+            return
+        workflow = self._workflows.get(firing.workflow) if firing.workflow else None
+        wanted = workflow.max_iterations if workflow else None
+        job = Job(
+            request_id=firing.run_id,
+            envelope=[],
+            query=firing.query,
+            workflow=workflow,
+            max_iterations=min(
+                wanted or self._limits.max_iterations, self._limits.max_iterations_cap
+            ),
+            max_retries=self._limits.max_retries,
+            deadline=None,
+            stream=False,
+            trigger=firing.trigger,
+        )
+        self._runs.add(job)
+        self.counts["trigger_runs_queued"] += 1
+        log.info("trigger %s: run %s queued", firing.trigger, firing.run_id)
+
+    def finished(self, message: Finished) -> None:
+        """A trigger's run ended: its outcome and answer go to the runner (and the watches)."""
+        job = message.job
+        outcome, answer = "internal", None
+        if message.payload is not None:
+            result: dict[str, Any] = unpack_frame(message.payload)
+            outcome, answer = str(result.get("outcome")), result.get("answer")
+        if job.trigger is not None:
+            self.runner.finished(job.trigger, job.request_id, outcome, answer)
+
+    def dropped(self, job: Job, reason: str) -> None:
+        """A trigger's run that was queued but will not run (shutdown, a model that failed)."""
+        if job.trigger is not None:
+            self.runner.refused(job.trigger, job.request_id, reason)
+
+    # -- the ops ------------------------------------------------------------------------------
+
+    def triggers(self, envelope: list[bytes], request: TriggersRequest, req_shape: bool) -> None:
+        reply = TriggersResult(id=request.id, triggers=trigger_entries(self.runner))
+        self._replies.send(envelope, reply)
+
+    def watch(self, envelope: list[bytes], request: WatchRequest, req_shape: bool) -> None:
+        fail = self._replies.fail
+        if req_shape:
+            fail(envelope, request.id, "bad_request", "watch streams: use a bare DEALER socket")
+            return
+        if request.trigger is not None and request.trigger not in self.runner.records:
+            known = ", ".join(self.runner.records) or "none configured"
+            fail(envelope, request.id, "bad_request", f"there is no such trigger (known: {known})")
+            return
+        key = (envelope[0], request.id)
+        if key in self.watches:
+            fail(envelope, request.id, "bad_request", "a watch with this id is already open")
+            return
+        self._forget_closed()
+        if len(self.watches) >= MAX_WATCHES:
+            fail(envelope, request.id, "busy", f"{MAX_WATCHES} watches are already open")
+            return
+        connection = self._router.connections.connection(self._router.last_fd)
+        self.watches[key] = Watch(envelope, request.id, connection, request.trigger)
+
+    def cancel_watch(self, target: str, owner: list[bytes]) -> bool:
+        """End this connection's watch ``target`` with its ``result``; False when none."""
+        watch = self.watches.pop((owner[0], target), None) if owner else None
+        if watch is None:
+            return False
+        self._replies.send_packed(
+            watch.envelope,
+            encode(WatchResult(id=watch.request_id, sent=watch.sent)),
+            watch.connection,
+        )
+        return True
+
+    def close(self, reason: str) -> None:
+        """Shutdown: every open watch ends with ``shutting_down``."""
+        for watch in list(self.watches.values()):
+            self._replies.fail(
+                watch.envelope, watch.request_id, "shutting_down", reason, watch.connection
+            )
+        self.watches.clear()
+
+    def _forget_closed(self) -> None:
+        alive = self._router.connections.alive
+        for key, watch in list(self.watches.items()):
+            if not alive(watch.connection):
+                del self.watches[key]
+
+    def _publish(self, message: dict[str, Any]) -> None:
+        self._forget_closed()
+        for watch in self.watches.values():
+            if watch.trigger not in (None, message["trigger"]):
+                continue
+            reply = EventReply(id=watch.request_id, seq=watch.sent, event=message)
+            watch.sent += 1
+            self._replies.send_packed(watch.envelope, encode(reply), watch.connection)
+
+
+__all__ = ["MAX_WATCHES", "TriggerOps", "Watch"]
