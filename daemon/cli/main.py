@@ -44,7 +44,7 @@ def _positive(text: str) -> float:
     return value
 
 
-CLIENT_COMMANDS = ("ask", "status", "skills")
+CLIENT_COMMANDS = ("ask", "status", "skills", "triggers", "watch")
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -71,6 +71,10 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
         sub.add_argument("--endpoint", help=endpoint_help)
+    if only in (None, "triggers", "watch"):
+        from edge_agent.cli.triggers import add_parsers as add_trigger_parsers  # noqa: PLC0415
+
+        add_trigger_parsers(commands, endpoint_help, _positive)  # triggers, watch
     if only is None:
         add_parsers(commands)  # nodes, ha-discovery
     return parser
@@ -119,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from edge_agent.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
 
         return ha_discovery_command(args)
+    if args.command in ("triggers", "watch"):
+        from edge_agent.cli.triggers import triggers_command  # noqa: PLC0415
+
+        return triggers_command(args)
     from edge_agent.cli.ask import client_command  # noqa: PLC0415
 
     return client_command(args)

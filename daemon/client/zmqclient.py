@@ -114,6 +114,60 @@ class Client:
     def cancel(self, target: str) -> dict[str, Any]:
         return self.request("cancel", target=target)
 
+    def triggers(self) -> list[dict[str, Any]]:
+        """Each configured trigger and where it stands (docs/protocol.md, "`triggers`")."""
+        triggers: list[dict[str, Any]] = self.request("triggers")["triggers"]
+        return triggers
+
+    def watch(
+        self, on_result: Progress, *, trigger: str | None = None, check_every: float = 30.0
+    ) -> None:
+        """Call ``on_result`` with each trigger run's result as it ends, until Ctrl-C (the watch
+        is then cancelled) or a DaemonError. After ``check_every`` s of quiet a ``status`` on the
+        same socket (so no result is missed meanwhile) tells a daemon that went away (Unavailable
+        after the client's timeout) or restarted (a new pid: the watch is opened again)."""
+        pid = self.status()["pid"]
+        watch_id = self._open_watch(trigger)
+        asked: tuple[str, float] | None = None  # the status asked, and when
+        try:
+            while True:
+                sock = self._connected()
+                if not sock.poll(round(min(check_every, self.timeout) * 1000)):
+                    if asked is not None and time.monotonic() - asked[1] > self.timeout:
+                        raise Unavailable(f"{self.endpoint} stopped answering")
+                    if asked is None:
+                        asked = (_new_id(), time.monotonic())
+                        sock.send(encode({"v": PROTOCOL_VERSION, "id": asked[0], "op": "status"}))
+                    continue
+                try:
+                    reply = decode_reply(sock.recv())
+                except FrameError as exc:
+                    raise DaemonError("bad_reply", exc.message) from None
+                if asked is not None and reply.get("id") == asked[0]:
+                    asked = None
+                    if reply.get("pid") != pid:
+                        pid, watch_id = reply.get("pid"), self._open_watch(trigger)
+                    continue
+                if reply.get("id") != watch_id:
+                    continue
+                if reply["kind"] == "error":
+                    raise DaemonError(str(reply.get("code")), str(reply.get("message")), reply)
+                if reply["kind"] != "event":
+                    return  # the watch was ended
+                on_result(reply["event"])
+        except KeyboardInterrupt:
+            self._cancel_quietly(watch_id)
+            raise
+
+    def _open_watch(self, trigger: str | None) -> str:
+        self._check_reachable()
+        watch_id = _new_id()
+        message = {"v": PROTOCOL_VERSION, "id": watch_id, "op": "watch"}
+        if trigger is not None:
+            message["trigger"] = trigger
+        self._connected().send(encode(message))
+        return watch_id
+
     def run(
         self,
         query: str,
