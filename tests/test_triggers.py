@@ -59,7 +59,7 @@ def test_a_crossing_that_holds_for_its_time_fires_once(freezer: Harness, probe: 
     assert firing.source == "trigger:freezer"
     assert firing.reading is not None and firing.reading.value == -8.5
     assert firing.reading.unit == "°C" and firing.reading.arguments == {"name": PROBE}
-    assert "-8.5 °C" in firing.query and "above -10" in firing.query
+    assert firing.query.startswith(f"read_sensor {PROBE} reads -8.5 °C, above the limit of -10 °C")
     for _ in range(40):  # it stays warm for 20 minutes: still the one firing
         freezer.step(30)
     assert len(freezer.firings) == 1

@@ -8,7 +8,6 @@ the run journal: without one (:class:`NoMemory`), a restart starts every trigger
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any, Protocol
 
 from edge_agent.service.triggers.condition import Reading
@@ -34,24 +33,30 @@ class Firing:
 
 
 def firing_query(trigger: TriggerSettings, reading: Reading | None, when_text: str) -> str:
-    """The run's query: the trigger's own, or for a workflow a line saying why it runs, then the
-    reading that fired it (skill, arguments, value, unit) as context."""
+    """The run's query: the reading that fired it first (skill, arguments, value, unit), then the
+    trigger's own query (or, for a workflow, a line saying why it runs), then when it fired.
+
+    The reading leads in plain words: the embedded 270M model names a number that opens the
+    query, and copies the skill's first field instead when the number only trails it.
+    """
     asked = trigger.query or f"The trigger {trigger.name} started the workflow {trigger.workflow}."
     if reading is None:
-        return f"{asked}\n\n(Context: the trigger {trigger.name} ran on schedule at {when_text}.)"
-    when = trigger.when
-    limits = []
-    if when is not None and when.above is not None:
-        limits.append(f"above {when.above:g}")
-    if when is not None and when.below is not None:
-        limits.append(f"below {when.below:g}")
-    held = f" for {when.hold_s:g} s" if when is not None and when.hold_s else ""
+        return f"{asked}\n\n(The trigger {trigger.name} ran on schedule at {when_text}.)"
     unit = f" {reading.unit}" if reading.unit else ""
-    arguments = json.dumps(reading.arguments, ensure_ascii=False, sort_keys=True)
+    when = trigger.when
+    limit = ""
+    if when is not None and when.above is not None and when.below is not None:
+        limit = f", between {when.above:g} and {when.below:g}{unit}"
+    elif when is not None and when.above is not None:
+        limit = f", above the limit of {when.above:g}{unit}"
+    elif when is not None and when.below is not None:
+        limit = f", below the limit of {when.below:g}{unit}"
+    held = f" for {when.hold_s:g} s" if when is not None and when.hold_s else ""
+    named = " ".join(str(value) for value in reading.arguments.values())
+    source = f"{reading.skill} {named}".strip()
     return (
-        f"{asked}\n\n(Context: the trigger {trigger.name} fired at {when_text} because "
-        f"{reading.skill} {arguments} read {reading.value:g}{unit}, "
-        f"{' and '.join(limits)}{held}.)"
+        f"{source} reads {reading.value:g}{unit}{limit}{held}. {asked}\n\n"
+        f"(The trigger {trigger.name} fired at {when_text}.)"
     )
 
 
