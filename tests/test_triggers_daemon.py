@@ -15,8 +15,8 @@ from triggers_harness import PROBE, Probe, builtin_registry
 
 from edge_agent.agent.workflow import Workflow
 from edge_agent.protocol.wire import StatusResult
+from edge_agent.service.jobs import Job
 from edge_agent.service.runqueue import RunQueue
-from edge_agent.service.worker import Job
 
 CONFIG = f"""
 [daemon]

@@ -30,6 +30,16 @@ from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState, ErrorCode
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
+from edge_agent.service.jobs import (
+    Finished,
+    Job,
+    Loaded,
+    LoadFailed,
+    Message,
+    ModelLoader,
+    Send,
+    start_job,
+)
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
 from edge_agent.service.reports import counter_report, model_info
@@ -41,16 +51,6 @@ from edge_agent.service.triggers.firing import Firing, TriggerMemory
 from edge_agent.service.triggers.ops import TriggerOps
 from edge_agent.service.triggers.report import status_summary
 from edge_agent.service.triggers.runner import TriggerRunner
-from edge_agent.service.worker import (
-    Finished,
-    Job,
-    Loaded,
-    LoadFailed,
-    Message,
-    ModelLoader,
-    Send,
-    start_job,
-)
 
 log = logging.getLogger(__name__)
 

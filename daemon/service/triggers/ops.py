@@ -20,13 +20,13 @@ from edge_agent.protocol.triggerwire import (
 )
 from edge_agent.protocol.wire import EventReply, encode
 from edge_agent.service.config import DaemonSettings
+from edge_agent.service.jobs import Finished, Job
 from edge_agent.service.replies import Replies
 from edge_agent.service.router import RouterSocket
 from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.triggers.firing import Firing
 from edge_agent.service.triggers.report import trigger_entries
 from edge_agent.service.triggers.runner import TriggerRunner
-from edge_agent.service.worker import Finished, Job
 
 log = logging.getLogger(__name__)
 

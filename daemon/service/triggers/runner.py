@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from edge_agent.agent.registry import Registry
-from edge_agent.agent.threads import Worker, WorkerPool
+from edge_agent.agent.run import SkillStillRunning
+from edge_agent.agent.supervision import RunThread, RunThreads, shared_run_threads
 from edge_agent.service.triggers.condition import Condition, Reading, read_field
 from edge_agent.service.triggers.firing import (
     Firing,
@@ -50,7 +51,7 @@ class _Check:
     token: int
     started: float
     deadline: float
-    worker: Worker
+    worker: RunThread
 
 
 @dataclasses.dataclass(eq=False)
@@ -102,7 +103,9 @@ class TriggerRunner:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
-        self._pool = WorkerPool()
+        self._threads: RunThreads = shared_run_threads()
+        """The agents' own pool: a skill whose check hung is not started again by a run, and a
+        skill that hung in a run is not checked again, until its call returns."""
         self._tokens = 0
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         """Called with each trigger run's result message (``watch``, the MQTT bridge)."""
@@ -147,7 +150,6 @@ class TriggerRunner:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=2.0)
-        self._pool.close()
 
     def _serve(self) -> None:
         while not self._stopped.is_set():
@@ -178,6 +180,9 @@ class TriggerRunner:
         check = record.check
         if check is not None and now >= check.deadline and check.token >= 0:
             check.token = -1  # its result, should it come, is dropped
+            spec = self._registry.get(record.settings.when.skill) if record.settings.when else None
+            if spec is not None:
+                self._threads.abandon(spec, check.worker)
             self._failed(record, f"the check ran past {check.deadline - check.started:g} s", now)
         due = record.next_due
         if due is None or now < due:
@@ -221,9 +226,14 @@ class TriggerRunner:
         if spec is None:
             self._failed(record, f"the skill {when.skill} is gone from the registry", now)
             return
+        try:
+            self._threads.check_free(spec)
+        except SkillStillRunning as exc:
+            self._failed(record, str(exc), now)
+            return
         self._tokens += 1
         limit = spec.timeout_s if spec.timeout_s is not None else when.check_every_s
-        worker = self._pool.take()
+        worker = self._threads.take()
         record.check = _Check(self._tokens, now, now + limit, worker)
         record.checks += 1
         worker.start(self._run_check, record, record.check, spec, dict(when.arguments))
@@ -241,10 +251,9 @@ class TriggerRunner:
             if record.check is check:
                 record.check = None
             if check.token < 0:
-                check.worker.retire()  # it hung: its thread is not used again
-                self.lock.notify_all()
+                self.lock.notify_all()  # it hung: its thread was abandoned and ends now
                 return
-            self._pool.give_back(check.worker)
+            self._threads.give_back(check.worker)
             now = self.clock.now()
             if error is not None or value is None:
                 self._failed(record, error or "no reading", now)
