@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(args)
     if args.command == "nodes":
-        from edge_agent.client.mqttclient import nodes_command  # noqa: PLC0415
+        from edge_agent.client.mqttnodes import nodes_command  # noqa: PLC0415
 
         return nodes_command(args)
     if args.command == "ha-discovery":

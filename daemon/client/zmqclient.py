@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -76,6 +76,21 @@ Progress = Callable[[dict[str, Any]], None]
 def _new_id() -> str:
     """A random request id, as uuid4().hex is, without importing uuid at start-up."""
     return os.urandom(16).hex()
+
+
+def _encoded(op: str, request_id: str, fields: Mapping[str, Any]) -> bytes:
+    """One request frame, or DaemonError ``bad_request`` naming what msgpack cannot carry (never
+    the value itself: it may be huge, or not even printable)."""
+    message = {"v": PROTOCOL_VERSION, "id": request_id, "op": op, **fields}
+    try:
+        return encode(message)
+    except OverflowError:
+        why = "a number is out of range (protocol v1 integers are at most 64 bits)"
+    except UnicodeEncodeError:
+        why = "a string is not valid Unicode text (a lone surrogate)"
+    except (TypeError, ValueError) as exc:
+        why = f"a value msgpack cannot carry ({type(exc).__name__})"
+    raise DaemonError("bad_request", f"the request cannot be sent: {why}")
 
 
 class Client:
@@ -220,9 +235,7 @@ class Client:
         """Send one request and wait for its final reply; raises DaemonError on an error reply."""
         self._check_reachable()
         request_id = request_id or _new_id()
-        message = {"v": PROTOCOL_VERSION, "id": request_id, "op": op}
-        message.update({k: v for k, v in fields.items() if v is not None})
-        payload = encode(message)
+        payload = _encoded(op, request_id, {k: v for k, v in fields.items() if v is not None})
         wait = self.timeout if timeout is None else timeout
         attempts = 1 + (self.retries if op in IDEMPOTENT_OPS else 0)
         for _ in range(attempts):
@@ -245,6 +258,46 @@ class Client:
         if op == "run":
             raise Timeout(f"no result for run {request_id} within {wait:g} s")
         raise Unavailable(f"no reply from {self.endpoint} after {attempts} tries of {wait:g} s")
+
+    # -- many requests in flight on one connection (the MQTT bridge) ---------------------------
+
+    def send(self, op: str, fields: Mapping[str, Any], *, request_id: str | None = None) -> str:
+        """Send one request and return its id at once, without waiting for its reply.
+
+        For a caller with many requests in flight on this one connection, which reads the
+        replies with :meth:`receive` (polling :attr:`socket`). ``fields`` go out as given (a
+        None is sent as nil). Never retried. DaemonError ``bad_request`` for a request the wire
+        cannot carry (nothing is sent), ``busy`` when the socket's send queue is full.
+        """
+        request_id = request_id or _new_id()
+        payload = _encoded(op, request_id, fields)
+        try:
+            self.socket.send(payload, zmq.NOBLOCK)
+        except zmq.Again:
+            raise DaemonError(
+                "busy", "the daemon is not taking requests; try again later"
+            ) from None
+        return request_id
+
+    def receive(self, timeout: float = 0.0) -> dict[str, Any] | None:
+        """The next reply to any request of :meth:`send`, or None after ``timeout`` seconds;
+        DaemonError ``bad_reply`` for a frame that is not a protocol v1 reply."""
+        sock = self.socket
+        if timeout > 0 and not sock.poll(round(timeout * 1000)):
+            return None
+        try:
+            frame = sock.recv(zmq.NOBLOCK)
+        except zmq.Again:
+            return None
+        try:
+            return decode_reply(frame)
+        except FrameError as exc:
+            raise DaemonError("bad_reply", exc.message) from None
+
+    @property
+    def socket(self) -> zmq.Socket[bytes]:
+        """The connected DEALER, for a caller's ``zmq.Poller`` (read it with :meth:`receive`)."""
+        return self._connected()
 
     def _await(
         self,
