@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge_agent.service.triggers.runner import TriggerRecord, TriggerRunner
+from edge_agent.service.triggers.record import TriggerRecord
+from edge_agent.service.triggers.runner import TriggerRunner
 from edge_agent.service.triggers.schedule import describe
 
 

@@ -11,7 +11,6 @@ The serving loop owns the queue; it tells the runner what became of each firing
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import uuid
@@ -20,7 +19,7 @@ from typing import Any
 
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.run import SkillStillRunning
-from edge_agent.agent.supervision import RunThread, RunThreads, shared_run_threads
+from edge_agent.agent.supervision import RunThreads, shared_run_threads
 from edge_agent.service.triggers.condition import Condition, Reading, read_field
 from edge_agent.service.triggers.firing import (
     Firing,
@@ -30,6 +29,7 @@ from edge_agent.service.triggers.firing import (
     firing_query,
     result_message,
 )
+from edge_agent.service.triggers.record import Check, TriggerRecord
 from edge_agent.service.triggers.schedule import (
     LATE_GRACE_S,
     Clock,
@@ -44,38 +44,6 @@ log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 30.0
 """The runner looks at the clock at least this often: a wall clock set by NTP may jump."""
-
-
-@dataclasses.dataclass(eq=False)
-class _Check:
-    token: int
-    started: float
-    deadline: float
-    worker: RunThread
-
-
-@dataclasses.dataclass(eq=False)
-class TriggerRecord:
-    """One trigger's settings and everything known of it; guarded by the runner's lock."""
-
-    settings: TriggerSettings
-    condition: Condition | None
-    next_due: float | None = None
-    """The next check (``when``) or firing (``at``, ``every``)."""
-    check: _Check | None = None
-    checks: int = 0
-    checks_failed: int = 0
-    error: str | None = None
-    reading: Reading | None = None
-    last_fired: float | None = None
-    last_due: float | None = None
-    fired: int = 0
-    skipped: int = 0
-    missed: int = 0
-    pending: str | None = None
-    """The id of its run while queued or running: at most one at a time."""
-    pending_reading: Reading | None = None
-    last_run: dict[str, Any] | None = None
 
 
 class TriggerRunner:
@@ -136,6 +104,9 @@ class TriggerRunner:
             )
         elif trigger.every_s is not None:
             record.next_due = next_every(trigger.every_s, record.last_due, now)
+
+    def enabled_names(self) -> list[str]:
+        return [name for name, record in self.records.items() if record.settings.enabled]
 
     # -- the thread ---------------------------------------------------------------------------
 
@@ -234,17 +205,19 @@ class TriggerRunner:
         self._tokens += 1
         limit = spec.timeout_s if spec.timeout_s is not None else when.check_every_s
         worker = self._threads.take()
-        record.check = _Check(self._tokens, now, now + limit, worker)
+        record.check = Check(self._tokens, now, now + limit, worker)
         record.checks += 1
-        worker.start(self._run_check, record, record.check, spec, dict(when.arguments))
+        worker.start(self._run_check, record, record.check, spec, dict(when.arguments), when.field)
 
-    def _run_check(self, record: TriggerRecord, check: _Check, spec: Any, arguments: Any) -> None:
+    def _run_check(
+        self, record: TriggerRecord, check: Check, spec: Any, arguments: Any, field: str
+    ) -> None:
         """On the check's own thread: call the skill, then apply what it gave under the lock."""
         error: str | None = None
         value: tuple[float, str | None] | None = None
         try:
             result = self._registry.call(spec, spec.validate_arguments(arguments))
-            value = read_field(result, spec_field(record))
+            value = read_field(result, field)
         except Exception as exc:  # noqa: BLE001 - a skill's failure is its trigger's state
             error = f"{type(exc).__name__}: {exc}"[:300]
         with self.lock:
@@ -391,11 +364,6 @@ class TriggerRunner:
 
 MAX_DURATION_GUARD = 8 * 24 * 3600.0
 """A due time further ahead than twice this means the clock was set back: reschedule."""
-
-
-def spec_field(record: TriggerRecord) -> str:
-    when = record.settings.when
-    return when.field if when is not None else "value"
 
 
 __all__ = ["MAX_WAIT_S", "TriggerRecord", "TriggerRunner"]
