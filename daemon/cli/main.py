@@ -45,7 +45,7 @@ def _positive(text: str) -> float:
     return value
 
 
-CLIENT_COMMANDS = ("ask", "status", "skills", "triggers", "watch")
+CLIENT_COMMANDS = ("ask", "status", "skills", "result", "runs", "triggers", "watch")
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -76,6 +76,10 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         from edge_agent.cli.triggers import add_parsers as add_trigger_parsers  # noqa: PLC0415
 
         add_trigger_parsers(commands, endpoint_help, _positive)  # triggers, watch
+    if only in (None, "result", "runs"):
+        from edge_agent.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
+
+        add_journal_parsers(commands, endpoint_help, only)
     if only is None:
         add_parsers(commands)  # nodes, ha-discovery
     return parser
@@ -111,6 +115,11 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask.add_argument(
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
     )
+    ask.add_argument(
+        "--key",
+        help="an idempotency key (1-128 printable characters): a second ask with the same key "
+        "gets the first run's result, never a second run",
+    )
     ask.add_argument("--endpoint", help=endpoint_help)
 
 
@@ -134,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from edge_agent.cli.triggers import triggers_command  # noqa: PLC0415
 
         return triggers_command(args)
+    if args.command in ("result", "runs"):
+        from edge_agent.cli.journal import journal_command  # noqa: PLC0415
+
+        return journal_command(args)
     from edge_agent.cli.ask import client_command  # noqa: PLC0415
 
     return client_command(args)

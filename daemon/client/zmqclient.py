@@ -1,7 +1,8 @@
 """A Python client for the daemon: one DEALER socket, timeouts, progress, Lazy-Pirate retries.
 
-Only idempotent operations (``status``, ``skills``, ``cancel``) are retried, each time with the same
-request id on a fresh socket. A ``run`` is never sent twice: the model's work is not repeatable.
+Only idempotent operations (``status``, ``skills``, ``cancel``, ``result``, ``runs``) are retried,
+each time with the same request id on a fresh socket. A ``run`` is never sent twice: the model's
+work is not repeatable (a ``run`` with a ``key`` may be sent again: the daemon runs it once).
 """
 
 from __future__ import annotations
@@ -182,6 +183,22 @@ class Client:
             message["trigger"] = trigger
         self._connected().send(encode(message))
         return watch_id
+    def result(self, run_id: str, *, wait: float = 0.0) -> dict[str, Any]:
+        """The journal's record of run ``run_id`` (``state``, ``outcome``, ``answer``, ``events``
+        …); with ``wait``, asked again until the run has ended or ``wait`` seconds have passed."""
+        until = time.monotonic() + wait
+        pause = 0.1
+        while True:
+            record = self.request("result", target=run_id)
+            if record.get("state") not in ("queued", "running") or time.monotonic() >= until:
+                return record
+            time.sleep(min(pause, max(0.0, until - time.monotonic())))
+            pause = min(pause * 2, 1.0)
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The journal's latest runs, newest first."""
+        runs: list[dict[str, Any]] = self.request("runs", limit=limit)["runs"]
+        return runs
 
     def run(
         self,
@@ -193,8 +210,13 @@ class Client:
         on_event: Progress | None = None,
         on_accepted: Progress | None = None,
         request_id: str | None = None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Run the agent on ``query`` and return the ``result`` reply.
+
+        With ``key`` (an idempotency key), a run the daemon already has for the key is not run
+        again: its result comes back (``run_id`` names it). A keyed run that times out here is
+        left to finish, so its result can be fetched (:meth:`result`) or asked for again.
 
         The daemon is given the timeout as the run's deadline, so it interrupts the run and still
         answers; ``on_event`` (which asks for streaming) sees each event as it is appended, and
@@ -219,6 +241,7 @@ class Client:
             on_progress=progress if streamed else None,
             timeout=timeout + self.run_grace,
             request_id=request_id,
+            key=key,
         )
 
     # -- the exchange -------------------------------------------------------------------------
@@ -249,7 +272,8 @@ class Client:
                 raise
             if reply is not None:
                 return reply
-            if op == "run":
+            if op == "run" and fields.get("key") is None:
+                # (A keyed run is left to finish: its caller means to come back for it.)
                 # On the run's own socket: the daemon takes a cancel only from the connection
                 # that sent the run. _cancel_quietly then closes it.
                 self._cancel_quietly(request_id)

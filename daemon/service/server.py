@@ -40,6 +40,7 @@ from edge_agent.service.jobs import (
     Send,
     start_job,
 )
+from edge_agent.service.journal import Journal, LoopCall
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
 from edge_agent.service.reports import counter_report, model_info
@@ -95,17 +96,18 @@ class Server:
         self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
-        self._outbox: queue.SimpleQueue[Message | Firing] = queue.SimpleQueue()
-        runner = TriggerRunner(
-            settings.triggers, options.registry, self._post, memory=options.trigger_memory
-        )
+        self._outbox: queue.SimpleQueue[Message | Firing | LoopCall] = queue.SimpleQueue()
+        self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
         self.triggers = TriggerOps(
-            runner=runner,
+            runner=TriggerRunner(
+                settings.triggers, options.registry, self._post, memory=options.trigger_memory
+            ),
             router=self._router,
             replies=self.replies,
             runs=self.runs,
             limits=self.limits,
             workflows=options.workflows,
+            journal=self.journal,
         )
         self.requests = RequestHandler(
             router=self._router,
@@ -116,6 +118,7 @@ class Server:
             registry=options.registry,
             workflows=options.workflows,
             status=self.status_reply,
+            journal=self.journal,
             more_ops={"triggers": self.triggers.triggers, "watch": self.triggers.watch},
             cancel_other=self.triggers.cancel_watch,
         )
@@ -145,6 +148,7 @@ class Server:
         self._router.close()
         self._wakeup.close()
         self.options.notifier.close()
+        self.journal.close()
 
     def stop(self) -> None:
         """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
@@ -273,6 +277,7 @@ class Server:
             ],
             "counters": counter_report(self._counts()),
             "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
+            "journal": self.journal.status(),
             "triggers": status_summary(self.triggers.runner) if self.settings.triggers else None,
         }
 
@@ -299,22 +304,9 @@ class Server:
 
     # -- runs: from the queue to a run thread and back ----------------------------------------
 
-    def _fail_job(self, job: Job, code: ErrorCode, message: str) -> None:
-        """The one final reply of a run that will not run: to its client, or its trigger."""
-        if job.trigger is not None:
-            self.triggers.dropped(job, message)
-            return
-        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
-
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "deadline",
-                "the deadline passed while the run waited in the queue",
-                connection=job.connection,
-            )
+            self._end_run(job, "deadline", "the deadline passed while the run waited in the queue")
 
     def _dispatch(self) -> None:
         agent = self._agent
@@ -323,13 +315,14 @@ class Server:
         job = self.runs.start_next()
         if job is None:
             return
+        self.journal.started(job.request_id)
         try:
             self._ticket = start_job(agent, job, self._post)
         except Exception:
             log.exception("run %s could not start", job.request_id)
             self._post(Finished(job, None, None, "the run could not start"))
 
-    def _post(self, message: Message | Firing) -> None:
+    def _post(self, message: Message | Firing | LoopCall) -> None:
         """The run thread's only way to the loop."""
         self._outbox.put(message)
         self._wakeup.wake()
@@ -362,6 +355,8 @@ class Server:
                     self._load_failed(error, config=config)
                 case Firing():
                     self.triggers.queue(message, stopping=self.lifecycle.stopping)
+                case _:
+                    message()  # the journal's answer to a request, on this thread
 
     def _loaded(self, agent: Agent) -> None:
         self._agent = agent
@@ -379,7 +374,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
-            self._fail_job(job, "internal", f"the model failed to load: {error}")
+            self._end_run(job, "internal", f"the model failed to load: {error}")
         self.lifecycle.request_stop()
 
     def _finish(self, message: Finished) -> None:
@@ -389,14 +384,7 @@ class Server:
         self.runs.running = None
         self._ticket = None
         if message.payload is None:
-            if job.trigger is None:
-                self.replies.fail(
-                    job.envelope,
-                    job.request_id,
-                    "internal",
-                    f"the run failed inside the daemon: {message.error}",
-                    connection=job.connection,
-                )
+            self._end_run(job, "internal", f"the run failed inside the daemon: {message.error}")
         else:
             self.counts["runs_finished"] += 1
             log.info(
@@ -407,12 +395,23 @@ class Server:
                 (time.monotonic() - (job.started or job.received)) * 1000,
             )
             self.counts[f"outcome_{message.outcome}"] += 1
+            self.journal.finished(
+                job.request_id, message.payload, outcome=message.outcome, answer=message.answer
+            )
             if job.trigger is None:
                 self.replies.send_packed(job.envelope, message.payload, job.connection)
-        if job.trigger is not None:
-            self.triggers.finished(message)  # its trigger, the watches and the journal hear it
+        if job.trigger is not None and message.payload is not None:
+            self.triggers.finished(message)  # its trigger and the watches hear it
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
+
+    def _end_run(self, job: Job, code: ErrorCode, message: str) -> None:
+        """Answer a run that ends without a result with an error; the journal keeps it so."""
+        self.journal.ended(job.request_id, code, message)
+        if job.trigger is not None:
+            self.triggers.ended(job, code, message)  # no client: its trigger hears it
+            return
+        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
 
     # -- shutdown -----------------------------------------------------------------------------
 
@@ -426,7 +425,7 @@ class Server:
         self.options.notifier.stopping()
         self.triggers.close("the daemon is shutting down")
         for job in self.runs.drain():
-            self._fail_job(
+            self._end_run(
                 job, "shutting_down", "the daemon is shutting down; the run did not start"
             )
 
@@ -445,7 +444,7 @@ class Server:
         interrupted_at = lifecycle.interrupted_at
         if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
             self.runs.running = None
-            self._fail_job(running, "shutting_down", "the daemon shut down before the run returned")
+            self._end_run(running, "shutting_down", "the daemon shut down before the run returned")
             return True
         return False
 

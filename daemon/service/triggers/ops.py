@@ -11,16 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from edge_agent.agent.workflow import Workflow
-from edge_agent.protocol.framing import unpack_frame
 from edge_agent.protocol.triggerwire import (
     TriggersRequest,
     TriggersResult,
     WatchRequest,
     WatchResult,
 )
-from edge_agent.protocol.wire import EventReply, encode
+from edge_agent.protocol.wire import ErrorCode, EventReply, encode
 from edge_agent.service.config import DaemonSettings
 from edge_agent.service.jobs import Finished, Job
+from edge_agent.service.journal import Journal
 from edge_agent.service.replies import Replies
 from edge_agent.service.router import RouterSocket
 from edge_agent.service.runqueue import RunQueue
@@ -54,6 +54,7 @@ class TriggerOps:
         runs: RunQueue,
         limits: DaemonSettings,
         workflows: Mapping[str, Workflow],
+        journal: Journal,
     ) -> None:
         self.runner = runner
         self._router = router
@@ -61,6 +62,7 @@ class TriggerOps:
         self._runs = runs
         self._limits = limits
         self._workflows = workflows
+        self._journal = journal
         self.watches: dict[tuple[bytes, str], Watch] = {}
         self.counts: collections.Counter[str] = collections.Counter()
         runner.listeners.append(self._publish)
@@ -92,23 +94,31 @@ class TriggerOps:
             trigger=firing.trigger,
         )
         self._runs.add(job)
+        self._journal.queued(
+            job.request_id, source=firing.source, query=job.query, workflow=firing.workflow
+        )
         self.counts["trigger_runs_queued"] += 1
         log.info("trigger %s: run %s queued", firing.trigger, firing.run_id)
 
     def finished(self, message: Finished) -> None:
-        """A trigger's run ended: its outcome and answer go to the runner (and the watches)."""
+        """A trigger's run ended with a result: its outcome and answer go to the runner (and
+        from there to the watches and the MQTT bridge)."""
         job = message.job
-        outcome, answer = "internal", None
-        if message.payload is not None:
-            result: dict[str, Any] = unpack_frame(message.payload)
-            outcome, answer = str(result.get("outcome")), result.get("answer")
         if job.trigger is not None:
-            self.runner.finished(job.trigger, job.request_id, outcome, answer)
+            outcome = message.outcome or "internal"
+            self.runner.finished(job.trigger, job.request_id, outcome, message.answer)
 
-    def dropped(self, job: Job, reason: str) -> None:
-        """A trigger's run that was queued but will not run (shutdown, a model that failed)."""
-        if job.trigger is not None:
-            self.runner.refused(job.trigger, job.request_id, reason)
+    def ended(self, job: Job, code: ErrorCode, message: str) -> None:
+        """A trigger's run that ends without a result: one that never started (shutdown, a
+        model that failed to load) is counted skipped; one that broke, or overran shutdown,
+        ended ``internal`` or ``interrupted``."""
+        if job.trigger is None:
+            return
+        if job.started is None:
+            self.runner.refused(job.trigger, job.request_id, message)
+            return
+        outcome = "internal" if code == "internal" else "interrupted"
+        self.runner.finished(job.trigger, job.request_id, outcome, None)
 
     # -- the ops ------------------------------------------------------------------------------
 
