@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 import zmq
-from daemon_harness import Peer, answer, run_request, wait_for
+from daemon_harness import Peer, answer, run_request, running_server, wait_for
 from fake_sysfs import FakeSysfs
 from triggers_harness import PROBE, Probe, builtin_registry
 
@@ -185,3 +186,30 @@ def test_a_trigger_may_run_a_workflow(scripted_daemon: Any, sysfs: FakeSysfs, co
     wait_for(lambda: (entry(peer)["last_run"] or {}).get("outcome") == "answered", 20)
     assert entry(peer)["last_run"]["answer"] == "Alarm: -5 °C."
     assert entry(peer)["runs"] == {"query": None, "workflow": "alarm"}
+
+
+def test_after_a_restart_a_condition_that_fired_does_not_fire_again(
+    sysfs: FakeSysfs, tmp_path: Path, context: Any
+) -> None:
+    Probe(sysfs, -5.0)  # warm before, during and after the restart
+    journal = tmp_path / "journal.sqlite3"
+    config = CONFIG.format(limit=4) + f'\n[journal]\npath = "{journal}"\n'
+    with running_server(
+        [answer("It is -5 °C.")], config=config, registry=builtin_registry(sysfs.root)
+    ) as (first, endpoint):
+        peer = Peer(context, endpoint)
+        wait_for(lambda: (entry(peer)["last_run"] or {}).get("outcome") == "answered", 20)
+        assert first.journal.flush()
+        peer.close()
+    with running_server(
+        [answer("again")], config=config, registry=builtin_registry(sysfs.root)
+    ) as (_, endpoint):
+        peer = Peer(context, endpoint)
+        wait_for(lambda: entry(peer)["counts"]["checks"] >= 3, 20)  # still warm at each check
+        listed = entry(peer)
+        assert listed["state"] == "fired" and listed["counts"]["fired"] == 0
+        assert listed["last_fired"] is not None  # when it fired before the restart
+        peer.send(request("runs"))
+        runs = peer.recv()["runs"]
+        assert [r["source"] for r in runs] == ["trigger:freezer"]  # the one run, journaled
+        peer.close()

@@ -49,6 +49,7 @@ from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
 from edge_agent.service.triggers.firing import Firing, TriggerMemory
+from edge_agent.service.triggers.memory import JournalMemory
 from edge_agent.service.triggers.ops import TriggerOps
 from edge_agent.service.triggers.report import status_summary
 from edge_agent.service.triggers.runner import TriggerRunner
@@ -100,7 +101,7 @@ class Server:
         self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
         self.triggers = TriggerOps(
             runner=TriggerRunner(
-                settings.triggers, options.registry, self._post, memory=options.trigger_memory
+                settings.triggers, options.registry, self._post, memory=self._trigger_memory()
             ),
             router=self._router,
             replies=self.replies,
@@ -165,6 +166,12 @@ class Server:
         the shutdown bound)."""
         ticket = self._ticket
         return self._loader.is_alive() or (ticket is not None and not ticket.done)
+
+    def _trigger_memory(self) -> TriggerMemory | None:
+        """The options' memory, else the journal's record of the firings (when it is on)."""
+        if self.options.trigger_memory is not None or not self.settings.triggers:
+            return self.options.trigger_memory
+        return JournalMemory(self.journal.path) if self.journal.enabled else None
 
     # -- the loop -----------------------------------------------------------------------------
 
