@@ -138,51 +138,12 @@ class Client:
     def watch(
         self, on_result: Progress, *, trigger: str | None = None, check_every: float = 30.0
     ) -> None:
-        """Call ``on_result`` with each trigger run's result as it ends, until Ctrl-C (the watch
-        is then cancelled) or a DaemonError. After ``check_every`` s of quiet a ``status`` on the
-        same socket (so no result is missed meanwhile) tells a daemon that went away (Unavailable
-        after the client's timeout) or restarted (a new pid: the watch is opened again)."""
-        pid = self.status()["pid"]
-        watch_id = self._open_watch(trigger)
-        asked: tuple[str, float] | None = None  # the status asked, and when
-        try:
-            while True:
-                sock = self._connected()
-                if not sock.poll(round(min(check_every, self.timeout) * 1000)):
-                    if asked is not None and time.monotonic() - asked[1] > self.timeout:
-                        raise Unavailable(f"{self.endpoint} stopped answering")
-                    if asked is None:
-                        asked = (_new_id(), time.monotonic())
-                        sock.send(encode({"v": PROTOCOL_VERSION, "id": asked[0], "op": "status"}))
-                    continue
-                try:
-                    reply = decode_reply(sock.recv())
-                except FrameError as exc:
-                    raise DaemonError("bad_reply", exc.message) from None
-                if asked is not None and reply.get("id") == asked[0]:
-                    asked = None
-                    if reply.get("pid") != pid:
-                        pid, watch_id = reply.get("pid"), self._open_watch(trigger)
-                    continue
-                if reply.get("id") != watch_id:
-                    continue
-                if reply["kind"] == "error":
-                    raise DaemonError(str(reply.get("code")), str(reply.get("message")), reply)
-                if reply["kind"] != "event":
-                    return  # the watch was ended
-                on_result(reply["event"])
-        except KeyboardInterrupt:
-            self._cancel_quietly(watch_id)
-            raise
+        """Call ``on_result`` with each trigger run's result as it ends, until Ctrl-C or a
+        DaemonError (edge_agent.client.watching)."""
+        from edge_agent.client.watching import watch  # noqa: PLC0415 - only `watch` needs it
 
-    def _open_watch(self, trigger: str | None) -> str:
-        self._check_reachable()
-        watch_id = _new_id()
-        message = {"v": PROTOCOL_VERSION, "id": watch_id, "op": "watch"}
-        if trigger is not None:
-            message["trigger"] = trigger
-        self._connected().send(encode(message))
-        return watch_id
+        watch(self, on_result, trigger=trigger, check_every=check_every)
+
     def result(self, run_id: str, *, wait: float = 0.0) -> dict[str, Any]:
         """The journal's record of run ``run_id`` (``state``, ``outcome``, ``answer``, ``events``
         …); with ``wait``, asked again until the run has ended or ``wait`` seconds have passed."""

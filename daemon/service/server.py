@@ -49,10 +49,7 @@ from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
 from edge_agent.service.triggers.firing import Firing, TriggerMemory
-from edge_agent.service.triggers.memory import JournalMemory
 from edge_agent.service.triggers.ops import TriggerOps
-from edge_agent.service.triggers.report import status_summary
-from edge_agent.service.triggers.runner import TriggerRunner
 
 log = logging.getLogger(__name__)
 
@@ -100,14 +97,12 @@ class Server:
         self._outbox: queue.SimpleQueue[Message | Firing | LoopCall] = queue.SimpleQueue()
         self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
         self.triggers = TriggerOps(
-            runner=TriggerRunner(
-                settings.triggers, options.registry, self._post, memory=self._trigger_memory()
-            ),
+            settings,
+            options,
+            post=self._post,
             router=self._router,
             replies=self.replies,
             runs=self.runs,
-            limits=self.limits,
-            workflows=options.workflows,
             journal=self.journal,
         )
         self.requests = RequestHandler(
@@ -166,12 +161,6 @@ class Server:
         the shutdown bound)."""
         ticket = self._ticket
         return self._loader.is_alive() or (ticket is not None and not ticket.done)
-
-    def _trigger_memory(self) -> TriggerMemory | None:
-        """The options' memory, else the journal's record of the firings (when it is on)."""
-        if self.options.trigger_memory is not None or not self.settings.triggers:
-            return self.options.trigger_memory
-        return JournalMemory(self.journal.path) if self.journal.enabled else None
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -285,7 +274,7 @@ class Server:
             "counters": counter_report(self._counts()),
             "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
             "journal": self.journal.status(),
-            "triggers": status_summary(self.triggers.runner) if self.settings.triggers else None,
+            "triggers": self.triggers.status(),
         }
 
     def status(self) -> dict[str, Any]:
@@ -407,8 +396,8 @@ class Server:
             )
             if job.trigger is None:
                 self.replies.send_packed(job.envelope, message.payload, job.connection)
-        if job.trigger is not None and message.payload is not None:
-            self.triggers.finished(message)  # its trigger and the watches hear it
+            else:
+                self.triggers.finished(message)  # its trigger and the watches hear it
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 

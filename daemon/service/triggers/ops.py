@@ -4,11 +4,10 @@ and each firing's way into the run queue and back. Everything here runs on the l
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from edge_agent.agent.workflow import Workflow
 from edge_agent.protocol.triggerwire import (
@@ -18,15 +17,19 @@ from edge_agent.protocol.triggerwire import (
     WatchResult,
 )
 from edge_agent.protocol.wire import ErrorCode, EventReply, encode
-from edge_agent.service.config import DaemonSettings
+from edge_agent.service.config import Settings
 from edge_agent.service.jobs import Finished, Job
 from edge_agent.service.journal import Journal
 from edge_agent.service.replies import Replies
 from edge_agent.service.router import RouterSocket
 from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.triggers.firing import Firing
-from edge_agent.service.triggers.report import trigger_entries
+from edge_agent.service.triggers.memory import JournalMemory
+from edge_agent.service.triggers.report import status_summary, trigger_entries
 from edge_agent.service.triggers.runner import TriggerRunner
+
+if TYPE_CHECKING:
+    from edge_agent.service.server import ServerOptions
 
 log = logging.getLogger(__name__)
 
@@ -47,25 +50,27 @@ class TriggerOps:
 
     def __init__(
         self,
+        settings: Settings,
+        options: ServerOptions,
         *,
-        runner: TriggerRunner,
+        post: Callable[[Firing], None],
         router: RouterSocket,
         replies: Replies,
         runs: RunQueue,
-        limits: DaemonSettings,
-        workflows: Mapping[str, Workflow],
         journal: Journal,
     ) -> None:
-        self.runner = runner
+        memory = options.trigger_memory
+        if memory is None and settings.triggers and journal.enabled:
+            memory = JournalMemory(journal.path)  # the journal's record of the firings
+        self.runner = TriggerRunner(settings.triggers, options.registry, post, memory=memory)
         self._router = router
         self._replies = replies
         self._runs = runs
-        self._limits = limits
-        self._workflows = workflows
+        self._limits = settings.daemon
+        self._workflows: Mapping[str, Workflow] = options.workflows
         self._journal = journal
         self.watches: dict[tuple[bytes, str], Watch] = {}
-        self.counts: collections.Counter[str] = collections.Counter()
-        runner.listeners.append(self._publish)
+        self.runner.listeners.append(self._publish)
 
     # -- firings ------------------------------------------------------------------------------
 
@@ -97,7 +102,6 @@ class TriggerOps:
         self._journal.queued(
             job.request_id, source=firing.source, query=job.query, workflow=firing.workflow
         )
-        self.counts["trigger_runs_queued"] += 1
         log.info("trigger %s: run %s queued", firing.trigger, firing.run_id)
 
     def finished(self, message: Finished) -> None:
@@ -119,6 +123,10 @@ class TriggerOps:
             return
         outcome = "internal" if code == "internal" else "interrupted"
         self.runner.finished(job.trigger, job.request_id, outcome, None)
+
+    def status(self) -> dict[str, Any] | None:
+        """The ``triggers`` map of ``status``; None without ``[[triggers]]``."""
+        return status_summary(self.runner) if self.runner.records else None
 
     # -- the ops ------------------------------------------------------------------------------
 
