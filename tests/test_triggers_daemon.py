@@ -8,14 +8,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
 import zmq
 from daemon_harness import Peer, answer, run_request, running_server, wait_for
 from fake_sysfs import FakeSysfs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from triggers_harness import PROBE, Probe, builtin_registry
 
 from edge_agent.agent.workflow import Workflow
-from edge_agent.protocol.wire import StatusResult
+from edge_agent.protocol.wire import StatusResult, WireError, decode_request
 from edge_agent.service.jobs import Job
 from edge_agent.service.runqueue import RunQueue
 
@@ -213,3 +216,29 @@ def test_after_a_restart_a_condition_that_fired_does_not_fire_again(
         runs = peer.recv()["runs"]
         assert [r["source"] for r in runs] == ["trigger:freezer"]  # the one run, journaled
         peer.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(["trigger", "target", "query", "stream", "x"]),
+        st.one_of(
+            st.none(), st.text(max_size=200), st.integers(-(2**63), 2**63 - 1), st.booleans()
+        ),
+        max_size=3,
+    ),
+    op=st.sampled_from(["triggers", "watch"]),
+)
+def test_any_trigger_op_request_decodes_or_gets_a_stable_code(
+    fields: dict[str, Any], op: str
+) -> None:
+    frame = msgpack.packb({"v": 1, "id": "r", "op": op, **fields})
+    try:
+        request = decode_request(frame, max_bytes=64 * 1024, max_query_chars=4000)
+    except WireError as exc:
+        assert exc.code == "bad_request" and exc.request_id == "r"
+        echoed = [v for v in fields.values() if isinstance(v, str) and len(v) > 40]
+        assert not any(v in exc.message for v in echoed)  # an error never echoes the request
+    else:
+        assert request.op == op
+        assert (set(fields) <= {"trigger"} and op == "watch") or not fields
