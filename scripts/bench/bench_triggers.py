@@ -77,7 +77,12 @@ def daemon(workdir: Path, name: str, config: str, sysfs: Path) -> Iterator[subpr
     path = workdir / f"{name}.toml"
     path.write_text(config)
     endpoint = f"ipc://{workdir}/{name}.sock"
-    env = {**os.environ, "EDGE_AGENT_SYSFS_ROOT": str(sysfs), "XDG_RUNTIME_DIR": str(workdir)}
+    env = {
+        **os.environ,
+        "EDGE_AGENT_SYSFS_ROOT": str(sysfs),
+        "XDG_RUNTIME_DIR": str(workdir),
+        "XDG_STATE_HOME": str(workdir),  # the run journal goes to the scratch directory
+    }
     command = [
         sys.executable,
         "-m",
@@ -147,7 +152,8 @@ def crossing_times(crossings: int) -> tuple[list[float], list[float]]:
         registry = Registry()
         register_builtins(registry, sysfs_root=sysfs)
         model = MockModel(['{"final_answer": "ok"}'])
-        settings = parse_settings(trigger_config(1, "1s", cooldown="0s"))
+        journal = f'[journal]\npath = "{tmp}/journal.sqlite3"\n'
+        settings = parse_settings(journal + trigger_config(1, "1s", cooldown="0s"))
         server = Server(
             settings,
             ServerOptions(
