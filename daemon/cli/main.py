@@ -6,7 +6,8 @@ malformed endpoint); 69 the daemon is unavailable; 75 busy, shutting down, or ou
 command ends within ``--timeout`` plus a few seconds, whatever happens); 130 Ctrl-C (the run is
 cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 65 on a bad
 option, 69 when another daemon holds the endpoint, 78 on a config error or a model that cannot be
-loaded. Every command exits 65 on a bad option (README.md, "Exit codes").
+loaded. ``triggers`` exits as ``status``; ``watch`` exits 0 on Ctrl-C. Every command exits 65 on
+a bad option (README.md, "Exit codes").
 """
 
 from __future__ import annotations
