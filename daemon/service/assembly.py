@@ -19,6 +19,7 @@ from edge_agent.protocol.endpoints import default_endpoint
 from edge_agent.service.config import ConfigError, Settings, load_settings
 from edge_agent.service.plugins import load_plugins
 from edge_agent.service.server import Server, ServerOptions
+from edge_agent.service.triggers.settings import check_triggers
 from edge_agent.skills import BUILTIN_NAMES, register_builtins
 
 log = logging.getLogger(__name__)
@@ -177,6 +178,7 @@ def assemble(
     problems = load_skills(registry, settings)
     workflows = settings.make_workflows()
     check_workflows(settings, registry, workflows)
+    check_triggers(settings.triggers, registry, workflows, settings.problem)
     options = ServerOptions(
         endpoints=endpoints or list(settings.daemon.endpoints) or [default_endpoint()],
         load_model=load_model,
