@@ -100,15 +100,20 @@ def daemon(
     delay_s: float = 0.0,
     fd_limit: int | None = None,
     builtins: bool = False,
+    daemon_config: str = "",
+    endpoint: str | None = None,
 ) -> Iterator[Daemon]:
     """``edge-agent serve`` with a scripted model of ``replies`` answers, ready; SIGTERM after."""
     script = workdir / "mock.json"
     reply: Any = {"text": ANSWER, "delay_s": delay_s} if delay_s else ANSWER
     script.write_text(json.dumps([reply] * replies), encoding="utf-8")
     config = workdir / "config.toml"
-    config.write_text(f"[skills]\nbuiltins = {str(builtins).lower()}\n", encoding="utf-8")
+    config.write_text(
+        f"[daemon]\n{daemon_config}\n[skills]\nbuiltins = {str(builtins).lower()}\n",
+        encoding="utf-8",
+    )
     sock = workdir / "agent.sock"
-    endpoint = f"ipc://{sock}"
+    endpoint = endpoint or f"ipc://{sock}"
     command = [sys.executable, "-m", "edge_agent.cli", "serve", "--model", f"mock:{script}"]
     command += ["--config", str(config), "--endpoint", endpoint]
     if fd_limit is not None:
@@ -140,7 +145,7 @@ def wait_ready(handle: Daemon, timeout: float = 60.0) -> None:
     while time.monotonic() < until:
         if not handle.alive():
             raise RuntimeError(f"the daemon exited with {handle.process.returncode}")
-        if handle.path.exists():
+        if handle.path.exists() or not handle.endpoint.startswith("ipc://"):
             with contextlib.suppress(TimeoutError):
                 if ask(handle.endpoint, {"op": "status"}, timeout=1.0).get("state") == "ready":
                     return

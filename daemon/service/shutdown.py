@@ -1,0 +1,83 @@
+"""A graceful shutdown: queued runs answered at once, the running one given its grace, then
+interrupted, then answered ``shutting_down`` if it still has not returned."""
+
+from __future__ import annotations
+
+import logging
+
+from edge_agent.service.config import DaemonSettings
+from edge_agent.service.lifecycle import Lifecycle
+from edge_agent.service.replies import Replies
+from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.systemd import Notifier
+
+# The serving loop's log lines keep the logger name they had before the loop was split up.
+log = logging.getLogger("edge_agent.service.server")
+
+INTERRUPT_WAIT_S = 5.0
+"""After shutdown interrupts the run in flight, how long it may take to return."""
+
+
+class Shutdown:
+    """The serving loop's way out; only the loop's thread uses it."""
+
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        runs: RunQueue,
+        replies: Replies,
+        limits: DaemonSettings,
+        notifier: Notifier,
+    ) -> None:
+        self._lifecycle = lifecycle
+        self._runs = runs
+        self._replies = replies
+        self._limits = limits
+        self._notifier = notifier
+
+    def begin(self, now: float) -> None:
+        self._lifecycle.begin_stopping(now)
+        running = self._runs.running
+        log.info(
+            "shutting down: %d queued, %s running",
+            len(self._runs),
+            running.request_id if running else "none",
+        )
+        self._notifier.stopping()
+        for job in self._runs.drain():
+            self._replies.fail(
+                job.envelope,
+                job.request_id,
+                "shutting_down",
+                "the daemon is shutting down; the run did not start",
+                connection=job.connection,
+            )
+
+    def finished(self, now: float) -> bool:
+        """Whether the loop may end: shutdown began and no run is left to wait for."""
+        lifecycle = self._lifecycle
+        if lifecycle.stopping_since is None:
+            return False
+        running = self._runs.running
+        if running is None:
+            return True
+        if lifecycle.interrupted_at is None and (
+            now - lifecycle.stopping_since >= self._limits.shutdown_grace_s
+        ):
+            lifecycle.interrupted_at = now
+            running.cancelled.set()
+        interrupted_at = lifecycle.interrupted_at
+        if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
+            self._runs.finished(running)
+            self._replies.fail(
+                running.envelope,
+                running.request_id,
+                "shutting_down",
+                "the daemon shut down before the run returned",
+                connection=running.connection,
+            )
+            return True
+        return False
+
+
+__all__ = ["INTERRUPT_WAIT_S", "Shutdown"]
