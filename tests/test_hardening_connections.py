@@ -101,6 +101,8 @@ def test_more_clients_than_a_small_cap_each_get_one_reply_and_no_churn(
     clients, runs, cap = 64, 4, 16
     config = f"{QUICK_STOP}queue_limit = 2000\nmax_connections = {cap}\n"
     with running_server([ANSWER] * (clients * runs), config=config) as (server, endpoint):
+        # The harness's own ready probe has left, or its slot would go to a client mid-test.
+        wait_for(lambda: len(server._router.connections) == 0, 30)
         peers = [Peer(context, endpoint) for _ in range(clients)]
         try:
             for n, peer in enumerate(peers):
@@ -159,6 +161,7 @@ def test_over_the_cap_a_run_is_busy_and_a_freed_slot_lets_it_in(
     context: zmq.Context[Any],
 ) -> None:
     with running_server(config=f"{QUICK_STOP}max_connections = 2\n") as (server, endpoint):
+        wait_for(lambda: len(server._router.connections) == 0, 30)  # the ready probe left
         first, second, third = (Peer(context, endpoint) for _ in range(3))
         try:
             for peer in (first, second):

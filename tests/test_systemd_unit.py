@@ -260,6 +260,7 @@ def test_llama_cpp_and_pyzmq_run_under_the_units_sandbox(
     probe = sandbox.opt / "probe"
     probe.mkdir()
     shutil.copy(REPO / "tests" / "sandbox_workload.py", probe / "workload.py")
+    shutil.copy(REPO / "scripts" / "bench" / "peer_llama.py", probe / "peer_llama.py")
     sandbox.service_lines = [
         "ExecStart=",
         "ExecStart=/opt/edge-agent/venv/bin/python /opt/edge-agent/probe/workload.py "

@@ -4,8 +4,9 @@ Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 
 iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input (including a
 malformed endpoint); 69 the daemon is unavailable; 75 busy, shutting down, or out of time (the whole
 command ends within ``--timeout`` plus a few seconds, whatever happens); 130 Ctrl-C (the run is
-cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 69 when
-another daemon holds the endpoint, 78 on a config error or a model that cannot be loaded.
+cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 65 on a bad
+option, 69 when another daemon holds the endpoint, 78 on a config error or a model that cannot be
+loaded. Every command exits 65 on a bad option (README.md, "Exit codes").
 """
 
 from __future__ import annotations
@@ -83,7 +84,13 @@ def _add_serve(commands: Any) -> None:
     serve.add_argument(
         "--endpoint", action="append", help="bind here (repeatable; overrides config)"
     )
-    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,  # `debug` as well as `DEBUG`
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the least severe records logged (default INFO)",
+    )
 
 
 def _add_ask(commands: Any, endpoint_help: str) -> None:

@@ -10,13 +10,14 @@ import re
 import tomllib
 import types
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.service.mqtt.settings import MqttSettings
 from edge_agent.service.safepaths import UnsafePath, check_safe
+from edge_agent.service.strategy import Strategy
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
@@ -64,7 +65,7 @@ class ModelSettings(_Section):
     """``default`` (the embedded model), a GGUF path, or ``mock:FILE`` (scripted replies)."""
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
     warm_up: bool = True
-    strategy: Literal["auto", "plain", "guided"] = "auto"
+    strategy: Strategy = "auto"
     """How the loop helps the model (docs/design.md, "Small models"): ``guided`` picks skills
     for it and has it answer, ``plain`` leaves it alone, ``auto`` guides a model under 1 GiB."""
     load_timeout_s: PositiveSeconds = 900.0

@@ -35,7 +35,7 @@ import zmq
 
 from edge_agent.service.listeners import FdReserve, ListenerGate
 
-log = logging.getLogger("edge_agent.service.server")
+log = logging.getLogger(__name__)
 
 # pyzmq's flags are enum members, and every `|` or `&` on them builds a new one: the hot paths
 # (a few sends and reads per request) use their plain int values.

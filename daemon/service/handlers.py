@@ -29,15 +29,14 @@ from edge_agent.protocol.wire import (
     encode,
 )
 from edge_agent.service.config import DaemonSettings
+from edge_agent.service.jobs import interrupted_result
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
 from edge_agent.service.reports import skill_entries
 from edge_agent.service.router import RouterSocket, is_auto_routing_id, split_frames
 from edge_agent.service.runqueue import RunQueue, job_for
-from edge_agent.service.worker import interrupted_result
 
-# The serving loop's log lines keep the logger name they had before the loop was split up.
-log = logging.getLogger("edge_agent.service.server")
+log = logging.getLogger(__name__)
 
 MAX_FRAMES_PER_WAKE = 256
 
@@ -91,14 +90,14 @@ class RequestHandler:
                 return
             self.counts["frames"] += 1
             try:
-                self.handle(frames)
+                self.answer(frames)
             except Exception:
                 log.exception("request handling failed")
                 envelope = split_frames(frames)[0]
                 reply = ErrorReply(id=None, code="internal", message="the daemon hit a bug")
                 self._replies.send(envelope, reply)
 
-    def handle(self, frames: list[bytes]) -> None:
+    def answer(self, frames: list[bytes]) -> None:
         envelope, payloads, req_shape = split_frames(frames)
         if not is_auto_routing_id(envelope[0]):
             # Another peer could choose the same routing id once this one leaves, and be sent

@@ -25,7 +25,7 @@ import socket
 import struct
 from pathlib import Path
 
-log = logging.getLogger("edge_agent.service.server")
+log = logging.getLogger(__name__)
 
 SO_ATTACH_FILTER = 26
 SO_DETACH_FILTER = 27

@@ -4,7 +4,7 @@ The loop owns the socket and never waits on the model, so ``status``, ``cancel``
 answered at once while a run goes on. Every request gets exactly one final reply.
 
 The :class:`Server` owns its parts, each with its own state: the :class:`~.lifecycle.Lifecycle`,
-the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.worker.ModelLoader`,
+the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.jobs.ModelLoader`,
 the :class:`~.handlers.RequestHandler`, the :class:`~.status.StatusReport` and the
 :class:`~.shutdown.Shutdown`. It holds the loop, and the runs' way from the queue to the run
 thread and back (watching the run's skills).
@@ -29,15 +29,7 @@ from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.replies import Replies
-from edge_agent.service.router import RouterSocket, WakeUpPipe
-from edge_agent.service.runqueue import RunQueue
-from edge_agent.service.shutdown import Shutdown
-from edge_agent.service.status import StatusReport
-from edge_agent.service.strategy import guidance_for
-from edge_agent.service.systemd import Notifier
-from edge_agent.service.worker import (
+from edge_agent.service.jobs import (
     Finished,
     Loaded,
     LoadFailed,
@@ -46,6 +38,14 @@ from edge_agent.service.worker import (
     Send,
     start_job,
 )
+from edge_agent.service.lifecycle import Lifecycle
+from edge_agent.service.replies import Replies
+from edge_agent.service.router import RouterSocket, WakeUpPipe
+from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.shutdown import Shutdown
+from edge_agent.service.status import StatusReport
+from edge_agent.service.strategy import guidance_for
+from edge_agent.service.systemd import Notifier
 
 log = logging.getLogger(__name__)
 

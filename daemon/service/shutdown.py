@@ -11,8 +11,7 @@ from edge_agent.service.replies import Replies
 from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.systemd import Notifier
 
-# The serving loop's log lines keep the logger name they had before the loop was split up.
-log = logging.getLogger("edge_agent.service.server")
+log = logging.getLogger(__name__)
 
 INTERRUPT_WAIT_S = 5.0
 """After shutdown interrupts the run in flight, how long it may take to return."""
