@@ -175,6 +175,8 @@ class Connections:
         """Connections over the cap, in the order they came: the first is served next."""
         self._accepted = 0
         self._next_sweep = 0.0
+        self._next_resume = 0.0
+        """Its own clock: a sweep each pass over the cap must not keep the gate shut."""
         self._failed_at: float | None = None
         self._names: set[tuple[str, Any]] = set()
         router.monitor(MONITOR_ENDPOINT, _EVENTS)
@@ -201,6 +203,10 @@ class Connections:
 
     def seen(self, fd: int) -> None:
         """A message came in on ``fd``: it is the most recently active connection."""
+        if fd not in self._open:
+            # A client sends as soon as it connects: its message can be read before the
+            # monitor's accept. Missed, it would look silent, and be closed as such.
+            self.update()
         if fd in self._open:
             self.touch(fd)
             self._spoken.add(fd)
@@ -290,8 +296,8 @@ class Connections:
             self._sweep(now, protected)
         if len(self._open) >= self.budget.ceiling:
             self._pause()
-        elif self.gate.paused and now >= self._next_sweep:
-            self._next_sweep = now + RESUME_S
+        elif self.gate.paused and now >= self._next_resume:
+            self._next_resume = now + RESUME_S
             recent_failure = self._failed_at is not None and now - self._failed_at < RESUME_S
             free = self.budget.limit - open_fd_count()
             if not recent_failure and free > FD_RESERVE // 2 + len(self.spare):
@@ -304,7 +310,8 @@ class Connections:
             self.gate.pause()
 
     def _sweep(self, now: float, protected: Collection[int]) -> None:
-        """Close idle connections until the cap is met: the silent ones, then the idle longest."""
+        """Close idle connections until the cap is met: the silent ones, the least recently
+        active first; past ``pressure``, then those that have spoken too."""
         idle = []
         for fd, active in self._open.items():  # least recently active first
             if now - active < IDLE_S:
