@@ -6,6 +6,7 @@ with short replies, and asserts counts and texts, never timings.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from edge_agent import Agent, AgentState, Registry, load_model
 from edge_agent.agent.events import CallSkillAction, FinalAnswerAction
 from edge_agent.agent.parsing import parse_action
 from edge_agent.model.constrained import _lex_gbnf, canonical_gbnf, schema_to_gbnf
+from edge_agent.model.decoding import Decoder
 from edge_agent.model.llama import LlamaModel
 
 # The decoder that counts what it sampled and forced, and decodes without forced runs on request,
@@ -133,6 +135,27 @@ def test_forced_runs_cost_fewer_samples_than_token_by_token(
     single_steps = decoder.last.sampled if decoder.last else -1
     assert json.loads(single) is not None and json.loads(forced) is not None
     assert 0 < forced_steps <= single_steps / 2
+
+
+def test_the_measured_decoder_decodes_what_the_daemons_does(
+    model: LlamaModel, agent: Agent
+) -> None:
+    """The benchmarks' decoder, switches left as they are, is the daemon's: same text, same
+    token counts (what they measure is the daemon's path)."""
+    schema = agent.registry.action_schema()
+    prompt = agent.render_prompt(AgentState(query="What time is it?"))
+    measured = _decoder(model)
+    parts = {field.name: getattr(measured, field.name) for field in dataclasses.fields(Decoder)}
+    model.decoder = Decoder(**parts)
+    try:
+        daemons = model.generate(prompt, action_schema=schema, max_tokens=64)
+    finally:
+        model.decoder = measured
+    again = model.generate(prompt, action_schema=schema, max_tokens=64)
+    assert again == daemons
+    assert again.usage is not None and daemons.usage is not None
+    assert again.usage.generated_tokens == daemons.usage.generated_tokens
+    assert again.usage.prompt_tokens == daemons.usage.prompt_tokens
 
 
 def test_a_prefix_is_followed_by_forced_text(model: LlamaModel, agent: Agent) -> None:

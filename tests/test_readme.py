@@ -248,6 +248,7 @@ class Shell:
         self.dir.mkdir()
         self.env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": BARE_PATH}
         self.env.update({"LANG": "C.UTF-8", "XDG_RUNTIME_DIR": str(tmp_path / "xdg")})
+        self.env["XDG_STATE_HOME"] = str(tmp_path / "state")  # the daemons' run journal
         self.env.update(env or {})
         Path(self.env["XDG_RUNTIME_DIR"]).mkdir(exist_ok=True, mode=0o700)
         self.background: list[int] = []
@@ -427,6 +428,22 @@ def test_mock_daemon_block(shell: Callable[..., Shell], tmp_path: Path) -> None:
     run_block(shell(), block, **{"/tmp/": f"{tmp_path}/", "5599": port})
 
 
+def test_the_journal_block(shell: Callable[..., Shell], tmp_path: Path) -> None:
+    # As written, with the mock of the block before it, in this test's own directory and on a
+    # free port; two keyed asks and one plain one are two runs in the journal, not three.
+    block = block_with(
+        "edge-agent serve --model mock:/tmp/mock.json --endpoint tcp://127.0.0.1:5598"
+    )
+    (tmp_path / "mock.json").write_text(json.dumps([json.dumps({"final_answer": "It is 21 C."})]))
+    port = str(free_port())
+    session = shell()
+    run_block(session, block, **{"/tmp/": f"{tmp_path}/", "5598": port})
+    ((code, listed, _),) = session.run(
+        [f"edge-agent runs --json --endpoint tcp://127.0.0.1:{port}"]
+    )
+    assert code == 0 and len(json.loads(listed)) == 2
+
+
 def test_the_services_status_line(
     shell: Callable[..., Shell], tmp_path: Path, daemon_process: Callable[..., Any]
 ) -> None:
@@ -563,6 +580,10 @@ RUNNERS = {
     ("README.md", "edge-agent nodes --mqtt broker.lan"): "test_mqtt_fleet_blocks",
     ("mqtt.md", "edge-agent nodes --mqtt broker.lan"): "test_mqtt_fleet_blocks",
     ("README.md", "systemctl status edge-agent"): "test_the_services_status_line",
+    (
+        "README.md",
+        "edge-agent serve --model mock:/tmp/mock.json --endpoint tcp://127.0.0.1:5598 &",
+    ): ("test_the_journal_block"),
     ("protocol.md", _bare(block_with("if reply=$(edge-agent ask").commands[0])): (
         "test_the_protocols_shell_client"
     ),

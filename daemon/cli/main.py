@@ -45,7 +45,7 @@ def _positive(text: str) -> float:
     return value
 
 
-CLIENT_COMMANDS = ("ask", "status", "skills")
+CLIENT_COMMANDS = ("ask", "status", "skills", "result", "runs")
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -72,6 +72,10 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
         sub.add_argument("--endpoint", help=endpoint_help)
+    if only in (None, "result", "runs"):
+        from edge_agent.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
+
+        add_journal_parsers(commands, endpoint_help, only)
     if only is None:
         add_parsers(commands)  # nodes, ha-discovery
     return parser
@@ -107,6 +111,11 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask.add_argument(
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
     )
+    ask.add_argument(
+        "--key",
+        help="an idempotency key (1-128 printable characters): a second ask with the same key "
+        "gets the first run's result, never a second run",
+    )
     ask.add_argument("--endpoint", help=endpoint_help)
 
 
@@ -119,13 +128,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(args)
     if args.command == "nodes":
-        from edge_agent.client.mqttclient import nodes_command  # noqa: PLC0415
+        from edge_agent.client.mqttnodes import nodes_command  # noqa: PLC0415
 
         return nodes_command(args)
     if args.command == "ha-discovery":
         from edge_agent.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
 
         return ha_discovery_command(args)
+    if args.command in ("result", "runs"):
+        from edge_agent.cli.journal import journal_command  # noqa: PLC0415
+
+        return journal_command(args)
     from edge_agent.cli.ask import client_command  # noqa: PLC0415
 
     return client_command(args)

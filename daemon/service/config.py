@@ -94,6 +94,16 @@ class WorkflowSettings(_Section):
     max_iterations: Annotated[int, Field(ge=1, le=1000)] | None = None
 
 
+class JournalSettings(_Section):
+    """The run journal (docs/protocol.md, "The run journal"): every run kept in SQLite."""
+
+    enabled: bool = True
+    path: Annotated[str, Field(min_length=1)] | None = None
+    """None: ``$STATE_DIRECTORY/journal.sqlite3`` under systemd, else the XDG state directory."""
+    keep_runs: Annotated[int, Field(ge=1, le=10_000_000)] = 10_000
+    keep_days: Annotated[float, Field(gt=0, le=36_500, allow_inf_nan=False)] = 30.0
+
+
 class Settings(_Section):
     """Everything the daemon reads from its config file."""
 
@@ -103,6 +113,7 @@ class Settings(_Section):
     soul: SoulSettings = Field(default_factory=SoulSettings)
     mqtt: MqttSettings | None = None
     """The MQTT bridge (docs/mqtt.md); off when the section is absent."""
+    journal: JournalSettings = Field(default_factory=JournalSettings)
     workflows: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], WorkflowSettings] = (
         Field(default_factory=dict)
     )

@@ -27,10 +27,12 @@ from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
+from edge_agent.protocol.wire import ErrorCode
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
 from edge_agent.service.jobs import (
     Finished,
+    Job,
     Loaded,
     LoadFailed,
     Message,
@@ -38,6 +40,7 @@ from edge_agent.service.jobs import (
     Send,
     start_job,
 )
+from edge_agent.service.journal import Journal, LoopCall
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
 from edge_agent.service.router import RouterSocket, WakeUpPipe
@@ -85,6 +88,8 @@ class Server:
         self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
+        self._outbox: queue.SimpleQueue[Message | LoopCall] = queue.SimpleQueue()
+        self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
         self.requests = RequestHandler(
             router=self._router,
             replies=self.replies,
@@ -94,8 +99,8 @@ class Server:
             registry=options.registry,
             workflows=options.workflows,
             status=self.status_reply,
+            journal=self.journal,
         )
-        self._outbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._loader = ModelLoader(self._load_agent, self._post)
         self._agent: Agent | None = None
         self._ticket: RunTicket | None = None
@@ -114,11 +119,14 @@ class Server:
                 self._router.connections.counts,
             ),
             description=self._describe,
-            mqtt=lambda: self.options.mqtt_status() if self.options.mqtt_status else None,
+            tail=lambda: {
+                "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
+                "journal": self.journal.status(),
+            },
         )
         self.report.model_spec = options.model_spec
         self.shutdown = Shutdown(
-            self.lifecycle, self.runs, self.replies, self.limits, options.notifier
+            self.lifecycle, self.runs, self._end_run, self.limits, options.notifier
         )
 
     # -- setup and teardown -------------------------------------------------------------------
@@ -138,6 +146,7 @@ class Server:
         self._router.close()
         self._wakeup.close()
         self.options.notifier.close()
+        self.journal.close()
 
     def stop(self) -> None:
         """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
@@ -257,13 +266,7 @@ class Server:
 
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "deadline",
-                "the deadline passed while the run waited in the queue",
-                connection=job.connection,
-            )
+            self._end_run(job, "deadline", "the deadline passed while the run waited in the queue")
 
     def _dispatch(self) -> None:
         agent = self._agent
@@ -272,13 +275,14 @@ class Server:
         job = self.runs.start_next()
         if job is None:
             return
+        self.journal.started(job.request_id)
         try:
             self._ticket = start_job(agent, job, self._post)
         except Exception:
             log.exception("run %s could not start", job.request_id)
             self._post(Finished(job, None, None, "the run could not start"))
 
-    def _post(self, message: Message) -> None:
+    def _post(self, message: Message | LoopCall) -> None:
         """The run thread's only way to the loop."""
         self._outbox.put(message)
         self._wakeup.wake()
@@ -309,6 +313,8 @@ class Server:
                     self._loaded(agent)
                 case LoadFailed(error, config):
                     self._load_failed(error, config=config)
+                case _:
+                    message()  # the journal's answer to a request, on this thread
 
     def _loaded(self, agent: Agent) -> None:
         self._agent = agent
@@ -326,13 +332,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                f"the model failed to load: {error}",
-                connection=job.connection,
-            )
+            self._end_run(job, "internal", f"the model failed to load: {error}")
         self.lifecycle.request_stop()
 
     def _finish(self, message: Finished) -> None:
@@ -342,13 +342,7 @@ class Server:
         self.runs.finished(job)
         self._ticket = None
         if message.payload is None:
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                f"the run failed inside the daemon: {message.error}",
-                connection=job.connection,
-            )
+            self._end_run(job, "internal", f"the run failed inside the daemon: {message.error}")
         else:
             self.counts["runs_finished"] += 1
             log.info(
@@ -359,9 +353,16 @@ class Server:
                 (time.monotonic() - (job.started or job.received)) * 1000,
             )
             self.counts[f"outcome_{message.outcome}"] += 1
+            self.journal.finished(
+                job.request_id, message.payload, outcome=message.outcome, answer=message.answer
+            )
             self.replies.send_packed(job.envelope, message.payload, job.connection)
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 
+    def _end_run(self, job: Job, code: ErrorCode, message: str) -> None:
+        """Answer a run that ends without a result with an error; the journal keeps it so."""
+        self.journal.ended(job.request_id, code, message)
+        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
 
 __all__ = ["MAX_FRAMES_PER_WAKE", "Server", "ServerOptions"]

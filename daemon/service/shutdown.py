@@ -4,12 +4,17 @@ interrupted, then answered ``shutting_down`` if it still has not returned."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+from edge_agent.protocol.wire import ErrorCode
 from edge_agent.service.config import DaemonSettings
+from edge_agent.service.jobs import Job
 from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.replies import Replies
 from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.systemd import Notifier
+
+EndRun = Callable[[Job, ErrorCode, str], None]
+"""Answer a run that ends without a result with that error (the journal keeps it so)."""
 
 log = logging.getLogger(__name__)
 
@@ -24,13 +29,13 @@ class Shutdown:
         self,
         lifecycle: Lifecycle,
         runs: RunQueue,
-        replies: Replies,
+        end_run: EndRun,
         limits: DaemonSettings,
         notifier: Notifier,
     ) -> None:
         self._lifecycle = lifecycle
         self._runs = runs
-        self._replies = replies
+        self._end_run = end_run
         self._limits = limits
         self._notifier = notifier
 
@@ -44,12 +49,8 @@ class Shutdown:
         )
         self._notifier.stopping()
         for job in self._runs.drain():
-            self._replies.fail(
-                job.envelope,
-                job.request_id,
-                "shutting_down",
-                "the daemon is shutting down; the run did not start",
-                connection=job.connection,
+            self._end_run(
+                job, "shutting_down", "the daemon is shutting down; the run did not start"
             )
 
     def finished(self, now: float) -> bool:
@@ -68,13 +69,7 @@ class Shutdown:
         interrupted_at = lifecycle.interrupted_at
         if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
             self._runs.finished(running)
-            self._replies.fail(
-                running.envelope,
-                running.request_id,
-                "shutting_down",
-                "the daemon shut down before the run returned",
-                connection=running.connection,
-            )
+            self._end_run(running, "shutting_down", "the daemon shut down before the run returned")
             return True
         return False
 

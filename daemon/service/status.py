@@ -31,15 +31,16 @@ class StatusReport:
         limits: DaemonSettings,
         counters: Callable[[], Iterable[collections.Counter[str]]],
         description: Callable[[], dict[str, Any]],
-        mqtt: Callable[[], dict[str, Any] | None],
+        tail: Callable[[], dict[str, Any]],
     ) -> None:
         self._lifecycle = lifecycle
         self._runs = runs
         self._limits = limits
         self._counters = counters
         self._description = description
-        self._mqtt = mqtt
-        """The MQTT bridge's state, or None without one (it is attached after the loop is made)."""
+        self._tail = tail
+        """The last fields, from parts outside the loop: ``mqtt`` (the bridge, attached after
+        the loop is made, or None) and ``journal``."""
         self.model: ModelHandle | None = None
         """The loaded model, once it is."""
         self.model_spec = ""
@@ -72,7 +73,7 @@ class StatusReport:
             "model": model_info(self.model, self.model_spec),
             **described,
             "counters": counter_report(self.counts()),
-            "mqtt": self._mqtt(),
+            **self._tail(),
         }
 
     def fields(self) -> dict[str, Any]:
