@@ -49,6 +49,8 @@ from edge_agent.service.shutdown import Shutdown
 from edge_agent.service.status import StatusReport
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
+from edge_agent.service.triggers.firing import Firing, TriggerMemory
+from edge_agent.service.triggers.ops import TriggerOps
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,8 @@ class ServerOptions:
     notifier: Notifier = dataclasses.field(default_factory=Notifier)
     mqtt_status: Callable[[], dict[str, Any]] | None = None
     """The MQTT bridge's state for ``status`` (any thread may call it)."""
+    trigger_memory: TriggerMemory | None = None
+    """Where the triggers' firings outlive a restart (the run journal); None forgets them."""
 
 
 class Server:
@@ -88,8 +92,17 @@ class Server:
         self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
-        self._outbox: queue.SimpleQueue[Message | LoopCall] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[Message | Firing | LoopCall] = queue.SimpleQueue()
         self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
+        self.triggers = TriggerOps(
+            settings,
+            options,
+            post=self._post,
+            router=self._router,
+            replies=self.replies,
+            runs=self.runs,
+            journal=self.journal,
+        )
         self.requests = RequestHandler(
             router=self._router,
             replies=self.replies,
@@ -100,6 +113,8 @@ class Server:
             workflows=options.workflows,
             status=self.status_reply,
             journal=self.journal,
+            more_ops={"triggers": self.triggers.triggers, "watch": self.triggers.watch},
+            cancel_other=self.triggers.cancel_watch,
         )
         self._loader = ModelLoader(self._load_agent, self._post)
         self._agent: Agent | None = None
@@ -122,12 +137,14 @@ class Server:
             tail=lambda: {
                 "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
                 "journal": self.journal.status(),
+                "triggers": self.triggers.status(),
             },
         )
         self.report.model_spec = options.model_spec
         self.shutdown = Shutdown(
-            self.lifecycle, self.runs, self._end_run, self.limits, options.notifier
-        )
+            self.lifecycle, self.runs, self.limits, options.notifier, end_run=self._end_run,
+            stop_sources=lambda: self.triggers.close("the daemon is shutting down"),
+        )  # fmt: skip
 
     # -- setup and teardown -------------------------------------------------------------------
 
@@ -180,6 +197,7 @@ class Server:
         next_extend = time.monotonic()
         notifier.status(f"loading model {self.options.model_spec}")
         self._loader.start()
+        self.triggers.runner.start()
         try:
             while True:
                 now = time.monotonic()
@@ -212,6 +230,7 @@ class Server:
                 # (to check a run's connection), and the cap must follow them.
                 connections.drain(self.runs.owners())
         finally:
+            self.triggers.runner.stop()
             self._loader.join(timeout=1.0)
             if self._agent is not None:
                 self._agent.close()
@@ -282,7 +301,7 @@ class Server:
             log.exception("run %s could not start", job.request_id)
             self._post(Finished(job, None, None, "the run could not start"))
 
-    def _post(self, message: Message | LoopCall) -> None:
+    def _post(self, message: Message | Firing | LoopCall) -> None:
         """The run thread's only way to the loop."""
         self._outbox.put(message)
         self._wakeup.wake()
@@ -313,6 +332,8 @@ class Server:
                     self._loaded(agent)
                 case LoadFailed(error, config):
                     self._load_failed(error, config=config)
+                case Firing():
+                    self.triggers.queue(message, stopping=self.lifecycle.stopping)
                 case _:
                     message()  # the journal's answer to a request, on this thread
 
@@ -356,13 +377,20 @@ class Server:
             self.journal.finished(
                 job.request_id, message.payload, outcome=message.outcome, answer=message.answer
             )
-            self.replies.send_packed(job.envelope, message.payload, job.connection)
+            if job.trigger is None:
+                self.replies.send_packed(job.envelope, message.payload, job.connection)
+            else:
+                self.triggers.finished(message)  # its trigger and the watches hear it
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 
     def _end_run(self, job: Job, code: ErrorCode, message: str) -> None:
         """Answer a run that ends without a result with an error; the journal keeps it so."""
         self.journal.ended(job.request_id, code, message)
+        if job.trigger is not None:
+            self.triggers.ended(job, code, message)  # no client: its trigger hears it
+            return
         self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
+
 
 __all__ = ["MAX_FRAMES_PER_WAKE", "Server", "ServerOptions"]

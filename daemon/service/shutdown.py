@@ -29,15 +29,19 @@ class Shutdown:
         self,
         lifecycle: Lifecycle,
         runs: RunQueue,
-        end_run: EndRun,
         limits: DaemonSettings,
         notifier: Notifier,
+        *,
+        end_run: EndRun,
+        stop_sources: Callable[[], None] = lambda: None,
     ) -> None:
         self._lifecycle = lifecycle
         self._runs = runs
         self._end_run = end_run
         self._limits = limits
         self._notifier = notifier
+        self._stop_sources = stop_sources
+        """Stops what queues runs without a client (the triggers) before the queue is drained."""
 
     def begin(self, now: float) -> None:
         self._lifecycle.begin_stopping(now)
@@ -48,6 +52,7 @@ class Shutdown:
             running.request_id if running else "none",
         )
         self._notifier.stopping()
+        self._stop_sources()
         for job in self._runs.drain():
             self._end_run(
                 job, "shutting_down", "the daemon is shutting down; the run did not start"
