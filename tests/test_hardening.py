@@ -283,6 +283,35 @@ def test_odd_skill_results_become_a_result_and_go_on_the_wire(kind: str) -> None
     packs(state)
 
 
+class NoStr:
+    def __str__(self) -> str:
+        raise ValueError("the sensor went away")
+
+    __repr__ = __str__
+
+
+@pytest.mark.parametrize(
+    "result",
+    [NoStr(), [1, NoStr()], {"reading": NoStr()}, {NoStr(): 1}],
+    ids=["value", "in-a-list", "in-a-map", "a-key"],
+)
+def test_a_result_that_cannot_be_shown_is_the_skills_failure_naming_type_and_error(
+    result: Any,
+) -> None:
+    # Issue 20: it reached the model as a SkillResultObservation holding
+    # '<NoStr that cannot be shown: ValueError>', as if that were the reading.
+    registry = Registry()
+    registry.add(lambda: result, name="odd")
+    state = Agent(MockModel([call("odd"), ANSWER]), registry).run("q")
+    observation = state.stream[1]
+    assert isinstance(observation, ToolErrorObservation), observation
+    assert observation.skill_name == "odd"
+    assert "NoStr" in observation.error and "ValueError" in observation.error
+    assert "the sensor went away" in observation.error
+    assert state.outcome == "answered"
+    packs(state)
+
+
 LEAVES = (
     st.none() | st.booleans() | st.integers() | st.floats() | st.text()
     | st.integers(min_value=2**63, max_value=2**200)

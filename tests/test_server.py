@@ -183,7 +183,8 @@ def test_too_large_requests_and_queries(context, peers) -> None:
 
 def test_burst_of_200_requests_from_20_clients_none_lost_or_doubled(context) -> None:
     replies = [call("add", a=20, b=22), answer("42")]
-    with running_server(replies, config="[daemon]\nqueue_limit = 200\n") as (server, endpoint):
+    config = "[daemon]\nqueue_limit = 200\nqueue_per_client = 8\n"
+    with running_server(replies, config=config) as (server, endpoint):
         results: dict[int, list[dict[str, Any]]] = {}
         errors: list[BaseException] = []
 
@@ -408,9 +409,9 @@ def test_ids_are_per_request_and_replies_go_to_their_own_client(context, peers) 
 def test_a_run_that_ignores_interruption_is_answered_shutting_down_within_the_bound(
     context, peers, monkeypatch
 ) -> None:
-    import edge_agent.service.server
+    import edge_agent.service.shutdown
 
-    monkeypatch.setattr(edge_agent.service.server, "INTERRUPT_WAIT_S", 0.2)
+    monkeypatch.setattr(edge_agent.service.shutdown, "INTERRUPT_WAIT_S", 0.2)
     release = threading.Event()
 
     class HungModel:

@@ -1,8 +1,9 @@
-"""The short soak (issue 11): scripts/bench/soak.py's mixed hostile and normal traffic for 25 seconds.
+"""The short soak (issues 11, 20): scripts/bench/soak.py's mixed traffic for 25 seconds.
 
-The full 10-minute soak is a benchmark (``python scripts/bench/soak.py``); this one checks the same
-things with the same slack: the daemon survives, answers every normal request exactly once, and
-its fds and threads come back to where they were, its RSS within 20 MiB.
+The full soak is a benchmark (``python scripts/bench/soak.py --mqtt 2``); this one checks the same
+things with the same slack, with 24 ZeroMQ clients against a cap of 16 and 2 MQTT clients: the
+daemon survives, answers every normal request exactly once, and its fds and threads come back to
+where they were, its RSS within 20 MiB.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SHORT = ["--only", "soak", "--seconds", "25", "--rss-slack-mib", "20", "--json"]
+SHORT = ["--only", "soak", "--seconds", "25", "--rss-slack-mib", "20", "--mqtt", "2", "--json"]
 
 
 def test_a_short_soak_leaves_the_daemon_flat_and_every_request_answered_once() -> None:
@@ -32,6 +33,12 @@ def test_a_short_soak_leaves_the_daemon_flat_and_every_request_answered_once() -
     assert soak["survived"]
     assert soak["normal_requests"] > 0
     assert soak["normal_answered_once"] == soak["normal_requests"]
+    # Over MQTT through a real Mosquitto too, bad asks included.
+    assert soak["mqtt_requests"] > 0
+    assert soak["mqtt_answered_once"] == soak["mqtt_requests"]
+    assert soak["mqtt_replies"].get("error:bad_request", 0) > 0
+    # More clients than the cap (24 against 16): the late ones were told busy, not dropped.
+    assert soak["counters"]["connections_over_cap"] > 0
     assert soak["after"]["fds"] == soak["before"]["fds"]
     assert soak["after"]["threads"] == soak["before"]["threads"]
     assert soak["rss_growth_mib"] <= 20

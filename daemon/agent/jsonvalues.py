@@ -40,8 +40,9 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     Whatever a skill returns comes out as None, a bool, an int in msgpack's 64-bit range, a
     finite float, a str that encodes as UTF-8, or lists and str-keyed dicts of these, at most
     ``MAX_DEPTH`` deep. An int outside that range becomes its decimal text, a lone surrogate
-    becomes U+FFFD, and an object whose ``str`` raises becomes a placeholder. It raises only
-    when a container itself breaks as it is walked (a ``__iter__`` or ``items`` that raises).
+    becomes U+FFFD. It raises :class:`UnshowableValue` for an object (or key) whose ``str``
+    raises, and whatever a container raises as it is walked (a ``__iter__`` or ``items`` that
+    raises): the agent loop makes either the skill's ToolErrorObservation.
     """
     if value is None or isinstance(value, bool):
         return None if value is None else bool(value)
@@ -83,11 +84,24 @@ def _utf8(text: str) -> str:
     return text
 
 
+class UnshowableValue(ValueError):
+    """A value whose ``str`` raises: the skill that returned it failed, and the model is told so
+    (a ToolErrorObservation) rather than shown a placeholder as if it were the result."""
+
+
+MAX_REASON_CHARS = 200
+
+
 def _text(value: object) -> str:
     try:
         text = str(value)
     except Exception as exc:  # noqa: BLE001 - a __str__ that raises, or recurses too deep
-        return f"<{type(value).__name__} that cannot be shown: {type(exc).__name__}>"
+        try:
+            reason = str(exc)[:MAX_REASON_CHARS]
+        except Exception:  # noqa: BLE001 - its error cannot be shown either
+            reason = "(its message cannot be shown)"
+        kind = f"{type(value).__name__} that cannot be shown: {type(exc).__name__}: {reason}"
+        raise UnshowableValue(f"the skill returned a {kind}") from None
     return _utf8(str.__str__(text)) if isinstance(text, str) else f"<{type(value).__name__}>"
 
 

@@ -165,6 +165,8 @@ class Counters(Message):
     replies_dropped: int
     connections_accepted: int
     connections_closed: int
+    connections_over_cap: int
+    connections_paused: int
     errors: int
     errors_by_code: dict[str, int]
     outcomes: dict[str, int]

@@ -41,8 +41,11 @@ class DaemonSettings(_Section):
     """Empty means the default ipc socket in the runtime directory."""
     allow_remote: bool = False
     queue_limit: Annotated[int, Field(ge=1, le=10_000)] = 8
-    max_connections: Annotated[int, Field(ge=1, le=100_000)] = 128
-    """Client connections kept open at once; one more closes a silent or idle one."""
+    queue_per_client: Annotated[int, Field(ge=1, le=10_000)] = 4
+    """Runs one connection may have queued or running at once; one more gets ``busy``."""
+    max_connections: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    """Client connections served at once; unset: half the fds the limit leaves free. Past it, a
+    connection's requests get ``busy``, and idle ones are closed (docs/protocol.md)."""
     max_request_bytes: Annotated[int, Field(ge=1024, le=64 * 1024 * 1024)] = 64 * 1024
     max_query_chars: Annotated[int, Field(ge=1, le=1_000_000)] = 4000
     max_iterations: Annotated[int, Field(ge=1, le=1000)] = SMALL_MODEL_MAX_ITERATIONS

@@ -1,19 +1,27 @@
-"""The daemon's connections: counted, capped well below the fd limit, silent and idle ones closed.
+"""The daemon's connections: counted, served up to a cap, and never let run the process out of fds.
 
-libzmq accepts every connection itself, with no hook before ``accept()``, and on ipc it aborts the
-whole process when ``accept()`` fails with EMFILE. So the daemon raises its soft fd limit to the
-hard one at start, watches its ROUTER's accepts and disconnects through a ZeroMQ monitor, and
-keeps at most ``cap`` connections: when one more arrives, a connection that never sent anything,
-else the one idle the longest (never one with a run queued or running) is shut down, and libzmq
-closes it. The cap is at most half of the fds left free at start, so the connections that arrive
-faster than the loop closes them cannot run out of fds either. docs/protocol.md, "Limits and
-hostile input", says what a client sees.
+libzmq accepts every connection itself, with no hook before ``accept()``; on ipc it aborts the
+whole process when ``accept()`` fails with EMFILE, on tcp it spins. So the daemon raises its soft
+fd limit to the hard one at start, watches its ROUTER's accepts and disconnects through a ZeroMQ
+monitor, and keeps three bounds, all from the fds the limit leaves free at start (``room``):
+
+- ``cap``: connections served (``max_connections``; unset, half the room). A connection accepted
+  past it is over the cap: its requests are answered ``busy`` until one served leaves.
+- Past the cap, connections that never sent anything and are idle for :data:`IDLE_S` are
+  closed; past ``pressure`` (halfway to the ceiling), idle ones that have spoken too. Never one
+  with a request being read, a run queued or running, or a reply pending (nothing read or sent
+  for IDLE_S): a ZeroMQ client reconnects at once, so closing a live one only churns.
+- ``ceiling`` (three quarters of the room): new connections are paused there (.listeners), so
+  the fds never run out, and let in again under it.
+
+docs/protocol.md, "Limits and hostile input", says what a client sees.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import logging
 import os
 import resource
@@ -24,6 +32,8 @@ from collections.abc import Collection
 from typing import Any
 
 import zmq
+
+from edge_agent.service.listeners import FdReserve, ListenerGate
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +54,18 @@ def readable(sock: zmq.Socket[bytes]) -> bool:
     return isinstance(events, int) and bool(events & POLLIN)
 
 FD_RESERVE = 64
-"""Fds kept for everything but client connections: the model file, skills, MQTT, libzmq's own."""
+"""Fds kept for everything but client connections: the model file, skills, MQTT, libzmq's own,
+and the :class:`~.listeners.FdReserve` (half of them)."""
+SPARE_FDS = FD_RESERVE // 2
+IDLE_S = 5.0
+"""Over the cap, a connection quiet this long with nothing pending may be closed; a client sends
+as soon as it connects, and a reply leaves long before this."""
+SWEEP_S = 0.5
+"""How often connections over the cap are looked at."""
+RESUME_S = 1.0
+"""While paused, how often the fds are counted to see whether to let connections in again."""
 MONITOR_ENDPOINT = "inproc://edge-agent-connections"
-_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
+_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_ACCEPT_FAILED
 
 
 def raise_fd_limit() -> int:
@@ -65,26 +84,48 @@ def raise_fd_limit() -> int:
 
 
 def open_fd_count() -> int:
-    """How many fds this process holds now."""
+    """How many fds this process holds now; an exhausted process (it cannot list them) says so
+    by counting as many as its limit."""
     try:
         return len(os.listdir("/proc/self/fd"))
     except OSError:
-        return 0
+        return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def connection_cap(configured: int) -> int:
-    """``configured``, lowered when the fd limit leaves less than twice that free."""
-    soft = raise_fd_limit()
-    free = soft - open_fd_count() - FD_RESERVE
-    cap = max(1, min(configured, free // 2))
-    if cap < configured:
-        log.warning(
-            "max_connections lowered from %d to %d: the fd limit is %d (LimitNOFILE= in the unit)",
-            configured,
-            cap,
-            soft,
-        )
-    return cap
+@dataclasses.dataclass(frozen=True)
+class FdBudget:
+    """How the fds the limit leaves free are shared out (module docstring)."""
+
+    limit: int
+    room: int
+    cap: int
+    ceiling: int
+
+    @classmethod
+    def at_start(cls, configured: int | None) -> FdBudget:
+        limit = raise_fd_limit()
+        room = max(4, limit - open_fd_count() - FD_RESERVE)
+        cap = max(1, min(configured or room // 2, room // 2))
+        if configured is not None and cap < configured:
+            log.warning(
+                "max_connections lowered from %d to %d: the fd limit is %d (LimitNOFILE=)",
+                configured,
+                cap,
+                limit,
+            )
+        return cls(limit=limit, room=room, cap=cap, ceiling=cap + max(1, (room - cap) // 2))
+
+    @property
+    def pressure(self) -> int:
+        """From here on, idle connections that have spoken are closed too, not only silent ones:
+        a ZeroMQ client reconnects at once, so closing it below this would only churn."""
+        return (self.cap + self.ceiling) // 2
+
+    @property
+    def backlog(self) -> int:
+        """Connections the kernel may complete before libzmq accepts them: they must fit in
+        what is left past the ceiling."""
+        return max(8, min(SPARE_FDS - 4, (self.room - self.ceiling) // 2))
 
 
 def local_name(endpoint: str) -> tuple[str, Any] | None:
@@ -107,25 +148,36 @@ def monitor_event(frames: list[bytes]) -> tuple[int, int]:
     event, value = struct.unpack("=hi", frames[0])
     return event, value
 
+
 class Connections:
     """The ROUTER's open connections by fd, least recently active first.
 
-    ``counts`` holds ``connections_accepted`` and ``connections_closed`` (closed by the cap).
-    Only the serving loop's thread uses it.
+    ``counts`` holds ``connections_accepted``, ``connections_closed`` (closed over the cap),
+    ``connections_over_cap``, ``connections_paused`` and ``accept_failures``. Only the serving
+    loop's thread uses it.
     """
 
     def __init__(self, context: zmq.Context[Any], router: zmq.Socket[bytes]) -> None:
-        self.cap = 1 << 30
+        self.budget = FdBudget(limit=1 << 30, room=1 << 30, cap=1 << 30, ceiling=1 << 30)
+        self.gate = ListenerGate()
+        self.spare = FdReserve(SPARE_FDS)
         self.counts: collections.Counter[str] = collections.Counter()
         self._open: collections.OrderedDict[int, float] = collections.OrderedDict()
-        self._closing: set[int] = set()
+        """fd -> when it was last active (accepted, read from, answered), oldest first."""
         self._spoken: set[int] = set()
         """fds that have sent a message: a connection that never has goes first."""
+        self._closing: set[int] = set()
+        """fds shut down here, until libzmq reports them gone."""
         self._serials: dict[int, int] = {}
         """fd -> the number of the connection on it: fd numbers are reused, connections not."""
+        self._served: set[int] = set()
+        self._waiting: collections.OrderedDict[int, None] = collections.OrderedDict()
+        """Connections over the cap, in the order they came: the first is served next."""
         self._accepted = 0
-        self._newest = -1
-        """The fd accepted last: a client that has just connected has not had time to speak."""
+        self._next_sweep = 0.0
+        self._next_resume = 0.0
+        """Its own clock: a sweep each pass over the cap must not keep the gate shut."""
+        self._failed_at: float | None = None
         self._names: set[tuple[str, Any]] = set()
         router.monitor(MONITOR_ENDPOINT, _EVENTS)
         self.socket: zmq.Socket[bytes] = context.socket(zmq.PAIR)
@@ -138,18 +190,36 @@ class Connections:
     def __len__(self) -> int:
         return len(self._open)
 
+    @property
+    def cap(self) -> int:
+        return self.budget.cap
+
     def listen(self, endpoint: str) -> None:
         """Count connections accepted on ``endpoint`` (as LAST_ENDPOINT names it)."""
         name = local_name(endpoint)
         if name is not None:
             self._names.add(name)
+        self.gate.add(endpoint)
 
     def seen(self, fd: int) -> None:
         """A message came in on ``fd``: it is the most recently active connection."""
+        if fd not in self._open:
+            # A client sends as soon as it connects: its message can be read before the
+            # monitor's accept. Missed, it would look silent, and be closed as such.
+            self.update()
+        if fd in self._open:
+            self.touch(fd)
+            self._spoken.add(fd)
+
+    def touch(self, fd: int) -> None:
+        """Something was read from or sent to ``fd``: it is not idle."""
         if fd in self._open:
             self._open[fd] = time.monotonic()
             self._open.move_to_end(fd)
-            self._spoken.add(fd)
+
+    def over_cap(self, fd: int) -> bool:
+        """Whether the connection on ``fd`` waits past the cap: its requests get ``busy``."""
+        return fd in self._waiting
 
     def connection(self, fd: int) -> tuple[int, int]:
         """``(fd, number)`` of the connection open on ``fd``, to ask :meth:`alive` later."""
@@ -168,7 +238,7 @@ class Connections:
         return serial >= 0 and self._serials.get(fd) == serial
 
     def update(self) -> None:
-        """Read every waiting accept and disconnect."""
+        """Read every waiting accept, disconnect and failed accept."""
         # Asked every pass of the loop and before each reply: asking whether an event waits
         # costs a third of the zmq.Again that reading an empty socket raises.
         while readable(self.socket):
@@ -178,40 +248,83 @@ class Connections:
                 return
             event, fd = monitor_event(frames)
             if event == zmq.EVENT_ACCEPTED:
-                self.counts["connections_accepted"] += 1
-                self._accepted += 1
-                self._serials[fd] = self._accepted
-                self._newest = fd
-                self._closing.discard(fd)
-                self._open[fd] = time.monotonic()
-                self._open.move_to_end(fd)
+                self._opened(fd)
+            elif event == zmq.EVENT_ACCEPT_FAILED:
+                # The fds ran out after all (something else holds them): stop new connections
+                # at once, or libzmq spins on accept().
+                self.counts["accept_failures"] += 1
+                self._failed_at = time.monotonic()
+                self._pause()
+                self.spare.give_back()
             else:
-                self._serials.pop(fd, None)
-                self._open.pop(fd, None)
-                self._closing.discard(fd)
-            self._spoken.discard(fd)
+                self._gone(fd)
+
+    def _opened(self, fd: int) -> None:
+        self.counts["connections_accepted"] += 1
+        self._accepted += 1
+        self._serials[fd] = self._accepted
+        self._spoken.discard(fd)
+        self._closing.discard(fd)
+        self._open[fd] = time.monotonic()
+        self._open.move_to_end(fd)
+        if len(self._served) < self.budget.cap:
+            self._served.add(fd)
+        else:
+            self._waiting[fd] = None
+            self.counts["connections_over_cap"] += 1
+
+    def _gone(self, fd: int) -> None:
+        self._serials.pop(fd, None)
+        self._open.pop(fd, None)
+        self._spoken.discard(fd)
+        self._closing.discard(fd)
+        self._waiting.pop(fd, None)
+        self._served.discard(fd)
+        while self._waiting and len(self._served) < self.budget.cap:
+            first, _ = self._waiting.popitem(last=False)
+            self._served.add(first)
 
     def drain(self, protected: Collection[int] = ()) -> None:
-        """Read every waiting accept and disconnect, then close connections over the cap.
+        """Read every waiting event; over the cap close idle connections; pause or let in.
 
-        First the oldest of those that never sent a message (a client sends as soon as it
-        connects; a flood need not), then the one idle the longest; never the one accepted last
-        nor one in ``protected`` (fds with a run queued or running), unless nothing else is left.
+        ``protected``: the fds with a run queued or running, never closed.
         """
         self.update()
-        while len(self._open) > self.cap:
-            spared = {self._newest, *protected}
-            victim = next(
-                (fd for fd in self._open if fd not in spared and fd not in self._spoken), None
-            )
-            if victim is None:
-                victim = next((fd for fd in self._open if fd not in spared), None)
-            if victim is None:
-                victim = next(reversed(self._open))
-            del self._open[victim]
-            self._spoken.discard(victim)
-            self._closing.add(victim)
-            self._shut(victim)
+        now = time.monotonic()
+        if len(self._open) > self.budget.cap and now >= self._next_sweep:
+            self._next_sweep = now + SWEEP_S
+            self._sweep(now, protected)
+        if len(self._open) >= self.budget.ceiling:
+            self._pause()
+        elif self.gate.paused and now >= self._next_resume:
+            self._next_resume = now + RESUME_S
+            recent_failure = self._failed_at is not None and now - self._failed_at < RESUME_S
+            free = self.budget.limit - open_fd_count()
+            if not recent_failure and free > FD_RESERVE // 2 + len(self.spare):
+                self.spare.take()
+                self.gate.resume()
+
+    def _pause(self) -> None:
+        if not self.gate.paused:
+            self.counts["connections_paused"] += 1
+            self.gate.pause()
+
+    def _sweep(self, now: float, protected: Collection[int]) -> None:
+        """Close idle connections until the cap is met: the silent ones, the least recently
+        active first; past ``pressure``, then those that have spoken too."""
+        idle = []
+        for fd, active in self._open.items():  # least recently active first
+            if now - active < IDLE_S:
+                break
+            if fd not in protected and fd not in self._closing:
+                idle.append(fd)
+        excess = len(self._open) - len(self._closing) - self.budget.cap
+        victims = [fd for fd in idle if fd not in self._spoken]
+        if len(self._open) >= self.budget.pressure:
+            victims += [fd for fd in idle if fd in self._spoken]
+        for fd in victims[:excess]:
+            self._closing.add(fd)
+            self._shut(fd)
 
     def _shut(self, fd: int) -> None:
         """Shut the connection on ``fd`` down; libzmq sees the end, closes it and reports it.
@@ -241,12 +354,14 @@ class Connections:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
                 self.counts["connections_closed"] += 1
-                log.debug("connection on fd %d closed: over the cap of %d", fd, self.cap)
+                log.debug("idle connection on fd %d closed: over the cap of %d", fd, self.cap)
 
     def close(self, router: zmq.Socket[bytes]) -> None:
+        self.gate.close()
+        self.spare.give_back()
         with contextlib.suppress(zmq.ZMQError):
             router.disable_monitor()
         self.socket.close(linger=0)
 
 
-__all__ = ["Connections", "connection_cap", "local_name", "raise_fd_limit", "readable"]
+__all__ = ["Connections", "FdBudget", "local_name", "raise_fd_limit", "readable"]

@@ -188,6 +188,18 @@ class RequestHandler:
         if self._lifecycle.stopping:
             self._replies.fail(envelope, request.id, "shutting_down", "the daemon is shutting down")
             return
+        connections = self._router.connections
+        if connections.over_cap(self._router.last_fd):
+            # Answered, not dropped, and the connection kept: closing it would only make a
+            # ZeroMQ client reconnect at once (docs/protocol.md, "Limits and hostile input").
+            self._replies.fail(
+                envelope,
+                request.id,
+                "busy",
+                f"the daemon already serves its {connections.cap} connections; close this one"
+                " and try again later",
+            )
+            return
         if self._runs.holds(request.id):
             self._replies.fail(
                 envelope,
@@ -202,6 +214,15 @@ class RequestHandler:
                 request.id,
                 "busy",
                 f"{len(self._runs)} runs are already waiting; try again later",
+            )
+            return
+        if self._runs.count_of(envelope[:1]) >= self._limits.queue_per_client:
+            self._replies.fail(
+                envelope,
+                request.id,
+                "busy",
+                f"this connection already has {self._limits.queue_per_client} runs queued or"
+                " running (queue_per_client); wait for one to finish",
             )
             return
         try:

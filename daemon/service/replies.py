@@ -42,9 +42,11 @@ class Replies:
         With ``connection`` (a run's), only while that connection is open: a peer that took
         its routing id after it left is not sent what it asked (docs/protocol.md, "Connections").
         """
-        if connection is not None and not self._router.connections.alive(connection):
-            self.counts["replies_dropped"] += 1
-            return
+        if connection is not None:
+            if not self._router.connections.alive(connection):
+                self.counts["replies_dropped"] += 1
+                return
+            self._router.connections.touch(connection[0])  # a reply pending: not idle
         if not self._router.send(envelope, payload):
             self.counts["replies_dropped"] += 1
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from edge_agent.agent.jsonvalues import to_jsonable
+from edge_agent.agent.jsonvalues import MAX_REASON_CHARS, UnshowableValue, to_jsonable
 from edge_agent.agent.prompt import signature_text
 from edge_agent.agent.protocol import ModelHandle
 from edge_agent.agent.registry import Registry
@@ -41,6 +41,8 @@ def counter_report(counters: Mapping[str, int]) -> dict[str, Any]:
         "replies_dropped": counters.get("replies_dropped", 0),
         "connections_accepted": counters.get("connections_accepted", 0),
         "connections_closed": counters.get("connections_closed", 0),
+        "connections_over_cap": counters.get("connections_over_cap", 0),
+        "connections_paused": counters.get("connections_paused", 0),
         "errors": sum(errors.values()),
         "errors_by_code": errors,
         "outcomes": {
@@ -56,7 +58,10 @@ def model_info(model: ModelHandle | None, spec: str) -> dict[str, Any]:
         info = model.info
         # Whatever the handle reports must survive msgpack: paths and the like become strings.
         # A flat map of plain values (the usual case, asked on every status) is taken as it is.
-        described.update(info if _plain(info) else to_jsonable(info))
+        try:
+            described.update(info if _plain(info) else to_jsonable(info))
+        except UnshowableValue as exc:
+            described["error"] = str(exc)[:MAX_REASON_CHARS]
     return described
 
 

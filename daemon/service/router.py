@@ -19,7 +19,7 @@ from edge_agent.service.connections import (
     NOBLOCK,
     SNDMORE,
     Connections,
-    connection_cap,
+    FdBudget,
     readable,
 )
 
@@ -75,7 +75,7 @@ def split_frames(frames: list[bytes]) -> tuple[list[bytes], list[bytes], bool]:
 class RouterSocket:
     """One ROUTER bound to every endpoint; sends never block and failures are counted."""
 
-    def __init__(self, max_request_bytes: int, max_connections: int = 1 << 30) -> None:
+    def __init__(self, max_request_bytes: int, max_connections: int | None = None) -> None:
         self.bound: list[str] = []
         self.dropped = 0
         self.last_fd = -1
@@ -100,6 +100,10 @@ class RouterSocket:
 
     def bind(self, endpoints: list[str], *, allow_remote: bool) -> list[str]:
         """Claim and bind every endpoint, or raise EndpointError (then call :meth:`close`)."""
+        budget = FdBudget.at_start(self.max_connections)
+        self.connections.budget = budget
+        self.connections.spare.take()
+        self.socket.setsockopt(zmq.BACKLOG, budget.backlog)
         for requested in endpoints:
             endpoint = check_endpoint(requested, allow_remote=allow_remote)
             path = ipc_path(endpoint)
@@ -123,7 +127,6 @@ class RouterSocket:
                 claim.bound()
             self.bound.append(self.socket.getsockopt_string(zmq.LAST_ENDPOINT))
             self.connections.listen(self.bound[-1])
-        self.connections.cap = connection_cap(self.max_connections)
         return self.bound
 
     def receive(self) -> list[bytes] | None:

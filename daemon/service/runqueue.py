@@ -46,6 +46,8 @@ class RunQueue:
         self.limit = limit
         self.running: Job | None = None
         self._waiting: collections.OrderedDict[str, Job] = collections.OrderedDict()
+        self._per_client: collections.Counter[bytes] = collections.Counter()
+        """Runs waiting or running, by the routing id of the connection that sent them."""
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -54,6 +56,10 @@ class RunQueue:
         return request_id in self._waiting or (
             self.running is not None and self.running.request_id == request_id
         )
+
+    def count_of(self, routing_id: list[bytes]) -> int:
+        """How many runs that connection has waiting or running (for ``queue_per_client``)."""
+        return self._per_client[routing_id[0]] if routing_id else 0
 
     @property
     def full(self) -> bool:
@@ -71,6 +77,8 @@ class RunQueue:
     def add(self, job: Job) -> int:
         """Queue ``job``; returns how many runs are ahead of it."""
         self._waiting[job.request_id] = job
+        if job.envelope:  # a trigger's run has no connection, and no per-client share
+            self._per_client[job.envelope[0]] += 1
         return len(self._waiting) - 1 + (self.running is not None)
 
     def remove_waiting(self, request_id: str, routing_id: list[bytes] | None = None) -> Job | None:
@@ -78,7 +86,7 @@ class RunQueue:
         job = self._waiting.get(request_id)
         if job is None or (routing_id is not None and job.envelope[:1] != routing_id):
             return None
-        return self._waiting.pop(request_id)
+        return self._left(self._waiting.pop(request_id))
 
     def owners(self) -> set[int]:
         """The connections (fds) with a run waiting or running."""
@@ -91,7 +99,7 @@ class RunQueue:
         """Remove and return the waiting runs whose deadline has passed."""
         late = [j for j in self._waiting.values() if j.deadline is not None and j.deadline <= now]
         for job in late:
-            del self._waiting[job.request_id]
+            self._left(self._waiting.pop(job.request_id))
         return late
 
     def next_deadline(self) -> float | None:
@@ -112,7 +120,23 @@ class RunQueue:
         """Remove and return every waiting run."""
         jobs = list(self._waiting.values())
         self._waiting.clear()
+        for job in jobs:
+            self._left(job)
         return jobs
+
+    def finished(self, job: Job) -> None:
+        """The running run ``job`` was answered (or given up): the model is free."""
+        if self.running is job:
+            self.running = None
+        self._left(job)
+
+    def _left(self, job: Job) -> Job:
+        if job.envelope:
+            owner = job.envelope[0]
+            self._per_client[owner] -= 1
+            if self._per_client[owner] <= 0:
+                del self._per_client[owner]
+        return job
 
 
 __all__ = ["RunQueue", "job_for"]

@@ -4,9 +4,10 @@ The loop owns the socket and never waits on the model, so ``status``, ``cancel``
 answered at once while a run goes on. Every request gets exactly one final reply.
 
 The :class:`Server` owns its parts, each with its own state: the :class:`~.lifecycle.Lifecycle`,
-the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.worker.ModelLoader`
-and the :class:`~.handlers.RequestHandler`. It holds the loop, the runs' way from the queue to the
-run thread and back (watching the run's skills), and shutdown.
+the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.jobs.ModelLoader`,
+the :class:`~.handlers.RequestHandler`, the :class:`~.status.StatusReport` and the
+:class:`~.shutdown.Shutdown`. It holds the loop, and the runs' way from the queue to the run
+thread and back (watching the run's skills).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-import os
 import queue
 import time
 from collections.abc import Callable
@@ -27,7 +27,7 @@ from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
-from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState, ErrorCode
+from edge_agent.protocol.wire import ErrorCode
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
 from edge_agent.service.jobs import (
@@ -43,9 +43,10 @@ from edge_agent.service.jobs import (
 from edge_agent.service.journal import Journal, LoopCall
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
-from edge_agent.service.reports import counter_report, model_info
 from edge_agent.service.router import RouterSocket, WakeUpPipe
 from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.shutdown import Shutdown
+from edge_agent.service.status import StatusReport
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
 from edge_agent.service.triggers.firing import Firing, TriggerMemory
@@ -55,9 +56,6 @@ log = logging.getLogger(__name__)
 
 EXTEND_STEP_S = 30.0
 """While the model loads, systemd's start timeout is pushed this far ahead, again and again."""
-INTERRUPT_WAIT_S = 5.0
-"""After shutdown interrupts the run in flight, how long it may take to return."""
-_REPLY_ENVELOPE = {"v", "id", "kind", "op"}
 
 
 @dataclasses.dataclass
@@ -120,12 +118,33 @@ class Server:
         )
         self._loader = ModelLoader(self._load_agent, self._post)
         self._agent: Agent | None = None
-        self._model: ModelHandle | None = None
         self._ticket: RunTicket | None = None
         """The run on the agent's thread, from its start until its reply, or past shutdown's
         bound while it has not returned."""
         self.counts: collections.Counter[str] = collections.Counter()
         """``runs_finished`` and ``outcome_<outcome>``."""
+        self.report = StatusReport(
+            lifecycle=self.lifecycle,
+            runs=self.runs,
+            limits=self.limits,
+            counters=lambda: (
+                self.requests.counts,
+                self.replies.counts,
+                self.counts,
+                self._router.connections.counts,
+            ),
+            description=self._describe,
+            tail=lambda: {
+                "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
+                "journal": self.journal.status(),
+                "triggers": self.triggers.status(),
+            },
+        )
+        self.report.model_spec = options.model_spec
+        self.shutdown = Shutdown(
+            self.lifecycle, self.runs, self.limits, options.notifier, end_run=self._end_run,
+            stop_sources=lambda: self.triggers.close("the daemon is shutting down"),
+        )  # fmt: skip
 
     # -- setup and teardown -------------------------------------------------------------------
 
@@ -193,10 +212,10 @@ class Server:
                     notifier.extend_timeout(EXTEND_STEP_S)
                     next_extend = now + EXTEND_STEP_S / 3
                 if lifecycle.stop_requested.is_set() and not lifecycle.stopping:
-                    self._begin_shutdown(now)
+                    self.shutdown.begin(now)
                 self._expire_queued(now)
                 self._dispatch()
-                if self._finished_shutdown(now):
+                if self.shutdown.finished(now):
                     break
                 wait = self._next_wait(now, next_watchdog if watchdog else None, next_extend)
                 for item, _ in poller.poll(round(wait * 1000)):
@@ -240,30 +259,15 @@ class Server:
     def status_reply(
         self, request_id: str | None, envelope: list[bytes] | None = None
     ) -> dict[str, Any]:
-        """The ``status`` result: a :class:`~edge_agent.protocol.wire.StatusResult` map, wire order.
-        Asked over the socket (``envelope``), it names the running run's id only to the
-        connection that started it: ids are not told to other clients.
+        """The ``status`` result (:class:`~.status.StatusReport`)."""
+        return self.report.reply(request_id, envelope)
 
-        It is built as a plain map, not validated: every value is this process's own, and
-        validating them on each ``status`` cost as much as the rest of the request's handling.
-        tests/test_server.py validates it against the model instead.
-        """
-        running = self.runs.running
-        if running is not None and envelope is not None and running.envelope[:1] != envelope[:1]:
-            running = None
+    def status(self) -> dict[str, Any]:
+        """The fields of a ``status`` result, as a client reads them."""
+        return self.report.fields()
+
+    def _describe(self) -> dict[str, Any]:
         return {
-            "v": PROTOCOL_VERSION,
-            "id": request_id,
-            "kind": "result",
-            "op": "status",
-            "state": self._state(),  # busy, whoever's run it is
-            "protocol": PROTOCOL_VERSION,
-            "pid": os.getpid(),
-            "uptime_s": self.lifecycle.uptime_s(),
-            "queue_depth": len(self.runs),
-            "queue_limit": self.limits.queue_limit,
-            "running": running.request_id if running else None,
-            "model": model_info(self._model, self.options.model_spec),
             "endpoints": list(self.bound),
             "workflows": sorted(self.options.workflows),
             "skills": len(self.options.registry),
@@ -271,32 +275,11 @@ class Server:
                 {"source": problem["source"], "error": problem["error"]}
                 for problem in self.options.skill_problems
             ],
-            "counters": counter_report(self._counts()),
-            "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
-            "journal": self.journal.status(),
-            "triggers": self.triggers.status(),
         }
-
-    def status(self) -> dict[str, Any]:
-        """The fields of a ``status`` result, as a client reads them."""
-        reply = self.status_reply(None)
-        return {key: value for key, value in reply.items() if key not in _REPLY_ENVELOPE}
-
-    def _state(self) -> DaemonState:
-        phase = self.lifecycle.phase
-        return "busy" if phase == "ready" and self.runs.running is not None else phase
-
-    def _counts(self) -> dict[str, int]:
-        # One C-level copy of each part's counters: tests read the status from another thread.
-        merged = dict(self.requests.counts)
-        for part in (self.replies.counts, self.counts, self._router.connections.counts):
-            for key, value in dict(part).items():
-                merged[key] = merged.get(key, 0) + value
-        return merged
 
     def _status_line(self) -> str:
         answered = self.counts["runs_finished"]
-        return f"{self._state()}; {len(self.runs)} queued; {answered} runs answered"
+        return f"{self.report.state()}; {len(self.runs)} queued; {answered} runs answered"
 
     # -- runs: from the queue to a run thread and back ----------------------------------------
 
@@ -356,7 +339,7 @@ class Server:
 
     def _loaded(self, agent: Agent) -> None:
         self._agent = agent
-        self._model = agent.handle
+        self.report.model = agent.handle
         if self.lifecycle.stopping:
             return
         self.lifecycle.move("ready")
@@ -377,7 +360,7 @@ class Server:
         job = message.job
         if job is not self.runs.running:
             return  # already answered `shutting_down` when it overran the shutdown bound
-        self.runs.running = None
+        self.runs.finished(job)
         self._ticket = None
         if message.payload is None:
             self._end_run(job, "internal", f"the run failed inside the daemon: {message.error}")
@@ -408,41 +391,6 @@ class Server:
             self.triggers.ended(job, code, message)  # no client: its trigger hears it
             return
         self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
-
-    # -- shutdown -----------------------------------------------------------------------------
-
-    def _begin_shutdown(self, now: float) -> None:
-        self.lifecycle.begin_stopping(now)
-        log.info(
-            "shutting down: %d queued, %s running",
-            len(self.runs),
-            self.runs.running.request_id if self.runs.running else "none",
-        )
-        self.options.notifier.stopping()
-        self.triggers.close("the daemon is shutting down")
-        for job in self.runs.drain():
-            self._end_run(
-                job, "shutting_down", "the daemon is shutting down; the run did not start"
-            )
-
-    def _finished_shutdown(self, now: float) -> bool:
-        lifecycle = self.lifecycle
-        if lifecycle.stopping_since is None:
-            return False
-        running = self.runs.running
-        if running is None:
-            return True
-        if lifecycle.interrupted_at is None and (
-            now - lifecycle.stopping_since >= self.limits.shutdown_grace_s
-        ):
-            lifecycle.interrupted_at = now
-            running.cancelled.set()
-        interrupted_at = lifecycle.interrupted_at
-        if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
-            self.runs.running = None
-            self._end_run(running, "shutting_down", "the daemon shut down before the run returned")
-            return True
-        return False
 
 
 __all__ = ["MAX_FRAMES_PER_WAKE", "Server", "ServerOptions"]

@@ -9,8 +9,10 @@ socket (the socket systemd gives it):
 - ``non-reader``: one client sends ``--frames`` bad 60 KB frames (default 12,000) and never reads
   a reply. Reports the daemon's RSS before, at the peak and after the client left. Then twenty
   clients ask for the skill list 2,000 times each and never read: the RSS each costs.
-- ``soak``: ``--seconds`` (default 600) of mixed traffic. Normal clients send runs, ``status`` and
-  ``skills`` on their own sockets and count the final replies to each request; at the same time
+- ``soak``: ``--seconds`` (default 600) of mixed traffic. ``--clients`` (24) normal clients, more
+  than the daemon's ``--cap`` (max_connections, 16), send runs, ``status`` and ``skills`` on
+  their own sockets, back off on ``busy``, and count the final replies to each request; with
+  ``--mqtt N``, N clients ask through a real Mosquitto (soak_mqtt.py) and count theirs. Meanwhile
   hostile clients flood idle connections, send garbage bytes, bad and deeply nested frames from a
   socket that never reads, choose their own routing ids, abandon runs mid-way and try to cancel
   other clients' runs. RSS, fds and threads are read before and, once the traffic has stopped and
@@ -23,7 +25,8 @@ else 1. ``--json`` prints the figures as one JSON object.
 To compare with another tree, run it with that tree first on PYTHONPATH (with an ``edge_agent``
 link to its ``daemon/``): the daemon is started with this interpreter and ``-m edge_agent.cli``.
 
-Usage: python scripts/bench/soak.py [--seconds 600] [--only soak|flood|non-reader] [--json]
+Usage: python scripts/bench/soak.py [--seconds 600] [--only soak|flood|non-reader] [--mqtt 2]
+       [--clients 24] [--cap 16] [--json]
 """
 
 from __future__ import annotations
@@ -100,15 +103,21 @@ def daemon(
     delay_s: float = 0.0,
     fd_limit: int | None = None,
     builtins: bool = False,
+    daemon_config: str = "",
+    endpoint: str | None = None,
+    sections: str = "",
 ) -> Iterator[Daemon]:
     """``edge-agent serve`` with a scripted model of ``replies`` answers, ready; SIGTERM after."""
     script = workdir / "mock.json"
     reply: Any = {"text": ANSWER, "delay_s": delay_s} if delay_s else ANSWER
     script.write_text(json.dumps([reply] * replies), encoding="utf-8")
     config = workdir / "config.toml"
-    config.write_text(f"[skills]\nbuiltins = {str(builtins).lower()}\n", encoding="utf-8")
+    config.write_text(
+        f"[daemon]\n{daemon_config}\n[skills]\nbuiltins = {str(builtins).lower()}\n{sections}",
+        encoding="utf-8",
+    )
     sock = workdir / "agent.sock"
-    endpoint = f"ipc://{sock}"
+    endpoint = endpoint or f"ipc://{sock}"
     command = [sys.executable, "-m", "edge_agent.cli", "serve", "--model", f"mock:{script}"]
     command += ["--config", str(config), "--endpoint", endpoint]
     if fd_limit is not None:
@@ -140,7 +149,7 @@ def wait_ready(handle: Daemon, timeout: float = 60.0) -> None:
     while time.monotonic() < until:
         if not handle.alive():
             raise RuntimeError(f"the daemon exited with {handle.process.returncode}")
-        if handle.path.exists():
+        if handle.path.exists() or not handle.endpoint.startswith("ipc://"):
             with contextlib.suppress(TimeoutError):
                 if ask(handle.endpoint, {"op": "status"}, timeout=1.0).get("state") == "ready":
                     return
@@ -338,6 +347,8 @@ def normal_client(endpoint: str, stop: threading.Event, tally: Tally, seed: int)
                         tally.finals[reply.get("id")] += 1
                         tally.kinds[f"{reply['kind']}:{reply.get('code', reply.get('op'))}"] += 1
                     if reply.get("id") == rid:
+                        if reply.get("code") == "busy":
+                            stop.wait(rng.uniform(0.1, 0.5))  # what `busy` asks: back off
                         break
         # Anything that still comes (a second final reply would) within a moment is counted.
         while sock.poll(500):
@@ -377,7 +388,7 @@ def hostile(endpoint: str, path: Path, stop: threading.Event, seed: int, cap: in
                 sock.close()
                 break
             conns.append(sock)
-        stop.wait(rng.uniform(0.5, 2.0))
+        stop.wait(rng.uniform(1.0, 8.0))  # past 5 s, the daemon closes them over the cap
         for sock in conns:
             sock.close()
 
@@ -441,9 +452,45 @@ def hostile(endpoint: str, path: Path, stop: threading.Event, seed: int, cap: in
     return done
 
 
-def soak(workdir: Path, seconds: float, normal: int = 3, hostiles: int = 2) -> dict[str, Any]:
+def soak(
+    workdir: Path, seconds: float, *, normal: int, hostiles: int = 2, cap: int = 16, mqtt: int = 0
+) -> dict[str, Any]:
+    """``normal`` well-behaved ZeroMQ clients (more than ``cap``, the daemon's max_connections,
+    so some are told ``busy``), ``hostiles`` misbehaving ones, and ``mqtt`` MQTT clients through
+    a real Mosquitto (none: no bridge)."""
+    if not mqtt:
+        return _soak(workdir, seconds, normal, hostiles, cap=cap, mqtt=0, broker_port=None)
+    from soak_mqtt import mosquitto  # only with --mqtt: needs paho-mqtt and Debian's mosquitto
+
+    with mosquitto(workdir / "broker") as broker:
+        port = broker.port
+        return _soak(workdir, seconds, normal, hostiles, cap=cap, mqtt=mqtt, broker_port=port)
+
+
+def _soak(
+    workdir: Path,
+    seconds: float,
+    normal: int,
+    hostiles: int,
+    *,
+    cap: int,
+    mqtt: int,
+    broker_port: int | None,
+) -> dict[str, Any]:
+    sections = ""
+    if broker_port is not None:
+        from soak_mqtt import mqtt_section
+
+        sections = mqtt_section(broker_port)
     # 50 ms a run bounds the runs, and so what the scripted model keeps of their prompts.
-    with daemon(workdir, replies=int(seconds * 25) + 1000, delay_s=0.05) as handle:
+    config = f"max_connections = {cap}"
+    with daemon(
+        workdir,
+        replies=int(seconds * 25) + 1000,
+        delay_s=0.05,
+        daemon_config=config,
+        sections=sections,
+    ) as handle:
         # Warm up: the first runs and connections allocate what the daemon keeps for good.
         for _ in range(20):
             ask(handle.endpoint, {"op": "run", "query": "warm up"})
@@ -451,6 +498,7 @@ def soak(workdir: Path, seconds: float, normal: int = 3, hostiles: int = 2) -> d
         before = handle.figures()
         stop = threading.Event()
         tally = Tally()
+        mqtt_tally = Tally()
         hostile_done: list[Counter[str]] = []
         threads = [
             threading.Thread(target=normal_client, args=(handle.endpoint, stop, tally, n))
@@ -459,11 +507,20 @@ def soak(workdir: Path, seconds: float, normal: int = 3, hostiles: int = 2) -> d
         threads += [
             threading.Thread(
                 target=lambda n=n: hostile_done.append(
-                    hostile(handle.endpoint, handle.path, stop, 1000 + n, 128)
+                    hostile(handle.endpoint, handle.path, stop, 1000 + n, cap)
                 )
             )
             for n in range(hostiles)
         ]
+        if broker_port is not None:
+            from soak_mqtt import mqtt_client
+
+            threads += [
+                threading.Thread(
+                    target=mqtt_client, args=(broker_port, stop, mqtt_tally, 2000 + n)
+                )
+                for n in range(mqtt)
+            ]
         for thread in threads:
             thread.start()
         stop.wait(seconds)
@@ -483,7 +540,7 @@ def soak(workdir: Path, seconds: float, normal: int = 3, hostiles: int = 2) -> d
     hostile_total: Counter[str] = Counter()
     for part in hostile_done:
         hostile_total.update(part)
-    problems = tally.problems()
+    problems = tally.problems() + [f"mqtt: {p}" for p in mqtt_tally.problems()]
     rss_growth_mib = (after["rss_kib"] - before["rss_kib"]) / 1024
     return {
         "seconds": seconds,
@@ -491,6 +548,9 @@ def soak(workdir: Path, seconds: float, normal: int = 3, hostiles: int = 2) -> d
         "normal_requests": sum(tally.sent.values()),
         "normal_answered_once": sum(1 for rid in tally.sent if tally.finals[rid] == 1),
         "normal_replies": dict(tally.kinds),
+        "mqtt_requests": sum(mqtt_tally.sent.values()),
+        "mqtt_answered_once": sum(1 for rid in mqtt_tally.sent if mqtt_tally.finals[rid] == 1),
+        "mqtt_replies": dict(mqtt_tally.kinds),
         "answer_problems": problems,
         "hostile_acts": dict(hostile_total),
         "before": before,
@@ -523,6 +583,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flood", type=int, default=1020, help="idle connections (1020)")
     parser.add_argument("--frames", type=int, default=12_000, help="bad 60 KB frames (12000)")
     parser.add_argument("--rss-slack-mib", type=float, default=20.0)
+    parser.add_argument("--clients", type=int, default=24, help="normal ZeroMQ clients (24)")
+    parser.add_argument("--cap", type=int, default=16, help="the daemon's max_connections (16)")
+    parser.add_argument("--mqtt", type=int, default=0, help="MQTT clients via a Mosquitto (0)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {}
@@ -539,7 +602,9 @@ def main(argv: list[str] | None = None) -> int:
             report["non_reader"] = non_reader(root / "non-reader", args.frames)
         if args.only in (None, "soak"):
             (root / "soak").mkdir()
-            report["soak"] = soak(root / "soak", args.seconds)
+            report["soak"] = soak(
+                root / "soak", args.seconds, normal=args.clients, cap=args.cap, mqtt=args.mqtt
+            )
             failed += flat(report["soak"], args.rss_slack_mib)
     report["problems"] = failed
     if args.json:

@@ -1,0 +1,156 @@
+"""Pausing new connections without touching open ones: the daemon's answer to running out of fds.
+
+libzmq accepts every connection itself, and ``zmq_unbind`` would close every connection accepted
+on that endpoint with its listener. When accept() fails for want of fds, libzmq retries at once
+for as long as it fails: on tcp that spins a core, on ipc it aborts the process. So before the
+fds run out the daemon stops new connections from arriving at all, and lets them in again once
+fds are free (docs/protocol.md, "Limits and hostile input"):
+
+- ipc: the socket file is renamed aside, so a client's connect() finds nothing there and its
+  ZeroMQ socket tries again after ``ZMQ_RECONNECT_IVL``; renamed back, it connects.
+- tcp: a socket filter on the listening socket drops new connections' SYNs, so the kernel never
+  completes them and the client's own kernel retries, with backoff. The filter drops SYNs only:
+  a connection that inherits it sees none, so nothing else about it changes.
+
+An abstract ipc name (``ipc://@name``) can be neither renamed nor filtered: it is never paused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import socket
+import struct
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SO_ATTACH_FILTER = 26
+SO_DETACH_FILTER = 27
+# ldb [13] (the TCP flags); and #SYN|ACK; jeq #SYN -> drop, else keep.
+_DROP_SYN = [
+    (0x30, 0, 0, 13),
+    (0x54, 0, 0, 0x12),
+    (0x15, 0, 1, 0x02),
+    (0x06, 0, 0, 0),
+    (0x06, 0, 0, 0xFFFFFFFF),
+]
+_PROGRAM = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in _DROP_SYN))
+_FPROG = struct.pack("HL", len(_DROP_SYN), ctypes.addressof(_PROGRAM))
+
+
+def _listening_socket(port: int) -> socket.socket | None:
+    """A duplicate of this process's listening TCP socket on ``port`` (libzmq's), or None."""
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            duplicate = os.dup(int(name))
+        except (OSError, ValueError):
+            continue
+        try:
+            sock = socket.socket(fileno=duplicate)
+        except OSError:
+            os.close(duplicate)
+            continue
+        try:
+            listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            inet = sock.family in (socket.AF_INET, socket.AF_INET6)
+            if listening and inet and sock.getsockname()[1] == port:
+                return sock
+        except OSError as exc:
+            log.debug("fd %s is not a socket we listen on: %s", name, exc)
+        sock.close()
+    return None
+
+
+class ListenerGate:
+    """Every bound endpoint's way in, open or paused; only the serving loop's thread uses it."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self._ipc: list[Path] = []
+        self._tcp: list[socket.socket] = []
+
+    def add(self, endpoint: str) -> None:
+        """Follow ``endpoint`` (as LAST_ENDPOINT names it), once it is bound."""
+        if endpoint.startswith("ipc://"):
+            path = endpoint[len("ipc://") :]
+            if not path.startswith("@"):
+                self._ipc.append(Path(path))
+        elif endpoint.startswith("tcp://"):
+            port = endpoint.rpartition(":")[2]
+            listening = _listening_socket(int(port)) if port.isdigit() else None
+            if listening is None:
+                log.warning("cannot find the listening socket of %s: it is never paused", endpoint)
+            else:
+                self._tcp.append(listening)
+
+    def pause(self) -> None:
+        if self.paused:
+            return
+        self.paused = True
+        for path in self._ipc:
+            try:
+                path.rename(_aside(path))
+            except OSError as exc:
+                log.warning("cannot pause ipc://%s: %s", path, exc)
+        for sock in self._tcp:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, _FPROG)
+            except OSError as exc:
+                log.warning("cannot pause %s: %s", sock.getsockname(), exc)
+        log.warning("new connections paused: the fds are running out")
+
+    def resume(self) -> None:
+        if not self.paused:
+            return
+        self.paused = False
+        for path in self._ipc:
+            try:
+                _aside(path).rename(path)
+            except OSError as exc:
+                log.error("cannot reopen ipc://%s: %s", path, exc)
+        for sock in self._tcp:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, SO_DETACH_FILTER, 0)
+        log.info("new connections let in again")
+
+    def close(self) -> None:
+        """Open again (so libzmq removes the ipc files it made) and let the duplicates go."""
+        self.resume()
+        for sock in self._tcp:
+            sock.close()
+        self._tcp.clear()
+
+
+class FdReserve:
+    """A few fds held open on /dev/null, given back when accept() fails for want of fds: then
+    libzmq accepts the connections the kernel already completed (the backlog), and stops
+    retrying, while the gate keeps more from coming. Taken again once fds are free."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self._fds: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._fds)
+
+    def take(self) -> None:
+        while len(self._fds) < self.count:
+            try:
+                self._fds.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+            except OSError:
+                return
+
+    def give_back(self) -> None:
+        for fd in self._fds:
+            os.close(fd)
+        self._fds.clear()
+
+
+def _aside(path: Path) -> Path:
+    return path.with_name(path.name + ".paused")
+
+
+__all__ = ["FdReserve", "ListenerGate"]
