@@ -992,8 +992,13 @@ def select_questions(split: str, limit: int | None, only: str | None = None) -> 
     return mixed[:limit]
 
 
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # so that the daemons are stopped on the way out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     questions = select_questions(args.split, args.limit, args.only)
     workdir = Path(tempfile.mkdtemp(prefix="bench-comp-"))
     sysfs, proc = build_device(workdir)
@@ -1042,6 +1047,10 @@ def main(argv: list[str] | None = None) -> int:
                     **dataclasses.asdict(answer),
                 }
                 records.append(record)
+                if args.json:
+                    # As it goes, so that a run cut short still leaves what it asked.
+                    Path(args.json).write_text(json.dumps({"partial": True, "records": records},
+                                                          ensure_ascii=False))  # fmt: skip
                 if args.verbose:
                     mark = "ok " if correct else "MIS" if misleads else "BAD"
                     shown = answer.answer if answer.answer is not None else f"({answer.outcome})"
