@@ -10,77 +10,64 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from edge_agent.agent.events import (
-        EVENT_ADAPTER,
-        STATE_ADAPTER,
-        Action,
-        AgentState,
-        CallSkillAction,
-        Event,
-        EventStream,
-        FinalAnswerAction,
-        InterruptedObservation,
-        MaxIterationsObservation,
-        ModelErrorObservation,
-        Observation,
-        SkillResultObservation,
-        ToolErrorObservation,
-        Usage,
-        ValidationErrorObservation,
-    )
-    from edge_agent.agent.loop import Agent
-    from edge_agent.agent.prompt import PLAIN, ChatFormat
-    from edge_agent.agent.registry import Registry, SkillSpec, get_registry, skill
-    from edge_agent.agent.workflow import Result, Soul, Workflow
-    from edge_agent.model import (
-        Completion,
-        ContextExceeded,
-        MockModel,
-        ModelError,
-        ModelHandle,
-        load_model,
-    )
+    # For type checkers: `X as X` exports X.
+    from edge_agent.agent.events import EVENT_ADAPTER as EVENT_ADAPTER
+    from edge_agent.agent.events import STATE_ADAPTER as STATE_ADAPTER
+    from edge_agent.agent.events import Action as Action
+    from edge_agent.agent.events import AgentState as AgentState
+    from edge_agent.agent.events import CallSkillAction as CallSkillAction
+    from edge_agent.agent.events import Event as Event
+    from edge_agent.agent.events import EventStream as EventStream
+    from edge_agent.agent.events import FinalAnswerAction as FinalAnswerAction
+    from edge_agent.agent.events import InterruptedObservation as InterruptedObservation
+    from edge_agent.agent.events import MaxIterationsObservation as MaxIterationsObservation
+    from edge_agent.agent.events import ModelErrorObservation as ModelErrorObservation
+    from edge_agent.agent.events import Observation as Observation
+    from edge_agent.agent.events import SkillResultObservation as SkillResultObservation
+    from edge_agent.agent.events import ToolErrorObservation as ToolErrorObservation
+    from edge_agent.agent.events import Usage as Usage
+    from edge_agent.agent.events import ValidationErrorObservation as ValidationErrorObservation
+    from edge_agent.agent.loop import Agent as Agent
+    from edge_agent.agent.prompt import PLAIN as PLAIN
+    from edge_agent.agent.prompt import ChatFormat as ChatFormat
+    from edge_agent.agent.registry import Registry as Registry
+    from edge_agent.agent.registry import SkillSpec as SkillSpec
+    from edge_agent.agent.registry import get_registry as get_registry
+    from edge_agent.agent.registry import skill as skill
+    from edge_agent.agent.workflow import Result as Result
+    from edge_agent.agent.workflow import Soul as Soul
+    from edge_agent.agent.workflow import Workflow as Workflow
+    from edge_agent.model import Completion as Completion
+    from edge_agent.model import ContextExceeded as ContextExceeded
+    from edge_agent.model import MockModel as MockModel
+    from edge_agent.model import ModelError as ModelError
+    from edge_agent.model import ModelHandle as ModelHandle
+    from edge_agent.model import load_model as load_model
 
 # Where each public name lives: it is imported on first use (PEP 562), so `edge-agent ask`,
-# `status` and `skills`, which need none of them, start without pydantic or the agent.
-_HOMES: dict[str, str] = {
-    "EVENT_ADAPTER": "edge_agent.agent.events",
-    "STATE_ADAPTER": "edge_agent.agent.events",
-    "Action": "edge_agent.agent.events",
-    "AgentState": "edge_agent.agent.events",
-    "CallSkillAction": "edge_agent.agent.events",
-    "Event": "edge_agent.agent.events",
-    "EventStream": "edge_agent.agent.events",
-    "FinalAnswerAction": "edge_agent.agent.events",
-    "InterruptedObservation": "edge_agent.agent.events",
-    "MaxIterationsObservation": "edge_agent.agent.events",
-    "ModelErrorObservation": "edge_agent.agent.events",
-    "Observation": "edge_agent.agent.events",
-    "SkillResultObservation": "edge_agent.agent.events",
-    "ToolErrorObservation": "edge_agent.agent.events",
-    "Usage": "edge_agent.agent.events",
-    "ValidationErrorObservation": "edge_agent.agent.events",
-    "Agent": "edge_agent.agent.loop",
-    "PLAIN": "edge_agent.agent.prompt",
-    "ChatFormat": "edge_agent.agent.prompt",
-    "Registry": "edge_agent.agent.registry",
-    "SkillSpec": "edge_agent.agent.registry",
-    "get_registry": "edge_agent.agent.registry",
-    "skill": "edge_agent.agent.registry",
-    "Result": "edge_agent.agent.workflow",
-    "Soul": "edge_agent.agent.workflow",
-    "Workflow": "edge_agent.agent.workflow",
-    "Completion": "edge_agent.model",
-    "ContextExceeded": "edge_agent.model",
-    "MockModel": "edge_agent.model",
-    "ModelError": "edge_agent.model",
-    "ModelHandle": "edge_agent.model",
-    "load_model": "edge_agent.model",
+# `status` and `skills`, which need none of them, start without pydantic or the agent. The
+# TYPE_CHECKING block above says the same for type checkers, and
+# tests/test_public_names.py checks that the two agree.
+_HOMES: dict[str, tuple[str, ...]] = {
+    "edge_agent.agent.events": (
+        "EVENT_ADAPTER", "STATE_ADAPTER", "Action", "AgentState", "CallSkillAction", "Event",
+        "EventStream", "FinalAnswerAction", "InterruptedObservation", "MaxIterationsObservation",
+        "ModelErrorObservation", "Observation", "SkillResultObservation", "ToolErrorObservation",
+        "Usage", "ValidationErrorObservation",
+    ),
+    "edge_agent.agent.loop": ("Agent",),
+    "edge_agent.agent.prompt": ("PLAIN", "ChatFormat"),
+    "edge_agent.agent.registry": ("Registry", "SkillSpec", "get_registry", "skill"),
+    "edge_agent.agent.workflow": ("Result", "Soul", "Workflow"),
+    "edge_agent.model": (
+        "Completion", "ContextExceeded", "MockModel", "ModelError", "ModelHandle", "load_model",
+    ),
 }
+_HOME_OF = {name: home for home, names in _HOMES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
+    home = _HOME_OF.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)
@@ -88,37 +75,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
-    "EVENT_ADAPTER",
-    "PLAIN",
-    "STATE_ADAPTER",
-    "Action",
-    "Agent",
-    "AgentState",
-    "CallSkillAction",
-    "ChatFormat",
-    "Completion",
-    "ContextExceeded",
-    "Event",
-    "EventStream",
-    "FinalAnswerAction",
-    "InterruptedObservation",
-    "MaxIterationsObservation",
-    "MockModel",
-    "ModelError",
-    "ModelErrorObservation",
-    "ModelHandle",
-    "Observation",
-    "Registry",
-    "Result",
-    "SkillResultObservation",
-    "SkillSpec",
-    "Soul",
-    "ToolErrorObservation",
-    "Usage",
-    "ValidationErrorObservation",
-    "Workflow",
-    "get_registry",
-    "load_model",
-    "skill",
-]
+__all__ = sorted(_HOME_OF)  # noqa: PLE0605 - the names above, kept once

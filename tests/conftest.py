@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,15 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin that its group may write (docs/skills.md, "Where plugins may live"), and a developer's
     umask of 002 would make every file the tests write so."""
     os.umask(0o022)
+    # The run journal (docs/protocol.md) goes to $XDG_STATE_HOME: never the developer's own.
+    os.environ.pop("STATE_DIRECTORY", None)
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="edge-agent-test-state-")
+
+
+@pytest.fixture(autouse=True)
+def _own_state_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's daemons keep their run journal in the test's own directory."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
 # -- one registry factory ---------------------------------------------------------------------

@@ -79,9 +79,10 @@ def probe_sandbox() -> dict[str, Any]:
 def run_llama(model_path: str) -> dict[str, Any]:
     import llama_cpp
 
-    from edge_agent.model.runtime import guard_high_level_llama
+    # On a CPU with AMX, llama.cpp's AMX kernels crash on the embedded model (see runtime.py);
+    # test_systemd_unit.py copies scripts/bench/peer_llama.py beside this file.
+    from peer_llama import guard_high_level_llama
 
-    # On a CPU with AMX, llama.cpp's AMX kernels crash on the embedded model (see runtime.py).
     guard_high_level_llama()
 
     llm = llama_cpp.Llama(model_path=model_path, n_ctx=512, n_threads=2, verbose=False)

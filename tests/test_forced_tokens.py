@@ -6,8 +6,11 @@ with short replies, and asserts counts and texts, never timings.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +21,13 @@ from edge_agent import Agent, AgentState, Registry, load_model
 from edge_agent.agent.events import CallSkillAction, FinalAnswerAction
 from edge_agent.agent.parsing import parse_action
 from edge_agent.model.constrained import _lex_gbnf, canonical_gbnf, schema_to_gbnf
+from edge_agent.model.decoding import Decoder
 from edge_agent.model.llama import LlamaModel
+
+# The decoder that counts what it sampled and forced, and decodes without forced runs on request,
+# is the benchmarks' (scripts/bench/decoders.py): the package carries no such switch.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
+from decoders import MeasuredDecoder, decoding, measure
 
 N_CTX = 1024
 
@@ -48,6 +57,7 @@ def _registry() -> Registry:
 def model() -> Iterator[LlamaModel]:
     handle = load_model(n_ctx=N_CTX)
     assert isinstance(handle, LlamaModel)
+    measure(handle)
     yield handle
     handle.close()
 
@@ -55,6 +65,11 @@ def model() -> Iterator[LlamaModel]:
 @pytest.fixture(scope="module")
 def agent(model: LlamaModel) -> Agent:
     return Agent(model, _registry())
+
+
+def _decoder(model: LlamaModel) -> MeasuredDecoder:
+    assert isinstance(model.decoder, MeasuredDecoder)
+    return model.decoder
 
 
 # -- the canonical grammar, without a model ---------------------------------------------------
@@ -92,7 +107,7 @@ def test_actions_are_canonical_json_and_mostly_forced(
     schema = agent.registry.action_schema()
     reply = model.generate(agent.render_prompt(AgentState(query=query)), action_schema=schema,
                            max_tokens=64)
-    stats = model.last_reply
+    stats = _decoder(model).last
     assert stats is not None
     assert reply.usage is not None
     if reply.usage.stop == "length":
@@ -113,11 +128,34 @@ def test_forced_runs_cost_fewer_samples_than_token_by_token(
     schema = agent.registry.action_schema()
     prompt = agent.render_prompt(AgentState(query="What time is it?"))
     forced = model.generate(prompt, action_schema=schema, max_tokens=64)
-    forced_steps = model.last_reply.sampled if model.last_reply else -1
-    single = model.generate(prompt, action_schema=schema, max_tokens=64, forced_runs=False)
-    single_steps = model.last_reply.sampled if model.last_reply else -1
+    forced_stats = _decoder(model).last
+    forced_steps = forced_stats.sampled if forced_stats else -1
+    with decoding(model, forced_runs=False) as decoder:
+        single = model.generate(prompt, action_schema=schema, max_tokens=64)
+    single_steps = decoder.last.sampled if decoder.last else -1
     assert json.loads(single) is not None and json.loads(forced) is not None
     assert 0 < forced_steps <= single_steps / 2
+
+
+def test_the_measured_decoder_decodes_what_the_daemons_does(
+    model: LlamaModel, agent: Agent
+) -> None:
+    """The benchmarks' decoder, switches left as they are, is the daemon's: same text, same
+    token counts (what they measure is the daemon's path)."""
+    schema = agent.registry.action_schema()
+    prompt = agent.render_prompt(AgentState(query="What time is it?"))
+    measured = _decoder(model)
+    parts = {field.name: getattr(measured, field.name) for field in dataclasses.fields(Decoder)}
+    model.decoder = Decoder(**parts)
+    try:
+        daemons = model.generate(prompt, action_schema=schema, max_tokens=64)
+    finally:
+        model.decoder = measured
+    again = model.generate(prompt, action_schema=schema, max_tokens=64)
+    assert again == daemons
+    assert again.usage is not None and daemons.usage is not None
+    assert again.usage.generated_tokens == daemons.usage.generated_tokens
+    assert again.usage.prompt_tokens == daemons.usage.prompt_tokens
 
 
 def test_a_prefix_is_followed_by_forced_text(model: LlamaModel, agent: Agent) -> None:
@@ -125,9 +163,10 @@ def test_a_prefix_is_followed_by_forced_text(model: LlamaModel, agent: Agent) ->
     prompt = agent.render_prompt(AgentState(query="What time is it?"))
     reply = model.generate(prompt, action_schema=schema, prefix='{"skill_name": "cl', max_tokens=32)
     assert reply == '{"skill_name": "clock", "arguments": {}}'
-    assert model.last_reply is not None
+    stats = _decoder(model).last
+    assert stats is not None
     # "ock", the rest of the action and its end are all forced: nothing is sampled.
-    assert model.last_reply.sampled == 0
+    assert stats.sampled == 0
     assert reply.usage is not None and reply.usage.stop == "stop"
 
 
@@ -137,7 +176,7 @@ def test_the_token_cap_holds_across_a_forced_run(model: LlamaModel, agent: Agent
     for cap in (1, 2, 3, 5):
         reply = model.generate(prompt, action_schema=schema, max_tokens=cap)
         assert reply.usage is not None
-        stats = model.last_reply
+        stats = _decoder(model).last
         assert stats is not None
         assert (reply.usage.generated_tokens or 0) <= cap  # the lead counts as the prompt
         assert reply.usage.stop in ("length", "stop")
@@ -162,5 +201,6 @@ def test_forced_text_through_multibyte_characters(model: LlamaModel, values: lis
     prompt = f"{fmt.user_prefix}Pick a word.{fmt.user_suffix}{fmt.model_prefix}"
     reply = model.generate(prompt, action_schema=schema, max_tokens=32)
     assert json.loads(reply)["word"] in values
-    forced_again = model.generate(prompt, action_schema=schema, max_tokens=32, forced_runs=False)
+    with decoding(model, forced_runs=False):
+        forced_again = model.generate(prompt, action_schema=schema, max_tokens=32)
     assert json.loads(forced_again)["word"] in values

@@ -111,6 +111,13 @@ def test_dry_run_uninstall_of_nothing_says_so() -> None:
         (["--frobnicate"], "unknown argument: --frobnicate"),
         (["--add-user", "no-such-user-here"], "no user no-such-user-here"),
         (["--add-user", ""], "--add-user got an empty name"),
+        (["--mqtt"], "--mqtt needs the broker's address or name"),
+        (["--mqtt="], "--mqtt needs the broker's address or name"),
+        (["--mqtt", "mqtt://broker.lan"], "no port, no scheme"),
+        (["--mqtt", "broker lan"], "no port, no scheme"),
+        (["--mqtt", "no-such-broker.invalid"], "cannot resolve the broker no-such-broker.invalid"),
+        (["--uninstall", "--mqtt", "192.0.2.10"], "--uninstall takes only --purge and --dry-run"),
+        (["--source", "/nonexistent"], "no edge-agent checkout at /nonexistent"),
     ],
 )
 def test_bad_arguments_stop_before_any_step(args: list[str], message: str) -> None:
@@ -118,6 +125,33 @@ def test_bad_arguments_stop_before_any_step(args: list[str], message: str) -> No
     assert result.returncode == 1
     assert message in result.stderr
     assert _steps(result.stdout) == []
+
+
+def test_dry_run_with_mqtt_adds_the_extra_the_host_and_the_drop_in() -> None:
+    result = _install("--dry-run", "--model", "default", "--mqtt", "192.0.2.10")
+    assert result.returncode == 0, result.stderr
+    steps = _steps(result.stdout)
+    pip = [s for s in steps if s.startswith("/opt/edge-agent/venv/bin/python -m pip install")]
+    assert pip[-1].endswith(f"{REPO}\\[default-model\\,mqtt\\]"), pip
+    dropin = "/etc/systemd/system/edge-agent.service.d/mqtt-broker.conf"
+    expected_in_order = [
+        f"install -m 0644 -o root -g root {REPO}/systemd/config.example.toml",
+        "sed -i -E \\$\\ a",  # appends [mqtt] host = ...
+        "install -d -m 0755 -o root -g root /etc/systemd/system/edge-agent.service.d",
+        f"install -m 0644 -o root -g root {REPO}/systemd/edge-agent.service.d/mqtt-broker.conf "
+        + dropin,
+        "sed -i -E s\\|\\^IPAddressAllow=.\\*\\|IPAddressAllow=192.0.2.10\\| " + dropin,
+        "systemctl enable --now edge-agent.service",
+    ]
+    position = 0
+    for expected in expected_in_order:
+        matches = [i for i, step in enumerate(steps) if i >= position and step.startswith(expected)]
+        assert matches, f"missing or out of order: {expected}\n{result.stdout}"
+        position = matches[0] + 1
+    # A broker on loopback is reachable under the unit as it is: no drop-in.
+    local = _install("--dry-run", "--model", "default", "--mqtt", "localhost")
+    assert local.returncode == 0, local.stderr
+    assert "no drop-in needed" in local.stdout and "mqtt-broker.conf" not in local.stdout
 
 
 def test_a_real_run_needs_root() -> None:
@@ -149,6 +183,9 @@ _STUB = """#!/bin/bash
 # behind what the real command would (a venv's python, the installed edge-agent script).
 name=$(basename "$0")
 printf '%s\\n' "$name $*" >> "$STUB_LOG"
+if [[ "$name $1" == "python3 -c" ]]; then
+    exit "${STUB_PYTHON_CHECK:-0}"  # the installer's version check: 1 plays an old Python
+fi
 case "$name $1 $2" in
     "python3 -m venv")
         mkdir -p "$3/bin"
@@ -194,9 +231,10 @@ class Machine:
         self.stub_log = root / "stub-calls.log"
         self.stub_log.touch()
 
-    def install(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def install(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
         environment = dict(
             os.environ,
+            **env,
             SANDBOX=str(self.root),
             INSTALLER=str(INSTALLER),
             STUB_LOG=str(self.stub_log),
@@ -320,6 +358,15 @@ def test_a_missing_or_unreadable_model_stops_before_anything_is_enabled(
     private = machine.install("--model", MODEL, "--yes")
     assert private.returncode == 1, private.stdout
     assert "user edge-agent cannot read" in private.stderr and "chmod 0644" in private.stderr
+    # Found before the user is created: nothing was changed, apt-get and useradd included.
+    assert _steps(private.stdout) == [] and machine.entry("passwd", "edge-agent") is None
+    (models / MODEL_NAME).chmod(0o644)
+    models.chmod(0o700)  # a directory the service's user cannot pass
+    hidden = machine.install("--model", MODEL, "--yes")
+    assert hidden.returncode == 1 and "user edge-agent cannot read" in hidden.stderr
+    assert _steps(hidden.stdout) == []
+    models.chmod(0o755)
+    (models / MODEL_NAME).chmod(0o600)
     assert not [c for c in machine.calls() if c.startswith(("systemctl", "python3"))]
     assert not (machine.root / "etc" / "systemd" / "system" / "edge-agent.service").exists()
     # A reinstall takes the model from the config: it is checked the same way.
@@ -331,6 +378,51 @@ def test_a_missing_or_unreadable_model_stops_before_anything_is_enabled(
     assert [c for c in machine.calls() if c.startswith("systemctl enable")] == [
         "systemctl enable --now edge-agent.service"
     ]
+
+
+def test_an_old_python_stops_before_anything_is_changed(machine: Machine) -> None:
+    old = machine.install("--model", "default", "--yes", STUB_PYTHON_CHECK="1")
+    assert old.returncode == 1, old.stdout
+    assert "older than Python 3.11, which edge-agent needs" in old.stderr
+    assert _steps(old.stdout) == [] and machine.entry("group", "edge-agent") is None
+    # The version it asks for is pyproject.toml's.
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["requires-python"] == ">=3.11"
+
+
+def test_mqtt_turns_the_bridge_on_and_survives_reinstalls(machine: Machine) -> None:
+    first = machine.install("--model", "default", "--mqtt", "192.0.2.10", "--yes")
+    assert first.returncode == 0, first.stdout + first.stderr
+    config_file = machine.root / "etc" / "edge-agent" / "config.toml"
+    from edge_agent.service.config import parse_settings
+
+    settings_ = parse_settings(config_file.read_text(encoding="utf-8"))
+    assert settings_.mqtt is not None and settings_.mqtt.host == "192.0.2.10"
+    dropin = machine.root / "etc" / "systemd" / "system" / "edge-agent.service.d"
+    shipped = (REPO / "systemd" / "edge-agent.service.d" / "mqtt-broker.conf").read_text()
+    written = (dropin / "mqtt-broker.conf").read_text()
+    assert written == shipped.replace("IPAddressAllow=192.168.1.10", "IPAddressAllow=192.0.2.10")
+    pip = [c for c in machine.calls() if c.startswith("python -m pip install --quiet --upgrade /")]
+    assert pip[-1].endswith("[default-model,mqtt]"), pip
+
+    # A reinstall without --mqtt keeps the bridge: the extra, the section and the drop-in.
+    second = machine.install("--yes")
+    assert second.returncode == 0, second.stdout + second.stderr
+    pip = [c for c in machine.calls() if c.startswith("python -m pip install --quiet --upgrade /")]
+    assert pip[-1].endswith("[default-model,mqtt]"), pip
+    assert (dropin / "mqtt-broker.conf").read_text() == written
+
+    # Another broker: the host line and the drop-in change, the rest of the config stays.
+    third = machine.install("--mqtt", "192.0.2.20", "--yes")
+    assert third.returncode == 0, third.stdout + third.stderr
+    text = config_file.read_text(encoding="utf-8")
+    assert parse_settings(text).mqtt.host == "192.0.2.20"  # type: ignore[union-attr]
+    assert text.count("\n[mqtt]\n") == 1
+    assert "IPAddressAllow=192.0.2.20\n" in (dropin / "mqtt-broker.conf").read_text()
+
+    purged = machine.install("--uninstall", "--purge")
+    assert purged.returncode == 0, purged.stdout + purged.stderr
+    assert not dropin.exists()
 
 
 def test_the_script_and_the_readme_name_the_same_model_file() -> None:
@@ -395,3 +487,17 @@ def test_any_model_argument_is_refused_clearly_or_taken_safely(model: str) -> No
     # Taken: a plain absolute GGUF path outside what the service cannot see, or "default".
     safe = re.fullmatch(r"/[A-Za-z0-9._/+-]+\.gguf", model) is not None
     assert model in {"default", ""} or (safe and not model.startswith(("/home/", "/tmp/"))), model
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    host=st.tuples(_ARGUMENT_TEXT, st.sampled_from(" /@;$`'\"\\\n\t[]?*"), _ARGUMENT_TEXT).map(
+        "".join
+    )
+)
+def test_any_mqtt_host_that_is_no_plain_name_is_refused_before_any_step(host: str) -> None:
+    # Never resolved (no DNS lookup of hostile text), never written into the config or a unit.
+    result = _install("--dry-run", "--model", "default", "--mqtt", host)
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.startswith("install.sh: ") and result.stderr.count("\n") == 1
+    assert _steps(result.stdout) == []

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from edge_agent.model.embedded import default_model_path
 from edge_agent.model.gguf import ArraySummary, ModelLoadError, read_gguf
-from edge_agent.model.llama import load_model
+from edge_agent.model.loading import load_model
 
 _FILE_SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

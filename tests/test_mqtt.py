@@ -205,8 +205,12 @@ def test_queue_full_is_busy_and_a_flood_stays_bounded(shared_broker: Any, tmp_pa
                     qos=1,
                 )
             finals: dict[str, dict[str, Any]] = {}
+            waiting: list[int] = []
 
             def all_answered() -> bool:
+                mqtt_status = n.status()["mqtt"]
+                waiting.append(mqtt_status["pending"])
+                assert mqtt_status["pending"] <= mqtt_status["pending_limit"] == 64
                 while True:
                     try:
                         message = peer.next(0.2)
@@ -227,6 +231,7 @@ def test_queue_full_is_busy_and_a_flood_stays_bounded(shared_broker: Any, tmp_pa
                 "counters"
             ].get("busy_at_bridge", 0) == len(codes)
             assert status["mqtt"]["pending"] <= 2
+            assert max(waiting) <= 64  # docs/mqtt.md, Reliability: the bound holds in a flood
         finally:
             peer.close()
 

@@ -39,6 +39,68 @@ def test_the_ten_line_example_prints_its_promised_output() -> None:
     assert done.stdout.strip() == promised.group(1).strip()
 
 
+def test_the_exit_codes_the_readme_gives_bad_options_are_the_real_ones() -> None:
+    # serve's 65 is a bad option (`--log-level debug` is taken: lower case is fine), and
+    # ha-discovery's 65 is a bad option or no --print.
+    def code(*args: str) -> int:
+        done = subprocess.run(
+            [sys.executable, "-m", "edge_agent.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        return done.returncode
+
+    assert code("serve", "--log-level", "loud") == 65
+    assert code("serve", "--no-such-option") == 65
+    assert code("ha-discovery") == 65
+    assert code("ha-discovery", "--print") == 0
+    text = README.read_text(encoding="utf-8")
+    assert "ha-discovery --print` exits 0, 65 on a bad option\nor without `--print`" in text
+
+
+def test_the_licence_file_is_the_one_pyproject_names() -> None:
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["license"] == "Apache-2.0"
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert " ".join(text.split()[:4]) == "Apache License Version 2.0,"
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert "(`LICENSE`)" in README.read_text(encoding="utf-8")
+
+
+def test_every_figure_has_its_benchmark_date_and_machine() -> None:
+    """docs/performance.md is one table, a row per figure, each with the command that measures
+    it (a benchmark that exists), a date and a machine; every benchmark has a row; and neither it
+    nor the README's summary tells history (the repository's log does)."""
+    text = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    header = "| Figure | edge-agent | The alternative, same run | Ratio | Budget | Command | Date | Machine |"
+    assert text.count(header) == 1
+    rows = text.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
+    assert len(rows) >= 10
+    used = set()
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert len(cells) == 8, row
+        command = re.fullmatch(r"`python (scripts/bench/bench_\w+\.py)( [^`]*)?`", cells[5])
+        assert command is not None, row
+        assert (REPO / command.group(1)).is_file(), row
+        used.add(command.group(1))
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cells[6]) and cells[7], row
+    benchmarks = {f"scripts/bench/{p.name}" for p in (REPO / "scripts" / "bench").glob("bench_*.py")}
+    assert used == benchmarks
+    readme = README.read_text(encoding="utf-8")
+    summary = readme.split("\n## How it performs\n", 1)[1].split("\n## ", 1)[0]
+    assert "(docs/performance.md)" in summary
+    first_table = summary[summary.index("\n| ") :].split("\n\n", 1)[0]
+    assert len([line for line in first_table.splitlines() if line.startswith("| ")]) == 1 + 5
+    history = r"this round|rounds? ago|\bIssue \d+|before this|earlier this day|\bused to\b"
+    assert not re.findall(history, text + readme, re.I)
+
+
 def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
     from edge_agent.cli import exits as cli
 
@@ -53,7 +115,7 @@ def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
         if name.startswith("EXIT_") and name != "EXIT_CONFIG"
     }
     assert listed == constants
-    assert {int(code) for code in re.findall(r"^\| (\d+) \|", serve, re.M)} == {0, 1, 69, 78}
+    assert {int(code) for code in re.findall(r"^\| (\d+) \|", serve, re.M)} == {0, 1, 65, 69, 78}
     # `edge-agent status` right after `make run` needs .venv/bin on PATH; the README says how.
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in text
 
@@ -84,12 +146,11 @@ NOT_RUN = {
     ),
     "systemctl status edge-agent": "needs the installed service under a booted systemd",
     "journalctl -u edge-agent -f": "needs the installed service's journal, and never ends",
-    'edge-agent ask "How hot is the CPU?" # finds /run/edge-agent/agent.sock by itself': (
-        "(the service's block) it needs the installed service's /run/edge-agent/agent.sock; the"
-        " fallback to it is tests/test_server_process.py::"
-        "test_a_client_finds_its_own_daemon_else_the_service, and the same command is run above"
-        " against a `make run`-style daemon"
+    "journalctl -p err -u edge-agent": (
+        "needs the installed service's journal; tests/test_logs.py checks the <N> priorities"
+        " journald reads"
     ),
+    "sha256sum gemma-4-e2b-it-Q4_K_M.gguf": "the Gemma 4 E2B file (3 GB) is not here",
     "sudo /opt/edge-agent/venv/bin/pip install 'edge-agent[mqtt]'": (
         "root, the installed service's venv and the network"
     ),
@@ -187,6 +248,7 @@ class Shell:
         self.dir.mkdir()
         self.env = {"HOME": os.environ.get("HOME", str(tmp_path)), "PATH": BARE_PATH}
         self.env.update({"LANG": "C.UTF-8", "XDG_RUNTIME_DIR": str(tmp_path / "xdg")})
+        self.env["XDG_STATE_HOME"] = str(tmp_path / "state")  # the daemons' run journal
         self.env.update(env or {})
         Path(self.env["XDG_RUNTIME_DIR"]).mkdir(exist_ok=True, mode=0o700)
         self.background: list[int] = []
@@ -366,17 +428,35 @@ def test_mock_daemon_block(shell: Callable[..., Shell], tmp_path: Path) -> None:
     run_block(shell(), block, **{"/tmp/": f"{tmp_path}/", "5599": port})
 
 
+def test_the_journal_block(shell: Callable[..., Shell], tmp_path: Path) -> None:
+    # As written, with the mock of the block before it, in this test's own directory and on a
+    # free port; two keyed asks and one plain one are two runs in the journal, not three.
+    block = block_with(
+        "edge-agent serve --model mock:/tmp/mock.json --endpoint tcp://127.0.0.1:5598"
+    )
+    (tmp_path / "mock.json").write_text(json.dumps([json.dumps({"final_answer": "It is 21 C."})]))
+    port = str(free_port())
+    session = shell()
+    run_block(session, block, **{"/tmp/": f"{tmp_path}/", "5598": port})
+    ((code, listed, _),) = session.run(
+        [f"edge-agent runs --json --endpoint tcp://127.0.0.1:{port}"]
+    )
+    assert code == 0 and len(json.loads(listed)) == 2
+
+
 def test_the_services_status_line(
     shell: Callable[..., Shell], tmp_path: Path, daemon_process: Callable[..., Any]
 ) -> None:
-    # The service's socket directory needs root and the installed service: a daemon on a socket
-    # in this test's directory stands in for it.
+    # The service's socket needs root and the installed service: a daemon on a socket in this
+    # test's directory stands in for it, named by EDGE_AGENT_ENDPOINT. That the client finds
+    # /run/edge-agent/agent.sock by itself is tests/test_server_process.py::
+    # test_a_client_finds_its_own_daemon_else_the_service.
     block = block_with("systemctl status edge-agent")
     mock = tmp_path / "mock.json"
     mock.write_text(json.dumps([json.dumps({"final_answer": "fine"})]), encoding="utf-8")
     endpoint = f"ipc://{tmp_path}/run-edge-agent/agent.sock"
     with daemon_process(["--model", f"mock:{mock}"], endpoint):
-        run_block(shell(), block, **{"/run/edge-agent/": f"{tmp_path}/run-edge-agent/"})
+        run_block(shell({"EDGE_AGENT_ENDPOINT": endpoint}), block)
 
 
 def test_the_protocols_shell_client(
@@ -500,6 +580,10 @@ RUNNERS = {
     ("README.md", "edge-agent nodes --mqtt broker.lan"): "test_mqtt_fleet_blocks",
     ("mqtt.md", "edge-agent nodes --mqtt broker.lan"): "test_mqtt_fleet_blocks",
     ("README.md", "systemctl status edge-agent"): "test_the_services_status_line",
+    (
+        "README.md",
+        "edge-agent serve --model mock:/tmp/mock.json --endpoint tcp://127.0.0.1:5598 &",
+    ): ("test_the_journal_block"),
     ("protocol.md", _bare(block_with("if reply=$(edge-agent ask").commands[0])): (
         "test_the_protocols_shell_client"
     ),

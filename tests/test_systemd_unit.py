@@ -3,11 +3,13 @@ daemon's real work (llama.cpp, pyzmq) survives its sandbox under a real systemd.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -191,6 +193,9 @@ def test_unit_keeps_the_service_contract(unit: dict[str, dict[str, list[str]]]) 
     assert one("RuntimeDirectory") == "edge-agent"
     assert one("RuntimeDirectoryMode") == "0750"
     assert int(one("UMask"), 8) & 0o007 == 0o007
+    # The run journal: $STATE_DIRECTORY/journal.sqlite3, the service's own and nobody else's.
+    assert one("StateDirectory") == "edge-agent"
+    assert one("StateDirectoryMode") == "0700"
     assert one("User") == one("Group") == "edge-agent"
     assert one("CapabilityBoundingSet") == ""
     assert "SupplementaryGroups" not in service
@@ -260,6 +265,7 @@ def test_llama_cpp_and_pyzmq_run_under_the_units_sandbox(
     probe = sandbox.opt / "probe"
     probe.mkdir()
     shutil.copy(REPO / "tests" / "sandbox_workload.py", probe / "workload.py")
+    shutil.copy(REPO / "scripts" / "bench" / "peer_llama.py", probe / "peer_llama.py")
     sandbox.service_lines = [
         "ExecStart=",
         "ExecStart=/opt/edge-agent/venv/bin/python /opt/edge-agent/probe/workload.py "
@@ -387,6 +393,11 @@ def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sa
     assert stop.returncode == 0, stop.stderr
     assert sandbox.wait(timeout_s=60) == 0, sandbox.diagnostics()  # a clean exit on SIGTERM
     assert not socket_file.exists()
+    # The run journal, in the unit's StateDirectory (written out at the stop): the run is there.
+    journal = sandbox.root / "var" / "lib" / "edge-agent" / "journal.sqlite3"
+    with contextlib.closing(sqlite3.connect(f"file:{journal}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT state, answer FROM runs WHERE id = ?", (reply["id"],)).fetchone()
+    assert row == ("done", "Served from the sandbox.")
 
 
 @pytest.mark.timeout(3 * REAL_MODEL_LIMIT_S)

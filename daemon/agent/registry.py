@@ -17,8 +17,6 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from edge_agent.agent.supervision import Supervisor
-
 log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -134,13 +132,10 @@ def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]
 
 
 class Registry:
-    """The skills an agent may call, by name, and the threads their runs execute on."""
+    """The skills an agent may call, by name. It runs no thread: the threads runs execute on, and
+    the skill calls that hung, are :class:`~edge_agent.agent.supervision.RunThreads`'."""
 
     def __init__(self) -> None:
-        self.supervisor = Supervisor()
-        """Run threads and the skill calls that hung, shared by every agent on this registry: a
-        skill that hung under one agent is not started again by another, and a new agent runs on
-        an idle thread instead of starting one (docs/design.md, "Threads")."""
         self._skills: dict[str, SkillSpec] = {}
         self._version = 0
         self._lock = threading.Lock()
@@ -243,6 +238,22 @@ class Registry:
             self._skills[skill_name] = spec
             self._version += 1
         return spec
+
+    def set_timeout(self, name: str, timeout: float | None) -> SkillSpec:
+        """Give the registered skill ``name`` another timeout, keeping its place in the order
+        (the daemon's ``[skills.timeouts]``, applied once every skill is registered)."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise TypeError(f"skill {name!r}: timeout must be a positive number or None")
+        with self._lock:
+            spec = self._skills.get(name)
+            if spec is None:
+                raise KeyError(name)
+            seconds = None if timeout is None else float(timeout)
+            self._skills[name] = dataclasses.replace(spec, timeout_s=seconds)
+            self._version += 1
+            return self._skills[name]
 
     def remove(self, name: str) -> None:
         with self._lock:

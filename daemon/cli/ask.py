@@ -30,12 +30,15 @@ def client_command(args: argparse.Namespace) -> int:
 
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
     as_json = bool(getattr(args, "json", False))
+    # The run's id is chosen here, so a timed-out ask can name it (`edge-agent result ID`).
+    run_id = os.urandom(16).hex() if args.command == "ask" else None
+    args.run_id = run_id
     seen: list[dict[str, Any]] = []  # the events of an ask so far, for an interrupted --json
     # status/skills try twice within --timeout; a run's reply may trail its deadline by the grace.
     per_try = args.timeout if args.command == "ask" else args.timeout / 2
     bound = args.timeout + (RUN_GRACE_S if args.command == "ask" else 0.0) + COMMAND_SLACK_S
     progress = _progress(args)
-    watchdog(bound, as_json, progress)
+    watchdog(bound, as_json, progress, run_id)
     try:
         with (
             _mqtt_client(args)
@@ -54,7 +57,7 @@ def client_command(args: argparse.Namespace) -> int:
             interrupted = {"type": "InterruptedObservation", "reason": "cancelled"}
             _emit(
                 {
-                    "id": None,
+                    "id": run_id,
                     "query": args.query,
                     "answer": None,
                     "outcome": "interrupted",
@@ -70,16 +73,24 @@ def client_command(args: argparse.Namespace) -> int:
         if as_json:
             _emit(
                 {
+                    **({"id": run_id} if run_id else {}),
                     "answer": None,
                     "outcome": None,
                     "error": {"code": exc.code, "message": exc.message},
                 }
             )
         print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
+        if exc.code == "timeout" and run_id is not None:
+            _print_fetch_hint(run_id, getattr(args, "key", None))
         return code
 
 
-def watchdog(seconds: float, as_json: bool, progress: ProgressLine | None = None) -> None:
+def watchdog(
+    seconds: float,
+    as_json: bool,
+    progress: ProgressLine | None = None,
+    run_id: str | None = None,
+) -> None:
     """End the process after ``seconds`` with 75, whatever the command is waiting on."""
 
     def expire() -> None:
@@ -88,13 +99,31 @@ def watchdog(seconds: float, as_json: bool, progress: ProgressLine | None = None
         message = f"the command did not finish within {seconds:g} s"
         if as_json:
             error = {"code": "timeout", "message": message}
-            _emit({"answer": None, "outcome": None, "error": error})
+            _emit(
+                {
+                    **({"id": run_id} if run_id else {}),
+                    "answer": None,
+                    "outcome": None,
+                    "error": error,
+                }
+            )
         print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
+        if run_id is not None:
+            _print_fetch_hint(run_id, None)
         os._exit(EXIT_TEMPFAIL)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
     timer.start()
+
+
+def _print_fetch_hint(run_id: str, key: str | None) -> None:
+    again = " (or ask again with the same --key)" if key else ""
+    print(
+        f"edge-agent: run {run_id}; fetch it later with `edge-agent result {run_id}`{again}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _mqtt_client(args: argparse.Namespace) -> Any:
@@ -124,6 +153,13 @@ def _ask(
     if args.max_iterations is not None and args.max_iterations < 1:
         print("edge-agent: --max-iterations must be at least 1", file=sys.stderr)
         return EXIT_BAD_INPUT
+    key = getattr(args, "key", None)
+    if key is not None and not (0 < len(key) <= 128 and key.isprintable()):
+        print("edge-agent: --key must be 1-128 printable characters", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if key is not None and getattr(args, "mqtt", None):
+        print("edge-agent: --key works over ZeroMQ only, not with --mqtt", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if progress is not None:
         progress.start()
     try:
@@ -132,6 +168,9 @@ def _ask(
         state = client.request("status", timeout=min(args.timeout, 3.0)).get("state")
         if progress is not None:
             progress.daemon_state(state)
+        journal = (
+            {} if getattr(args, "mqtt", None) else {"request_id": args.run_id, "key": args.key}
+        )
         reply = client.run(
             args.query,
             workflow=args.workflow,
@@ -139,6 +178,7 @@ def _ask(
             timeout=args.timeout,
             on_event=_on_event(args, seen, progress),
             on_accepted=progress.accepted if progress is not None else None,
+            **journal,
         )
     finally:
         if progress is not None:
@@ -149,7 +189,7 @@ def _ask(
     if args.json:
         _emit(
             {
-                "id": reply.get("id"),
+                "id": reply.get("run_id") or reply.get("id"),
                 "query": args.query,
                 "answer": answer,
                 "outcome": outcome,

@@ -23,4 +23,6 @@ CODE_EXITS = {
     "shutting_down": EXIT_TEMPFAIL,
     "timeout": EXIT_TEMPFAIL,
     "unavailable": EXIT_UNAVAILABLE,
+    "no_journal": EXIT_UNAVAILABLE,
+    "not_found": EXIT_NO_ANSWER,
 }

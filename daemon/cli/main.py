@@ -4,8 +4,9 @@ Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 
 iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input (including a
 malformed endpoint); 69 the daemon is unavailable; 75 busy, shutting down, or out of time (the whole
 command ends within ``--timeout`` plus a few seconds, whatever happens); 130 Ctrl-C (the run is
-cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 69 when
-another daemon holds the endpoint, 78 on a config error or a model that cannot be loaded.
+cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 65 on a bad
+option, 69 when another daemon holds the endpoint, 78 on a config error or a model that cannot be
+loaded. Every command exits 65 on a bad option (README.md, "Exit codes").
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _positive(text: str) -> float:
     return value
 
 
-CLIENT_COMMANDS = ("ask", "status", "skills")
+CLIENT_COMMANDS = ("ask", "status", "skills", "result", "runs")
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -71,6 +72,10 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
         sub.add_argument("--endpoint", help=endpoint_help)
+    if only in (None, "result", "runs"):
+        from edge_agent.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
+
+        add_journal_parsers(commands, endpoint_help, only)
     if only is None:
         add_parsers(commands)  # nodes, ha-discovery
     return parser
@@ -83,7 +88,13 @@ def _add_serve(commands: Any) -> None:
     serve.add_argument(
         "--endpoint", action="append", help="bind here (repeatable; overrides config)"
     )
-    serve.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,  # `debug` as well as `DEBUG`
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the least severe records logged (default INFO)",
+    )
 
 
 def _add_ask(commands: Any, endpoint_help: str) -> None:
@@ -100,6 +111,11 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask.add_argument(
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
     )
+    ask.add_argument(
+        "--key",
+        help="an idempotency key (1-128 printable characters): a second ask with the same key "
+        "gets the first run's result, never a second run",
+    )
     ask.add_argument("--endpoint", help=endpoint_help)
 
 
@@ -112,13 +128,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve(args)
     if args.command == "nodes":
-        from edge_agent.client.mqttclient import nodes_command  # noqa: PLC0415
+        from edge_agent.client.mqttnodes import nodes_command  # noqa: PLC0415
 
         return nodes_command(args)
     if args.command == "ha-discovery":
         from edge_agent.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
 
         return ha_discovery_command(args)
+    if args.command in ("result", "runs"):
+        from edge_agent.cli.journal import journal_command  # noqa: PLC0415
+
+        return journal_command(args)
     from edge_agent.cli.ask import client_command  # noqa: PLC0415
 
     return client_command(args)

@@ -14,7 +14,9 @@ def serve(args: argparse.Namespace) -> int:
     import logging  # noqa: PLC0415 - the client commands start without it
     import signal  # noqa: PLC0415
 
-    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    from edge_agent.cli.logs import configure  # noqa: PLC0415
+
+    configure(args.log_level)  # `<N>` syslog priorities under systemd (journalctl -p err)
     log = logging.getLogger("edge_agent.cli")
     from edge_agent.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
     from edge_agent.service.assembly import assemble  # noqa: PLC0415

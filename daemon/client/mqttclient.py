@@ -1,4 +1,5 @@
-"""Asking edge-agent nodes through an MQTT broker: ``edge-agent nodes`` and ``ask --mqtt``.
+"""Asking an edge-agent node through an MQTT broker: ``ask --mqtt``, and the connection that
+``edge-agent nodes`` (:mod:`edge_agent.client.mqttnodes`) shares.
 
 Needs the ``mqtt`` extra (paho-mqtt 2.x). Asks use MQTT v5 request/response (a Response Topic of
 our own and Correlation Data); the result and the errors are the daemon's own, with the same
@@ -23,20 +24,17 @@ from typing import Any
 from edge_agent.client.mqttargs import add_arguments, add_ask_arguments, add_parsers
 from edge_agent.client.zmqclient import RUN_GRACE_S, DaemonError, Timeout, Unavailable
 from edge_agent.protocol.mqttwire import (
-    DEFAULT_DISCOVERY_PREFIX,
     DEFAULT_PREFIX,
     ONLINE,
     Topics,
     check_node_id,
-    check_prefix,
-    node_of,
 )
 
 CONNECT_TIMEOUT_S = 5.0
 RETAINED_QUIET_S = 0.5
+"""After subscribing, retained messages come at once; this long without one ends the listing."""
 CANCEL_WAIT_S = 1.0
 """How long leaving (Ctrl-C, a timeout) waits for the broker to take the cancel."""
-"""After subscribing, retained messages come at once; this long without one ends the listing."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,73 +165,6 @@ def _password(path: str | None) -> str | None:
     return text.splitlines()[0] if text else ""
 
 
-def list_nodes(options: BrokerOptions, *, timeout: float = 5.0) -> list[dict[str, Any]]:
-    """Every node with a retained status: ``{node, status, info}``, sorted by name."""
-    found: dict[str, dict[str, Any]] = {}
-    with MqttConnection(options, timeout) as connection:
-        connection.subscribe(Topics.all_status(options.prefix), Topics.all_info(options.prefix))
-        until = time.monotonic() + timeout
-        while (message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic()))):
-            node = node_of(message.topic, options.prefix)
-            if node is None or not message.payload:
-                continue
-            entry = found.setdefault(node, {"node": node, "status": None, "info": None})
-            if message.topic.endswith("/status"):
-                entry["status"] = message.payload.decode("utf-8", "replace")
-            else:
-                try:
-                    entry["info"] = json.loads(message.payload)
-                except ValueError:
-                    entry["info"] = None
-    return [found[name] for name in sorted(found) if found[name]["status"] is not None]
-
-
-def forget_node(
-    options: BrokerOptions,
-    node: str,
-    *,
-    discovery_prefix: str = DEFAULT_DISCOVERY_PREFIX,
-    force: bool = False,
-    timeout: float = 5.0,
-) -> list[str]:
-    """Clear every retained message ``node`` left on the broker (its status, info, last answer,
-    busy light, sensor readings and Home Assistant discovery configs) by publishing empty
-    retained payloads; Home Assistant then removes the device. Returns the topics cleared.
-
-    A node whose status is ``online`` is refused (``node_online``) unless ``force``: its daemon
-    would publish them all again.
-    """
-    try:
-        topics = Topics(options.prefix, check_node_id(node))
-        discovery = check_prefix(discovery_prefix)
-    except ValueError as exc:
-        raise DaemonError("bad_request", str(exc)) from None
-    retained: dict[str, bytes] = {}
-    with MqttConnection(options, timeout) as connection:
-        connection.subscribe(f"{topics.base}/#", f"{discovery}/+/{topics.node}/+/config")
-        until = time.monotonic() + timeout
-        while (message := connection.next(min(RETAINED_QUIET_S, until - time.monotonic()))):
-            if message.retain and message.payload:  # not a live ask passing by
-                retained[message.topic] = bytes(message.payload)
-        if retained.get(topics.status) == ONLINE.encode() and not force:
-            raise DaemonError(
-                "node_online",
-                f"node {topics.node} is online: stop its daemon (or remove [mqtt] from its "
-                "config and restart it) first, or pass --force",
-            )
-        sent = [
-            connection.client.publish(topic, b"", qos=1, retain=True) for topic in sorted(retained)
-        ]
-        for info in sent:
-            try:
-                info.wait_for_publish(timeout)
-            except RuntimeError as exc:  # paho could not even queue it
-                raise Unavailable(f"the MQTT broker lost a clearing message: {exc}") from None
-            if not info.is_published():
-                raise Unavailable("the MQTT broker did not take every clearing message in time")
-    return sorted(retained)
-
-
 class MqttAskClient:
     """What ``edge-agent ask`` needs of a client (``request("status")`` and ``run``), over MQTT
     to one node."""
@@ -297,9 +228,7 @@ class MqttAskClient:
         )
         try:
             info.wait_for_publish(CONNECT_TIMEOUT_S)
-            reply = self._await(
-                reply_topic, correlation, wait + RUN_GRACE_S, on_event, on_accepted
-            )
+            reply = self._await(reply_topic, correlation, wait + RUN_GRACE_S, on_event, on_accepted)
         except KeyboardInterrupt:
             self._cancel(reply_topic, ask_id)
             raise
@@ -366,57 +295,6 @@ class MqttAskClient:
         self.close()
 
 
-def print_nodes(nodes: list[dict[str, Any]], as_json: bool, show_all: bool) -> None:
-    shown = [n for n in nodes if show_all or n["status"] == ONLINE]
-    if as_json:
-        print(json.dumps(shown, ensure_ascii=False), flush=True)
-        return
-    for entry in shown:
-        info = entry.get("info") or {}
-        model = info.get("model") or {}
-        print(
-            f"{entry['node']:<24} {entry['status']:<8} "
-            f"{model.get('name') or model.get('spec') or '?':<24} "
-            f"{len(info.get('skills') or [])} skills, edge-agent {info.get('version', '?')}"
-        )
-
-
-
-
-NODES_EXITS = {"unavailable": 69, "node_online": 75}
-"""``nodes``' exit codes by error code; any other error is bad input, 65."""
-
-
-def nodes_command(args: argparse.Namespace) -> int:
-    """``edge-agent nodes --mqtt HOST [--forget NODE]``: 0 listed (maybe none) or forgotten, 65
-    bad input, 69 broker unreachable, 75 the node to forget is online."""
-    try:
-        options = BrokerOptions.from_args(args)
-        if args.forget is not None:
-            cleared = forget_node(
-                options,
-                args.forget,
-                discovery_prefix=args.discovery_prefix,
-                force=args.force,
-                timeout=args.timeout,
-            )
-        else:
-            nodes = list_nodes(options, timeout=args.timeout)
-    except DaemonError as exc:
-        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
-        return NODES_EXITS.get(exc.code, 65)
-    if args.forget is None:
-        print_nodes(nodes, args.json, args.all)
-    elif args.json:
-        print(json.dumps({"node": args.forget, "cleared": cleared}), flush=True)
-    elif cleared:
-        print(f"cleared {len(cleared)} retained topics of {args.forget}:")
-        print("\n".join(f"  {topic}" for topic in cleared), flush=True)
-    else:
-        print(f"nothing retained for {args.forget} on {options.host}", flush=True)
-    return 0
-
-
 def open_ask_client(args: argparse.Namespace) -> MqttAskClient:
     if not args.node:
         raise DaemonError("bad_request", "--mqtt needs --node NAME (see `edge-agent nodes`)")
@@ -430,10 +308,6 @@ __all__ = [
     "add_arguments",
     "add_ask_arguments",
     "add_parsers",
-    "forget_node",
-    "list_nodes",
-    "nodes_command",
     "open_ask_client",
-    "print_nodes",
     "split_host",
 ]

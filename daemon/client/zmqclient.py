@@ -1,14 +1,15 @@
 """A Python client for the daemon: one DEALER socket, timeouts, progress, Lazy-Pirate retries.
 
-Only idempotent operations (``status``, ``skills``, ``cancel``) are retried, each time with the same
-request id on a fresh socket. A ``run`` is never sent twice: the model's work is not repeatable.
+Only idempotent operations (``status``, ``skills``, ``cancel``, ``result``, ``runs``) are retried,
+each time with the same request id on a fresh socket. A ``run`` is never sent twice: the model's
+work is not repeatable (a ``run`` with a ``key`` may be sent again: the daemon runs it once).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -78,6 +79,21 @@ def _new_id() -> str:
     return os.urandom(16).hex()
 
 
+def _encoded(op: str, request_id: str, fields: Mapping[str, Any]) -> bytes:
+    """One request frame, or DaemonError ``bad_request`` naming what msgpack cannot carry (never
+    the value itself: it may be huge, or not even printable)."""
+    message = {"v": PROTOCOL_VERSION, "id": request_id, "op": op, **fields}
+    try:
+        return encode(message)
+    except OverflowError:
+        why = "a number is out of range (protocol v1 integers are at most 64 bits)"
+    except UnicodeEncodeError:
+        why = "a string is not valid Unicode text (a lone surrogate)"
+    except (TypeError, ValueError) as exc:
+        why = f"a value msgpack cannot carry ({type(exc).__name__})"
+    raise DaemonError("bad_request", f"the request cannot be sent: {why}")
+
+
 class Client:
     """Talks protocol v1 to one daemon. Not thread-safe: give each thread its own Client."""
 
@@ -114,6 +130,23 @@ class Client:
     def cancel(self, target: str) -> dict[str, Any]:
         return self.request("cancel", target=target)
 
+    def result(self, run_id: str, *, wait: float = 0.0) -> dict[str, Any]:
+        """The journal's record of run ``run_id`` (``state``, ``outcome``, ``answer``, ``events``
+        …); with ``wait``, asked again until the run has ended or ``wait`` seconds have passed."""
+        until = time.monotonic() + wait
+        pause = 0.1
+        while True:
+            record = self.request("result", target=run_id)
+            if record.get("state") not in ("queued", "running") or time.monotonic() >= until:
+                return record
+            time.sleep(min(pause, max(0.0, until - time.monotonic())))
+            pause = min(pause * 2, 1.0)
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The journal's latest runs, newest first."""
+        runs: list[dict[str, Any]] = self.request("runs", limit=limit)["runs"]
+        return runs
+
     def run(
         self,
         query: str,
@@ -124,8 +157,13 @@ class Client:
         on_event: Progress | None = None,
         on_accepted: Progress | None = None,
         request_id: str | None = None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """Run the agent on ``query`` and return the ``result`` reply.
+
+        With ``key`` (an idempotency key), a run the daemon already has for the key is not run
+        again: its result comes back (``run_id`` names it). A keyed run that times out here is
+        left to finish, so its result can be fetched (:meth:`result`) or asked for again.
 
         The daemon is given the timeout as the run's deadline, so it interrupts the run and still
         answers; ``on_event`` (which asks for streaming) sees each event as it is appended, and
@@ -150,6 +188,7 @@ class Client:
             on_progress=progress if streamed else None,
             timeout=timeout + self.run_grace,
             request_id=request_id,
+            key=key,
         )
 
     # -- the exchange -------------------------------------------------------------------------
@@ -166,9 +205,7 @@ class Client:
         """Send one request and wait for its final reply; raises DaemonError on an error reply."""
         self._check_reachable()
         request_id = request_id or _new_id()
-        message = {"v": PROTOCOL_VERSION, "id": request_id, "op": op}
-        message.update({k: v for k, v in fields.items() if v is not None})
-        payload = encode(message)
+        payload = _encoded(op, request_id, {k: v for k, v in fields.items() if v is not None})
         wait = self.timeout if timeout is None else timeout
         attempts = 1 + (self.retries if op in IDEMPOTENT_OPS else 0)
         for _ in range(attempts):
@@ -182,7 +219,8 @@ class Client:
                 raise
             if reply is not None:
                 return reply
-            if op == "run":
+            if op == "run" and fields.get("key") is None:
+                # (A keyed run is left to finish: its caller means to come back for it.)
                 # On the run's own socket: the daemon takes a cancel only from the connection
                 # that sent the run. _cancel_quietly then closes it.
                 self._cancel_quietly(request_id)
@@ -191,6 +229,46 @@ class Client:
         if op == "run":
             raise Timeout(f"no result for run {request_id} within {wait:g} s")
         raise Unavailable(f"no reply from {self.endpoint} after {attempts} tries of {wait:g} s")
+
+    # -- many requests in flight on one connection (the MQTT bridge) ---------------------------
+
+    def send(self, op: str, fields: Mapping[str, Any], *, request_id: str | None = None) -> str:
+        """Send one request and return its id at once, without waiting for its reply.
+
+        For a caller with many requests in flight on this one connection, which reads the
+        replies with :meth:`receive` (polling :attr:`socket`). ``fields`` go out as given (a
+        None is sent as nil). Never retried. DaemonError ``bad_request`` for a request the wire
+        cannot carry (nothing is sent), ``busy`` when the socket's send queue is full.
+        """
+        request_id = request_id or _new_id()
+        payload = _encoded(op, request_id, fields)
+        try:
+            self.socket.send(payload, zmq.NOBLOCK)
+        except zmq.Again:
+            raise DaemonError(
+                "busy", "the daemon is not taking requests; try again later"
+            ) from None
+        return request_id
+
+    def receive(self, timeout: float = 0.0) -> dict[str, Any] | None:
+        """The next reply to any request of :meth:`send`, or None after ``timeout`` seconds;
+        DaemonError ``bad_reply`` for a frame that is not a protocol v1 reply."""
+        sock = self.socket
+        if timeout > 0 and not sock.poll(round(timeout * 1000)):
+            return None
+        try:
+            frame = sock.recv(zmq.NOBLOCK)
+        except zmq.Again:
+            return None
+        try:
+            return decode_reply(frame)
+        except FrameError as exc:
+            raise DaemonError("bad_reply", exc.message) from None
+
+    @property
+    def socket(self) -> zmq.Socket[bytes]:
+        """The connected DEALER, for a caller's ``zmq.Poller`` (read it with :meth:`receive`)."""
+        return self._connected()
 
     def _await(
         self,

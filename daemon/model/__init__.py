@@ -23,7 +23,7 @@ def load_model(path: str | None = None, **options: Any) -> ModelHandle:
 
     llama.cpp is imported here, not at package import, so tools that never load a model stay light.
     """
-    from edge_agent.model.llama import load_model as _load  # noqa: PLC0415
+    from edge_agent.model.loading import load_model as _load  # noqa: PLC0415
 
     handle: ModelHandle = _load(path, **options)
     return handle

@@ -38,6 +38,12 @@ class GrammarError(ModelError):
     code = "grammar"
 
 
+class BadPrefix(ModelError):
+    """Text a reply was told to start with is not allowed by the action grammar."""
+
+    code = "bad_prefix"
+
+
 def inline_refs(schema: Any) -> Any:
     """A copy of ``schema`` with local ``$ref``s replaced by their definitions.
 
@@ -213,6 +219,14 @@ class ActionGrammar:
         array = llama_cpp.llama_token_data_array(ctypes.pointer(one), 1, -1, False)
         llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(array))
         return not math.isinf(one.logit)
+
+    def start_with(self, tokens: list[int], text: str) -> None:
+        """Accept ``tokens`` (``text``, a reply's given start), or raise :class:`BadPrefix`."""
+        for token in tokens:
+            # An unchecked token the grammar cannot take would abort inside llama.cpp.
+            if not self.allows(token):
+                raise BadPrefix(f"the action grammar does not allow a reply to start {text!r}")
+            self.accept(token)
 
     def _apply(
         self, ids: npt.NDArray[np.int32], logits: npt.NDArray[np.float32]

@@ -13,6 +13,9 @@ import dataclasses
 import time
 from collections.abc import Callable, Container
 
+import numpy as np
+import numpy.typing as npt
+
 from edge_agent.agent.events import Usage
 from edge_agent.agent.protocol import Completion
 from edge_agent.model.constrained import ActionGrammar
@@ -69,72 +72,101 @@ class Reply:
     next prompt that repeats the reply evaluates them in its own batch."""
 
 
-def decode_reply(
-    runtime: LlamaRuntime,
-    cache: KVCache,
-    sampler: Sampler,
-    grammar: ActionGrammar | None,
-    *,
-    end_tokens: Container[int],
-    stops: tuple[str, ...],
-    cap: int,
-    temperature: float | None,
-    interrupted: Callable[[], bool],
-    full_pass: bool = False,
-    byte_tokens: list[int] | None = None,
-) -> Reply:
-    """Sample up to ``cap`` tokens after what ``cache`` holds (its last logits must be current).
+_NOTHING = Forced(b"", [], False)
 
-    ``grammar`` must already have accepted whatever forced text precedes the reply. With
-    ``byte_tokens`` (a token per byte value) the text it forces is taken without sampling.
-    """
-    encoded_stops = [s.encode() for s in stops if s]
-    text = bytearray()
-    generated = sampled = forced = 0
-    stop = "length"
-    run: list[int] = []
-    force = grammar is not None and byte_tokens is not None and not full_pass
-    while generated < cap:
-        logits = cache.last_logits()
-        token = sampler.pick(logits, temperature)
-        if grammar is not None and (full_pass or not grammar.allows(token)):
-            allowed, allowed_logits = grammar.mask(logits, full=full_pass)
-            token = sampler.pick(allowed_logits, temperature, allowed)
-        if token in end_tokens:
-            stop = "stop"
-            run = []
-            break
-        run = [token]
-        ends = False
-        if grammar is not None:
-            grammar.accept(token)
-            if force and byte_tokens is not None:
-                after = forced_run(runtime, grammar, cap - generated - 1, byte_tokens)
+
+@dataclasses.dataclass
+class Decoder:
+    """How a reply is decoded after its prompt: the grammar is asked about the sampled token
+    first and masks the vocabulary only when it says no, and text it allows alone is taken
+    without sampling, in one batch. :class:`~edge_agent.model.llama.LlamaModel` holds one; the
+    benchmarks swap in the ways it is compared with (scripts/bench/decoders.py)."""
+
+    runtime: LlamaRuntime
+    cache: KVCache
+    sampler: Sampler
+    end_tokens: Container[int]
+    stops: tuple[str, ...]
+    byte_tokens: list[int]
+    """A token per byte value, to spell forced text exactly."""
+
+    def lead(self, grammar: ActionGrammar | None, budget: int) -> Forced:
+        """What the grammar forces at the very start (nothing without one), accepted by it."""
+        return self.forced_after(grammar, budget)
+
+    def forced_after(self, grammar: ActionGrammar | None, budget: int) -> Forced:
+        """What the grammar forces next, as at most ``budget`` tokens, accepted by it."""
+        if grammar is None:
+            return _NOTHING
+        return forced_run(self.runtime, grammar, budget, self.byte_tokens)
+
+    def choose(
+        self,
+        grammar: ActionGrammar | None,
+        logits: npt.NDArray[np.float32],
+        temperature: float | None,
+    ) -> int:
+        """The next token: the sampler's pick, or, where the grammar refuses it, the best it
+        allows."""
+        token = self.sampler.pick(logits, temperature)
+        if grammar is not None and not grammar.allows(token):
+            allowed, allowed_logits = grammar.mask(logits)
+            token = self.sampler.pick(allowed_logits, temperature, allowed)
+        return token
+
+    def reply(
+        self,
+        grammar: ActionGrammar | None,
+        *,
+        cap: int,
+        temperature: float | None,
+        interrupted: Callable[[], bool],
+    ) -> Reply:
+        """Decode up to ``cap`` tokens after what the cache holds (its last logits must be
+        current). ``grammar`` must already have accepted whatever forced text precedes the
+        reply."""
+        runtime, cache = self.runtime, self.cache
+        encoded_stops = [s.encode() for s in self.stops if s]
+        text = bytearray()
+        generated = sampled = forced = 0
+        stop = "length"
+        run: list[int] = []
+        while generated < cap:
+            token = self.choose(grammar, cache.last_logits(), temperature)
+            if token in self.end_tokens:
+                stop = "stop"
+                run = []
+                break
+            run = [token]
+            ends = False
+            if grammar is not None:
+                grammar.accept(token)
+                after = self.forced_after(grammar, cap - generated - 1)
                 run += after.tokens
                 forced += len(after.tokens)
                 ends = after.ends
-        sampled += 1
-        generated += len(run)
-        start = len(text)
-        for each in run:
-            text += runtime.piece(each)
-        if encoded_stops and len(text) > start:
-            hit = min((i for s in encoded_stops if (i := text.find(s)) >= 0), default=-1)
-            if hit >= 0:
-                del text[hit:]
-                stop = "stop"
+            sampled += 1
+            generated += len(run)
+            start = len(text)
+            for each in run:
+                text += runtime.piece(each)
+            if encoded_stops and len(text) > start:
+                hit = min((i for s in encoded_stops if (i := text.find(s)) >= 0), default=-1)
+                if hit >= 0:
+                    del text[hit:]
+                    stop = "stop"
+                    break
+            if ends:
+                stop = "stop"  # nothing but the end could follow: no need to evaluate the run
                 break
-        if ends:
-            stop = "stop"  # nothing but the end could follow: no need to evaluate the run
-            break
-        if generated >= cap:
-            break
-        if interrupted():
-            stop = "interrupted"
-            break
-        cache.evaluate(run)
-        run = []
-    return Reply(bytes(text), generated, stop, sampled, forced, unevaluated=len(run))
+            if generated >= cap:
+                break
+            if interrupted():
+                stop = "interrupted"
+                break
+            cache.evaluate(run)
+            run = []
+        return Reply(bytes(text), generated, stop, sampled, forced, unevaluated=len(run))
 
 
 def completion(
@@ -161,4 +193,4 @@ def completion(
     return Completion(text.decode("utf-8", errors="replace"), usage=usage)
 
 
-__all__ = ["Forced", "Reply", "completion", "decode_reply", "forced_run"]
+__all__ = ["Decoder", "Forced", "Reply", "completion", "forced_run"]

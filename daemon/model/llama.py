@@ -22,14 +22,13 @@ from typing import Any
 
 from edge_agent.agent.checks import check_count
 from edge_agent.agent.prompt import ChatFormat
-from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError
-from edge_agent.model.constrained import ActionGrammar, GrammarCache
-from edge_agent.model.decoding import Reply, completion, decode_reply, forced_run
-from edge_agent.model.embedded import default_model_path
+from edge_agent.agent.protocol import Completion, ContextExceeded
+from edge_agent.model.constrained import BadPrefix, GrammarCache
+from edge_agent.model.decoding import Decoder, completion
 from edge_agent.model.formats import choose_format, format_texts, turn_markers
 from edge_agent.model.gguf import ModelLoadError, read_gguf
 from edge_agent.model.kvcache import KVCache
-from edge_agent.model.prefixstate import PrefixState, file_identity, llama_build
+from edge_agent.model.prefixstate import PrefixState, model_prefix_state
 from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
 from edge_agent.model.sampler import Sampler
 from edge_agent.model.side import SideTexts
@@ -45,12 +44,6 @@ from edge_agent.model.sizing import (
 )
 
 log = logging.getLogger(__name__)
-
-
-class BadPrefix(ModelError):
-    """Text a reply was told to start with is not allowed by the action grammar."""
-
-    code = "bad_prefix"
 
 
 def _release(grammars: GrammarCache, runtime: LlamaRuntime) -> None:
@@ -109,7 +102,6 @@ class LlamaModel:
         self.chat_format: ChatFormat = dataclasses.replace(fmt, reserved=self._markers)
         self._cache = KVCache(self._runtime)
         self._side = SideTexts(self._runtime)
-        self._sampler = Sampler(temperature, seed)
         self._byte_tokens = self._runtime.byte_tokens()
         self._grammars = GrammarCache(
             self._runtime.vocab,
@@ -117,26 +109,21 @@ class LlamaModel:
             byte_tokens=self._byte_tokens,
             end_token=self._runtime.end_token,
         )
-        self.last_reply: Reply | None = None
-        """What the last ``generate`` decoded: tokens sampled, tokens forced (for benchmarks)."""
         self._finalizer = weakref.finalize(self, _release, self._grammars, self._runtime)
-        self._end_tokens = self._runtime.end_of_generation(self.chat_format.stop)
+        self.decoder = Decoder(
+            self._runtime,
+            self._cache,
+            Sampler(temperature, seed),
+            self._runtime.end_of_generation(self.chat_format.stop),
+            self.chat_format.stop,
+            self._byte_tokens,
+        )
+        """How replies are decoded (a part of its own, so a benchmark can swap it)."""
         self._lock = threading.Lock()
         self._prefix_state = (
             None
             if state_dir is None
-            else PrefixState(
-                state_dir,
-                {
-                    "model": file_identity(self.path, sha256),
-                    "n_ctx": sizes.n_ctx,
-                    "n_seq_max": getattr(sizes, "n_seq_max", 1),
-                    "swa_full": True,
-                    "llama_cpp": llama_build(),
-                },
-                # A full KV cache, its cells' bookkeeping and the token list, and no more.
-                max_bytes=(self.kv_cache_bytes or 1 << 30) * 9 // 8 + 16 * sizes.n_ctx + (4 << 20),
-            )
+            else model_prefix_state(state_dir, self.path, sha256, sizes, self.kv_cache_bytes)
         )
 
     def __enter__(self) -> LlamaModel:
@@ -261,8 +248,6 @@ class LlamaModel:
         should_stop: Callable[[], bool] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
-        full_grammar_pass: bool = False,
-        forced_runs: bool = True,
         **_ignored: Any,
     ) -> Completion:
         """The model's reply to ``prompt``, up to the end of its turn or ``max_tokens`` tokens.
@@ -272,10 +257,8 @@ class LlamaModel:
         must allow it) and the model writes the rest. ``deadline`` (a ``time.monotonic()``
         instant) and ``should_stop`` are checked between tokens; either ends the reply with
         ``usage.stop == "interrupted"``. Raises :class:`ContextExceeded` when the prompt leaves
-        no room for ``max_tokens``. ``full_grammar_pass=True`` masks the whole vocabulary at
-        every token, as llama-cpp-python does; it exists to measure what the default path saves.
-        Text the grammar allows alone is taken without sampling and evaluated in one batch;
-        ``forced_runs=False`` samples it a token at a time instead (for the same comparison).
+        no room for ``max_tokens``. Text the grammar allows alone is taken without sampling and
+        evaluated in one batch (:class:`~edge_agent.model.decoding.Decoder`).
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
@@ -301,78 +284,33 @@ class LlamaModel:
                 if constrained and action_schema is not None
                 else None
             )
-            lead = b""
-            lead_ends = False
-            lead_count = 0
             if grammar is not None:
                 grammar.reset()
-                self._force(grammar, forced, prefix)
-                if forced_runs and not full_grammar_pass:
-                    # Text the grammar forces at the start is evaluated with the prompt, and
-                    # counted with it, as a prefix is: the cap is for the tokens after it.
-                    room = self.n_ctx - len(tokens) - cap
-                    run = forced_run(runtime, grammar, room, self._byte_tokens)
-                    lead, lead_ends, lead_count = run.text, run.ends, len(run.tokens)
-                    tokens += run.tokens
-            head = prefix.encode() + lead
+                grammar.start_with(forced, prefix)
+            # Text the grammar forces at the start is evaluated with the prompt, and counted
+            # with it, as a prefix is: the cap is for the tokens after it.
+            lead = self.decoder.lead(grammar, self.n_ctx - len(tokens) - cap)
+            tokens += lead.tokens
+            head = prefix.encode() + lead.text
             started = time.perf_counter()
             keep = self._cache.reuse(tokens)
-            evaluated = len(tokens) - keep
-            self.last_reply = Reply(b"", 0, "interrupted", lead=lead_count)
-            if not self._cache.evaluate(tokens[keep:], interrupted):
+
+            def done(text: bytes, generated: int, prefilled: float | None, stop: str) -> Completion:
+                n_prompt, evaluated = len(tokens), len(tokens) - keep
                 return completion(
-                    head,
-                    len(tokens),
-                    evaluated,
-                    0,
-                    started=started,
-                    prefill_done=None,
-                    stop="interrupted",
-                )
-            prefill_done = time.perf_counter()
-            if lead_ends:
-                stop = "stop"
-                self.last_reply = Reply(lead, 0, stop, lead=lead_count)
-                return completion(
-                    head,
-                    len(tokens),
-                    evaluated,
-                    0,
-                    started=started,
-                    prefill_done=prefill_done,
+                    text, n_prompt, evaluated, generated, started=started, prefill_done=prefilled,
                     stop=stop,
                 )
-            reply = decode_reply(
-                runtime,
-                self._cache,
-                self._sampler,
-                grammar,
-                end_tokens=self._end_tokens,
-                stops=self.chat_format.stop,
-                cap=cap,
-                temperature=temperature,
-                interrupted=interrupted,
-                full_pass=full_grammar_pass,
-                byte_tokens=self._byte_tokens if forced_runs else None,
-            )
-            self.last_reply = dataclasses.replace(reply, lead=lead_count)
-            return completion(
-                head + reply.text,
-                len(tokens),
-                evaluated,
-                reply.generated,
-                started=started,
-                prefill_done=prefill_done,
-                stop=reply.stop,
-            )
 
-    @staticmethod
-    def _force(grammar: ActionGrammar, forced: list[int], prefix: str) -> None:
-        for token in forced:
-            # An unchecked token the grammar cannot take would abort inside llama.cpp.
-            if not grammar.allows(token):
-                raise BadPrefix(f"the action grammar does not allow a reply to start {prefix!r}")
-            grammar.accept(token)
+            if not self._cache.evaluate(tokens[keep:], interrupted):
+                return done(head, 0, None, "interrupted")
+            prefill_done = time.perf_counter()
+            if lead.ends:
+                return done(head, 0, prefill_done, "stop")
+            reply = self.decoder.reply(
+                grammar, cap=cap, temperature=temperature, interrupted=interrupted
+            )
+            return done(head + reply.text, reply.generated, prefill_done, reply.stop)
 
     def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
         """For each continuation, were it the reply's start, the log-probability of each of its
@@ -421,37 +359,6 @@ class LlamaModel:
             self._side.drop_all()
 
 
-def load_model(
-    path: str | os.PathLike[str] | None = None,
-    *,
-    n_ctx: int = DEFAULT_N_CTX,
-    n_threads: int | None = None,
-    warm_up: str | None = None,
-    **options: Any,
-) -> LlamaModel:
-    """Load a Gemma GGUF (``path=None``: the embedded Gemma 3 270M) and warm it up.
-
-    ``warm_up`` is text to evaluate at once, normally ``agent.preamble()``, so the first query
-    pays only for its own tokens. Raises :class:`ModelLoadError` with a message that says how to
-    fix a missing, truncated or unsupported file.
-    """
-    sha256: str | None = None
-    if path is None:
-        resolved, sha256 = default_model_path()
-    elif isinstance(path, str | os.PathLike):
-        resolved = Path(path)
-    else:
-        raise TypeError(f"path must be a str or a path, not {type(path).__name__}")
-    model = LlamaModel(resolved, n_ctx=n_ctx, n_threads=n_threads, sha256=sha256, **options)
-    if warm_up is not None:
-        try:
-            model.warm_up(warm_up)
-        except BaseException:
-            model.close()
-            raise
-    return model
-
-
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_N_BATCH",
@@ -463,5 +370,4 @@ __all__ = [
     "ModelClosed",
     "ModelLoadError",
     "default_threads",
-    "load_model",
 ]

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from edge_agent.model.sizing import ContextSizes
+
 log = logging.getLogger(__name__)
 
 MAGIC = b"edge-agent prefix state 1\n"
@@ -67,6 +69,26 @@ def llama_build() -> dict[str, Any]:
         stat = os.stat(name)
         build["library"] = {"path": name, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
     return build
+
+
+def model_prefix_state(
+    directory: str | os.PathLike[str],
+    path: Path,
+    sha256: str | None,
+    sizes: ContextSizes,
+    kv_cache_bytes: int | None,
+) -> PrefixState:
+    """The state file of a model loaded from ``path`` with ``sizes``, kept in ``directory``."""
+    key = {
+        "model": file_identity(path, sha256),
+        "n_ctx": sizes.n_ctx,
+        "n_seq_max": sizes.n_seq_max,
+        "swa_full": True,
+        "llama_cpp": llama_build(),
+    }
+    # A full KV cache, its cells' bookkeeping and the token list, and no more.
+    max_bytes = (kv_cache_bytes or 1 << 30) * 9 // 8 + 16 * sizes.n_ctx + (4 << 20)
+    return PrefixState(directory, key, max_bytes=max_bytes)
 
 
 class PrefixState:
@@ -203,4 +225,4 @@ class PrefixState:
                     entry.unlink()
 
 
-__all__ = ["MAGIC", "PrefixState", "file_identity", "llama_build"]
+__all__ = ["MAGIC", "PrefixState", "file_identity", "llama_build", "model_prefix_state"]

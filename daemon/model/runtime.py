@@ -73,23 +73,6 @@ def extra_buffers_safe(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     )
 
 
-def guard_high_level_llama() -> None:
-    """Make llama-cpp-python's own ``Llama`` class (the benchmarks' peer, a sandbox test) load
-    models with :func:`extra_buffers_safe`'s choice too: it reads its defaults from here."""
-    bindings = llama_cpp
-    defaults = bindings.llama_model_default_params
-    if getattr(defaults, "guarded", False):
-        return
-
-    def guarded() -> Any:
-        params = defaults()
-        params.use_extra_bufts = extra_buffers_safe()
-        return params
-
-    guarded.guarded = True  # type: ignore[attr-defined]
-    bindings.llama_model_default_params = guarded  # type: ignore[attr-defined]
-
-
 @functools.lru_cache(maxsize=8)
 def _marker_split(markers: tuple[str, ...]) -> re.Pattern[str]:
     """A pattern whose split() keeps each marker as a piece of its own (longest first)."""
@@ -192,10 +175,6 @@ class LlamaRuntime:
     def close(self) -> None:
         """Free llama.cpp's model and context; later calls raise :class:`ModelClosed`."""
         self._finalizer()
-
-    def check_open(self) -> None:
-        if self.closed:
-            raise ModelClosed("the model has been closed")
 
     # -- tokens ---------------------------------------------------------------------------------
 
@@ -385,6 +364,5 @@ __all__ = [
     "LlamaRuntime",
     "ModelClosed",
     "extra_buffers_safe",
-    "guard_high_level_llama",
     "trim_heap",
 ]

@@ -7,7 +7,8 @@ prose version.
 An ask is a JSON object with the fields of protocol v1's ``run`` (``query``, ``workflow``,
 ``max_iterations``, ``deadline_ms``, ``stream``), plus, for MQTT 3.1.1 clients that cannot send an
 MQTT v5 Response Topic, ``reply_to`` (the topic to answer on) and ``id`` (echoed in every reply).
-The run fields themselves are checked by the daemon, exactly as for a ZeroMQ client.
+The run fields themselves are checked by the daemon, exactly as for a ZeroMQ client: this module
+reads only the envelope.
 
 ``{"op": "cancel", "target": ID}`` on the same topic cancels the ask whose ``id`` was ``ID`` and
 whose reply topic is this one's: MQTT does not tell a subscriber who published, so the reply topic
@@ -30,11 +31,10 @@ if TYPE_CHECKING:  # the wire models (pydantic) stay out of the client's start-u
 DEFAULT_PREFIX: Final = "edge-agent"
 DEFAULT_DISCOVERY_PREFIX: Final = "homeassistant"
 MAX_TOPIC_BYTES: Final = 65535
-RUN_FIELDS: Final = frozenset({"query", "workflow", "max_iterations", "deadline_ms", "stream"})
-CANCEL_FIELDS: Final = frozenset({"target"})
 MQTT_FIELDS: Final = frozenset({"reply_to", "id", "v", "op"})
-OP_FIELDS: Final = {"run": RUN_FIELDS, "cancel": CANCEL_FIELDS}
-"""The ops an ask may name (``op``, default ``run``) and the fields each takes."""
+"""The envelope: read here; every other field (and ``v``) is the daemon's to judge."""
+OPS: Final = ("run", "cancel")
+"""The ops an ask may name (``op``, default ``run``)."""
 ONLINE: Final = "online"
 OFFLINE: Final = "offline"
 
@@ -76,7 +76,8 @@ def valid_reply_topic(topic: object) -> bool:
     """Whether a client may be answered on ``topic``: a publishable topic name."""
     return (
         isinstance(topic, str)
-        and 0 < len(topic.encode("utf-8", "surrogatepass")) <= MAX_TOPIC_BYTES
+        and _is_text(topic)
+        and 0 < len(topic.encode("utf-8")) <= MAX_TOPIC_BYTES
         and not any(c in topic for c in "+#\0")
         and not topic.startswith("$")
     )
@@ -132,6 +133,10 @@ class Topics:
         """Retained: one hardware reading, a plain number."""
         return f"{self.base}/sensor/{key}"
 
+    def owns(self, topic: str) -> bool:
+        """Whether ``topic`` is this node's own: ``<prefix>/<node>`` or any topic below it."""
+        return under(topic, self.base)
+
     @staticmethod
     def all_status(prefix: str) -> str:
         """The subscription that sees every node's status (a fleet)."""
@@ -152,6 +157,11 @@ class Topics:
             "busy": self.busy,
             "sensors": self.sensor("+"),
         }
+
+
+def under(topic: str, root: str) -> bool:
+    """Whether ``topic`` is ``root`` or a topic below it (MQTT levels, case-sensitive)."""
+    return topic == root or topic.startswith(root + "/")
 
 
 def node_of(topic: str, prefix: str) -> str | None:
@@ -199,20 +209,43 @@ class Ask:
 
 
 def _usable_id(value: Any) -> bool:
+    """An ``id`` or ``target`` a reply can carry: an integer JSON and msgpack both keep exact,
+    or 1-128 characters of real text (a lone surrogate cannot be written out as UTF-8)."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int):
         return abs(value) < 2**53
-    return isinstance(value, str) and 0 < len(value) <= MAX_ID_CHARS
+    return isinstance(value, str) and 0 < len(value) <= MAX_ID_CHARS and _is_text(value)
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _read_json(payload: bytes) -> Any:
+    """The payload's JSON value; ValueError (never RecursionError) for anything else."""
+    try:
+        return json.loads(payload.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("it is nested too deep") from None
 
 
 def parse_ask(
     payload: bytes, *, response_topic: str | None, max_bytes: int, hard_max_bytes: int
 ) -> Ask:
-    """Read an ask, or raise :class:`AskError` carrying whatever reply topic could be read.
+    """Read an ask's envelope, or raise :class:`AskError` carrying whatever reply topic could be
+    read.
 
-    ``response_topic`` is the MQTT v5 Response Topic, which wins over ``reply_to``. A payload
-    over ``hard_max_bytes`` is not even parsed, so only a v5 requester hears back about it.
+    Only what is MQTT's own is checked here: the reply topic, the requester's ``id``, the ``op``
+    and a cancel's ``target``. Every other field goes to the daemon as it came, and the daemon
+    judges it exactly as it judges a ZeroMQ request (``wire.decode_request``): one set of rules,
+    one set of error messages. ``response_topic`` is the MQTT v5 Response
+    Topic, which wins over ``reply_to``. A payload over ``hard_max_bytes`` is not even parsed, so
+    only a v5 requester hears back about it. No message here quotes the payload.
     """
     v5_reply = response_topic if valid_reply_topic(response_topic) else None
     if len(payload) > hard_max_bytes:
@@ -222,13 +255,12 @@ def parse_ask(
             v5_reply,
         )
     try:
-        data = json.loads(payload.decode("utf-8"))
+        data = _read_json(payload)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise AskError("bad_request", f"the ask is not JSON: {exc}", v5_reply) from None
+        why = "it is not UTF-8" if isinstance(exc, UnicodeDecodeError) else str(exc)[:120]
+        raise AskError("bad_request", f"the ask is not JSON: {why}", v5_reply) from None
     if not isinstance(data, dict):
-        raise AskError(
-            "bad_request", "the ask must be a JSON object with a 'query'", v5_reply
-        )
+        raise AskError("bad_request", "the ask must be a JSON object with a 'query'", v5_reply)
     raw_id = data.get("id")
     request_id = raw_id if _usable_id(raw_id) else None
     raw_reply = data.get("reply_to")
@@ -252,28 +284,11 @@ def parse_ask(
             f"'id' must be a string of 1-{MAX_ID_CHARS} characters or an integer",
             reply_to,
         )
-    if "v" in data and (data["v"] != PROTOCOL_VERSION or isinstance(data["v"], bool)):
-        raise AskError(
-            "unsupported_version",
-            f"this daemon speaks protocol v{PROTOCOL_VERSION}",
-            reply_to,
-            request_id,
-        )
     op = data.get("op", "run")
-    if not isinstance(op, str) or op not in OP_FIELDS:
+    if not isinstance(op, str) or op not in OPS:
         raise AskError(
             "bad_request",
-            f"'op' must be one of {', '.join(OP_FIELDS)} (default run)",
-            reply_to,
-            request_id,
-        )
-    allowed = OP_FIELDS[op]
-    unknown = sorted(set(data) - allowed - MQTT_FIELDS)
-    if unknown:
-        raise AskError(
-            "bad_request",
-            f"unknown field(s) for {op}: {', '.join(unknown)[:200]}; it takes "
-            f"{', '.join(sorted(allowed | MQTT_FIELDS))}",
+            f"'op' must be one of {', '.join(OPS)} (default run)",
             reply_to,
             request_id,
         )
@@ -285,7 +300,7 @@ def parse_ask(
             reply_to,
             request_id,
         )
-    fields = {k: v for k, v in data.items() if k in allowed}
+    fields = {k: v for k, v in data.items() if k not in MQTT_FIELDS or k == "v"}
     return Ask(reply_to=reply_to, request_id=request_id, fields=fields, op=op)
 
 
@@ -329,5 +344,6 @@ __all__ = [
     "node_of",
     "parse_ask",
     "reply_payload",
+    "under",
     "valid_reply_topic",
 ]

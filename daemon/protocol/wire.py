@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, get_args
 
 import msgpack
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from edge_agent.protocol.framing import (
     IDEMPOTENT_OPS,
@@ -26,10 +26,18 @@ from edge_agent.protocol.framing import (
     UNPACK_ERRORS,
     unpack_frame,
 )
+from edge_agent.protocol.journalwire import Key, ResultRequest, RunRecord, RunsRequest, RunsResult
+from edge_agent.protocol.messages import (
+    Message,
+    ReplyBase,
+    RequestBase,
+    ResultBase,
+    RunOutcome,
+    Timing,
+)
 
 MAX_NAME_CHARS: Final = 128
 MAX_DEADLINE_MS: Final = 24 * 3600 * 1000
-
 ErrorCode = Literal[
     "bad_request",
     "too_large",
@@ -37,12 +45,11 @@ ErrorCode = Literal[
     "busy",
     "deadline",
     "shutting_down",
+    "not_found",
+    "no_journal",
     "internal",
 ]
 ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
-
-RunOutcome = Literal["answered", "max_iterations", "retries_exhausted", "interrupted"]
-"""Why a run stopped: the agent's ``Outcome`` as the wire carries it (a test keeps them equal)."""
 
 DaemonState = Literal["loading", "ready", "busy", "stopping", "stopped"]
 """What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone."""
@@ -58,20 +65,11 @@ class WireError(Exception):
         self.request_id = request_id
 
 
-class _Message(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
-
-
 # -- requests: client to daemon -----------------------------------------------------------------
 
 
-class _Request(_Message):
-    v: Literal[1]
-    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
-
-
-class RunRequest(_Request):
-    """Run the agent loop on ``query``."""
+class RunRequest(RequestBase):
+    """Run the agent loop on ``query``; with ``key``, at most once per key (the journal)."""
 
     op: Literal["run"]
     query: Annotated[str, Field(min_length=1)]
@@ -81,42 +79,37 @@ class RunRequest(_Request):
         None
     )
     stream: bool = False
+    key: Key | None = None
 
 
-class StatusRequest(_Request):
+class StatusRequest(RequestBase):
     """Report the daemon's state; never touches the model."""
 
     op: Literal["status"]
 
 
-class SkillsRequest(_Request):
+class SkillsRequest(RequestBase):
     """List the skills, or those a workflow allows."""
 
     op: Literal["skills"]
     workflow: Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)] | None = None
 
 
-class CancelRequest(_Request):
+class CancelRequest(RequestBase):
     """Cancel the queued or running ``run`` whose id is ``target``."""
 
     op: Literal["cancel"]
     target: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
-Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest
+Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest | ResultRequest | RunsRequest
 
 
 # -- replies: daemon to client ------------------------------------------------------------------
 # Field order is wire order: msgpack maps keep the order the models declare their fields in.
 
 
-class _Reply(_Message):
-    v: Literal[1] = PROTOCOL_VERSION
-    id: str | None
-    """The request's id, or None when it could not be read."""
-
-
-class AcceptedReply(_Reply):
+class AcceptedReply(ReplyBase):
     """A streamed run entered the queue; ``position`` runs are ahead of it, and it may take
     ``max_iterations`` steps (after the daemon's cap), so a client can say "step 2 of 12"."""
 
@@ -125,7 +118,7 @@ class AcceptedReply(_Reply):
     max_iterations: int
 
 
-class EventReply(_Reply):
+class EventReply(ReplyBase):
     """A streamed run appended ``event`` (an EventStream entry, tagged by its ``type``)."""
 
     kind: Literal["event"] = "event"
@@ -133,7 +126,7 @@ class EventReply(_Reply):
     event: dict[str, Any]
 
 
-class ErrorReply(_Reply):
+class ErrorReply(ReplyBase):
     """The request failed; ``message`` is for people, ``code`` for programs."""
 
     kind: Literal["error"] = "error"
@@ -141,16 +134,7 @@ class ErrorReply(_Reply):
     message: str
 
 
-class _Result(_Reply):
-    kind: Literal["result"] = "result"
-
-
-class Timing(_Message):
-    queued_ms: float
-    run_ms: float
-
-
-class RunResult(_Result):
+class RunResult(ResultBase):
     """A finished run: its outcome, its answer and its whole EventStream."""
 
     op: Literal["run"] = "run"
@@ -160,14 +144,17 @@ class RunResult(_Result):
     answer: str | None
     state: dict[str, Any]
     """``{query, events}``, as the agent's ``STATE_ADAPTER`` writes it."""
+    run_id: str | None = None
+    """The journal's id of the run: the id of the request that started it (another request's
+    when this one's ``key`` found an earlier run)."""
 
 
-class SkillProblem(_Message):
+class SkillProblem(Message):
     source: str
     error: str
 
 
-class Counters(_Message):
+class Counters(Message):
     requests: int
     runs_accepted: int
     runs_finished: int
@@ -180,7 +167,7 @@ class Counters(_Message):
     outcomes: dict[str, int]
 
 
-class StatusResult(_Result):
+class StatusResult(ResultBase):
     """The daemon's state, answered at once even mid-run."""
 
     op: Literal["status"] = "status"
@@ -200,9 +187,11 @@ class StatusResult(_Result):
     counters: Counters
     mqtt: dict[str, Any] | None = None
     """The MQTT bridge's link and counters (docs/mqtt.md); None without ``[mqtt]``."""
+    journal: dict[str, Any] | None = None
+    """The run journal's state: ``ok``, ``degraded`` (and why) or ``off``; its size."""
 
 
-class SkillEntry(_Message):
+class SkillEntry(Message):
     name: str
     description: str
     parameters: dict[str, Any]
@@ -213,7 +202,7 @@ class SkillEntry(_Message):
     """``read_sensor(name: string)``: the one line the model is shown for the skill."""
 
 
-class SkillsResult(_Result):
+class SkillsResult(ResultBase):
     op: Literal["skills"] = "skills"
     skills: list[SkillEntry]
 
@@ -221,7 +210,7 @@ class SkillsResult(_Result):
 CancelledRun = Literal["queued", "running"]
 
 
-class CancelResult(_Result):
+class CancelResult(ResultBase):
     op: Literal["cancel"] = "cancel"
     target: str
     cancelled: bool
@@ -229,7 +218,15 @@ class CancelResult(_Result):
 
 
 Reply = (
-    AcceptedReply | EventReply | ErrorReply | RunResult | StatusResult | SkillsResult | CancelResult
+    AcceptedReply
+    | EventReply
+    | ErrorReply
+    | RunResult
+    | StatusResult
+    | SkillsResult
+    | CancelResult
+    | RunRecord
+    | RunsResult
 )
 
 
@@ -253,6 +250,8 @@ PROTOCOL: Final[Mapping[str, Exchange]] = {
     "status": Exchange(StatusRequest, (StatusResult, ErrorReply)),
     "skills": Exchange(SkillsRequest, (SkillsResult, ErrorReply)),
     "cancel": Exchange(CancelRequest, (CancelResult, ErrorReply)),
+    "result": Exchange(ResultRequest, (RunRecord, ErrorReply)),
+    "runs": Exchange(RunsRequest, (RunsResult, ErrorReply)),
 }
 OPS: Final[tuple[str, ...]] = tuple(PROTOCOL)
 TABLE_REPLY_KINDS: Final[tuple[str, ...]] = tuple(
@@ -337,7 +336,7 @@ def _kind(value: Any) -> str:
 
 
 def _fields(value: Any) -> Any:
-    if isinstance(value, _Message):
+    if isinstance(value, Message):
         return value.__dict__
     raise TypeError(f"cannot pack {type(value).__name__}")
 
@@ -373,9 +372,13 @@ __all__ = [
     "Exchange",
     "Reply",
     "Request",
+    "ResultRequest",
     "RunOutcome",
+    "RunRecord",
     "RunRequest",
     "RunResult",
+    "RunsRequest",
+    "RunsResult",
     "SkillEntry",
     "SkillProblem",
     "SkillsRequest",

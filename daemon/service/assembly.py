@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from edge_agent.agent.protocol import ModelHandle
@@ -19,7 +20,7 @@ from edge_agent.protocol.endpoints import default_endpoint
 from edge_agent.service.config import ConfigError, Settings, load_settings
 from edge_agent.service.plugins import load_plugins
 from edge_agent.service.server import Server, ServerOptions
-from edge_agent.skills import register_builtins
+from edge_agent.skills import BUILTIN_NAMES, register_builtins
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +84,17 @@ def check_embedded_model() -> None:
 
 
 def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
-    """Register the built-in skills and the plugins; each problem is logged and returned, none
-    is raised."""
+    """Register the built-in skills and the plugins, then apply ``[skills.timeouts]``.
+
+    A problem registering is logged and returned, never raised (a broken plugin must not stop
+    the daemon); a timeout naming no registered skill is a ConfigError (a typo must not go
+    unnoticed, nor leave a skill on its default).
+    """
     problems: list[dict[str, str]] = []
     options = settings.skills
     if options.builtins:
         try:
-            register_builtins(
-                registry,
-                sysfs_root=options.sysfs_root,
-                weather=options.weather,
-                timeouts=dict(options.timeouts) or None,
-            )
+            register_builtins(registry, sysfs_root=options.sysfs_root, weather=options.weather)
         except Exception as exc:
             log.exception("the built-in skills failed to register")
             problems.append({"source": "edge_agent.skills", "error": f"{exc!r}"})
@@ -107,7 +107,35 @@ def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
             timeout_s=options.plugin_timeout_s,
         ):
             problems.append({"source": str(problem.source), "error": str(problem.error)})
+    apply_timeouts(settings, registry, problems)
     return problems
+
+
+def apply_timeouts(
+    settings: Settings, registry: Registry, problems: Sequence[Mapping[str, str]] = ()
+) -> None:
+    """Set each ``[skills.timeouts]`` entry on its skill, built-in or plugin; they are applied
+    only now, once every skill is registered, so a plugin's skills get theirs too (and the
+    config's value wins over the one the plugin chose).
+
+    Raises the ConfigError that names the file, the line and the closest registered name for a
+    timeout that names no skill.
+    """
+    for name, seconds in settings.skills.timeouts.items():
+        if name in registry:
+            registry.set_timeout(name, seconds)
+            continue
+        close = difflib.get_close_matches(name, registry.names(), n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean `{close[0]}`?"
+        else:
+            hint = f"the skills are: {', '.join(registry.names()) or 'none'}"
+        if name in BUILTIN_NAMES:
+            hint = "a built-in skill this config leaves out ([skills] builtins or weather)"
+        elif problems:
+            skipped = ", ".join(problem["source"] for problem in problems)
+            hint += f"; skipped, so not counted: {skipped}"
+        raise settings.problem(("skills", "timeouts", name), f"no skill named `{name}` ({hint})")
 
 
 def check_workflows(settings: Settings, registry: Registry, workflows: dict[str, Workflow]) -> None:
@@ -151,4 +179,6 @@ def assemble(
     return Server(settings, options)
 
 
-__all__ = ["assemble", "check_embedded_model", "check_workflows", "load_skills", "model_factory"]
+__all__ = [
+    "apply_timeouts",
+    "assemble", "check_embedded_model", "check_workflows", "load_skills", "model_factory"]

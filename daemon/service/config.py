@@ -10,13 +10,14 @@ import re
 import tomllib
 import types
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.service.mqtt.settings import MqttSettings
 from edge_agent.service.safepaths import UnsafePath, check_safe
+from edge_agent.service.strategy import Strategy
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
@@ -61,7 +62,7 @@ class ModelSettings(_Section):
     """``default`` (the embedded model), a GGUF path, or ``mock:FILE`` (scripted replies)."""
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
     warm_up: bool = True
-    strategy: Literal["auto", "plain", "guided"] = "auto"
+    strategy: Strategy = "auto"
     """How the loop helps the model (docs/design.md, "Small models"): ``guided`` picks skills
     for it and has it answer, ``plain`` leaves it alone, ``auto`` guides a model under 1 GiB."""
     load_timeout_s: PositiveSeconds = 900.0
@@ -90,6 +91,16 @@ class WorkflowSettings(_Section):
     max_iterations: Annotated[int, Field(ge=1, le=1000)] | None = None
 
 
+class JournalSettings(_Section):
+    """The run journal (docs/protocol.md, "The run journal"): every run kept in SQLite."""
+
+    enabled: bool = True
+    path: Annotated[str, Field(min_length=1)] | None = None
+    """None: ``$STATE_DIRECTORY/journal.sqlite3`` under systemd, else the XDG state directory."""
+    keep_runs: Annotated[int, Field(ge=1, le=10_000_000)] = 10_000
+    keep_days: Annotated[float, Field(gt=0, le=36_500, allow_inf_nan=False)] = 30.0
+
+
 class Settings(_Section):
     """Everything the daemon reads from its config file."""
 
@@ -99,6 +110,7 @@ class Settings(_Section):
     soul: SoulSettings = Field(default_factory=SoulSettings)
     mqtt: MqttSettings | None = None
     """The MQTT bridge (docs/mqtt.md); off when the section is absent."""
+    journal: JournalSettings = Field(default_factory=JournalSettings)
     workflows: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], WorkflowSettings] = (
         Field(default_factory=dict)
     )

@@ -25,7 +25,7 @@ from typing import Any
 
 import zmq
 
-log = logging.getLogger("edge_agent.service.server")
+log = logging.getLogger(__name__)
 
 # pyzmq's flags are enum members, and every `|` or `&` on them builds a new one: the hot paths
 # (a few sends and reads per request) use their plain int values.

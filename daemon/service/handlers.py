@@ -1,4 +1,5 @@
-"""How the serving loop answers each request: ``run``, ``status``, ``skills`` and ``cancel``.
+"""How the serving loop answers each request: ``run``, ``status``, ``skills``, ``cancel``,
+``result`` and ``runs``.
 
 Everything here runs on the loop's thread and answers at once; a ``run`` is only queued. Each op
 of :data:`edge_agent.protocol.wire.PROTOCOL` has one handler in :attr:`RequestHandler.handlers`.
@@ -20,7 +21,9 @@ from edge_agent.protocol.wire import (
     CancelRequest,
     CancelResult,
     ErrorReply,
+    ResultRequest,
     RunRequest,
+    RunsRequest,
     SkillsRequest,
     SkillsResult,
     StatusRequest,
@@ -29,15 +32,16 @@ from edge_agent.protocol.wire import (
     encode,
 )
 from edge_agent.service.config import DaemonSettings
+from edge_agent.service.jobs import interrupted_result
+from edge_agent.service.journal import Journal, Waiter
+from edge_agent.service.journalreplies import Answer, keyed_query, result_query, runs_query
 from edge_agent.service.lifecycle import Lifecycle
 from edge_agent.service.replies import Replies
 from edge_agent.service.reports import skill_entries
 from edge_agent.service.router import RouterSocket, is_auto_routing_id, split_frames
 from edge_agent.service.runqueue import RunQueue, job_for
-from edge_agent.service.worker import interrupted_result
 
-# The serving loop's log lines keep the logger name they had before the loop was split up.
-log = logging.getLogger("edge_agent.service.server")
+log = logging.getLogger(__name__)
 
 MAX_FRAMES_PER_WAKE = 256
 
@@ -62,6 +66,7 @@ class RequestHandler:
         registry: Registry,
         workflows: dict[str, Workflow],
         status: Callable[[str, list[bytes]], Mapping[str, Any]],
+        journal: Journal,
     ) -> None:
         self._router = router
         self._replies = replies
@@ -71,12 +76,15 @@ class RequestHandler:
         self._registry = registry
         self._workflows = workflows
         self._status_reply = status
+        self._journal = journal
         self.counts: collections.Counter[str] = collections.Counter()
         self.handlers: dict[str, Handler] = {
             "run": self.run,
             "status": self.status,
             "skills": self.skills,
             "cancel": self.cancel,
+            "result": self.result,
+            "runs": self.runs,
         }
         if self.handlers.keys() != PROTOCOL.keys():
             raise RuntimeError("every op of the protocol needs exactly one handler")
@@ -91,14 +99,14 @@ class RequestHandler:
                 return
             self.counts["frames"] += 1
             try:
-                self.handle(frames)
+                self.answer(frames)
             except Exception:
                 log.exception("request handling failed")
                 envelope = split_frames(frames)[0]
                 reply = ErrorReply(id=None, code="internal", message="the daemon hit a bug")
                 self._replies.send(envelope, reply)
 
-    def handle(self, frames: list[bytes]) -> None:
+    def answer(self, frames: list[bytes]) -> None:
         envelope, payloads, req_shape = split_frames(frames)
         if not is_auto_routing_id(envelope[0]):
             # Another peer could choose the same routing id once this one leaves, and be sent
@@ -156,6 +164,23 @@ class RequestHandler:
     def run(self, envelope: list[bytes], request: RunRequest, req_shape: bool) -> None:
         # A REQ client gets exactly one reply, so it never streams.
         stream = request.stream and not req_shape
+        connection = self._router.connections.connection(self._router.last_fd)
+        if self._lifecycle.stopping:
+            self._replies.fail(envelope, request.id, "shutting_down", "the daemon is shutting down")
+            return
+        earlier = None if request.key is None else self._journal.run_for_key(request.key)
+        if earlier is not None:
+            self._answer_from(earlier, envelope, request, stream, connection)
+            return
+        self._queue(envelope, request, stream, connection)
+
+    def _queue(
+        self,
+        envelope: list[bytes],
+        request: RunRequest,
+        stream: bool,
+        connection: tuple[int, int],
+    ) -> None:
         if self._lifecycle.stopping:
             self._replies.fail(envelope, request.id, "shutting_down", "the daemon is shutting down")
             return
@@ -181,14 +206,70 @@ class RequestHandler:
             self._replies.fail(envelope, request.id, exc.code, exc.message)
             return
         job = job_for(request, envelope, workflow, self._limits, stream=stream)
-        job.connection = self._router.connections.connection(self._router.last_fd)
+        job.connection = connection
         position = self._runs.add(job)
         self.counts["runs_accepted"] += 1
+        self._journal.queued(
+            job.request_id,
+            source="zmq",
+            query=job.query,
+            key=request.key,
+            workflow=request.workflow,
+        )
         if stream:
             accepted = AcceptedReply(
                 id=job.request_id, position=position, max_iterations=job.max_iterations
             )
             self._replies.send(envelope, accepted)
+
+    def _answer_from(
+        self,
+        run_id: str,
+        envelope: list[bytes],
+        request: RunRequest,
+        stream: bool,
+        connection: tuple[int, int],
+    ) -> None:
+        """A ``run`` whose key an earlier run holds gets that run's result, never a second run:
+        at its end if it is still going, else from the journal (a new run only when the journal
+        has no result to give, as after a failed write)."""
+        if self._runs.holds(run_id):
+            self._journal.wait_on(run_id, Waiter(envelope, request.id, connection))
+            return
+
+        def then(payload: bytes | None) -> None:
+            if payload is None:
+                self._queue(envelope, request, stream, connection)
+            else:
+                self._journal.counts["deduplicated"] += 1
+                self._replies.send_packed(envelope, payload, connection)
+
+        self._journal.read(keyed_query(run_id, request.id), then)
+
+    def result(self, envelope: list[bytes], request: ResultRequest, req_shape: bool) -> None:
+        query = result_query(request.target, request.id, self._journal)
+        self._journal_answer(envelope, request.id, query)
+
+    def runs(self, envelope: list[bytes], request: RunsRequest, req_shape: bool) -> None:
+        query = runs_query(request.limit, request.id, self._journal)
+        self._journal_answer(envelope, request.id, query)
+
+    def _journal_answer(
+        self, envelope: list[bytes], request_id: str, query: Callable[[Any], Answer]
+    ) -> None:
+        connection = self._router.connections.connection(self._router.last_fd)
+        if not self._journal.enabled:
+            message = "the run journal is off ([journal] enabled = false)"
+            self._replies.fail(envelope, request_id, "no_journal", message, connection)
+            return
+
+        def then(answer: Answer) -> None:
+            if isinstance(answer, bytes):
+                self._replies.send_packed(envelope, answer, connection)
+            else:
+                self._replies.fail(envelope, request_id, answer[0], answer[1], connection)
+
+        self._journal.read(query, then)
 
     def cancel(self, envelope: list[bytes], request: CancelRequest, req_shape: bool) -> None:
         # Only the connection (ZeroMQ routing id) that sent a run may cancel it; to any other, a
@@ -201,9 +282,9 @@ class RequestHandler:
             was = "queued"
             job.cancelled.set()
             self.counts["runs_cancelled"] += 1
-            self._replies.send_packed(
-                job.envelope, interrupted_result(job, "cancelled"), job.connection
-            )
+            payload = interrupted_result(job, "cancelled")
+            self._journal.finished(job.request_id, payload, outcome="interrupted", answer=None)
+            self._replies.send_packed(job.envelope, payload, job.connection)
         elif (
             running is not None
             and running.request_id == request.target

@@ -12,8 +12,7 @@ import logging
 from edge_agent.protocol.wire import ErrorCode, ErrorReply, Reply, encode
 from edge_agent.service.router import RouterSocket
 
-# The serving loop's log lines keep the logger name they had before the loop was split up.
-log = logging.getLogger("edge_agent.service.server")
+log = logging.getLogger(__name__)
 
 CLIENT_MISTAKES: frozenset[ErrorCode] = frozenset(
     {"bad_request", "too_large", "unsupported_version"}

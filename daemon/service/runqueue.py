@@ -11,7 +11,7 @@ import time
 from edge_agent.agent.workflow import Workflow
 from edge_agent.protocol.wire import RunRequest
 from edge_agent.service.config import DaemonSettings
-from edge_agent.service.worker import Job
+from edge_agent.service.jobs import Job
 
 
 def job_for(

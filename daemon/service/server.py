@@ -27,18 +27,12 @@ from edge_agent.agent.protocol import ModelHandle, full_handle
 from edge_agent.agent.registry import Registry
 from edge_agent.agent.supervision import POLL_S, RunTicket
 from edge_agent.agent.workflow import Soul, Workflow
-from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState
+from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState, ErrorCode
 from edge_agent.service.config import Settings
 from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.replies import Replies
-from edge_agent.service.reports import counter_report, model_info
-from edge_agent.service.router import RouterSocket, WakeUpPipe
-from edge_agent.service.runqueue import RunQueue
-from edge_agent.service.strategy import guidance_for
-from edge_agent.service.systemd import Notifier
-from edge_agent.service.worker import (
+from edge_agent.service.jobs import (
     Finished,
+    Job,
     Loaded,
     LoadFailed,
     Message,
@@ -46,6 +40,14 @@ from edge_agent.service.worker import (
     Send,
     start_job,
 )
+from edge_agent.service.journal import Journal, LoopCall
+from edge_agent.service.lifecycle import Lifecycle
+from edge_agent.service.replies import Replies
+from edge_agent.service.reports import counter_report, model_info
+from edge_agent.service.router import RouterSocket, WakeUpPipe
+from edge_agent.service.runqueue import RunQueue
+from edge_agent.service.strategy import guidance_for
+from edge_agent.service.systemd import Notifier
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,8 @@ class Server:
         self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
+        self._outbox: queue.SimpleQueue[Message | LoopCall] = queue.SimpleQueue()
+        self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
         self.requests = RequestHandler(
             router=self._router,
             replies=self.replies,
@@ -97,8 +101,8 @@ class Server:
             registry=options.registry,
             workflows=options.workflows,
             status=self.status_reply,
+            journal=self.journal,
         )
-        self._outbox: queue.SimpleQueue[Message] = queue.SimpleQueue()
         self._loader = ModelLoader(self._load_agent, self._post)
         self._agent: Agent | None = None
         self._model: ModelHandle | None = None
@@ -125,6 +129,7 @@ class Server:
         self._router.close()
         self._wakeup.close()
         self.options.notifier.close()
+        self.journal.close()
 
     def stop(self) -> None:
         """Begin a graceful shutdown. Safe from any thread and from a signal handler."""
@@ -251,6 +256,7 @@ class Server:
             ],
             "counters": counter_report(self._counts()),
             "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
+            "journal": self.journal.status(),
         }
 
     def status(self) -> dict[str, Any]:
@@ -278,13 +284,7 @@ class Server:
 
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "deadline",
-                "the deadline passed while the run waited in the queue",
-                connection=job.connection,
-            )
+            self._end_run(job, "deadline", "the deadline passed while the run waited in the queue")
 
     def _dispatch(self) -> None:
         agent = self._agent
@@ -293,13 +293,14 @@ class Server:
         job = self.runs.start_next()
         if job is None:
             return
+        self.journal.started(job.request_id)
         try:
             self._ticket = start_job(agent, job, self._post)
         except Exception:
             log.exception("run %s could not start", job.request_id)
             self._post(Finished(job, None, None, "the run could not start"))
 
-    def _post(self, message: Message) -> None:
+    def _post(self, message: Message | LoopCall) -> None:
         """The run thread's only way to the loop."""
         self._outbox.put(message)
         self._wakeup.wake()
@@ -330,6 +331,8 @@ class Server:
                     self._loaded(agent)
                 case LoadFailed(error, config):
                     self._load_failed(error, config=config)
+                case _:
+                    message()  # the journal's answer to a request, on this thread
 
     def _loaded(self, agent: Agent) -> None:
         self._agent = agent
@@ -347,13 +350,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                f"the model failed to load: {error}",
-                connection=job.connection,
-            )
+            self._end_run(job, "internal", f"the model failed to load: {error}")
         self.lifecycle.request_stop()
 
     def _finish(self, message: Finished) -> None:
@@ -363,13 +360,7 @@ class Server:
         self.runs.running = None
         self._ticket = None
         if message.payload is None:
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "internal",
-                f"the run failed inside the daemon: {message.error}",
-                connection=job.connection,
-            )
+            self._end_run(job, "internal", f"the run failed inside the daemon: {message.error}")
         else:
             self.counts["runs_finished"] += 1
             log.info(
@@ -380,9 +371,17 @@ class Server:
                 (time.monotonic() - (job.started or job.received)) * 1000,
             )
             self.counts[f"outcome_{message.outcome}"] += 1
+            self.journal.finished(
+                job.request_id, message.payload, outcome=message.outcome, answer=message.answer
+            )
             self.replies.send_packed(job.envelope, message.payload, job.connection)
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
+
+    def _end_run(self, job: Job, code: ErrorCode, message: str) -> None:
+        """Answer a run that ends without a result with an error; the journal keeps it so."""
+        self.journal.ended(job.request_id, code, message)
+        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
 
     # -- shutdown -----------------------------------------------------------------------------
 
@@ -395,12 +394,8 @@ class Server:
         )
         self.options.notifier.stopping()
         for job in self.runs.drain():
-            self.replies.fail(
-                job.envelope,
-                job.request_id,
-                "shutting_down",
-                "the daemon is shutting down; the run did not start",
-                connection=job.connection,
+            self._end_run(
+                job, "shutting_down", "the daemon is shutting down; the run did not start"
             )
 
     def _finished_shutdown(self, now: float) -> bool:
@@ -418,13 +413,7 @@ class Server:
         interrupted_at = lifecycle.interrupted_at
         if interrupted_at is not None and now - interrupted_at >= INTERRUPT_WAIT_S:
             self.runs.running = None
-            self.replies.fail(
-                running.envelope,
-                running.request_id,
-                "shutting_down",
-                "the daemon shut down before the run returned",
-                connection=running.connection,
-            )
+            self._end_run(running, "shutting_down", "the daemon shut down before the run returned")
             return True
         return False
 

@@ -739,9 +739,9 @@ class PeerStrategy:
 
     def start(self) -> None:
         from llama_cpp import Llama
+        from peer_llama import guard_high_level_llama
 
         from edge_agent.model.embedded import default_model_path
-        from edge_agent.model.runtime import guard_high_level_llama
         from edge_agent.model.sizing import default_threads
 
         guard_high_level_llama()

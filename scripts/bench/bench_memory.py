@@ -52,7 +52,7 @@ import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from bench_memory import memory
 steps = [("interpreter (with this script's zmq client)", memory())]
-import edge_agent.agent, edge_agent.model.llama as llama
+import edge_agent.agent, edge_agent.model.loading as loading
 steps.append(("imports (agent, numpy, llama.cpp bindings)", memory()))
 from edge_agent.model.bindings import llama_cpp as lib
 from edge_agent.model.embedded import default_model_path
@@ -65,7 +65,7 @@ lib.llama_model_free(vocab)
 from edge_agent.model.runtime import trim_heap
 trim_heap()
 steps.append(("(vocabulary freed)", memory()))
-model = llama.load_model(None if {model!r} == "default" else {model!r}, n_ctx={n_ctx})
+model = loading.load_model(None if {model!r} == "default" else {model!r}, n_ctx={n_ctx})
 steps.append(("model, context (KV cache, compute buffer), vocabulary", memory()))
 from edge_agent import Agent
 from edge_agent.skills import register_builtins

@@ -24,8 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from decoders import decoding, measure
+
 from edge_agent import Agent, AgentState, CallSkillAction, FinalAnswerAction, Registry, Usage
-from edge_agent.model.llama import LlamaModel, load_model
+from edge_agent.model.llama import LlamaModel
+from edge_agent.model.loading import load_model
 
 QUERIES = [
     "What is the temperature of the living room sensor?",
@@ -122,9 +125,8 @@ def bench_grammar(model: LlamaModel, agent: Agent) -> float:
             # way of applying it (the whole vocabulary judged at every token).
             cap = (con.generated_tokens or 0) + 1
             unc = usage_of(model.generate(prompt, constrained=False, max_tokens=cap))
-            full = usage_of(
-                model.generate(prompt, action_schema=schema, full_grammar_pass=True, max_tokens=cap)
-            )
+            with decoding(model, full_pass=True):
+                full = usage_of(model.generate(prompt, action_schema=schema, max_tokens=cap))
             if round_ == 0:
                 continue  # the first round warms caches and grammars
             for name, usage in zip(names, (con, unc, full), strict=True):
@@ -148,7 +150,7 @@ ACTION_CAP = 48
 
 def reply_steps(model: LlamaModel, usage: Usage) -> int:
     """Tokens the last reply sampled one model call at a time (forced runs are batched)."""
-    stats = getattr(model, "last_reply", None)
+    stats = measure(model).last
     sampled = getattr(stats, "sampled", None)
     return int(sampled) if sampled is not None else decode_steps(usage)
 
@@ -174,13 +176,13 @@ def bench_actions(model: LlamaModel, agent: Agent) -> dict[str, float]:
                 options: dict[str, Any] = (
                     {"constrained": False, "max_tokens": length}
                     if side == sides[2]
-                    else {"action_schema": schema, "forced_runs": side == sides[0],
-                          "max_tokens": ACTION_CAP}
+                    else {"action_schema": schema, "max_tokens": ACTION_CAP}
                 )
-                started = time.perf_counter()
-                usage = usage_of(model.generate(prompt, **options))
-                elapsed = time.perf_counter() - started
-                stats = model.last_reply
+                with decoding(model, forced_runs=side != sides[1]) as decoder:
+                    started = time.perf_counter()
+                    usage = usage_of(model.generate(prompt, **options))
+                    elapsed = time.perf_counter() - started
+                stats = decoder.last
                 reply_tokens = (usage.generated_tokens or 0) + (stats.lead if stats else 0)
                 if side == sides[0]:
                     length = max(1, reply_tokens)
@@ -223,7 +225,7 @@ def bench_reuse(model: LlamaModel, agent: Agent) -> float:
     def counting(*args: Any, **kwargs: Any) -> Any:
         nonlocal unevaluated
         reply = generate(*args, **kwargs)
-        unevaluated += getattr(model.last_reply, "unevaluated", 0)
+        unevaluated += getattr(measure(model).last, "unevaluated", 0)
         return reply
 
     model.generate = counting  # type: ignore[method-assign]
@@ -239,7 +241,7 @@ def bench_reuse(model: LlamaModel, agent: Agent) -> float:
         new += (after.prompt_tokens or 0) - (before.prompt_tokens or 0) - (
             before.generated_tokens or 0
         )
-    new += unevaluated - getattr(model.last_reply, "unevaluated", 0)
+    new += unevaluated - getattr(measure(model).last, "unevaluated", 0)
     # The same prompts again, each in a fresh context.
     replay = AgentState(query=state.query)
     fresh_evaluated = 0
@@ -321,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     baseline = rss_bytes()
     started = time.perf_counter()
     model = load_model(args.model, n_ctx=args.n_ctx, n_threads=args.threads)
+    measure(model)  # the daemon's decoder, counting what each reply sampled and forced
     agent = Agent(model, bench_registry())
     print(f"model {model.info['name']} ({model.info['architecture']}), n_ctx {model.n_ctx}, "
           f"{model.n_threads} threads, loaded in {time.perf_counter() - started:.2f} s")

@@ -99,7 +99,7 @@ def start_to_ready(model: str, n_ctx: int, cache: Path) -> float:
 def preamble_tokens(model: str, n_ctx: int) -> tuple[int, int]:
     """The daemon's preamble in tokens (built-in skills), and the state file's size in bytes."""
     from edge_agent import Agent, Registry
-    from edge_agent.model.llama import load_model
+    from edge_agent.model.loading import load_model
     from edge_agent.skills import register_builtins
 
     registry = Registry()

@@ -2,11 +2,15 @@
 # Install edge-agent as a systemd service on Debian or Raspberry Pi OS, or remove it again.
 #
 #   sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf
+#   sudo scripts/deploy/install.sh --model ... --mqtt 192.168.1.10   # with the MQTT bridge
 #   sudo scripts/deploy/install.sh --uninstall [--purge]
 #   scripts/deploy/install.sh --dry-run ...        # prints every step, changes nothing, needs no root
 #
-# Running it again is safe: each step checks what is already there and only does what is missing.
-# An existing /etc/edge-agent/config.toml is kept; --model rewrites only its model line.
+# Everything that can be checked (the arguments, the checkout, the model, the Python) is checked
+# before the first change, apt-get and the user included: a run that stops, stops having changed
+# nothing. Running it again is safe: each step checks what is already there and only does what
+# is missing. An existing /etc/edge-agent/config.toml is kept; --model rewrites only its model
+# line, and --mqtt only its [mqtt] host.
 set -euo pipefail
 
 readonly SERVICE=edge-agent
@@ -16,6 +20,9 @@ readonly MODELS_DIR=$PREFIX/models
 readonly CONFIG_DIR=/etc/edge-agent
 readonly CONFIG=$CONFIG_DIR/config.toml
 readonly UNIT_PATH=/etc/systemd/system/$SERVICE.service
+readonly DROPIN_DIR=/etc/systemd/system/$SERVICE.service.d
+# The broker drop-in (docs/mqtt.md): the unit reaches loopback only, this adds the broker.
+readonly MQTT_DROPIN=$DROPIN_DIR/mqtt-broker.conf
 readonly STATE_DIR=/var/lib/$SERVICE
 readonly CACHE_DIR=/var/cache/$SERVICE
 # The client on everyone's PATH.
@@ -28,6 +35,9 @@ readonly SYSTEM_PYTHON=/usr/bin/python3
 
 SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODEL=""
+MQTT_HOST=""
+# The broker's addresses for the drop-in; empty for a broker on loopback, which needs none.
+MQTT_ADDRESSES=""
 DRY_RUN=0
 UNINSTALL=0
 PURGE=0
@@ -36,7 +46,8 @@ ASSUME_YES=0
 
 usage() {
     cat <<EOF
-Usage: $0 [--model PATH|default] [--add-user NAME]... [--source DIR] [--yes] [--dry-run]
+Usage: $0 [--model PATH|default] [--add-user NAME]... [--mqtt HOST]
+          [--source DIR] [--yes] [--dry-run]
        $0 --uninstall [--purge] [--dry-run]
 
 Installs edge-agent under $PREFIX, runs it as the system user $SERVICE from the unit
@@ -46,7 +57,12 @@ $UNIT_PATH, and starts it.
                    embedded Gemma 3 270M. Asked for when omitted on a terminal. Keep the file
                    outside /home, /root and /tmp: the service cannot see those (ProtectHome,
                    PrivateTmp). $MODELS_DIR/ is the place for it.
-  --add-user NAME  lets NAME ask the daemon (adds it to group $SERVICE). Repeatable.
+  --add-user NAME  lets NAME ask the daemon (adds it to group $SERVICE). Repeatable. NAME
+                   must log out and in again before the group counts.
+  --mqtt HOST      turns on the MQTT bridge (docs/mqtt.md) to the broker at HOST, an address or
+                   a name (resolved now): installs the mqtt extra, sets [mqtt] host in the
+                   config and, for a broker beyond loopback, writes the drop-in that lets the
+                   service reach it: $MQTT_DROPIN
   --source DIR     the edge-agent checkout to install (default: $SOURCE_DIR).
   --yes            never ask; --model defaults to 'default'.
   --uninstall      stops and removes the service and the venv; keeps config, state and cache.
@@ -93,6 +109,16 @@ parse_args() {
                 MODEL=${1#--model=}
                 shift
                 ;;
+            --mqtt)
+                [[ $# -ge 2 && -n $2 ]] || die "--mqtt needs the broker's address or name"
+                MQTT_HOST=$2
+                shift 2
+                ;;
+            --mqtt=*)
+                MQTT_HOST=${1#--mqtt=}
+                [[ -n $MQTT_HOST ]] || die "--mqtt needs the broker's address or name"
+                shift
+                ;;
             --add-user)
                 [[ $# -ge 2 ]] || die "--add-user needs a user name"
                 ADD_USERS+=("$2")
@@ -113,6 +139,9 @@ parse_args() {
     done
     if [[ $PURGE -eq 1 && $UNINSTALL -eq 0 ]]; then
         die "--purge only goes with --uninstall"
+    fi
+    if [[ $UNINSTALL -eq 1 && ( -n $MODEL || -n $MQTT_HOST || ${#ADD_USERS[@]} -gt 0 ) ]]; then
+        die "--uninstall takes only --purge and --dry-run"
     fi
 }
 
@@ -177,13 +206,88 @@ check_model() {
     [[ $(head -c 4 "$MODEL") == GGUF ]] || die "$MODEL is not a GGUF file (it does not start with GGUF); download it again"
 }
 
-# Once the user exists: root can read what the service's user may not.
+# Whether everyone may read $1: the file readable by others, every directory above it searchable.
+others_can_read() {
+    local path mode
+    path=$(readlink -f -- "$1") || return 1
+    mode=$(stat -c %a -- "$path") || return 1
+    (( 8#$mode & 4 )) || return 1
+    while [[ $path != / ]]; do
+        path=$(dirname -- "$path")
+        mode=$(stat -c %a -- "$path") || return 1
+        (( 8#$mode & 1 )) || return 1
+    done
+}
+
+# The service's user must be able to read the model: root can read what it may not.
 check_model_access() {
-    if [[ $MODEL == default || ! -r $MODEL ]] || ! getent passwd "$SERVICE" >/dev/null; then
+    if [[ $MODEL == default || ! -r $MODEL ]]; then
         return  # the embedded model, or a dry run (check_model stops a real one without a file)
     fi
-    setpriv --reuid "$SERVICE" --regid "$SERVICE" --clear-groups -- test -r "$MODEL" \
+    local readable
+    if [[ $EUID -eq 0 ]] && getent passwd "$SERVICE" >/dev/null; then
+        setpriv --reuid "$SERVICE" --regid "$SERVICE" --clear-groups -- test -r "$MODEL" \
+            && readable=1 || readable=0
+    else
+        # Not created yet (or no root to become it): a new system user reads what others may.
+        others_can_read "$MODEL" && readable=1 || readable=0
+    fi
+    [[ $readable -eq 1 ]] \
         || die "user $SERVICE cannot read $MODEL; make it readable: chmod 0644 the file and 0755 its directories"
+}
+
+check_source() {
+    [[ -f $SOURCE_DIR/pyproject.toml ]] || die "no edge-agent checkout at $SOURCE_DIR (no pyproject.toml)"
+    [[ -f $SOURCE_DIR/systemd/$SERVICE.service && -f $SOURCE_DIR/systemd/config.example.toml ]] \
+        || die "the checkout at $SOURCE_DIR lacks systemd/$SERVICE.service or systemd/config.example.toml"
+}
+
+# The venv's Python must be as new as pyproject.toml's requires-python.
+check_python() {
+    local wanted major minor
+    wanted=$(sed -n -E 's/^requires-python = ">=([0-9]+)\.([0-9]+)"$/\1 \2/p' "$SOURCE_DIR/pyproject.toml")
+    read -r major minor <<<"$wanted"
+    [[ -n $major && -n $minor ]] || die "cannot read requires-python from $SOURCE_DIR/pyproject.toml"
+    if [[ ! -x $SYSTEM_PYTHON ]]; then
+        printf '! %s is missing; apt-get installs python3 below (Python %s.%s or newer is needed)\n' \
+            "$SYSTEM_PYTHON" "$major" "$minor"
+        return
+    fi
+    "$SYSTEM_PYTHON" -c "import sys; sys.exit(sys.version_info < ($major, $minor))" \
+        || die "$SYSTEM_PYTHON is older than Python $major.$minor, which edge-agent needs (Debian 12 or Raspberry Pi OS Bookworm have 3.11)"
+}
+
+# --mqtt HOST: a plain host name or address, and the addresses the drop-in must allow.
+check_mqtt() {
+    if [[ -z $MQTT_HOST ]]; then
+        return
+    fi
+    [[ ${#MQTT_HOST} -le 253 && $MQTT_HOST =~ ^[A-Za-z0-9][A-Za-z0-9.:-]*$ ]] \
+        || die "--mqtt takes the broker's address or host name (no port, no scheme), got: $MQTT_HOST"
+    local addresses
+    if [[ $MQTT_HOST =~ ^[0-9.]+$ || $MQTT_HOST == *:* ]]; then
+        addresses=$MQTT_HOST
+    else
+        addresses=$(getent ahosts "$MQTT_HOST" | awk '{print $1}' | sort -u | tr '\n' ' ') || true
+        addresses=${addresses% }
+        [[ -n $addresses ]] \
+            || die "cannot resolve the broker $MQTT_HOST; pass its address instead (--mqtt 192.168.1.10)"
+    fi
+    local address
+    for address in $addresses; do
+        case $address in
+            127.* | ::1) ;;
+            *) MQTT_ADDRESSES="$MQTT_ADDRESSES $address" ;;
+        esac
+    done
+    MQTT_ADDRESSES=${MQTT_ADDRESSES# }
+}
+
+# A config a reinstall keeps must still take the new model path.
+check_config() {
+    [[ -f $CONFIG && -n $MODEL_GIVEN ]] || return 0
+    sed -n -E '/^\[model\]/,/^\[/ p' "$CONFIG" | grep -qE '^path *= *"' \
+        || die "$CONFIG has no [model] path line to set; add: path = \"$MODEL\" under [model]"
 }
 
 install_packages() {
@@ -223,8 +327,19 @@ create_user() {
     done
 }
 
+# The extras the venv needs: the embedded model, and the MQTT bridge for --mqtt or a config
+# that already has an [mqtt] section.
+extras() {
+    local wanted=()
+    [[ $MODEL == default ]] && wanted+=(default-model)
+    if [[ -n $MQTT_HOST ]] || { [[ -f $CONFIG ]] && grep -q '^\[mqtt\]' "$CONFIG"; }; then
+        wanted+=(mqtt)
+    fi
+    local IFS=,
+    [[ ${#wanted[@]} -eq 0 ]] || printf '[%s]' "${wanted[*]}"
+}
+
 install_venv() {
-    [[ -f $SOURCE_DIR/pyproject.toml ]] || die "no edge-agent checkout at $SOURCE_DIR"
     step install -d -m 0755 -o root -g root "$PREFIX" "$MODELS_DIR"
     if [[ -x $VENV/bin/python ]]; then
         skip "venv $VENV exists"
@@ -232,10 +347,8 @@ install_venv() {
         step "$SYSTEM_PYTHON" -m venv "$VENV"
     fi
     step "$VENV/bin/python" -m pip install --quiet --upgrade "pip>=24" "setuptools>=77"
-    local target=$SOURCE_DIR
-    if [[ $MODEL == default ]]; then
-        target="${SOURCE_DIR}[default-model]"
-    fi
+    local target
+    target=$SOURCE_DIR$(extras)
     # A regular (non-editable) install: the service must not depend on the checkout staying put.
     # The first install compiles llama.cpp from source: expect it to take a while on a Pi.
     step "$VENV/bin/python" -m pip install --quiet --upgrade "$target"
@@ -250,20 +363,49 @@ set_model_path() {
     fi
 }
 
+# Turns the bridge on: [mqtt] host = "$MQTT_HOST", in the section if there is one, else a new one.
+set_mqtt_host() {
+    if [[ -f $CONFIG ]] && grep -q '^\[mqtt\]' "$CONFIG"; then
+        if sed -n -E '/^\[mqtt\]/,/^\[/ p' "$CONFIG" | grep -qE '^host *='; then
+            step sed -i -E "/^\[mqtt\]/,/^\[/ s|^host *=.*|host = \"$MQTT_HOST\"|" "$CONFIG"
+        else
+            step sed -i -E "/^\[mqtt\]/ a host = \"$MQTT_HOST\"" "$CONFIG"
+        fi
+    else
+        step sed -i -E "\$ a # The MQTT bridge (docs/mqtt.md), turned on by install.sh --mqtt.\\n[mqtt]\\nhost = \"$MQTT_HOST\"" "$CONFIG"
+    fi
+}
+
 install_config() {
     local example=$SOURCE_DIR/systemd/config.example.toml
     step install -d -m 0755 -o root -g root "$CONFIG_DIR"
     if [[ -f $CONFIG ]]; then
         if [[ -n $MODEL_GIVEN ]]; then
             set_model_path
-        else
+        elif [[ -z $MQTT_HOST ]]; then
             skip "$CONFIG exists; kept as it is"
         fi
+    else
+        step install -m 0644 -o root -g root "$example" "$CONFIG"
+        set_model_path
+    fi
+    if [[ -n $MQTT_HOST ]]; then
+        set_mqtt_host
+    fi
+}
+
+# The drop-in that lets the service reach a broker beyond loopback, as docs/mqtt.md installs it.
+install_mqtt_dropin() {
+    if [[ -z $MQTT_HOST ]]; then
         return
     fi
-    [[ -f $example ]] || die "missing $example"
-    step install -m 0644 -o root -g root "$example" "$CONFIG"
-    set_model_path
+    if [[ -z $MQTT_ADDRESSES ]]; then
+        skip "the broker $MQTT_HOST is on loopback, which the unit allows: no drop-in needed"
+        return
+    fi
+    step install -d -m 0755 -o root -g root "$DROPIN_DIR"
+    step install -m 0644 -o root -g root "$SOURCE_DIR/systemd/$SERVICE.service.d/mqtt-broker.conf" "$MQTT_DROPIN"
+    step sed -i -E "s|^IPAddressAllow=.*|IPAddressAllow=$MQTT_ADDRESSES|" "$MQTT_DROPIN"
 }
 
 install_unit() {
@@ -304,6 +446,9 @@ uninstall() {
         return
     fi
     step rm -rf "$CONFIG_DIR" "$STATE_DIR" "$CACHE_DIR" "$MODELS_DIR"
+    if [[ -d $DROPIN_DIR ]]; then
+        step rm -rf "$DROPIN_DIR"
+    fi
     if [[ -d $PREFIX ]]; then
         step rmdir --ignore-fail-on-non-empty "$PREFIX"
     fi
@@ -330,14 +475,20 @@ main() {
         uninstall
         return
     fi
+    # Checks first: nothing below them changes anything until all have passed.
     check_users
+    check_source
     choose_model
     check_model
+    check_model_access
+    check_python
+    check_mqtt
+    check_config
     install_packages
     create_user
-    check_model_access
     install_venv
     install_config
+    install_mqtt_dropin
     install_unit
 }
 

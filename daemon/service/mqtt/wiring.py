@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import TYPE_CHECKING, Any
 
 from edge_agent.agent.registry import Registry
-from edge_agent.service.config import ConfigError
+from edge_agent.service.config import ConfigError, Settings
 from edge_agent.service.mqtt.settings import MqttSettings, read_password
 
 if TYPE_CHECKING:
@@ -26,15 +27,15 @@ def bridge_endpoint(bound: list[str]) -> str:
     raise ConfigError("mqtt: the daemon has no endpoint the bridge can connect to")
 
 
-def mqtt_settings(settings: Any) -> MqttSettings | None:
+def mqtt_settings(settings: Settings) -> MqttSettings | None:
     """The ``[mqtt]`` section when it is present and enabled."""
-    section = getattr(settings, "mqtt", None)
-    if isinstance(section, MqttSettings) and section.enabled:
+    section = settings.mqtt
+    if section is not None and section.enabled:
         return section
     return None
 
 
-def make_bridge(settings: Any, registry: Registry) -> MqttBridge | None:
+def make_bridge(settings: Settings, registry: Registry) -> MqttBridge | None:
     """The bridge the config asks for (None when ``[mqtt]`` is absent or off), ready to
     :meth:`~MqttBridge.start` once the daemon is bound; ConfigError for what it cannot do."""
     section = mqtt_settings(settings)
@@ -67,7 +68,7 @@ EXIT_CONFIG = 78
 """The exit code ``edge-agent`` gives a config error (see edge_agent.cli)."""
 
 
-def discovery_preview(settings: Any) -> dict[str, Any]:
+def discovery_preview(settings: Settings) -> dict[str, Any]:
     """Every retained discovery config the config's node would publish now, by topic."""
     from edge_agent.protocol.mqttwire import Topics  # noqa: PLC0415
     from edge_agent.service.assembly import load_skills  # noqa: PLC0415
@@ -77,7 +78,7 @@ def discovery_preview(settings: Any) -> dict[str, Any]:
         package_version,
     )
 
-    section = getattr(settings, "mqtt", None) or MqttSettings()
+    section = settings.mqtt or MqttSettings()
     registry = Registry()
     load_skills(registry, settings)
     discovery = Discovery(
@@ -90,7 +91,7 @@ def discovery_preview(settings: Any) -> dict[str, Any]:
     return discovery.configs(collect_readings(registry))
 
 
-def ha_discovery_command(args: Any) -> int:
+def ha_discovery_command(args: argparse.Namespace) -> int:
     """``edge-agent ha-discovery --print [--config FILE]``: the configs, as one JSON object."""
     import json  # noqa: PLC0415
     import logging  # noqa: PLC0415

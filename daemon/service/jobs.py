@@ -82,6 +82,7 @@ class Finished:
     payload: bytes | None
     outcome: str | None
     error: str | None = None
+    answer: str | None = None
 
 
 Message = Loaded | LoadFailed | Send | Finished
@@ -105,6 +106,7 @@ def run_result(
         "outcome": state.outcome,
         "answer": state.final_answer,
         "state": STATE_ADAPTER.dump_python(state, mode="json"),
+        "run_id": job.request_id,
     }
 
 
@@ -164,7 +166,7 @@ def start_job(agent: Agent, job: Job, post: Callable[[Message], None]) -> RunTic
                 reply = run_result(
                     job, state, queued_s=started - job.received, run_s=time.monotonic() - started
                 )
-                post(Finished(job, encode(reply), state.outcome))
+                post(Finished(job, encode(reply), state.outcome, answer=state.final_answer))
                 return
             except Exception as exc:  # noqa: BLE001 - logged below and answered `internal`
                 error = exc

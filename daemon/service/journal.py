@@ -1,0 +1,369 @@
+"""The run journal: every run the daemon accepts, kept in SQLite (journalstore) by its own thread.
+
+The serving loop tells the journal what happens to each run (:meth:`Journal.queued`,
+:meth:`Journal.started`, :meth:`Journal.finished`, :meth:`Journal.ended`); each call only puts a
+task on the journal thread's queue, so the loop never waits on the disk. A write that fails
+(disk full, read-only) never fails the run: the journal is ``degraded`` in ``status``, the log
+says why once, and the next write that works clears it.
+
+The journal also holds, in memory, which run each idempotency key belongs to (bounded like the
+file: a key goes when its run is pruned), and the requests waiting on a keyed run that is still
+going: they are answered from the run's own final reply, not from the disk.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import msgpack
+
+from edge_agent.protocol.framing import unpack_frame
+from edge_agent.protocol.wire import ErrorCode, ErrorReply, encode
+from edge_agent.service.config import JournalSettings
+from edge_agent.service.journalstore import JournalStore, JournalUnavailable
+from edge_agent.service.journaltasks import Tasks, Write
+
+log = logging.getLogger(__name__)
+
+FILE_NAME: Final = "journal.sqlite3"
+PRUNE_EVERY_S: Final = 600.0
+"""keep_days is enforced this often (and at start); keep_runs on every write that passes it."""
+REOPEN_EVERY_S: Final = 30.0
+"""A journal that could not be opened is tried again at most this often, when a write comes."""
+
+T = TypeVar("T")
+LoopCall = Callable[[], None]
+Send = Callable[[list[bytes], bytes, "tuple[int, int] | None"], None]
+
+
+def default_path(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
+    """``$STATE_DIRECTORY/journal.sqlite3`` under systemd, else ``$XDG_STATE_HOME/edge-agent/``
+    (``~/.local/state/edge-agent/``)."""
+    state_directory = environ.get("STATE_DIRECTORY", "").split(":")[0]
+    if state_directory:
+        return Path(state_directory) / FILE_NAME
+    xdg = environ.get("XDG_STATE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "edge-agent" / FILE_NAME
+
+
+@dataclasses.dataclass(frozen=True)
+class Waiter:
+    """A keyed ``run`` request answered by another run's final reply."""
+
+    envelope: list[bytes]
+    request_id: str
+    connection: tuple[int, int] | None
+
+
+class Journal:
+    """The journal of one daemon. ``post`` puts a call on the serving loop's thread (any thread
+    may call it); ``send`` (called there) sends a packed reply on a connection."""
+
+    def __init__(
+        self,
+        settings: JournalSettings,
+        *,
+        post: Callable[[LoopCall], None],
+        send: Send,
+        path: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self.enabled = settings.enabled
+        self.path = path or (Path(settings.path) if settings.path else default_path())
+        self._post = post
+        self._send = send
+        self._tasks = Tasks()
+        self._keys: dict[str, str] = {}
+        self._keys_lock = threading.Lock()
+        self._waiters: dict[str, list[Waiter]] = {}
+        """Loop thread only: run id -> the keyed requests waiting on it."""
+        self._live_keys: dict[str, str] = {}
+        """Loop thread only: run id -> key, for the keyed runs still queued or running."""
+        self._started: dict[str, float] = {}
+        """Run id -> when it started, while it runs (set on the loop's thread, read on the
+        journal's): a start is not written on its own, its end writes it."""
+        self._store: JournalStore | None = None
+        self._next_open = 0.0
+        self._next_prune = 0.0
+        self._rows = 0
+        self.problem: str | None = None
+        """Why the journal is degraded, or None."""
+        self.counts: collections.Counter[str] = collections.Counter()
+        """``writes``, ``write_errors``, ``recovered``, ``pruned``, ``deduplicated``."""
+        self._thread: threading.Thread | None = None
+        if self.enabled:
+            self._open()  # here, not on the thread: the keys must be known before any request
+            self._thread = threading.Thread(target=self._work, name="edge-agent-journal")
+            self._thread.daemon = True
+            self._thread.start()
+
+    # -- the serving loop's side (each call only queues work) ---------------------------------
+
+    def queued(
+        self,
+        run_id: str,
+        *,
+        source: str,
+        query: str,
+        key: str | None = None,
+        workflow: str | None = None,
+    ) -> None:
+        """A run was accepted, from ``source`` (``zmq``, ``mqtt``, ``trigger:NAME``...)."""
+        if not self.enabled:
+            return
+        if key is not None:
+            with self._keys_lock:
+                self._keys[key] = run_id
+            self._live_keys[run_id] = key
+        row = {
+            "id": run_id,
+            "source": source,
+            "key": key,
+            "query": query,
+            "workflow": workflow,
+            "queued_at": time.time(),
+        }
+        self._tasks.write(Write(lambda store: self._insert(store, row)))
+
+    def started(self, run_id: str) -> None:
+        if self.enabled:
+            self._started[run_id] = time.time()
+
+    def started_at(self, run_id: str) -> float | None:
+        """When ``run_id`` started, while it runs (any thread)."""
+        return self._started.get(run_id)
+
+    def finished(
+        self, run_id: str, payload: bytes, *, outcome: str | None, answer: str | None
+    ) -> None:
+        """The run's final ``result`` reply, as packed and sent: it is kept as it is."""
+        self._live_keys.pop(run_id, None)
+        self._answer_waiters(run_id, payload)
+        if self.enabled:
+            fields = {
+                "state": "done",
+                "outcome": outcome,
+                "answer": answer,
+                "result": payload,
+                "started_at": self._started.pop(run_id, None),
+                "finished_at": time.time(),
+            }
+            self._tasks.write(Write(lambda store: store.finished(run_id, fields)))
+
+    def ended(self, run_id: str, code: ErrorCode, message: str) -> None:
+        """The run ended without a result, answered with the error ``code`` (``internal``,
+        ``deadline`` in the queue, ``shutting_down``): kept as ``interrupted``, ``code`` its
+        reason. Its key is let go: a new run may take it."""
+        key = self._live_keys.pop(run_id, None)
+        if key is not None:
+            with self._keys_lock:
+                if self._keys.get(key) == run_id:
+                    del self._keys[key]
+        if run_id in self._waiters:
+            self._answer_waiters(run_id, encode(ErrorReply(id=None, code=code, message=message)))
+        if self.enabled:
+            fields = {
+                "state": "interrupted",
+                "outcome": "interrupted",
+                "reason": code,
+                "started_at": self._started.pop(run_id, None),
+                "finished_at": time.time(),
+            }
+            self._tasks.write(Write(lambda store: store.finished(run_id, fields)))
+
+    def run_for_key(self, key: str) -> str | None:
+        """The retained run that holds ``key``, if any."""
+        with self._keys_lock:
+            return self._keys.get(key)
+
+    def wait_on(self, run_id: str, waiter: Waiter) -> None:
+        """Answer ``waiter`` with the final reply of ``run_id`` (still queued or running)."""
+        self.counts["deduplicated"] += 1
+        self._waiters.setdefault(run_id, []).append(waiter)
+
+    def read(self, query: Callable[[JournalStore | None], T], then: Callable[[T], None]) -> None:
+        """Run ``query`` on the journal's thread (with None when there is no usable file), then
+        ``then`` with its value on the loop's thread, after every write queued before it."""
+
+        def task() -> None:
+            store = self._usable_store()
+            try:
+                value = query(store)
+            except sqlite3.Error as exc:
+                self._degrade(f"a read failed: {exc}")
+                value = query(None)
+            self._post(lambda: then(value))
+
+        if not self.enabled:
+            value = query(None)
+            then(value)
+            return
+        self._tasks.call(task)
+
+    def status(self) -> dict[str, Any]:
+        """The ``journal`` map of ``status`` (any thread)."""
+        state = "off" if not self.enabled else ("degraded" if self.problem else "ok")
+        return {
+            "state": state,
+            "path": str(self.path) if self.enabled else None,
+            "runs": self._rows,
+            "problem": self.problem,
+            "keep_runs": self.settings.keep_runs,
+            "keep_days": self.settings.keep_days,
+            "counters": dict(self.counts),
+        }
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every task queued so far is done (tests, benchmarks, shutdown)."""
+        if not self.enabled:
+            return True
+        done = threading.Event()
+        self._tasks.call(done.set)
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self._thread is None:
+            return
+        self._tasks.call(None)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("journal: writes still pending after %.0f s at shutdown", timeout)
+            return
+        self._thread = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def _answer_waiters(self, run_id: str, payload: bytes) -> None:
+        waiters = self._waiters.pop(run_id, None)
+        if not waiters:
+            return
+        reply = unpack_frame(payload)
+        for waiter in waiters:
+            reply["id"] = waiter.request_id
+            packed = msgpack.packb(reply, use_bin_type=True, datetime=False)
+            self._send(waiter.envelope, packed, waiter.connection)
+
+    # -- the journal's thread -----------------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            tasks = self._tasks.take()
+            writes: list[Write] = []
+            for task in tasks:
+                if isinstance(task, Write):
+                    writes.append(task)
+                    continue
+                self._write(writes)
+                writes = []
+                if task is None:
+                    return
+                try:
+                    task()
+                except Exception:
+                    log.exception("journal: a task failed")
+            self._write(writes)
+
+    def _open(self) -> None:
+        self._next_open = time.monotonic() + REOPEN_EVERY_S
+        try:
+            store = JournalStore(self.path)
+            recovered = store.recover(time.time())
+            keys = store.keys()
+            self._rows = store.count()
+        except (JournalUnavailable, sqlite3.Error) as exc:
+            self._degrade(f"cannot open the journal: {exc}")
+            return
+        self._store = store
+        with self._keys_lock:
+            self._keys.update(keys)
+        if recovered:
+            self.counts["recovered"] += recovered
+            log.warning(
+                "journal: %d runs left queued or running by a daemon that stopped are marked "
+                "interrupted (daemon_restart)",
+                recovered,
+            )
+        log.info("journal: %s (%d runs kept)", self.path, self._rows)
+        self._recovered()
+        self._prune(force=True)
+
+    def _usable_store(self) -> JournalStore | None:
+        if self._store is None and time.monotonic() >= self._next_open:
+            self._open()
+        return self._store
+
+    def _write(self, writes: list[Write]) -> None:
+        if not writes:
+            return
+        store = self._usable_store()
+        if store is None:
+            self.counts["write_errors"] += len(writes)
+            return
+        try:
+            with store.batch():
+                for write in writes:
+                    write.apply(store)
+        except sqlite3.Error as exc:
+            self.counts["write_errors"] += len(writes)
+            self._degrade(f"a write failed: {exc}")
+            return
+        self.counts["writes"] += len(writes)
+        self._recovered()
+        self._prune()
+
+    def _insert(self, store: JournalStore, row: dict[str, Any]) -> None:
+        store.queued(row)
+        self._rows += 1
+
+    def _prune(self, *, force: bool = False) -> None:
+        store = self._store
+        if store is None:
+            return
+        now = time.monotonic()
+        over = self._rows > self.settings.keep_runs
+        if not (force or over or now >= self._next_prune):
+            return
+        self._next_prune = now + PRUNE_EVERY_S
+        # Past keep_runs, prune a tenth below it, so a full journal is not pruned on every write.
+        keep = self.settings.keep_runs
+        if over:
+            keep = max(1, keep - keep // 10)
+        try:
+            gone = store.prune(
+                keep_runs=keep, older_than=time.time() - self.settings.keep_days * 86400
+            )
+            self._rows = store.count()
+            store.checkpoint()
+        except sqlite3.Error as exc:
+            self._degrade(f"pruning failed: {exc}")
+            return
+        if gone:
+            self.counts["pruned"] += len(gone)
+            with self._keys_lock:
+                for run_id, key in gone:
+                    if self._keys.get(key) == run_id:
+                        del self._keys[key]
+
+    def _degrade(self, problem: str) -> None:
+        if self.problem is None:
+            log.error("journal degraded, runs go on unrecorded: %s", problem)
+        self.problem = problem
+
+    def _recovered(self) -> None:
+        if self.problem is not None:
+            log.warning("journal: writes work again (was: %s)", self.problem)
+            self.problem = None
+
+
+__all__ = ["FILE_NAME", "Journal", "Waiter", "default_path"]

@@ -1,0 +1,46 @@
+"""The seam to the run journal: an MQTT ask asked twice is run once.
+
+MQTT delivers a QoS 1 ask at least once, and a requester that did not hear back may publish the
+same ask again. The wire's ``run`` takes an optional ``key`` for that (the journal): runs with one
+key are run once. The bridge derives the key from what identifies the ask to its requester, its
+Correlation Data (MQTT v5) or its ``id`` (3.1.1), scoped by its reply topic, so two requesters
+that happen to pick the same correlation never share a run.
+
+Until the wire's ``RunRequest`` has a ``key`` field, :func:`with_journal_key` adds nothing: a
+daemon without the journal would refuse the field as unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from edge_agent.protocol.wire import RunRequest
+
+KEY_PREFIX = "mqtt-"
+
+
+def journal_key(reply_to: str | None, request_id: Any, correlation: bytes | None) -> str | None:
+    """The run's key: the same for the same ask again, None for an ask nothing identifies."""
+    if reply_to is None or (correlation is None and request_id is None):
+        return None
+    ask = correlation if correlation is not None else repr(request_id).encode("utf-8")
+    digest = hashlib.sha256(reply_to.encode("utf-8") + b"\0" + ask).hexdigest()
+    return KEY_PREFIX + digest[:40]
+
+
+def wire_takes_a_key() -> bool:
+    return "key" in RunRequest.model_fields
+
+
+def with_journal_key(
+    fields: dict[str, Any], reply_to: str | None, request_id: Any, correlation: bytes | None
+) -> dict[str, Any]:
+    """A run's fields with its journal ``key`` when the wire takes one (and the ask set none)."""
+    key = journal_key(reply_to, request_id, correlation)
+    if key is None or "key" in fields or not wire_takes_a_key():
+        return fields
+    return {**fields, "key": key}
+
+
+__all__ = ["journal_key", "wire_takes_a_key", "with_journal_key"]

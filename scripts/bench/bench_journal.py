@@ -1,0 +1,184 @@
+"""What the run journal costs: a mock run's round trip with the journal on and off, and its size.
+
+Two daemons run side by side as processes, identical but for ``[journal] enabled``, each with the
+same scripted mock model (a skill call, then an answer), so the model costs nothing and what is
+left is the daemon's own work per run. The two are timed in interleaved rounds (which goes first
+alternates); the ratio is the median of the rounds' ratios, so a round that the machine's load
+slowed is slow on both sides. Then the
+journal's file is measured after the runs: bytes per 1,000 runs, the WAL folded back in.
+
+Budgets (issue 21): the round trip with the journal at most 1.1x, and under 1 ms more, than
+without. Exits 1 when one is missed.
+
+    .venv/bin/python scripts/bench/bench_journal.py [--rounds 20] [--runs 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from edge_agent.client.zmqclient import Client, DaemonError
+
+SCRIPT = [
+    '{"skill_name": "add", "arguments": {"a": 2, "b": 3}}',
+    '{"final_answer": "2 + 3 = 5"}',
+]
+QUERY = "What is 2 + 3?"
+RATIO_GOAL = 1.1
+EXTRA_MS_GOAL = 1.0
+PLUGIN = (
+    "def register(registry):\n"
+    "    @registry.skill(timeout=None)\n"
+    "    def add(a: int, b: int) -> int:\n"
+    '        """Add two integers."""\n'
+    "        return a + b\n"
+)
+
+
+def start(workdir: Path, name: str, journal: bool) -> tuple[subprocess.Popen[bytes], str, Path]:
+    mock = workdir / "mock.json"
+    plugins = workdir / "plugins"
+    if not plugins.exists():
+        mock.write_text(json.dumps(SCRIPT))
+        plugins.mkdir()
+        (plugins / "bench_add.py").write_text(PLUGIN)
+    path = workdir / f"{name}.sqlite3"
+    config = workdir / f"{name}.toml"
+    config.write_text(
+        "[skills]\nbuiltins = false\nentry_points = false\n"
+        f"directories = [{json.dumps(str(plugins))}]\n"
+        f"[journal]\nenabled = {'true' if journal else 'false'}\npath = {json.dumps(str(path))}\n"
+    )
+    endpoint = f"ipc://{workdir}/{name}.sock"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edge_agent.cli",
+            "serve",
+            "--config",
+            str(config),
+            "--model",
+            f"mock:{mock}",
+            "--endpoint",
+            endpoint,
+            "--log-level",
+            "WARNING",
+        ],
+    )
+    with Client(endpoint, timeout=2.0, retries=0) as client:
+        until = time.monotonic() + 60
+        while time.monotonic() < until:
+            try:
+                if client.status().get("state") == "ready":
+                    break
+            except DaemonError:  # not up yet: asked again
+                time.sleep(0.1)
+        else:
+            raise TimeoutError(f"the {name} daemon did not get ready")
+    return process, endpoint, path
+
+
+def round_trips(client: Client, count: int) -> list[float]:
+    samples = []
+    for _ in range(count):
+        begun = time.perf_counter()
+        reply = client.run(QUERY, timeout=30.0)
+        samples.append(time.perf_counter() - begun)
+        if reply.get("answer") != "2 + 3 = 5":
+            raise RuntimeError(f"unexpected reply: {reply}")
+    return samples
+
+
+def file_bytes(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+    return int(pages * size)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=50, help="runs per round and side")
+    parser.add_argument("--size-runs", type=int, default=1000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        on, on_endpoint, on_path = start(workdir, "on", journal=True)
+        off, off_endpoint, _ = start(workdir, "off", journal=False)
+        try:
+            results = measure(args, on_endpoint, off_endpoint, on_path)
+        finally:
+            for process in (on, off):
+                process.send_signal(signal.SIGTERM)
+            for process in (on, off):
+                process.wait(30)
+    return report(results)
+
+
+def measure(
+    args: argparse.Namespace, on_endpoint: str, off_endpoint: str, on_path: Path
+) -> dict[str, Any]:
+    medians: dict[str, list[float]] = {"on": [], "off": []}
+    with Client(on_endpoint, timeout=30) as on, Client(off_endpoint, timeout=30) as off:
+        clients = {"on": on, "off": off}
+        for client in clients.values():
+            round_trips(client, 20)  # warm both up
+        for number in range(args.rounds):
+            order = ("on", "off") if number % 2 == 0 else ("off", "on")
+            for name in order:
+                medians[name].append(statistics.median(round_trips(clients[name], args.runs)))
+        before = file_bytes(on_path)
+        runs_before = on.request("status")["journal"]["runs"]
+        round_trips(on, args.size_runs)
+        time.sleep(0.5)  # the journal's thread writes the last runs
+        after = file_bytes(on_path)
+        runs_after = on.request("status")["journal"]["runs"]
+    added = max(1, runs_after - runs_before)
+    pairs = list(zip(medians["on"], medians["off"], strict=True))
+    return {
+        "on_ms": statistics.median(medians["on"]) * 1000,
+        "off_ms": statistics.median(medians["off"]) * 1000,
+        # Paired by round: a round that the machine's load slowed is slow on both sides.
+        "ratio": statistics.median(on / off for on, off in pairs),
+        "extra_ms": statistics.median(on - off for on, off in pairs) * 1000,
+        "bytes_per_1000": (after - before) * 1000 / added,
+        "file_bytes": after,
+        "runs_kept": runs_after,
+    }
+
+
+def report(results: dict[str, Any]) -> int:
+    on_ms, off_ms = results["on_ms"], results["off_ms"]
+    ratio, extra = results["ratio"], results["extra_ms"]
+    print(f"mock run round trip, journal off: {off_ms:.3f} ms (median of round medians)")
+    print(f"mock run round trip, journal on:  {on_ms:.3f} ms")
+    print(
+        f"ratio on/off (median of the rounds' ratios): {ratio:.3f}x (goal <= {RATIO_GOAL}x);"
+        f" extra: {extra:+.3f} ms (goal < {EXTRA_MS_GOAL} ms)"
+    )
+    print(
+        f"journal size: {results['bytes_per_1000'] / 1024:.0f} KiB per 1,000 runs "
+        f"({results['file_bytes'] / 1024:.0f} KiB for {results['runs_kept']} runs)"
+    )
+    ok = ratio <= RATIO_GOAL and extra < EXTRA_MS_GOAL
+    print("PASS" if ok else "FAIL: the journal costs more than its budget")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""``edge-agent ask --key``, ``result`` and ``runs`` against a real daemon, and a timed-out ask
+that names its run so a script can fetch the result later."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+import zmq
+from daemon_harness import answer, call, write_mock
+
+DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
+EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))
+
+
+def edge_agent(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [EDGE_AGENT, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture
+def journaled(tmp_path: Path, daemon_process: DaemonProcess) -> Iterator[str]:
+    mock = write_mock(tmp_path / "mock.json", [call("clock"), answer("It is noon.")])
+    config = tmp_path / "edge.toml"
+    config.write_text(f"[journal]\npath = '{tmp_path / 'journal.sqlite3'}'\n", encoding="utf-8")
+    endpoint = f"ipc://{tmp_path / 'agent.sock'}"
+    with daemon_process(["--config", str(config), "--model", f"mock:{mock}"], endpoint):
+        yield endpoint
+
+
+def test_ask_with_a_key_runs_once_and_result_and_runs_show_it(journaled: str) -> None:
+    first = edge_agent(
+        "ask", "What time is it?", "--key", "noon-check", "--json", "--endpoint", journaled
+    )
+    assert first.returncode == 0, first.stderr
+    asked = json.loads(first.stdout)
+    assert len(asked["id"]) == 32 and asked["answer"] == "It is noon."
+    again = json.loads(
+        edge_agent(
+            "ask", "What time is it?", "--key", "noon-check", "--json", "--endpoint", journaled
+        ).stdout
+    )
+    assert again["id"] == asked["id"]
+    assert again["answer"] == asked["answer"]
+
+    fetched = edge_agent("result", asked["id"], "--json", "--endpoint", journaled)
+    assert fetched.returncode == 0, fetched.stderr
+    record = json.loads(fetched.stdout)
+    assert record == {
+        **{k: asked[k] for k in asked if k != "timing"},
+        "timing": record["timing"],
+        "state": "done",
+        "reason": None,
+    }
+    assert (
+        edge_agent("result", asked["id"], "--endpoint", journaled).stdout.strip() == "It is noon."
+    )
+    waited = edge_agent("result", asked["id"], "--wait", "5", "--endpoint", journaled)
+    assert waited.returncode == 0
+
+    listed = json.loads(edge_agent("runs", "--json", "--endpoint", journaled).stdout)
+    assert [run["id"] for run in listed] == [asked["id"]]  # one run, not two
+    assert set(listed[0]) == {
+        "id",
+        "source",
+        "state",
+        "outcome",
+        "when",
+        "seconds",
+        "query",
+        "answer",
+    }
+    table = edge_agent("runs", "--limit", "5", "--endpoint", journaled).stdout
+    assert asked["id"] in table and "What time is it?" in table
+
+    missing = edge_agent("result", "no-such-run", "--endpoint", journaled)
+    assert missing.returncode == 1 and "not_found" in missing.stderr
+    for bad in (["runs", "--limit", "0"], ["runs", "--limit", "1000000"], ["result", "x" * 129]):
+        assert edge_agent(*bad, "--endpoint", journaled).returncode == 65, bad
+    assert edge_agent("ask", "hi", "--key", "bad\nkey", "--endpoint", journaled).returncode == 65
+
+
+class StuckDaemon(threading.Thread):
+    """A ROUTER that says ``ready`` to ``status`` and never answers a ``run``: a wedged daemon."""
+
+    def __init__(self, context: zmq.Context[Any], endpoint: str) -> None:
+        super().__init__(daemon=True)
+        self.socket = context.socket(zmq.ROUTER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.bind(endpoint)
+        self.runs: list[dict[str, Any]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            if not self.socket.poll(50):
+                continue
+            routing, frame = self.socket.recv_multipart()
+            request = msgpack.unpackb(frame)
+            if request["op"] == "status":
+                reply = {
+                    "v": 1,
+                    "id": request["id"],
+                    "kind": "result",
+                    "op": "status",
+                    "state": "ready",
+                }
+                self.socket.send_multipart([routing, msgpack.packb(reply)])
+            elif request["op"] == "run":
+                self.runs.append(request)
+        self.socket.close(linger=0)
+
+
+def test_a_timed_out_ask_names_its_run(tmp_path: Path, context: zmq.Context[Any]) -> None:
+    endpoint = f"ipc://{tmp_path / 'stuck.sock'}"
+    stuck = StuckDaemon(context, endpoint)
+    stuck.start()
+    try:
+        late = edge_agent(
+            "ask", "hi", "--timeout", "0.5", "--json", "--key", "k1", "--endpoint", endpoint
+        )
+    finally:
+        stuck.done.set()
+        stuck.join(5)
+    assert late.returncode == 75, late.stderr
+    (sent,) = stuck.runs
+    assert json.loads(late.stdout)["id"] == sent["id"]
+    assert sent["key"] == "k1"
+    assert f"edge-agent result {sent['id']}" in late.stderr
+    assert "--key" in late.stderr

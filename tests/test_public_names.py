@@ -1,0 +1,58 @@
+"""The package's public names: one table (``edge_agent._HOMES``) that the lazy imports and
+``__all__`` come from, and a TYPE_CHECKING block for type checkers that must say the same."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import edge_agent
+
+INIT = Path(__file__).resolve().parents[1] / "daemon" / "__init__.py"
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """name -> module, from the ``if TYPE_CHECKING:`` block of daemon/__init__.py."""
+    found: dict[str, str] = {}
+    for node in ast.parse(INIT.read_text()).body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom) and statement.module is not None
+                for alias in statement.names:
+                    # `X as X` is what tells a type checker that X is exported.
+                    assert alias.asname == alias.name, alias.name
+                    found[alias.name] = statement.module
+    return found
+
+
+def test_the_type_checking_block_names_what_the_table_names() -> None:
+    assert _type_checking_imports() == edge_agent._HOME_OF
+    assert sorted(edge_agent.__all__) == sorted(edge_agent._HOME_OF)
+
+
+@pytest.mark.parametrize("name", sorted(edge_agent._HOME_OF))
+def test_each_public_name_is_the_object_in_its_home(name: str) -> None:
+    home = importlib.import_module(edge_agent._HOME_OF[name])
+    assert getattr(edge_agent, name) is getattr(home, name)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        edge_agent.no_such_name  # noqa: B018
+
+
+def test_a_star_import_gives_every_name_and_importing_loads_none() -> None:
+    code = (
+        "import sys, edge_agent\n"
+        "assert 'pydantic' not in sys.modules and 'edge_agent.agent' not in sys.modules\n"
+        "namespace = {}\n"
+        "exec('from edge_agent import *', namespace)\n"
+        "print(sorted(k for k in namespace if not k.startswith('__')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(sorted(edge_agent.__all__))
