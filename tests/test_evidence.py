@@ -62,6 +62,8 @@ def test_a_bare_number_takes_only_punctuation_or_a_word_of_the_evidence() -> Non
     evidence = copyable([status], "What is the load?")
     assert admits(evidence, "The load average is 0.42.")
     assert admits(evidence, "2367.0 MiB are available, the load is 0.42.")
+    # One sentence: a small model free to go on repeats itself until the token cap.
+    assert not admits(evidence, "The load is 0.42. The load is 0.42.")
     assert not admits(evidence, "The load average is 0.42 milliseconds.")
     assert not admits(evidence, "The load average is 0.420.42.")
 

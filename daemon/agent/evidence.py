@@ -36,10 +36,12 @@ _DIGIT = re.compile(r"[0-9]")
 _WORD = re.compile(r"[A-Za-z]{2,24}")
 _NUMBER_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 
-PLAIN_CHARS = "a-zA-Z ,.;:!?'()/&"
+PLAIN_CHARS = "a-zA-Z ,;:'()/&"
 """What an answer may write between copied values: letters and punctuation, no digit, no sign
-(a ``-`` before a copied 4 would make it -4), nothing that would need a JSON escape."""
-AFTER_NUMBER = (", ", ". ", ";", ":", "!", "?", ")")
+(a ``-`` before a copied 4 would make it -4), nothing that would need a JSON escape, and no
+sentence's end: the answer is one sentence, ending in ``.``, ``!`` or ``?`` or in nothing (a
+small model that may go on repeats its answer until the token cap)."""
+AFTER_NUMBER = (", ", ";", ":", ")")
 """What may follow a copied number that has no unit, besides a word of the evidence (a comma or
 a stop only with a space: "1,000" or "1.5" would make one number of two)."""
 
@@ -192,11 +194,12 @@ def answer_pattern(evidence: Copyable) -> str:
     if ends_in_digit:
         numbers = "(" + "|".join(_literal(v) for v in ends_in_digit) + ")"
         steps.append(numbers + after)
+    end = "([.!?])?"
     if not steps:
-        return f"^{plain}*$"
+        return f"^{plain}*{end}$"
     step = "(" + "|".join(steps) + ")"
-    last = f"({numbers}([.])?)?" if ends_in_digit else ""
-    return f"^{plain}*({step}{plain}*)*{last}$"
+    last = f"({numbers})?" if ends_in_digit else ""
+    return f"^{plain}*({step}{plain}*)*{last}{end}$"
 
 
 def answer_schema(pattern: str) -> dict[str, Any]:
