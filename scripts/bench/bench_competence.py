@@ -1,18 +1,23 @@
 """Does the embedded model answer home questions correctly? Competence of each loop strategy.
 
-52 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
-listing sensors, load, memory, disk, uptime, the clock and date arithmetic, and a few that need two
-skill calls) are asked of a fake Raspberry Pi: a sysfs tree and a /proc the script builds in a
+72 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
+listing sensors, load, memory, disk, uptime, the clock and date arithmetic, conversions,
+comparisons, two-part questions, counts, and questions no skill can answer) are asked of a fake
+Raspberry Pi: a sysfs tree and a /proc the script builds in a
 temporary directory. Disk usage is the real ``statvfs`` of ``/``. Half the questions are ``dev``
 (tune on these), half ``held-out`` (never tune on these; they were written once, before any
 result was seen).
 
-Each answer is scored automatically against values computed when the question is asked: the skill
-functions themselves are called in-process on the same fake tree, and the clock questions use
-``datetime``, so the benchmark works on any day. A number must appear within the rounding the
-answer shows (48.3 matches 48.312; a whole number only where the question allows it); a weekday
-must be named, and no other; a date may be written 2026-12-04, "December 4", "4 December 2026" or
-12/4/2026. An answer that is not ``answered`` is wrong.
+Each answer is scored automatically, and strictly (competence_scoring.py), against values computed
+when the question is asked: the skill functions themselves are called in-process on the same fake
+tree, and the clock questions use ``datetime``, so the benchmark works on any day. One of the
+answer's numbers must be the value within the rounding the answer shows (48.3 matches 48.312; a
+whole number only where the question allows it); a weekday must be named, and no other; a date
+may be written 2026-12-04, "December 4", "4 December 2026" or 12/4/2026; where no skill can answer,
+the answer must say it cannot tell. And it must not be **misleading**: state no number, unit,
+date, weekday or sensor name that is in neither the skill results it saw nor the question nor the
+right value ("41.5 degrees" for a humidity in %RH is misleading, and so wrong). An answer that is
+not ``answered`` is wrong, and not misleading.
 
 Strategies, asked interleaved question by question in the same run:
 
@@ -32,15 +37,18 @@ Per question it records the outcome, answer, whether it was correct, the model c
 turns: skill calls, final answers and unparseable replies), the seconds, and the prompt tokens:
 ``prompt`` is what each call's prompt held, summed over the run; ``evaluated`` is what the model
 actually ran (the daemon reports it; for the peer it is estimated from llama-cpp-python's prefix
-match with the previous call, marked ``~``). The verdict is issue 10's goal: ``guided`` at least
-80% correct on both halves, a median of at most 3 model calls, and ahead of the peer on correct
-answers and on seconds per question. It exits 1 when the goal is missed or cannot be judged
-because ``guided`` did not run.
+match with the previous call, marked ``~``). The verdict is issue 19's goal: ``guided`` at least
+80% strictly correct on both halves with at most one misleading answer per half, a median of at
+most 3 model calls, ahead of the peer on correct answers and no slower per question. It exits 1
+when the goal is missed or cannot be judged because ``guided`` did not run. With ``--json`` the
+records are written after every answer, so a run cut short leaves what it asked.
 
     .venv/bin/python scripts/bench/bench_competence.py [--strategies plain,guided,peer]
-        [--split dev|held-out|all] [--limit N] [--max-iterations 6] [--json OUT] [--verbose]
+        [--split dev|held-out|all] [--only d01,h12,convert] [--limit N] [--max-iterations 6]
+        [--json OUT] [--verbose]
 
-``--limit N`` asks only the first N questions, dev and held-out alternating. On a loaded 2-core
+``--only`` asks only the questions of those ids or categories; ``--limit N`` only the first N,
+dev and held-out alternating. On a loaded 2-core
 machine a full run of three strategies takes the better part of an hour.
 """
 
