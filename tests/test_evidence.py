@@ -66,6 +66,11 @@ def test_a_bare_number_takes_only_punctuation_or_a_word_of_the_evidence() -> Non
     assert not admits(evidence, "The load is 0.42. The load is 0.42.")
     assert not admits(evidence, "The load average is 0.42 milliseconds.")
     assert not admits(evidence, "The load average is 0.420.42.")
+    # Only a word of the number's own name may follow it, and only as a whole word.
+    uptime = copyable([{"memory": {"used_percent": 37.6}, "uptime": {"seconds": 458000}}], "?")
+    assert admits(uptime, "37.6 percent is used, up 458000 seconds.")
+    assert not admits(uptime, "The memory is 37.6 seconds.")
+    assert not admits(uptime, "Used for 37.6 percentages.")
 
 
 def test_with_nothing_to_copy_no_digit_can_be_written() -> None:

@@ -30,7 +30,8 @@ MAX_LINE_CHARS = 160
 MAX_VALUES = 96
 """The most values one answer may copy from: the grammar stays small and quick to build."""
 MAX_VALUE_CHARS = 48
-MAX_WORDS = 160
+MAX_WORDS = 8
+"""The most words one value may be followed by (its name's)."""
 
 _DIGIT = re.compile(r"[0-9]")
 _WORD = re.compile(r"[A-Za-z]{2,24}")
@@ -115,52 +116,51 @@ class Copyable:
 
     values: tuple[str, ...]
     """Each text an answer may copy whole; every digit of an answer comes from one of them."""
-    words: tuple[str, ...]
+    words: tuple[tuple[str, ...], ...]
+    """For each value, the words that may follow it: those of its own name (``available_mib``
+    gives "available" and "mib"), so no unit of another value can be put after it."""
 
 
 def copyable(results: Iterable[Any], question: str) -> Copyable:
     """The values and words of ``results`` (as their lines show them) and of ``question``."""
-    values: dict[str, None] = {}
-    words: dict[str, None] = {}
+    values: dict[str, dict[str, None]] = {}
 
-    def add_text(text: str) -> None:
-        for word in _WORD.findall(text):
-            words.setdefault(word.lower(), None)
-
-    def add_value(text: str) -> None:
+    def add_value(text: str, names: Sequence[str] = ()) -> None:
         # Ending in a letter or a digit: "1." copied before a "5" would read 1.5.
         text = text.strip().rstrip(".,;:!?-+ ")
         clean = text.isprintable() and '"' not in text and not _UNSAFE.intersection(text)
         if _DIGIT.search(text) and len(text) <= MAX_VALUE_CHARS and clean:
             # A sign is copied with a space before it: after a letter or a stop, a reader would
             # not read "-3.5" as negative, and the number read would be one the evidence lacks.
-            values.setdefault(f" {text}" if text[0] in "-+" else text, None)
+            own = values.setdefault(f" {text}" if text[0] in "-+" else text, {})
+            for name in names:
+                for word in _WORD.findall(name):
+                    own.setdefault(word.lower(), None)
 
-    def walk(node: Any) -> None:
+    def walk(node: Any, names: tuple[str, ...]) -> None:
         if isinstance(node, dict):
             reading = reading_text(node)
             if reading is not None:
                 add_value(reading)
             for key, item in node.items():
-                add_text(str(key))
                 if reading is None or key not in ("value", "unit"):
-                    walk(item)
+                    walk(item, (*names, str(key)))
         elif isinstance(node, list):
-            add_value(str(len(node)))
+            add_value(str(len(node)), names)
             for item in node:
-                walk(item)
+                walk(item, names)
         elif is_number(node):
-            add_value(_shown(node))
+            add_value(_shown(node), names[-1:])
         elif isinstance(node, str):
-            add_text(node)
-            add_value(node)
+            add_value(node, names[-1:])
 
     for result in results:
-        walk(result)
-    add_text(question)
-    for number in _NUMBER_TEXT.findall(question):
-        add_value(number.lstrip("-"))
-    return Copyable(tuple(values)[:MAX_VALUES], tuple(words)[:MAX_WORDS])
+        walk(result, ())
+    for match in _NUMBER_TEXT.finditer(question):
+        # A number of the question may be followed by the word after it there ("10 days").
+        add_value(match.group().lstrip("-"), question[match.end() :].split()[:1])
+    kept = list(values.items())[:MAX_VALUES]
+    return Copyable(tuple(v for v, _ in kept), tuple(tuple(list(w)[:MAX_WORDS]) for _, w in kept))
 
 
 _UNSAFE = set("[]^\\")
@@ -182,23 +182,28 @@ def answer_pattern(evidence: Copyable) -> str:
     groups, alternatives, classes, ``*``) that every answer string under copy-only decoding
     matches, and that no string with a digit not copied from ``evidence`` matches."""
     plain = f"[{PLAIN_CHARS}]"
-    ends_in_digit = [v for v in evidence.values if v[-1].isdigit()]
-    ends_otherwise = [v for v in evidence.values if not v[-1].isdigit()]
-    followers = [_literal(c) for c in AFTER_NUMBER]
-    if evidence.words:
-        followers.append(" (" + "|".join(_any_case(w) for w in evidence.words) + ")")
-    after = "(" + "|".join(followers) + ")"
+    pairs = list(zip(evidence.values, evidence.words, strict=True))
+    ends_otherwise = [v for v, _ in pairs if not v[-1].isdigit()]
+    punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
+    # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
+    not_letter = "[" + PLAIN_CHARS.replace("a-zA-Z", "") + "]"
+    going_on, ending = [], []
+    for value, words in pairs:
+        if not value[-1].isdigit():
+            continue
+        named = "(" + "|".join(_any_case(w) for w in words) + ")" if words else None
+        follow = punctuation + (f"| {named}{not_letter}" if named else "")
+        going_on.append(f"{_literal(value)}({follow})")
+        ending.append(_literal(value) + (f"( {named})?" if named else ""))
     steps = []
     if ends_otherwise:
         steps.append("(" + "|".join(_literal(v) for v in ends_otherwise) + ")")
-    if ends_in_digit:
-        numbers = "(" + "|".join(_literal(v) for v in ends_in_digit) + ")"
-        steps.append(numbers + after)
+    steps += going_on
     end = "([.!?])?"
     if not steps:
         return f"^{plain}*{end}$"
     step = "(" + "|".join(steps) + ")"
-    last = f"({numbers})?" if ends_in_digit else ""
+    last = "(" + "|".join(ending) + ")?" if ending else ""
     return f"^{plain}*({step}{plain}*)*{last}{end}$"
 
 
