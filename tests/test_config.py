@@ -84,7 +84,8 @@ def documented_keys() -> list[tuple[tuple[str, ...], str, Any, bool]]:
         model = _model(field.annotation)
         assert model is not None, f"[{section}] is not a table of keys"
         many = get_origin(field.annotation) in (dict, list)
-        for name, inner in model.model_fields.items():
+        for field_name, inner in model.model_fields.items():
+            name = inner.alias or field_name  # the key as the file writes it: `for`, `every`
             if _model(inner.annotation) is None and get_origin(inner.annotation) is not dict:
                 keys.append(((section,), name, inner.get_default(call_default_factory=True), many))
             else:  # a table inside the section, as [skills.timeouts] is

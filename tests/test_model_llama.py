@@ -105,9 +105,8 @@ def test_later_steps_evaluate_only_their_new_tokens(agent: Agent, model: LlamaMo
         assert before.prompt_tokens and after.prompt_tokens and before.generated_tokens
         new = after.prompt_tokens - before.prompt_tokens - before.generated_tokens
         assert after.evaluated_tokens is not None
-        # A reply's last run (the action's closing text, forced) is not evaluated when nothing
-        # needs its logits: the next prompt evaluates it in its own batch instead.
-        assert after.evaluated_tokens <= new + before.generated_tokens + 3, (after, new)
+        # The reply stays in the cache (tests/test_reply_kv.py holds the tight bound).
+        assert after.evaluated_tokens <= new + 2, (after, new)
         assert after.evaluated_tokens < after.prompt_tokens // 2
 
 

@@ -97,6 +97,30 @@ def test_v5_request_response_and_311_reply_to(shared_broker: Any, tmp_path: Path
             legacy.close()
 
 
+def test_an_ask_published_twice_is_run_once(shared_broker: Any, tmp_path: Path) -> None:
+    """QoS 1 delivers at least once, and a requester may publish again: the same Correlation Data
+    on the same reply topic is the journal's key, so the second ask gets the first run's result."""
+    with node(tmp_path / "d", port=shared_broker.port, node="twice", replies=[final("21 C.")]) as n:
+        peer = Peer(shared_broker.port, subscribe=["replies/#"])
+        try:
+            n.wait_link("connected")
+            ask = {"query": "How warm is it?", "deadline_ms": 30000}
+            peer.publish("edge-agent/twice/ask", ask, properties=v5_props("replies/t", b"c-1"))
+            first = final_for(peer, "replies/t")
+            peer.seen.clear()
+            peer.publish("edge-agent/twice/ask", ask, properties=v5_props("replies/t", b"c-1"))
+            second = final_for(peer, "replies/t")
+            assert first["answer"] == second["answer"] == "21 C."
+            assert n.status()["counters"]["runs_finished"] == 1
+            # Another correlation is another ask, and it runs.
+            peer.seen.clear()
+            peer.publish("edge-agent/twice/ask", ask, properties=v5_props("replies/t", b"c-2"))
+            final_for(peer, "replies/t")
+            assert n.status()["counters"]["runs_finished"] == 2
+        finally:
+            peer.close()
+
+
 def test_bad_payloads_get_protocol_errors(shared_broker: Any, tmp_path: Path) -> None:
     with node(
         tmp_path / "d",

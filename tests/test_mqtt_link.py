@@ -87,9 +87,8 @@ def test_the_journal_key_names_one_ask_of_one_requester() -> None:
     assert journal_key("r/1", 7, None) != journal_key("r/1", "7", None)
     assert journal_key("r/1", None, None) is None  # nothing identifies it: never deduplicated
     assert len(key) <= 128 and key.isprintable()
-    fields = with_journal_key({"query": "q"}, "r/1", 7, None)
-    # Only once the wire's run takes a key (the journal) does the bridge send one.
-    from edge_agent.protocol.wire import RunRequest
-
-    assert ("key" in fields) == ("key" in RunRequest.model_fields)
+    assert with_journal_key({"query": "q"}, "r/1", 7, None) == {
+        "query": "q",
+        "key": journal_key("r/1", 7, None),
+    }
     assert with_journal_key({"query": "q", "key": "mine"}, "r/1", 7, None)["key"] == "mine"

@@ -240,3 +240,53 @@ def test_state_refused_by_llama_cpp_is_not_served(
         assert _answers(model, agent) == answers
     finally:
         model.close()
+
+
+# -- where the daemon keeps it -----------------------------------------------------------------
+
+
+def test_the_state_directory_under_systemd_and_outside(tmp_path: Path) -> None:
+    from edge_agent.service.assembly import prefix_state_dir
+
+    systemd = {"CACHE_DIRECTORY": f"{tmp_path}/unit:{tmp_path}/other", "XDG_CACHE_HOME": "/x"}
+    assert prefix_state_dir(systemd) == tmp_path / "unit"
+    assert prefix_state_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "edge-agent"
+    # A relative XDG_CACHE_HOME is ignored, as the XDG spec says.
+    home = prefix_state_dir({"XDG_CACHE_HOME": "relative", "HOME": str(tmp_path)})
+    assert home is not None and home.parent.name == ".cache"
+
+
+@pytest.mark.parametrize("where", ["systemd", "outside"])
+def test_the_daemons_loader_restarts_warm_under_systemd_and_outside(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``edge-agent serve`` (and so ``make run``) loads its model through this loader: the first
+    start saves the preamble's state, the second loads it, with or without systemd."""
+    from edge_agent.model.embedded import default_model_path
+    from edge_agent.service.assembly import model_factory
+    from edge_agent.service.config import Settings
+
+    gguf, _ = default_model_path()  # before the environment moves the cache elsewhere
+    monkeypatch.delenv("CACHE_DIRECTORY", raising=False)
+    if where == "systemd":
+        expected = tmp_path / "state"
+        monkeypatch.setenv("CACHE_DIRECTORY", str(expected))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-here"))
+    else:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+        expected = tmp_path / "edge-agent"
+    settings = Settings.model_validate({"model": {"n_ctx": N_CTX}})
+    load = model_factory(str(gguf), settings)
+    statuses = []
+    for _ in range(2):
+        model = load()
+        assert isinstance(model, LlamaModel)
+        try:
+            model.warm_up(Agent(model, _registry()).preamble())
+            statuses.append(model.info["prefix_state"])
+        finally:
+            model.close()
+    assert statuses == ["saved", "loaded"]
+    assert [p.suffix for p in expected.iterdir()] == [".kvstate"]
+    assert not (tmp_path / "not-here").exists()
+

@@ -36,8 +36,17 @@ class Usage(BaseModel):
     """Wall-clock seconds spent inside ``model.generate``, measured by the agent."""
     prompt_tokens: int | None = None
     evaluated_tokens: int | None = None
-    """Prompt tokens actually run through the model; the rest came from its cache."""
+    """Prompt tokens actually run through the model; the rest came from its cache. Text the
+    reply was made to start with (a prefix, what the grammar forces before the first sampled
+    token) is evaluated with the prompt and counted here."""
     generated_tokens: int | None = None
+    scored_tokens: int | None = None
+    """Tokens run through the model to compare candidates (``score``, ``likelihood``: skill
+    descriptions, result parts, answer heads), in batches, never generated."""
+    forced_tokens: int | None = None
+    """Reply tokens the grammar forced after a sampled token, evaluated in one batch with it."""
+    sampled_tokens: int | None = None
+    """Reply tokens the sampler picked: one model call each, the cost a decode rate measures."""
     prefill_s: float | None = None
     decode_s: float | None = None
     stop: str | None = None

@@ -25,6 +25,7 @@ from edge_agent.agent.protocol import (
     ModelHandle,
     SupportsGenerate,
     full_handle,
+    step_usage,
 )
 from edge_agent.agent.registry import Registry, get_registry
 from edge_agent.agent.run import DEFAULT_MAX_RETRIES, RunOptions, RunRecord, Step, Turn
@@ -134,6 +135,7 @@ class Agent:
             raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
         workflow = state.workflow
         system, names = self._system(workflow)
+        self.handle.take_tokens()  # what came before this step is not its cost
         prompt = self._render(state, system)
         allowed = workflow.allowed_skills if workflow is not None else None
         started = time.perf_counter()
@@ -160,7 +162,9 @@ class Agent:
                 error=f"{type(exc).__name__}: {exc}",
                 n_prompt_tokens=exceeded.n_prompt_tokens if exceeded else None,
                 n_ctx=exceeded.n_ctx if exceeded else None,
-                usage=Usage(model_s=time.perf_counter() - started),
+                usage=step_usage(
+                    Usage(model_s=time.perf_counter() - started), self.handle.take_tokens()
+                ),
             )
         elapsed = time.perf_counter() - started
         if not isinstance(raw, str):
@@ -175,7 +179,7 @@ class Agent:
             if reported is not None
             else Usage(model_s=elapsed)
         )
-        return parse_action(str(raw), names, usage)
+        return parse_action(str(raw), names, step_usage(usage, self.handle.take_tokens()))
 
     # -- the run ------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ bare one in :class:`BareModel`, which gives the defaults. Nothing else looks for
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +21,46 @@ class SupportsGenerate(Protocol):
     """The least a model must do: return its raw reply to ``prompt``."""
 
     def generate(self, prompt: str, **kwargs: Any) -> str: ...
+
+
+@dataclasses.dataclass
+class TokenCounts:
+    """What a model's calls on one thread cost since it was last asked (:meth:`take_tokens`).
+
+    ``prompt`` is the longest prompt one call read; the others are sums over the calls. The
+    fields mean what :class:`~edge_agent.agent.events.Usage`'s of the same names mean."""
+
+    prompt: int = 0
+    evaluated: int = 0
+    generated: int = 0
+    scored: int = 0
+    forced: int = 0
+    sampled: int = 0
+    calls: int = 0
+
+    def add(self, *, prompt: int = 0, **counts: int) -> None:
+        """Record one call: the prompt it read and what it evaluated, scored and decoded."""
+        self.prompt = max(self.prompt, prompt)
+        self.calls += 1
+        for name, value in counts.items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+def step_usage(reported: Usage, counts: TokenCounts | None) -> Usage:
+    """A step's usage: the reply's own (its time, why it stopped), with the token counts of all
+    the step's calls where the model counts them (else the reply's counts, as they are)."""
+    if counts is None or counts.calls == 0:
+        return reported
+    return reported.model_copy(
+        update={
+            "prompt_tokens": counts.prompt,
+            "evaluated_tokens": counts.evaluated,
+            "generated_tokens": counts.generated,
+            "scored_tokens": counts.scored,
+            "forced_tokens": counts.forced,
+            "sampled_tokens": counts.sampled,
+        }
+    )
 
 
 @runtime_checkable
@@ -72,6 +113,12 @@ class ModelHandle(Protocol):
         """
         ...
 
+    def take_tokens(self) -> TokenCounts | None:
+        """What this thread's calls cost since the last ``take_tokens``, and start counting
+        again; None for a model that does not count. The agent reads it once per step, so a
+        step's usage covers all of its calls (generate, score and likelihood alike)."""
+        ...
+
 
 class BareModel:
     """A :class:`ModelHandle` around an object that only has ``generate``."""
@@ -101,6 +148,10 @@ class BareModel:
 
     def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:
         raise ScoringUnsupported(f"{type(self.model).__name__} cannot score texts")
+
+    def take_tokens(self) -> TokenCounts | None:
+        """A bare model's replies carry their own usage, if any."""
+        return None
 
 
 def full_handle(model: SupportsGenerate | ModelHandle) -> ModelHandle:

@@ -6,7 +6,8 @@ malformed endpoint); 69 the daemon is unavailable; 75 busy, shutting down, or ou
 command ends within ``--timeout`` plus a few seconds, whatever happens); 130 Ctrl-C (the run is
 cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 65 on a bad
 option, 69 when another daemon holds the endpoint, 78 on a config error or a model that cannot be
-loaded. Every command exits 65 on a bad option (README.md, "Exit codes").
+loaded. ``triggers`` exits as ``status``; ``watch`` exits 0 on Ctrl-C. Every command exits 65 on
+a bad option (README.md, "Exit codes").
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _positive(text: str) -> float:
     return value
 
 
-CLIENT_COMMANDS = ("ask", "status", "skills", "result", "runs")
+CLIENT_COMMANDS = ("ask", "status", "skills", "result", "runs", "triggers", "watch")
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -72,6 +73,10 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         sub.add_argument("--json", action="store_true", help="print JSON")
         sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
         sub.add_argument("--endpoint", help=endpoint_help)
+    if only in (None, "triggers", "watch"):
+        from edge_agent.cli.triggers import add_parsers as add_trigger_parsers  # noqa: PLC0415
+
+        add_trigger_parsers(commands, endpoint_help, _positive)  # triggers, watch
     if only in (None, "result", "runs"):
         from edge_agent.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
 
@@ -135,6 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from edge_agent.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
 
         return ha_discovery_command(args)
+    if args.command in ("triggers", "watch"):
+        from edge_agent.cli.triggers import triggers_command  # noqa: PLC0415
+
+        return triggers_command(args)
     if args.command in ("result", "runs"):
         from edge_agent.cli.journal import journal_command  # noqa: PLC0415
 

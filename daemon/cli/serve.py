@@ -53,6 +53,8 @@ def serve(args: argparse.Namespace) -> int:
     )
     if bridge is not None:
         server.options.mqtt_status = bridge.status
+        triggers = server.triggers.runner
+        triggers.listeners.append(bridge.follow_triggers(triggers.enabled_names()))
         bridge.start(bridge_endpoint(bound))
     code = server.serve()
     if bridge is not None:

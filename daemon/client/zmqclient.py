@@ -130,6 +130,20 @@ class Client:
     def cancel(self, target: str) -> dict[str, Any]:
         return self.request("cancel", target=target)
 
+    def triggers(self) -> list[dict[str, Any]]:
+        """Each configured trigger and where it stands (docs/protocol.md, "`triggers`")."""
+        triggers: list[dict[str, Any]] = self.request("triggers")["triggers"]
+        return triggers
+
+    def watch(
+        self, on_result: Progress, *, trigger: str | None = None, check_every: float = 30.0
+    ) -> None:
+        """Call ``on_result`` with each trigger run's result as it ends, until Ctrl-C or a
+        DaemonError (edge_agent.client.watching)."""
+        from edge_agent.client.watching import watch  # noqa: PLC0415 - only `watch` needs it
+
+        watch(self, on_result, trigger=trigger, check_every=check_every)
+
     def result(self, run_id: str, *, wait: float = 0.0) -> dict[str, Any]:
         """The journal's record of run ``run_id`` (``state``, ``outcome``, ``answer``, ``events``
         …); with ``wait``, asked again until the run has ended or ``wait`` seconds have passed."""

@@ -68,8 +68,10 @@ class Reply:
     lead: int = 0
     """Forced tokens at the very start, evaluated with the prompt (counted as prompt tokens)."""
     unevaluated: int = 0
-    """Reply tokens the model never evaluated (the last run: nothing needed its logits); the
-    next prompt that repeats the reply evaluates them in its own batch."""
+    """Reply tokens the model never evaluated (a last run cut by the cap or a stop string);
+    the next prompt that repeats the reply evaluates them in its own batch."""
+    pending: tuple[int, ...] = ()
+    """Those tokens themselves, so the next prompt can keep the reply's own token ids."""
 
 
 _NOTHING = Forced(b"", [], False)
@@ -157,7 +159,11 @@ class Decoder:
                     stop = "stop"
                     break
             if ends:
-                stop = "stop"  # nothing but the end could follow: no need to evaluate the run
+                # Nothing but the end can follow. The run still goes into the cache, in one
+                # batch: the next step's prompt repeats the reply, and finds all of it there.
+                stop = "stop"
+                cache.evaluate(run)
+                run = []
                 break
             if generated >= cap:
                 break
@@ -166,7 +172,9 @@ class Decoder:
                 break
             cache.evaluate(run)
             run = []
-        return Reply(bytes(text), generated, stop, sampled, forced, unevaluated=len(run))
+        return Reply(
+            bytes(text), generated, stop, sampled, forced, unevaluated=len(run), pending=tuple(run)
+        )
 
 
 def completion(

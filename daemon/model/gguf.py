@@ -22,6 +22,9 @@ DEFAULT_ALIGNMENT = 32
 MAX_DIMS = 4
 MAX_TENSOR_NAME = 63
 MAX_ARRAY_DEPTH = 4
+MAX_KEPT_ARRAY = 1024
+"""Arrays of numbers or booleans up to this long are kept (per-layer values); longer ones, and
+arrays of strings (a vocabulary), are described by an :class:`ArraySummary` instead."""
 # llama.cpp aborts the process (instead of failing the load) on a layer count above this.
 MAX_LAYERS = 512
 # Metadata strings longer than this are skipped rather than kept (chat templates are ~10 KB).
@@ -200,6 +203,10 @@ def _value(reader: _Reader, value_type: int, path: Path, depth: int = 0) -> Any:
             raise _bad(path, "its metadata nests arrays too deeply")
         item_type = reader.u32()
         count = reader.u64()
+        if item_type in _SCALARS and count <= MAX_KEPT_ARRAY:
+            # A per-layer hyperparameter (Gemma 4's sliding-window pattern, a head count per
+            # layer): small, and what the KV cache's size depends on.
+            return [reader.scalar(_SCALARS[item_type]) for _ in range(count)]
         if item_type in _SCALARS:
             reader.need(count * struct.calcsize(_SCALARS[item_type]))
             reader.pos += count * struct.calcsize(_SCALARS[item_type])

@@ -22,13 +22,15 @@ from typing import Any
 
 from edge_agent.agent.checks import check_count
 from edge_agent.agent.prompt import ChatFormat
-from edge_agent.agent.protocol import Completion, ContextExceeded
+from edge_agent.agent.protocol import Completion, ContextExceeded, TokenCounts
 from edge_agent.model.constrained import BadPrefix, GrammarCache
-from edge_agent.model.decoding import Decoder, completion
+from edge_agent.model.continuation import Continuation
+from edge_agent.model.counting import ThreadCounts
+from edge_agent.model.decoding import Decoder, Reply, completion
 from edge_agent.model.formats import choose_format, format_texts, turn_markers
 from edge_agent.model.gguf import ModelLoadError, read_gguf
 from edge_agent.model.kvcache import KVCache
-from edge_agent.model.prefixstate import PrefixState, model_prefix_state
+from edge_agent.model.prefixstate import load_prefix, model_prefix_state
 from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
 from edge_agent.model.sampler import Sampler
 from edge_agent.model.side import SideTexts
@@ -101,6 +103,7 @@ class LlamaModel:
         self._markers = turn_markers(fmt, self._runtime.control_tokens_in(format_texts(fmt)))
         self.chat_format: ChatFormat = dataclasses.replace(fmt, reserved=self._markers)
         self._cache = KVCache(self._runtime)
+        self._continuation = Continuation(self._runtime, self._markers)
         self._side = SideTexts(self._runtime)
         self._byte_tokens = self._runtime.byte_tokens()
         self._grammars = GrammarCache(
@@ -120,6 +123,8 @@ class LlamaModel:
         )
         """How replies are decoded (a part of its own, so a benchmark can swap it)."""
         self._lock = threading.Lock()
+        self._counts = ThreadCounts()
+        """Each run thread's own token counts: a step takes them when it ends."""
         self._prefix_state = (
             None
             if state_dir is None
@@ -188,6 +193,10 @@ class LlamaModel:
     def _prompt_tokens(self, text: str, *, add_bos: bool = True) -> list[int]:
         return self._runtime.tokenize(text, add_bos=add_bos, markers=self._markers)
 
+    def take_tokens(self) -> TokenCounts:
+        """What this thread's calls evaluated, scored, forced and sampled since it last asked."""
+        return self._counts.take()
+
     # -- the cache ------------------------------------------------------------------------------
 
     def warm_up(self, preamble: str) -> None:
@@ -204,27 +213,12 @@ class LlamaModel:
             if keep == len(tokens):
                 return
             state = self._prefix_state
-            if state is not None and self._load_prefix(state, tokens):
+            if state is not None and load_prefix(state, self._runtime, self._cache, tokens):
                 return
             self._cache.evaluate(tokens[keep:])
             if state is not None and state.status != "saved":
                 state.write(tokens, self._runtime.save_state())
             trim_heap()
-
-    def _load_prefix(self, state: PrefixState, tokens: list[int]) -> bool:
-        """Fill the cache from the saved state of exactly ``tokens``; False if there is none."""
-        payload = state.read(tokens)
-        if payload is None:
-            return False
-        if not self._runtime.load_state(payload):
-            state.discard()
-            state.status = "refused by llama.cpp"
-            log.warning("prefix state %s: refused by llama.cpp; evaluating instead", state.path)
-            self._cache.tokens = []
-            return False
-        self._cache.tokens = list(tokens)
-        state.status = "loaded"
-        return True
 
     def reset(self) -> None:
         """Nothing to forget between runs: the KV cache is kept on purpose."""
@@ -275,7 +269,9 @@ class LlamaModel:
             self._check_open()
             runtime = self._runtime
             forced = runtime.tokenize(prefix, add_bos=False) if prefix else []
-            tokens = (self._prompt_tokens(prompt) or [runtime.bos]) + forced
+            # The last reply's own tokens where the prompt repeats it (model/continuation.py).
+            conversation = self._continuation.tokenize(prompt) or [runtime.bos]
+            tokens = conversation + forced
             if len(tokens) + cap > self.n_ctx:
                 raise ContextExceeded(len(tokens), self.n_ctx)
             self._make_room(len(tokens) + cap)
@@ -295,22 +291,33 @@ class LlamaModel:
             started = time.perf_counter()
             keep = self._cache.reuse(tokens)
 
-            def done(text: bytes, generated: int, prefilled: float | None, stop: str) -> Completion:
+            def done(
+                text: bytes, prefilled: float | None, stop: str, reply: Reply | None = None
+            ) -> Completion:
                 n_prompt, evaluated = len(tokens), len(tokens) - keep
+                reply = reply or Reply(b"", 0, stop)
+                generated, cached = reply.generated, self._cache.tokens
+                if stop != "interrupted" and cached[: len(tokens)] == tokens:
+                    spelled = [*tokens[len(conversation) :], *cached[len(tokens) :], *reply.pending]
+                    self._continuation.keep(prompt, conversation, text, spelled)
+                self._counts.add(
+                    prompt=n_prompt, evaluated=evaluated, generated=generated,
+                    forced=reply.forced, sampled=reply.sampled,
+                )  # fmt: skip
                 return completion(
                     text, n_prompt, evaluated, generated, started=started, prefill_done=prefilled,
                     stop=stop,
                 )
 
             if not self._cache.evaluate(tokens[keep:], interrupted):
-                return done(head, 0, None, "interrupted")
+                return done(head, None, "interrupted")
             prefill_done = time.perf_counter()
             if lead.ends:
-                return done(head, 0, prefill_done, "stop")
+                return done(head, prefill_done, "stop")
             reply = self.decoder.reply(
                 grammar, cap=cap, temperature=temperature, interrupted=interrupted
             )
-            return done(head + reply.text, reply.generated, prefill_done, reply.stop)
+            return done(head + reply.text, prefill_done, reply.stop, reply)
 
     def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
         """For each continuation, were it the reply's start, the log-probability of each of its
@@ -325,7 +332,7 @@ class LlamaModel:
         with self._lock:
             self._check_open()
             runtime = self._runtime
-            tokens = self._prompt_tokens(prompt) or [runtime.bos]
+            tokens = self._continuation.tokenize(prompt) or [runtime.bos]
             pieces = [runtime.tokenize(text, add_bos=False) for text in continuations]
             longest = max((len(p) for p in pieces), default=0)
             if len(tokens) + longest + 1 > self.n_ctx:
@@ -333,7 +340,12 @@ class LlamaModel:
             self._make_room(len(tokens) + longest + 1)
             keep = self._cache.reuse(tokens)
             self._cache.evaluate(tokens[keep:])
-            return self._cache.score_branches(pieces)
+            before = runtime.decoded
+            try:
+                return self._cache.score_branches(pieces)
+            finally:
+                scored = runtime.decoded - before
+                self._counts.add(prompt=len(tokens), evaluated=len(tokens) - keep, scored=scored)
 
     def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:
         """log P(text | prompt) for each prompt, each a conversation of its own.
@@ -351,7 +363,13 @@ class LlamaModel:
             longest = max((len(t) for t in tokenized), default=0) + len(text_tokens)
             if longest + len(self._cache) > self.n_ctx:
                 raise ContextExceeded(longest, self.n_ctx - len(self._cache))
-            return self._side.likelihoods(tokenized, text_tokens)
+            decoded, evaluated = runtime.decoded, self._side.evaluated
+            try:
+                return self._side.likelihoods(tokenized, text_tokens)
+            finally:
+                evaluated = self._side.evaluated - evaluated
+                scored = runtime.decoded - decoded - evaluated
+                self._counts.add(prompt=longest, evaluated=evaluated, scored=scored)
 
     def _make_room(self, needed: int) -> None:
         """Free the kept side texts when the conversation needs their cells."""

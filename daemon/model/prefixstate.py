@@ -26,9 +26,13 @@ import struct
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edge_agent.model.sizing import ContextSizes
+
+if TYPE_CHECKING:
+    from edge_agent.model.kvcache import KVCache
+    from edge_agent.model.runtime import LlamaRuntime
 
 log = logging.getLogger(__name__)
 
@@ -225,4 +229,29 @@ class PrefixState:
                     entry.unlink()
 
 
-__all__ = ["MAGIC", "PrefixState", "file_identity", "llama_build", "model_prefix_state"]
+def load_prefix(
+    state: PrefixState, runtime: LlamaRuntime, cache: KVCache, tokens: list[int]
+) -> bool:
+    """Fill the cache from the saved state of exactly ``tokens``; False if there is none."""
+    payload = state.read(tokens)
+    if payload is None:
+        return False
+    if not runtime.load_state(payload):
+        state.discard()
+        state.status = "refused by llama.cpp"
+        log.warning("prefix state %s: refused by llama.cpp; evaluating instead", state.path)
+        cache.tokens = []
+        return False
+    cache.tokens = list(tokens)
+    state.status = "loaded"
+    return True
+
+
+__all__ = [
+    "MAGIC",
+    "PrefixState",
+    "file_identity",
+    "llama_build",
+    "load_prefix",
+    "model_prefix_state",
+]

@@ -167,6 +167,9 @@ class LlamaRuntime:
         trim_heap()
         self.clears = 0
         """How often the whole cache was emptied: sequences kept for scoring check it."""
+        self.decoded = 0
+        """Tokens run through the model so far, every sequence: what each call cost is the
+        difference (``usage``'s scored tokens are counted so)."""
 
     @property
     def closed(self) -> bool:
@@ -322,6 +325,7 @@ class LlamaRuntime:
         if count:
             batch.logits[count - 1] = True
         batch.n_tokens = count
+        self.decoded += count
         status = llama_cpp.llama_decode(self._context, batch)
         if status != 0:
             raise DecodeFailed(f"llama.cpp failed to evaluate {count} tokens ({status})")

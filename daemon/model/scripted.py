@@ -17,7 +17,7 @@ from typing import Any
 
 from edge_agent.agent.events import Usage
 from edge_agent.agent.prompt import PLAIN, ChatFormat
-from edge_agent.agent.protocol import Completion, ModelError
+from edge_agent.agent.protocol import Completion, ModelError, TokenCounts
 
 MAX_DELAY_S = 3600.0
 UNSCRIPTED = -1000.0
@@ -133,6 +133,10 @@ class MockModel:
         with self._lock:
             self.scored.extend((prompt, [text]) for prompt in prompts)
         return [_scripted_score(self.scores, prompt, text) for prompt in prompts]
+
+    def take_tokens(self) -> TokenCounts | None:
+        """A script has no tokens to count."""
+        return None
 
     def generate(self, prompt: str, **kwargs: Any) -> str:
         with self._lock:

@@ -27,6 +27,9 @@ class SideTexts:
         self._free = list(range(runtime.sizes.n_seq_max - 1, 0, -1))
         self._kept: collections.OrderedDict[tuple[int, ...], int] = collections.OrderedDict()
         self._clears = runtime.clears
+        self.evaluated = 0
+        """Prompt tokens run into the kept sequences so far (the rest of a scoring call's
+        tokens are the texts scored after them)."""
 
     @property
     def cells(self) -> int:
@@ -104,6 +107,7 @@ class SideTexts:
         step = self._runtime.sizes.n_batch
         for start in range(0, len(body), step):
             self._runtime.decode(body[start : start + step], start, seq=seq)
+        self.evaluated += len(body)
         self._kept[prompt] = seq
         return seq
 

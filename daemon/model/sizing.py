@@ -53,20 +53,52 @@ class ContextSizes:
 
 
 def kv_cache_bytes(metadata: dict[str, Any], architecture: str | None, n_ctx: int) -> int | None:
-    """The size of a full f16 KV cache of ``n_ctx`` tokens, from the GGUF's hyperparameters."""
+    """The size of a full f16 KV cache of ``n_ctx`` tokens, from the GGUF's hyperparameters.
+
+    Per layer, as llama.cpp allocates it: a layer's head count may be a per-layer array, a
+    sliding-window layer (``attention.sliding_window_pattern``) has its own head widths
+    (``key_length_swa``, Gemma 4), the sliding window is kept at full size (``swa_full``), and
+    the last ``attention.shared_kv_layers`` layers reuse earlier layers' cache (Gemma 3n, 4).
+    """
+
+    def value(key: str) -> Any:
+        return metadata.get(f"{architecture}.{key}")
 
     def number(key: str) -> int | None:
-        value = metadata.get(f"{architecture}.{key}")
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        found = value(key)
+        return found if isinstance(found, int) and not isinstance(found, bool) else None
 
-    layers, kv_heads = number("block_count"), number("attention.head_count_kv")
+    def per_layer(key: str, layers: int) -> list[int] | None:
+        found = value(key)
+        if isinstance(found, list) and len(found) == layers:
+            return [int(v) for v in found]
+        one = number(key)
+        return None if one is None else [one] * layers
+
+    layers = number("block_count")
     heads, width = number("attention.head_count"), number("embedding_length")
+    if not layers:
+        return None
+    kv_heads = per_layer("attention.head_count_kv", layers)
     head_dim = width // heads if width and heads else None
     key_len = number("attention.key_length") or head_dim
     value_len = number("attention.value_length") or head_dim
-    if not (layers and kv_heads and key_len and value_len):
+    if not (kv_heads and key_len and value_len):
         return None
-    return n_ctx * layers * kv_heads * (key_len + value_len) * 2
+    pattern = value("attention.sliding_window_pattern")
+    swa = (
+        [bool(v) for v in pattern]
+        if isinstance(pattern, list) and len(pattern) == layers
+        else [False] * layers
+    )
+    key_swa = number("attention.key_length_swa") or key_len
+    value_swa = number("attention.value_length_swa") or value_len
+    shared = min(number("attention.shared_kv_layers") or 0, layers)
+    per_token = sum(
+        kv_heads[il] * ((key_swa + value_swa) if swa[il] else (key_len + value_len))
+        for il in range(layers - shared)
+    )
+    return n_ctx * per_token * 2
 
 
 __all__ = [

@@ -15,7 +15,7 @@ import msgpack
 
 PROTOCOL_VERSION: Final = 1
 MAX_ID_CHARS: Final = 128
-IDEMPOTENT_OPS: Final = frozenset({"status", "skills", "cancel", "result", "runs"})
+IDEMPOTENT_OPS: Final = frozenset({"status", "skills", "cancel", "result", "runs", "triggers"})
 REPLY_KINDS: Final[tuple[str, ...]] = ("accepted", "event", "result", "error")
 
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Final, Literal, get_args
 import msgpack
 from pydantic import Field, ValidationError
 
+from edge_agent.protocol import triggerwire as tw
 from edge_agent.protocol.framing import (
     IDEMPOTENT_OPS,
     MAX_ID_CHARS,
@@ -35,6 +36,7 @@ from edge_agent.protocol.messages import (
     RunOutcome,
     Timing,
 )
+from edge_agent.protocol.triggerwire import TriggerReply, TriggerRequest
 
 MAX_NAME_CHARS: Final = 128
 MAX_DEADLINE_MS: Final = 24 * 3600 * 1000
@@ -102,7 +104,8 @@ class CancelRequest(RequestBase):
     target: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
-Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest | ResultRequest | RunsRequest
+_MoreRequests = ResultRequest | RunsRequest | TriggerRequest
+Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest | _MoreRequests
 
 
 # -- replies: daemon to client ------------------------------------------------------------------
@@ -189,6 +192,8 @@ class StatusResult(ResultBase):
     """The MQTT bridge's link and counters (docs/mqtt.md); None without ``[mqtt]``."""
     journal: dict[str, Any] | None = None
     """The run journal's state: ``ok``, ``degraded`` (and why) or ``off``; its size."""
+    triggers: dict[str, Any] | None = None
+    """Triggers configured, failing (and why), fired; None without ``[[triggers]]``."""
 
 
 class SkillEntry(Message):
@@ -207,7 +212,7 @@ class SkillsResult(ResultBase):
     skills: list[SkillEntry]
 
 
-CancelledRun = Literal["queued", "running"]
+CancelledRun = Literal["queued", "running", "watch"]
 
 
 class CancelResult(ResultBase):
@@ -217,17 +222,9 @@ class CancelResult(ResultBase):
     was: CancelledRun | None
 
 
-Reply = (
-    AcceptedReply
-    | EventReply
-    | ErrorReply
-    | RunResult
-    | StatusResult
-    | SkillsResult
-    | CancelResult
-    | RunRecord
-    | RunsResult
-)
+_RunReply = AcceptedReply | EventReply | ErrorReply | RunResult
+_MoreReplies = RunRecord | RunsResult | TriggerReply
+Reply = _RunReply | StatusResult | SkillsResult | CancelResult | _MoreReplies
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -252,6 +249,8 @@ PROTOCOL: Final[Mapping[str, Exchange]] = {
     "cancel": Exchange(CancelRequest, (CancelResult, ErrorReply)),
     "result": Exchange(ResultRequest, (RunRecord, ErrorReply)),
     "runs": Exchange(RunsRequest, (RunsResult, ErrorReply)),
+    "triggers": Exchange(tw.TriggersRequest, (tw.TriggersResult, ErrorReply)),
+    "watch": Exchange(tw.WatchRequest, (EventReply, tw.WatchResult, ErrorReply)),
 }
 OPS: Final[tuple[str, ...]] = tuple(PROTOCOL)
 TABLE_REPLY_KINDS: Final[tuple[str, ...]] = tuple(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import difflib
 import importlib
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from edge_agent.protocol.endpoints import default_endpoint
 from edge_agent.service.config import ConfigError, Settings, load_settings
 from edge_agent.service.plugins import load_plugins
 from edge_agent.service.server import Server, ServerOptions
+from edge_agent.service.triggers.settings import check_triggers
 from edge_agent.skills import BUILTIN_NAMES, register_builtins
 
 log = logging.getLogger(__name__)
@@ -55,13 +55,24 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
     def load() -> ModelHandle:
         from edge_agent.model import load_model  # noqa: PLC0415 - llama.cpp loads only here
 
-        # systemd's CacheDirectory=: the warmed-up preamble's KV state is kept there across
-        # restarts (the first entry, should several be configured).
-        cache = os.environ.get("CACHE_DIRECTORY", "").split(":")[0] or None
         path = None if spec == "default" else spec
-        return load_model(path, n_ctx=settings.model.n_ctx, state_dir=cache)
+        return load_model(path, n_ctx=settings.model.n_ctx, state_dir=prefix_state_dir())
 
     return load
+
+
+def prefix_state_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where the warmed-up preamble's KV state is kept across restarts: systemd's
+    CacheDirectory= (its first entry) under systemd, else ``$XDG_CACHE_HOME/edge-agent``
+    (``~/.cache/edge-agent``), where the embedded model is too. None without a home to put it in
+    (the daemon then warms up from scratch at every start)."""
+    from edge_agent.model.embedded import cache_dir  # noqa: PLC0415 - beside the model
+
+    try:
+        return cache_dir(environ)
+    except RuntimeError:  # no $HOME and no passwd entry: Path.home() cannot say
+        log.warning("no cache directory (no $HOME): the prefix state is not kept across restarts")
+        return None
 
 
 def check_embedded_model() -> None:
@@ -167,6 +178,7 @@ def assemble(
     problems = load_skills(registry, settings)
     workflows = settings.make_workflows()
     check_workflows(settings, registry, workflows)
+    check_triggers(settings.triggers, registry, workflows, settings.problem)
     options = ServerOptions(
         endpoints=endpoints or list(settings.daemon.endpoints) or [default_endpoint()],
         load_model=load_model,
@@ -181,4 +193,10 @@ def assemble(
 
 __all__ = [
     "apply_timeouts",
-    "assemble", "check_embedded_model", "check_workflows", "load_skills", "model_factory"]
+    "assemble",
+    "check_embedded_model",
+    "check_workflows",
+    "load_skills",
+    "model_factory",
+    "prefix_state_dir",
+]

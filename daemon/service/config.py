@@ -18,6 +18,7 @@ from edge_agent.agent.workflow import Soul, Workflow
 from edge_agent.service.mqtt.settings import MqttSettings
 from edge_agent.service.safepaths import UnsafePath, check_safe
 from edge_agent.service.strategy import Strategy
+from edge_agent.service.triggers.settings import TriggerSettings, trigger_lines
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
@@ -114,6 +115,8 @@ class Settings(_Section):
     workflows: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], WorkflowSettings] = (
         Field(default_factory=dict)
     )
+    triggers: list[TriggerSettings] = Field(default_factory=list)
+    """``[[triggers]]``: what the daemon runs by itself (docs/design.md, "Triggers")."""
 
     _source: str = PrivateAttr(default="<config>")
     _lines: dict[tuple[str, ...], int] = PrivateAttr(default_factory=dict)
@@ -199,10 +202,12 @@ def _known_keys(section: tuple[str, ...]) -> list[str]:
             kind = _unwrap(field.annotation)
         elif get_origin(kind) is dict:
             kind = _unwrap(get_args(kind)[1])
+        elif get_origin(kind) is list and part.isdigit():  # [[triggers]]: triggers.0.when
+            kind = _unwrap(get_args(kind)[0])
         else:
             return []
     if isinstance(kind, type) and issubclass(kind, BaseModel):
-        return list(kind.model_fields)
+        return [field.alias or name for name, field in kind.model_fields.items()]
     return []
 
 
@@ -227,7 +232,7 @@ def parse_settings(text: str, source: str = "<config>") -> Settings:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
-    lines = key_lines(text)
+    lines = key_lines(text) | trigger_lines(text)
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:

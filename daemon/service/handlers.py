@@ -67,6 +67,8 @@ class RequestHandler:
         workflows: dict[str, Workflow],
         status: Callable[[str, list[bytes]], Mapping[str, Any]],
         journal: Journal,
+        more_ops: Mapping[str, Handler] | None = None,
+        cancel_other: Callable[[str, list[bytes]], bool] | None = None,
     ) -> None:
         self._router = router
         self._replies = replies
@@ -85,7 +87,9 @@ class RequestHandler:
             "cancel": self.cancel,
             "result": self.result,
             "runs": self.runs,
+            **(more_ops or {}),  # triggers, watch (edge_agent.service.triggers.ops)
         }
+        self._cancel_other = cancel_other
         if self.handlers.keys() != PROTOCOL.keys():
             raise RuntimeError("every op of the protocol needs exactly one handler")
 
@@ -293,6 +297,8 @@ class RequestHandler:
             was = "running"
             running.cancelled.set()
             self.counts["runs_cancelled"] += 1
+        elif self._cancel_other is not None and self._cancel_other(request.target, owner):
+            was = "watch"
         self._replies.send(
             envelope,
             CancelResult(id=request.id, target=request.target, cancelled=was is not None, was=was),

@@ -51,6 +51,8 @@ class Job:
     connection: tuple[int, int] = (-1, -1)
     """The connection it came in on (fd, number): its replies go to that connection or nowhere,
     and it is kept open past the connection cap until the run ends."""
+    trigger: str | None = None
+    """The trigger that fired it (source ``trigger:NAME``): no client waits for its reply."""
 
 
 @dataclasses.dataclass(frozen=True)

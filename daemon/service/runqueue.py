@@ -62,6 +62,12 @@ class RunQueue:
         capacity = self.limit + (self.running is None)
         return len(self._waiting) >= capacity
 
+    def room_to_spare(self) -> bool:
+        """Whether a trigger's run may be queued: it never takes the last free slot, which is
+        kept for an interactive ask (docs/design.md, "Triggers")."""
+        capacity = self.limit + (self.running is None)
+        return len(self._waiting) + 1 < capacity
+
     def add(self, job: Job) -> int:
         """Queue ``job``; returns how many runs are ahead of it."""
         self._waiting[job.request_id] = job
@@ -96,7 +102,10 @@ class RunQueue:
         """Make the oldest waiting run the running one, if the model is free."""
         if self.running is not None or not self._waiting:
             return None
-        _, self.running = self._waiting.popitem(last=False)
+        # Interactive asks go first; a trigger's run waits behind every one of them.
+        first = next((j for j in self._waiting.values() if j.trigger is None), None)
+        chosen = first or next(iter(self._waiting.values()))
+        self.running = self._waiting.pop(chosen.request_id)
         return self.running
 
     def drain(self) -> list[Job]:

@@ -48,6 +48,8 @@ from edge_agent.service.router import RouterSocket, WakeUpPipe
 from edge_agent.service.runqueue import RunQueue
 from edge_agent.service.strategy import guidance_for
 from edge_agent.service.systemd import Notifier
+from edge_agent.service.triggers.firing import Firing, TriggerMemory
+from edge_agent.service.triggers.ops import TriggerOps
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +74,8 @@ class ServerOptions:
     notifier: Notifier = dataclasses.field(default_factory=Notifier)
     mqtt_status: Callable[[], dict[str, Any]] | None = None
     """The MQTT bridge's state for ``status`` (any thread may call it)."""
+    trigger_memory: TriggerMemory | None = None
+    """Where the triggers' firings outlive a restart (the run journal); None forgets them."""
 
 
 class Server:
@@ -90,8 +94,17 @@ class Server:
         self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
-        self._outbox: queue.SimpleQueue[Message | LoopCall] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[Message | Firing | LoopCall] = queue.SimpleQueue()
         self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
+        self.triggers = TriggerOps(
+            settings,
+            options,
+            post=self._post,
+            router=self._router,
+            replies=self.replies,
+            runs=self.runs,
+            journal=self.journal,
+        )
         self.requests = RequestHandler(
             router=self._router,
             replies=self.replies,
@@ -102,6 +115,8 @@ class Server:
             workflows=options.workflows,
             status=self.status_reply,
             journal=self.journal,
+            more_ops={"triggers": self.triggers.triggers, "watch": self.triggers.watch},
+            cancel_other=self.triggers.cancel_watch,
         )
         self._loader = ModelLoader(self._load_agent, self._post)
         self._agent: Agent | None = None
@@ -163,6 +178,7 @@ class Server:
         next_extend = time.monotonic()
         notifier.status(f"loading model {self.options.model_spec}")
         self._loader.start()
+        self.triggers.runner.start()
         try:
             while True:
                 now = time.monotonic()
@@ -195,6 +211,7 @@ class Server:
                 # (to check a run's connection), and the cap must follow them.
                 connections.drain(self.runs.owners())
         finally:
+            self.triggers.runner.stop()
             self._loader.join(timeout=1.0)
             if self._agent is not None:
                 self._agent.close()
@@ -257,6 +274,7 @@ class Server:
             "counters": counter_report(self._counts()),
             "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
             "journal": self.journal.status(),
+            "triggers": self.triggers.status(),
         }
 
     def status(self) -> dict[str, Any]:
@@ -300,7 +318,7 @@ class Server:
             log.exception("run %s could not start", job.request_id)
             self._post(Finished(job, None, None, "the run could not start"))
 
-    def _post(self, message: Message | LoopCall) -> None:
+    def _post(self, message: Message | Firing | LoopCall) -> None:
         """The run thread's only way to the loop."""
         self._outbox.put(message)
         self._wakeup.wake()
@@ -331,6 +349,8 @@ class Server:
                     self._loaded(agent)
                 case LoadFailed(error, config):
                     self._load_failed(error, config=config)
+                case Firing():
+                    self.triggers.queue(message, stopping=self.lifecycle.stopping)
                 case _:
                     message()  # the journal's answer to a request, on this thread
 
@@ -374,13 +394,19 @@ class Server:
             self.journal.finished(
                 job.request_id, message.payload, outcome=message.outcome, answer=message.answer
             )
-            self.replies.send_packed(job.envelope, message.payload, job.connection)
+            if job.trigger is None:
+                self.replies.send_packed(job.envelope, message.payload, job.connection)
+            else:
+                self.triggers.finished(message)  # its trigger and the watches hear it
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 
     def _end_run(self, job: Job, code: ErrorCode, message: str) -> None:
         """Answer a run that ends without a result with an error; the journal keeps it so."""
         self.journal.ended(job.request_id, code, message)
+        if job.trigger is not None:
+            self.triggers.ended(job, code, message)  # no client: its trigger hears it
+            return
         self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
 
     # -- shutdown -----------------------------------------------------------------------------
@@ -393,6 +419,7 @@ class Server:
             self.runs.running.request_id if self.runs.running else "none",
         )
         self.options.notifier.stopping()
+        self.triggers.close("the daemon is shutting down")
         for job in self.runs.drain():
             self._end_run(
                 job, "shutting_down", "the daemon is shutting down; the run did not start"

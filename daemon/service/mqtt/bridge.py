@@ -22,6 +22,7 @@ shutdown, is counted (``undeliverable``) and logged.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -50,6 +51,7 @@ from edge_agent.service.mqtt.homeassistant import HomeAssistant
 from edge_agent.service.mqtt.sensors import SensorPublisher
 from edge_agent.service.mqtt.settings import MqttSettings
 from edge_agent.service.mqtt.state import BridgeState, log
+from edge_agent.service.triggers.mqttevents import TriggerPublisher
 
 FLUSH_S = 5.0
 """At shutdown, how long unsent replies and the ``offline`` status may take to reach the broker."""
@@ -280,6 +282,18 @@ class MqttBridge:
             self.state.count("results")
         payload = reply_payload(reply, pending.request_id, self.topics.node)
         self.broker.publish_reply(pending.reply_to, payload, pending.correlation)
+
+    def follow_triggers(self, names: Iterable[str]) -> Callable[[dict[str, Any]], None]:
+        """One Home Assistant ``event`` entity per trigger named, and the listener that publishes
+        each trigger run's result, QoS 1, not retained, on ``<prefix>/<node>/trigger/<name>``
+        (docs/mqtt.md, "Triggers"): give it to the daemon's trigger runner before :meth:`start`."""
+        self.home.triggers = tuple(names)
+
+        def publish(topic: str, payload: bytes) -> None:
+            self.state.count("trigger_results")
+            self.broker.publish(topic, payload, qos=1)
+
+        return TriggerPublisher(self.topics.base, publish)
 
     # -- shutdown ----------------------------------------------------------------------------------
 

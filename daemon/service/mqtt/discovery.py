@@ -28,6 +28,7 @@ from typing import Any
 
 from edge_agent.agent.registry import Registry
 from edge_agent.protocol.mqttwire import OFFLINE, ONLINE, Topics
+from edge_agent.service.triggers.mqttevents import trigger_event_configs
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,8 @@ class Discovery:
     version: str
     model: str
     sensor_interval_s: float
+    triggers: tuple[str, ...] = ()
+    """The daemon's enabled triggers: one ``event`` entity each (docs/mqtt.md, "Triggers")."""
 
     @property
     def node(self) -> str:
@@ -197,6 +200,14 @@ class Discovery:
                 # A reading not refreshed for three intervals shows as unavailable.
                 "expire_after": max(1, round(3 * self.sensor_interval_s)),
             }
+        out.update(
+            trigger_event_configs(
+                self.triggers,
+                node_base=self.topics.base,
+                config_topic=self.config_topic,
+                common=self._common,
+            )
+        )
         return out
 
 

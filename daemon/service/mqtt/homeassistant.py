@@ -46,6 +46,8 @@ class HomeAssistant:
         self._readings = readings
         self._daemon_status: dict[str, Any] = {}
         self._busy: bool | None = None
+        self.triggers: tuple[str, ...] = ()
+        """The daemon's enabled triggers, for their event entities (set before the start)."""
 
     def discovery(self) -> Discovery:
         with self.broker.state.lock:
@@ -56,6 +58,7 @@ class HomeAssistant:
             version=self.version,
             model=str(model.get("name") or model.get("spec") or "edge-agent"),
             sensor_interval_s=self.settings.sensor_interval_s,
+            triggers=self.triggers,
         )
 
     # -- events ------------------------------------------------------------------------------------

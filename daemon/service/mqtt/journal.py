@@ -5,17 +5,12 @@ same ask again. The wire's ``run`` takes an optional ``key`` for that (the journ
 key are run once. The bridge derives the key from what identifies the ask to its requester, its
 Correlation Data (MQTT v5) or its ``id`` (3.1.1), scoped by its reply topic, so two requesters
 that happen to pick the same correlation never share a run.
-
-Until the wire's ``RunRequest`` has a ``key`` field, :func:`with_journal_key` adds nothing: a
-daemon without the journal would refuse the field as unknown.
 """
 
 from __future__ import annotations
 
 import hashlib
 from typing import Any
-
-from edge_agent.protocol.wire import RunRequest
 
 KEY_PREFIX = "mqtt-"
 
@@ -29,18 +24,14 @@ def journal_key(reply_to: str | None, request_id: Any, correlation: bytes | None
     return KEY_PREFIX + digest[:40]
 
 
-def wire_takes_a_key() -> bool:
-    return "key" in RunRequest.model_fields
-
-
 def with_journal_key(
     fields: dict[str, Any], reply_to: str | None, request_id: Any, correlation: bytes | None
 ) -> dict[str, Any]:
-    """A run's fields with its journal ``key`` when the wire takes one (and the ask set none)."""
+    """A run's fields with its journal ``key``, unless the ask set one itself."""
     key = journal_key(reply_to, request_id, correlation)
-    if key is None or "key" in fields or not wire_takes_a_key():
+    if key is None or "key" in fields:
         return fields
     return {**fields, "key": key}
 
 
-__all__ = ["journal_key", "wire_takes_a_key", "with_journal_key"]
+__all__ = ["journal_key", "with_journal_key"]

@@ -87,6 +87,7 @@ def discovery_preview(settings: Settings) -> dict[str, Any]:
         version=package_version(),
         model=settings.model.path,
         sensor_interval_s=section.sensor_interval_s,
+        triggers=tuple(t.name for t in settings.triggers if t.enabled),
     )
     return discovery.configs(collect_readings(registry))
 

@@ -1,0 +1,206 @@
+"""A tiny random-weight GGUF of llama.cpp's ``gemma4`` architecture, for tests.
+
+Gemma 4 E2B's real weights cannot be had here, so its code path is run on a model of the same
+architecture, written with the ``gguf`` package's writer: the hyperparameters and tensors
+llama.cpp's ``llama_model_gemma4`` loads (ggml-org/llama.cpp ``src/models/gemma4.cpp``,
+``convert_hf_to_gguf.py``'s ``Gemma4Model``), at a few kilobytes per layer. It keeps what makes
+Gemma 4 Gemma 4 for this project:
+
+- the sliding-window layout: sliding layers with a small window (16 tokens, so every prompt
+  here is longer than the window and the cut-back of the SWA cache is exercised) and a full
+  layer every third, whose heads are wider (``key_length`` against ``key_length_swa``) and
+  whose RoPE is "proportional" (``rope_freqs`` leaves three quarters of the dimensions
+  unrotated), key/value sharing by the last layers (llama.cpp has each reuse the last sliding
+  or full layer that has a cache of its own, so, as in E2B, the last of those is a full one)
+  and per-layer token embeddings, as in E2B;
+- the ``gemma4`` tokenizer (BPE over raw UTF-8 with ``▁`` for spaces and ``<0xXX>`` byte
+  tokens) and its special tokens: ``<|turn>`` and ``<turn|>`` as control tokens, with other
+  control tokens (``<eos>``, ``<|think|>``, ``<|image|>``, Gemma 3's ``<start_of_turn>``) that a
+  prompt must never contain as such, and the user-defined channel and tool tokens;
+- a chat template of Gemma 4's form (``{{ bos_token }}``, a system turn, ``<|turn>`` + role,
+  trimmed content, ``<turn|>``, ``<|turn>model`` as the generation prompt).
+
+The weights are random (seeded), so the replies are noise that only a grammar makes valid.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+GEMMA4_TEMPLATE = """{{- bos_token -}}
+{%- if messages[0]['role'] in ['system', 'developer'] -%}
+    {{- '<|turn>system\\n' -}}
+    {{- messages[0]['content'] | trim -}}
+    {{- '<turn|>\\n' -}}
+    {%- set loop_messages = messages[1:] -%}
+{%- else -%}
+    {%- set loop_messages = messages -%}
+{%- endif -%}
+{%- for message in loop_messages -%}
+    {%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}
+    {{- '<|turn>' + role + '\\n' -}}
+    {{- message['content'] | trim -}}
+    {{- '<turn|>\\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{- '<|turn>model\\n' -}}
+{%- endif -%}
+"""
+"""Gemma 4 E2B's chat template in the parts this project reads (tools and images left out)."""
+
+CONTROL = (
+    "<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>", "<|think|>",
+    "<|image|>", "<|audio|>", "<start_of_turn>",
+)  # fmt: skip
+USER_DEFINED = (
+    "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",
+    "<tool_response|>", '<|"|>',
+)  # fmt: skip
+# Merged pieces the tokenizer can build from single characters, so BPE merging runs too.
+WORDS = (
+    "▁the", "▁is", "▁temperature", "skill_name", "final_answer", "arguments", "system",
+    "user", "model", '{"', '":', '▁"', '",', "▁{", "}}", '"}',
+)  # fmt: skip
+
+N_EMBD = 64
+N_HEAD = 2
+N_HEAD_KV = 1
+HEAD_SWA = 32
+HEAD_FULL = 64
+N_FF = 128
+N_EMBD_PER_LAYER = 8
+SWA_PATTERN = (True, True, False, True, True, False)
+SHARED_KV_LAYERS = 3
+SLIDING_WINDOW = 16
+PARTIAL_ROTARY_FULL = 0.25
+
+
+def _vocabulary() -> tuple[list[str], list[int], list[float], list[str]]:
+    """Tokens, their types, scores and the merges that build the multi-character ones."""
+    import gguf
+
+    tokens: list[str] = []
+    types: list[int] = []
+    for text in CONTROL:
+        tokens.append(text)
+        types.append(gguf.TokenType.CONTROL)
+    for text in USER_DEFINED:
+        tokens.append(text)
+        types.append(gguf.TokenType.USER_DEFINED)
+    for value in range(256):
+        tokens.append(f"<0x{value:02X}>")
+        types.append(gguf.TokenType.BYTE)
+    singles = ["▁", "\n", *(chr(c) for c in range(0x21, 0x7F)), "°"]
+    for text in singles:
+        tokens.append(text)
+        types.append(gguf.TokenType.NORMAL)
+    merges: list[str] = []
+    known = set(tokens)
+    for word in WORDS:
+        # Left to right: each prefix is a token of its own, merged with the next character.
+        piece = word[0]
+        for char in word[1:]:
+            merged = piece + char
+            if merged not in known:
+                merges.append(f"{piece} {char}")
+                tokens.append(merged)
+                types.append(gguf.TokenType.NORMAL)
+                known.add(merged)
+            piece = merged
+    scores = [0.0] * len(tokens)
+    return tokens, types, scores, merges
+
+
+def build_gemma4_gguf(path: Path, *, seed: int = 4) -> Path:
+    """Write the tiny gemma4 model to ``path`` and return it."""
+    import gguf
+
+    rng = np.random.default_rng(seed)
+    n_layer = len(SWA_PATTERN)
+    tokens, types, scores, merges = _vocabulary()
+    n_vocab = len(tokens)
+
+    writer = gguf.GGUFWriter(str(path), "gemma4")
+    writer.add_name("tiny-gemma4-test")
+    writer.add_context_length(4096)
+    writer.add_embedding_length(N_EMBD)
+    writer.add_block_count(n_layer)
+    writer.add_feed_forward_length(N_FF)
+    writer.add_head_count(N_HEAD)
+    writer.add_head_count_kv(N_HEAD_KV)
+    writer.add_key_length(HEAD_FULL)
+    writer.add_value_length(HEAD_FULL)
+    writer.add_key_length_swa(HEAD_SWA)
+    writer.add_value_length_swa(HEAD_SWA)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_sliding_window(SLIDING_WINDOW)
+    writer.add_sliding_window_pattern(list(SWA_PATTERN))
+    writer.add_shared_kv_layers(SHARED_KV_LAYERS)
+    writer.add_embedding_length_per_layer_input(N_EMBD_PER_LAYER)
+    writer.add_rope_freq_base(1_000_000.0)
+    writer.add_rope_freq_base_swa(10_000.0)
+    writer.add_rope_dimension_count(HEAD_FULL)
+    writer.add_rope_dimension_count_swa(HEAD_SWA)
+    writer.add_final_logit_softcapping(30.0)
+
+    writer.add_tokenizer_model("gemma4")
+    writer.add_tokenizer_pre("gemma4")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(tokens.index("<bos>"))
+    writer.add_eos_token_id(tokens.index("<eos>"))
+    writer.add_unk_token_id(tokens.index("<unk>"))
+    writer.add_pad_token_id(tokens.index("<pad>"))
+    writer.add_add_bos_token(True)
+    writer.add_add_space_prefix(False)
+    writer.add_chat_template(GEMMA4_TEMPLATE)
+
+    def weight(*shape: int, scale: float = 0.05) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def norm(size: int) -> np.ndarray:
+        return (1.0 + rng.standard_normal(size) * 0.01).astype(np.float32)
+
+    # numpy shapes are ggml's ne reversed: ggml {n_embd, n_vocab} is (n_vocab, n_embd) here.
+    writer.add_tensor("token_embd.weight", weight(n_vocab, N_EMBD, scale=0.5))
+    writer.add_tensor("output_norm.weight", norm(N_EMBD))
+    writer.add_tensor(
+        "per_layer_token_embd.weight", weight(n_vocab, N_EMBD_PER_LAYER * n_layer, scale=0.5)
+    )
+    writer.add_tensor("per_layer_model_proj.weight", weight(N_EMBD_PER_LAYER * n_layer, N_EMBD))
+    writer.add_tensor("per_layer_proj_norm.weight", norm(N_EMBD_PER_LAYER))
+    rotated = int(HEAD_FULL * PARTIAL_ROTARY_FULL / 2)
+    freqs = [1.0] * rotated + [1e30] * (HEAD_FULL // 2 - rotated)
+    writer.add_tensor("rope_freqs.weight", np.array(freqs, dtype=np.float32))
+    first_shared = n_layer - SHARED_KV_LAYERS
+    for il, swa in enumerate(SWA_PATTERN):
+        head = HEAD_SWA if swa else HEAD_FULL
+        prefix = f"blk.{il}"
+        writer.add_tensor(f"{prefix}.attn_norm.weight", norm(N_EMBD))
+        writer.add_tensor(f"{prefix}.attn_q.weight", weight(head * N_HEAD, N_EMBD))
+        if il < first_shared:
+            writer.add_tensor(f"{prefix}.attn_k.weight", weight(head * N_HEAD_KV, N_EMBD))
+            writer.add_tensor(f"{prefix}.attn_v.weight", weight(head * N_HEAD_KV, N_EMBD))
+            writer.add_tensor(f"{prefix}.attn_k_norm.weight", norm(head))
+        writer.add_tensor(f"{prefix}.attn_output.weight", weight(N_EMBD, head * N_HEAD))
+        writer.add_tensor(f"{prefix}.attn_q_norm.weight", norm(head))
+        writer.add_tensor(f"{prefix}.post_attention_norm.weight", norm(N_EMBD))
+        writer.add_tensor(f"{prefix}.layer_output_scale.weight", np.array([1.0], np.float32))
+        writer.add_tensor(f"{prefix}.ffn_norm.weight", norm(N_EMBD))
+        writer.add_tensor(f"{prefix}.ffn_gate.weight", weight(N_FF, N_EMBD))
+        writer.add_tensor(f"{prefix}.ffn_up.weight", weight(N_FF, N_EMBD))
+        writer.add_tensor(f"{prefix}.ffn_down.weight", weight(N_EMBD, N_FF))
+        writer.add_tensor(f"{prefix}.post_ffw_norm.weight", norm(N_EMBD))
+        writer.add_tensor(f"{prefix}.inp_gate.weight", weight(N_EMBD_PER_LAYER, N_EMBD))
+        writer.add_tensor(f"{prefix}.proj.weight", weight(N_EMBD, N_EMBD_PER_LAYER))
+        writer.add_tensor(f"{prefix}.post_norm.weight", norm(N_EMBD))
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
