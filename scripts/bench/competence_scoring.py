@@ -158,9 +158,12 @@ class Evidence:
 
 
 def _key_unit(key: str) -> str | None:
-    """The unit a result key names by its suffix: ``available_mib`` holds MiB."""
-    tail = key.lower().rpartition("_")[2]
-    return _SUFFIX_UNITS.get(tail) if "_" in key or key.lower() in ("seconds",) else None
+    """The unit a result key names by one of its parts: ``available_mib`` holds MiB,
+    ``days_from_today`` days, ``seconds`` s."""
+    parts = key.lower().split("_")
+    if len(parts) == 1 and parts[0] not in ("seconds", "hours", "days"):
+        return None
+    return next((_SUFFIX_UNITS[p] for p in reversed(parts) if p in _SUFFIX_UNITS), None)
 
 
 def gather(results: Iterable[Any], question: str) -> Evidence:
