@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 CELSIUS = "°C"
+FAHRENHEIT = "°F"
 PERCENT_RH = "%RH"
 HECTOPASCAL = "hPa"
 LUX = "lx"
@@ -45,6 +46,9 @@ class Reading:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"quantity": self.quantity, "value": self.value, "unit": self.unit}
+        if self.unit == CELSIUS:
+            # The other form people ask for, so that no model has to convert (docs/skills.md).
+            out["also"] = {"value": round(self.value * 9 / 5 + 32, 2), "unit": FAHRENHEIT}
         if self.channel is not None:
             out["channel"] = self.channel
         return out
@@ -106,6 +110,7 @@ def natural_key(name: str) -> tuple[Any, ...]:
 
 __all__ = [
     "CELSIUS",
+    "FAHRENHEIT",
     "HECTOPASCAL",
     "LUX",
     "PERCENT_RH",

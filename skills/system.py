@@ -75,7 +75,13 @@ class System:
         seconds = parse_number(fields[0] if fields else "", f"{self.proc.path}/uptime")
         if seconds < 0:
             raise SensorError(f"{self.proc.path}/uptime is negative")
-        return {"seconds": round(seconds), "text": _duration(seconds)}
+        # In the units people ask in, so that no model has to convert (docs/skills.md).
+        return {
+            "seconds": round(seconds),
+            "hours": round(seconds / 3600, 1),
+            "days": round(seconds / 86400, 2),
+            "text": _duration(seconds),
+        }
 
     def system_status(self) -> dict[str, Any]:
         """Load averages, memory, disk usage of / and uptime of this device."""

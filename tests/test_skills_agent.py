@@ -79,6 +79,7 @@ def test_sensor_run_over_a_tree_named_by_the_environment(
         "quantity": "temperature",
         "value": 51.54,
         "unit": "°C",
+        "also": {"value": 124.77, "unit": "°F"},
     }
     assert [s["name"] for s in results[1]["sensors"]] == [
         "thermal_zone0",
@@ -88,9 +89,22 @@ def test_sensor_run_over_a_tree_named_by_the_environment(
     assert results[2]["readings"] == [
         {"quantity": "humidity", "value": 45.123, "unit": "%RH", "channel": "in_humidityrelative"},
         {"quantity": "pressure", "value": 1013.25, "unit": "hPa", "channel": "in_pressure"},
-        {"quantity": "temperature", "value": 21.37, "unit": "°C", "channel": "in_temp"},
+        {
+            "quantity": "temperature",
+            "value": 21.37,
+            "unit": "°C",
+            "also": {"value": 70.47, "unit": "°F"},
+            "channel": "in_temp",
+        },
     ]
-    assert results[3]["readings"] == [{"quantity": "temperature", "value": 4.5, "unit": "°C"}]
+    assert results[3]["readings"] == [
+        {
+            "quantity": "temperature",
+            "value": 4.5,
+            "unit": "°C",
+            "also": {"value": 40.1, "unit": "°F"},
+        }
+    ]
     # The model saw each result in its next prompt, units included.
     assert "1013.25" in model.prompts[3] and "hPa" in model.prompts[3]
     assert "28-0316a2796eff" in model.prompts[2]

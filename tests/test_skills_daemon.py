@@ -84,6 +84,7 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
         "quantity": "temperature",
         "value": 51.54,
         "unit": "°C",
+        "also": {"value": 124.77, "unit": "°F"},
     }
     assert [s["name"] for s in listed["result"]["sensors"]] == [
         "thermal_zone0",
@@ -92,9 +93,22 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
     ]
     assert bme["result"]["readings"] == [
         {"quantity": "pressure", "value": 1013.25, "unit": "hPa", "channel": "in_pressure"},
-        {"quantity": "temperature", "value": 21.37, "unit": "°C", "channel": "in_temp"},
+        {
+            "quantity": "temperature",
+            "value": 21.37,
+            "unit": "°C",
+            "also": {"value": 70.47, "unit": "°F"},
+            "channel": "in_temp",
+        },
     ]
-    assert probe["result"]["readings"] == [{"quantity": "temperature", "value": -2.5, "unit": "°C"}]
+    assert probe["result"]["readings"] == [
+        {
+            "quantity": "temperature",
+            "value": -2.5,
+            "unit": "°C",
+            "also": {"value": 27.5, "unit": "°F"},
+        }
+    ]
     assert hostile["type"] == "ToolErrorObservation"
     assert hostile["error"] == (
         "SensorError: no sensor named '/etc/passwd'; the sensors are: thermal_zone0, bme280, "
@@ -119,7 +133,14 @@ def test_edge_agent_skills_lists_schemas_and_sources(daemon: tuple[str, Path]) -
         check=True,
     )
     skills = {entry["name"]: entry for entry in json.loads(listed.stdout)}
-    builtins = ["cpu_temperature", "list_sensors", "read_sensor", "system_status", "now", "resolve_date"]
+    builtins = [
+        "cpu_temperature",
+        "list_sensors",
+        "read_sensor",
+        "system_status",
+        "now",
+        "resolve_date",
+    ]
     assert list(skills) == [*builtins, "soil_moisture"]
     assert skills["read_sensor"]["source"] == "builtin"
     assert skills["read_sensor"]["parameters"]["required"] == ["name"]

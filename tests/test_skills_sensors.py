@@ -35,6 +35,7 @@ def test_cpu_temperature_is_the_cpu_zone_in_celsius(sysfs: FakeSysfs) -> None:
         "quantity": "temperature",
         "value": 48.312,
         "unit": "°C",
+        "also": {"value": 118.96, "unit": "°F"},
     }
 
 
@@ -341,7 +342,9 @@ def test_unknown_name_lists_the_known_ones(sysfs: FakeSysfs) -> None:
 
 
 @pytest.mark.parametrize("family", ["thermal_zone0", "bme280", "28-0316a2796eff"])
-def test_a_device_that_disappears_between_listing_and_reading(sysfs: FakeSysfs, family: str) -> None:
+def test_a_device_that_disappears_between_listing_and_reading(
+    sysfs: FakeSysfs, family: str
+) -> None:
     build_mixed(sysfs)
     (sensor,) = [s for s in sensors_of(sysfs).discover() if s.name == family]
     for link in (

@@ -38,7 +38,12 @@ def test_status_of_a_fake_pi(tmp_path: Path) -> None:
         "used_percent": 24.3,
         "swap_used_mib": 50.0,
     }
-    assert status["uptime"] == {"seconds": 266501, "text": "3 d 2 h 1 min"}
+    assert status["uptime"] == {
+        "seconds": 266501,
+        "hours": 74.0,
+        "days": 3.08,
+        "text": "3 d 2 h 1 min",
+    }
     disk = status["disk"]
     assert disk["path"] == str(tmp_path)
     assert 0 < disk["free_gib"] <= disk["total_gib"]
@@ -49,7 +54,7 @@ def test_old_kernels_without_memavailable(tmp_path: Path) -> None:
     proc = fake_proc(tmp_path, "0 0 0 1/1 1", "MemTotal: 1000 kB\nMemFree: 250 kB\n", "59.9 1")
     status = System(Root(proc), tmp_path).system_status()
     assert status["memory"]["used_percent"] == 75.0
-    assert status["uptime"] == {"seconds": 60, "text": "0 min"}
+    assert status["uptime"] == {"seconds": 60, "hours": 0.0, "days": 0.0, "text": "0 min"}
 
 
 def test_each_broken_part_says_why_and_the_rest_still_answer(tmp_path: Path) -> None:

@@ -22,6 +22,12 @@ question word.
 - **What to say.** The system prompt shows how answers read, the result turn repeats the
   question, and the answer is the model's own text, only forced to start as an answer. Code never
   writes an answer.
+- **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
+  model writes its answer every digit must be copied from the results or the question, a reading
+  with its own unit (copy-only values, :mod:`edge_agent.agent.evidence`).
+- **When it cannot tell.** Before the first call, the question is also scored after a
+  description of no skill at all; when no candidate beats that content-free baseline by
+  ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from edge_agent.agent.events import (
     SkillResultObservation,
     ValidationErrorObservation,
 )
+from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
 from edge_agent.agent.jsonvalues import compact_json
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelError, ModelHandle, ScoringUnsupported
@@ -60,8 +67,24 @@ ANSWER_EXAMPLES = (
     "The question was: What is the wind speed?\n"
     '{"final_answer": "The wind speed is 12.0 km/h."}'
 )
-"""Worked answers about skills no registry has, so they favour none: the system prompt's last
-part under guidance, in place of the plain prompt's example action."""
+"""Worked answers about skills no registry has, in the JSON the plain loop shows results in."""
+
+ANSWER_LINE_EXAMPLES = (
+    "How answers read. After a result, answer the question in one short sentence, with the value "
+    "and unit of the line the question asks about, copied as the result writes it. When no line "
+    "holds what was asked, or no skill gives it, say you cannot tell:\n"
+    "Result of battery_state:\npercent: 87\ncharging: false\nminutes_left: 240\n"
+    "The question was: How long will the battery last?\n"
+    '{"final_answer": "The battery will last 240 minutes."}\n'
+    "Result of garden_station:\nreadings: 2 in all\nreadings rain: 3.5 mm\n"
+    "readings wind: 12.0 km/h\n"
+    "The question was: What is the wind speed?\n"
+    '{"final_answer": "The wind speed is 12.0 km/h."}\n'
+    "The question was: How much snow fell?\n"
+    '{"final_answer": "I cannot tell: no result says how much snow fell."}'
+)
+"""Worked answers about skills no registry has, so they favour none, with results as lines: the
+system prompt's last part under guidance, in place of the plain prompt's example action."""
 
 
 def action_text(skill_name: str, arguments: dict[str, Any]) -> str:
@@ -179,15 +202,23 @@ class Guidance:
     after a result, between answering and calling another skill."""
     restate_question: bool = True
     """End each result turn with the question, so the answer is written right after it."""
-    answer_examples: str = ANSWER_EXAMPLES
+    answer_examples: str = ANSWER_LINE_EXAMPLES
     """The system prompt's closing part: how answers read."""
+    result_lines: bool = True
+    """Show results as ``name: value unit`` lines (the event keeps the whole result)."""
+    copy_only: bool = True
+    """While the model answers, every digit it writes is copied from the evidence (a reading
+    with its own unit); needs a model that constrains to an action schema's string pattern."""
+    cannot_tell_margin: float | None = 1.0
+    """Nats by which the best candidate must beat the content-free baseline before the first
+    call; below it no skill fits and the model answers at once. None: always call a skill."""
     focus_parts: bool = True
     """After a result with several parts, name the part the question asks about."""
     answer_tokens: int = 64
     """The most tokens an answer may take: a small model that rambles on inside its answer
     string is cut off (and retried) instead of writing until the model's own cap."""
-    _candidates: dict[tuple[int, tuple[str, ...], ChatFormat], list[Candidate]] = (
-        dataclasses.field(default_factory=dict, init=False, repr=False)
+    _candidates: dict[tuple[int, tuple[str, ...], ChatFormat], list[Candidate]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False
     )
 
     def candidates(
@@ -227,10 +258,13 @@ class Guidance:
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
             if last_step or not left or _answer_was_cut(events):
-                return self._answer(prompt, generate)
+                return self._answer(prompt, generate, state)
             if result_last and (not self.go_on or self._prefers_answer(model, prompt)):
-                return self._answer(prompt, generate)
-            best = self._best(model, model.chat_format.defuse(state.query), left)
+                return self._answer(prompt, generate, state)
+            baseline = self.cannot_tell_margin is not None and not made
+            best, fits = self._best(model, model.chat_format.defuse(state.query), left, baseline)
+            if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
+                return self._answer(prompt, generate, state)
         except ScoringUnsupported:
             return generate(prompt)
         if best.arguments is not None:
@@ -267,10 +301,20 @@ class Guidance:
             return None
         return texts[max(range(len(texts)), key=scores.__getitem__)]
 
-    def _answer(self, prompt: str, generate: Callable[..., str]) -> str:
+    def answer_schema(self, state: AgentState) -> dict[str, Any] | None:
+        """The schema of a copy-only answer to ``state``'s question, from its results so far;
+        None without ``copy_only``."""
+        if not self.copy_only:
+            return None
+        results = [e.result for e in state.stream.root if isinstance(e, SkillResultObservation)]
+        return answer_schema(answer_pattern(copyable(results, state.query)))
+
+    def _answer(self, prompt: str, generate: Callable[..., str], state: AgentState) -> str:
         """The model's answer. One it was still writing at ``answer_tokens`` (a small model
         repeats itself) ends after its last whole sentence: its own words, cut, never added to."""
-        raw = generate(prompt, prefix=ANSWER_HEAD, max_tokens=self.answer_tokens)
+        bound = self.answer_schema(state)
+        more = {} if bound is None else {"action_schema": bound}
+        raw = generate(prompt, prefix=ANSWER_HEAD, max_tokens=self.answer_tokens, **more)
         usage = raw.usage if isinstance(raw, Completion) else None
         if usage is None or usage.stop != "length" or not raw.startswith(ANSWER_HEAD):
             return raw
@@ -280,7 +324,7 @@ class Guidance:
             return raw
         # "cut": the model was still writing; the reply ends at a sentence the model finished.
         return Completion(
-            f"{ANSWER_HEAD}{body[: end + 1]}\"}}", usage.model_copy(update={"stop": "cut"})
+            f'{ANSWER_HEAD}{body[: end + 1]}"}}', usage.model_copy(update={"stop": "cut"})
         )
 
     def _prefers_answer(self, model: ModelHandle, prompt: str) -> bool:
@@ -288,9 +332,23 @@ class Guidance:
         return sum(answer) + self.answer_bias >= sum(skill)
 
     @staticmethod
-    def _best(model: ModelHandle, query: str, candidates: Sequence[Candidate]) -> Candidate:
-        scores = model.likelihood([c.description for c in candidates], f" {query}")
-        return candidates[max(range(len(candidates)), key=scores.__getitem__)]
+    def _best(
+        model: ModelHandle, query: str, candidates: Sequence[Candidate], baseline: bool
+    ) -> tuple[Candidate, float]:
+        """The candidate the question fits best, and by how many nats it beats the question's
+        likelihood after a description of no skill at all (0.0 without ``baseline``)."""
+        prompts = [c.description for c in candidates]
+        if baseline:
+            prompts.append(content_free(model.chat_format))
+        scores = model.likelihood(prompts, f" {query}")
+        best = max(range(len(candidates)), key=scores.__getitem__)
+        return candidates[best], scores[best] - scores[-1] if baseline else 0.0
+
+
+def content_free(fmt: ChatFormat) -> str:
+    """A skill description with no content, in the candidates' form: how likely a question is
+    after it is the baseline a fitting skill must beat."""
+    return f"{fmt.user_prefix}The skill : \nQuestions it answers:\n-"
 
 
 def _answer_was_cut(events: Sequence[Event]) -> bool:
@@ -314,5 +372,6 @@ __all__ = [
     "Guidance",
     "action_text",
     "candidates_for",
+    "content_free",
     "result_parts",
 ]

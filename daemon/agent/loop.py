@@ -117,6 +117,7 @@ class Agent:
                         fmt,
                         question,
                         guidance.focus(self.handle, state.query, e) if guidance else None,
+                        lines=guidance is not None and guidance.result_lines,
                     )
                     for e in events[context.rendered :]
                 ]

@@ -22,6 +22,7 @@ from edge_agent.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
+from edge_agent.agent.evidence import result_lines
 from edge_agent.agent.jsonvalues import compact_json
 from edge_agent.agent.registry import SkillSpec
 from edge_agent.agent.workflow import Soul, Workflow
@@ -135,14 +136,23 @@ def render_system(
 
 
 def render_event(
-    event: Event, fmt: ChatFormat, question: str | None = None, focus: str | None = None
+    event: Event,
+    fmt: ChatFormat,
+    question: str | None = None,
+    focus: str | None = None,
+    *,
+    lines: bool = False,
 ) -> str:
     """The fixed text one event adds to the prompt; a result turn repeats ``question`` if given,
-    and then names ``focus``, the part of the result that answers it."""
+    and then names ``focus``, the part of the result that answers it. With ``lines`` a result is
+    shown as ``name: value unit`` lines (see :func:`result_lines`) rather than JSON."""
     if isinstance(event, CallSkillAction | FinalAnswerAction):
         return fmt.model_turn_end(event.raw)
     if isinstance(event, SkillResultObservation):
-        text = f"Result of {event.skill_name}: {compact_json(event.result)}"
+        if lines:
+            text = f"Result of {event.skill_name}:\n" + "\n".join(result_lines(event.result))
+        else:
+            text = f"Result of {event.skill_name}: {compact_json(event.result)}"
         if question is not None:
             text += f"\nThe question was: {question}"
         if focus is not None:

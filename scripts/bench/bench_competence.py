@@ -1,18 +1,23 @@
 """Does the embedded model answer home questions correctly? Competence of each loop strategy.
 
-52 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
-listing sensors, load, memory, disk, uptime, the clock and date arithmetic, and a few that need two
-skill calls) are asked of a fake Raspberry Pi: a sysfs tree and a /proc the script builds in a
+72 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
+listing sensors, load, memory, disk, uptime, the clock and date arithmetic, conversions,
+comparisons, two-part questions, counts, and questions no skill can answer) are asked of a fake
+Raspberry Pi: a sysfs tree and a /proc the script builds in a
 temporary directory. Disk usage is the real ``statvfs`` of ``/``. Half the questions are ``dev``
 (tune on these), half ``held-out`` (never tune on these; they were written once, before any
 result was seen).
 
-Each answer is scored automatically against values computed when the question is asked: the skill
-functions themselves are called in-process on the same fake tree, and the clock questions use
-``datetime``, so the benchmark works on any day. A number must appear within the rounding the
-answer shows (48.3 matches 48.312; a whole number only where the question allows it); a weekday
-must be named, and no other; a date may be written 2026-12-04, "December 4", "4 December 2026" or
-12/4/2026. An answer that is not ``answered`` is wrong.
+Each answer is scored automatically, and strictly (competence_scoring.py), against values computed
+when the question is asked: the skill functions themselves are called in-process on the same fake
+tree, and the clock questions use ``datetime``, so the benchmark works on any day. One of the
+answer's numbers must be the value within the rounding the answer shows (48.3 matches 48.312; a
+whole number only where the question allows it); a weekday must be named, and no other; a date
+may be written 2026-12-04, "December 4", "4 December 2026" or 12/4/2026; where no skill can answer,
+the answer must say it cannot tell. And it must not be **misleading**: state no number, unit,
+date, weekday or sensor name that is in neither the skill results it saw nor the question nor the
+right value ("41.5 degrees" for a humidity in %RH is misleading, and so wrong). An answer that is
+not ``answered`` is wrong, and not misleading.
 
 Strategies, asked interleaved question by question in the same run:
 
@@ -32,15 +37,18 @@ Per question it records the outcome, answer, whether it was correct, the model c
 turns: skill calls, final answers and unparseable replies), the seconds, and the prompt tokens:
 ``prompt`` is what each call's prompt held, summed over the run; ``evaluated`` is what the model
 actually ran (the daemon reports it; for the peer it is estimated from llama-cpp-python's prefix
-match with the previous call, marked ``~``). The verdict is issue 10's goal: ``guided`` at least
-80% correct on both halves, a median of at most 3 model calls, and ahead of the peer on correct
-answers and on seconds per question. It exits 1 when the goal is missed or cannot be judged
-because ``guided`` did not run.
+match with the previous call, marked ``~``). The verdict is issue 19's goal: ``guided`` at least
+80% strictly correct on both halves with at most one misleading answer per half, a median of at
+most 3 model calls, ahead of the peer on correct answers and no slower per question. It exits 1
+when the goal is missed or cannot be judged because ``guided`` did not run. With ``--json`` the
+records are written after every answer, so a run cut short leaves what it asked.
 
     .venv/bin/python scripts/bench/bench_competence.py [--strategies plain,guided,peer]
-        [--split dev|held-out|all] [--limit N] [--max-iterations 6] [--json OUT] [--verbose]
+        [--split dev|held-out|all] [--only d01,h12,convert] [--limit N] [--max-iterations 6]
+        [--json OUT] [--verbose]
 
-``--limit N`` asks only the first N questions, dev and held-out alternating. On a loaded 2-core
+``--only`` asks only the questions of those ids or categories; ``--limit N`` only the first N,
+dev and held-out alternating. On a loaded 2-core
 machine a full run of three strategies takes the better part of an hour.
 """
 
@@ -60,7 +68,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +79,25 @@ from edge_agent.model.scripted import MockModel
 from edge_agent.skills import register_builtins
 from edge_agent.skills.onewire import crc8
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from competence_scoring import (
+    WEEKDAYS,
+    Expected,
+    dates,
+    gather,
+    misleading,
+    numbers,
+    rounds_to,
+    says_cannot_tell,
+    weekdays_named,
+)
+
 STRATEGIES = ("plain", "guided", "peer")
 SPLITS = ("dev", "held-out")
 EXIT_CONFIG = 78  # what `edge-agent serve` exits with on a config error
 GOAL_CORRECT = 0.8
 GOAL_MEDIAN_CALLS = 3
+GOAL_MISLEADING = 1  # answers per half
 
 # -- the fake device ------------------------------------------------------------------------------
 
@@ -136,25 +158,7 @@ def build_device(root: Path) -> tuple[Path, Path]:
     return sysfs, proc
 
 
-# -- scoring --------------------------------------------------------------------------------------
-
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-MONTHS = (
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
-)  # fmt: skip
-_MONTH = r"((?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*)\.?"
-_NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
-
-
-def _numbers(text: str) -> list[tuple[float, int]]:
-    """Each number in ``text`` with its count of decimals; 2,873.2 is one number."""
-    found = []
-    for match in _NUMBER.finditer(text):
-        token = match.group().replace(",", "")
-        decimals = len(token.partition(".")[2])
-        found.append((float(token), decimals))
-    return found
+# -- scoring (strict; see competence_scoring.py) -----------------------------------------------
 
 
 class Check:
@@ -163,27 +167,35 @@ class Check:
     def __call__(self, answer: str) -> bool:
         raise NotImplementedError
 
+    def expected(self) -> Expected:
+        """The right values: stating them is never misleading."""
+        return Expected()
+
 
 @dataclasses.dataclass
 class Number(Check):
-    """The answer's first number is one of ``values`` as the answer rounds it: 48.3 and 48.31
+    """One of the answer's numbers is one of ``values`` as the answer rounds it: 48.3 and 48.31
     match 48.312, 48 only with ``whole``. ``tolerance`` widens the match for values that drift
-    (free disk space)."""
+    (free disk space). ``units``: the units the value may be stated in (canonical, see
+    competence_scoring.UNIT_WORDS)."""
 
     values: list[float]
     whole: bool = False
     tolerance: float = 0.0
+    units: tuple[str, ...] = ()
 
     def __call__(self, answer: str) -> bool:
-        # Only the answer's first number counts: an answer that recites every value of a
-        # result, the right one among them, has not answered the question.
-        for number, decimals in _numbers(answer)[:1]:
+        for number, decimals, _, _ in numbers(answer):
             for value in self.values:
                 if decimals == 0 and not self.whole and value != round(value):
                     continue
-                if abs(number - value) <= 0.5 * 10**-decimals + self.tolerance + 1e-9:
+                if rounds_to(number, decimals, value, self.tolerance):
                     return True
         return False
+
+    def expected(self) -> Expected:
+        units: tuple[str | None, ...] = (*self.units, None)
+        return Expected(values=[(v, u) for v in self.values for u in units])
 
     def __str__(self) -> str:
         shown = " or ".join(f"{v:g}" for v in self.values)
@@ -197,38 +209,13 @@ class Weekday(Check):
     day: int
 
     def __call__(self, answer: str) -> bool:
-        return _weekdays_named(answer) == {self.day}
+        return weekdays_named(answer) == {self.day}
+
+    def expected(self) -> Expected:
+        return Expected(weekdays={self.day})
 
     def __str__(self) -> str:
         return WEEKDAYS[self.day].capitalize()
-
-
-def _dates(text: str) -> Iterator[tuple[int | None, int, int]]:
-    """(year or None, month, day) for each date written in ``text``."""
-    low = text.lower()
-    for y, m, d in re.findall(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b", low):
-        yield int(y), int(m), int(d)
-    for mon, d, y in re.findall(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (\d{{4}}))?", low):
-        yield (int(y) if y else None), _month(mon), int(d)
-    for d, mon, y in re.findall(
-        rf"\b(\d{{1,2}})(?:st|nd|rd|th)?(?: of)? {_MONTH}(?:,? (\d{{4}}))?", low
-    ):
-        yield (int(y) if y else None), _month(mon), int(d)
-    for m, d, y in re.findall(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b", low):
-        yield int(y), int(m), int(d)
-    for d, m, y in re.findall(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b", low):
-        yield int(y), int(m), int(d)
-
-
-def _month(word: str) -> int:
-    """1 to 12 for a month's name or its abbreviation; 0 for other words ("mark", "decimal")."""
-    return next((i + 1 for i, name in enumerate(MONTHS) if name.startswith(word)), 0)
-
-
-def _weekdays_named(text: str) -> set[int]:
-    """The weekdays a text names, in full or abbreviated ("Sat"), but not "month" or "sunny"."""
-    words = re.findall(r"[a-z]+", text.lower())
-    return {i for i, day in enumerate(WEEKDAYS) for w in words if len(w) >= 3 and day.startswith(w)}
 
 
 @dataclasses.dataclass
@@ -240,8 +227,11 @@ class Date(Check):
     def __call__(self, answer: str) -> bool:
         return any(
             (y is None or y == self.date.year) and (m, d) == (self.date.month, self.date.day)
-            for y, m, d in _dates(answer)
+            for y, m, d, _, _ in dates(answer)
         )
+
+    def expected(self) -> Expected:
+        return Expected(dates=[self.date], weekdays={self.date.weekday()})
 
     def __str__(self) -> str:
         return self.date.isoformat()
@@ -253,10 +243,13 @@ class Time(Check):
 
     start: dt.datetime
 
-    def __call__(self, answer: str) -> bool:
-        end = dt.datetime.now() + dt.timedelta(minutes=2)
+    def _window(self) -> tuple[dt.datetime, float]:
         begin = self.start - dt.timedelta(minutes=2)
-        span = (end - begin).total_seconds() / 60
+        end = dt.datetime.now() + dt.timedelta(minutes=2)
+        return begin, (end - begin).total_seconds() / 60
+
+    def __call__(self, answer: str) -> bool:
+        begin, span = self._window()
         clock = r"\b(\d{1,2}):(\d{2})(?::\d{2})?\s*([ap])?\.?m?\b"
         for h, m, half in re.findall(clock, answer.lower()):
             hour = int(h) % 12 + (12 if half == "p" else 0) if half else int(h)
@@ -265,6 +258,14 @@ class Time(Check):
             if after_begin <= span:
                 return True
         return False
+
+    def expected(self) -> Expected:
+        begin, span = self._window()
+        values: list[tuple[float, str | None]] = []
+        for minute in range(int(span) + 1):
+            moment = begin + dt.timedelta(minutes=minute)
+            values += [(moment.hour, None), (moment.hour % 12 or 12, None), (moment.minute, None)]
+        return Expected(values=values)
 
     def __str__(self) -> str:
         return f"about {self.start:%H:%M}"
@@ -285,6 +286,28 @@ class Names(Check):
 
 
 @dataclasses.dataclass
+class First(Check):
+    """A comparison's answer: of the two, the ``winner`` is named first ("The CPU is warmer
+    than the BME280", not "The BME280 is cooler than the CPU")."""
+
+    winner: list[str]
+    loser: list[str]
+
+    def __call__(self, answer: str) -> bool:
+        low = answer.lower()
+
+        def first(words: list[str]) -> int:
+            found = [i for w in words if (i := low.find(w.lower())) >= 0]
+            return min(found) if found else len(low) + 1
+
+        win, lose = first(self.winner), first(self.loser)
+        return win <= len(low) and win < lose
+
+    def __str__(self) -> str:
+        return f"{'/'.join(self.winner)} (before {'/'.join(self.loser)})"
+
+
+@dataclasses.dataclass
 class Uptime(Check):
     """The days and hours of an uptime, or its total seconds or hours."""
 
@@ -297,9 +320,59 @@ class Uptime(Check):
             return True
         return Number([self.seconds, round(self.seconds / 3600)], whole=True)(answer)
 
+    def expected(self) -> Expected:
+        days, rest = divmod(self.seconds, 86400)
+        hours = self.seconds / 3600
+        return Expected(values=[(days, "d"), (rest // 3600, "h"), (self.seconds, "s"),
+                                (hours, "h"), (self.seconds / 86400, "d")])  # fmt: skip
+
     def __str__(self) -> str:
         days, rest = divmod(self.seconds, 86400)
         return f"{days} d {rest // 3600} h"
+
+
+@dataclasses.dataclass
+class CannotTell(Check):
+    """No skill can answer: the answer says it cannot tell; any value it states misleads."""
+
+    def __call__(self, answer: str) -> bool:
+        return says_cannot_tell(answer)
+
+    def expected(self) -> Expected:
+        return Expected(any_value_misleads=True)
+
+    def __str__(self) -> str:
+        return "cannot tell"
+
+
+@dataclasses.dataclass
+class Both(Check):
+    """A two-part question: each part's check holds."""
+
+    parts: list[Check]
+
+    def __call__(self, answer: str) -> bool:
+        return all(part(answer) for part in self.parts)
+
+    def expected(self) -> Expected:
+        merged = Expected()
+        for part in self.parts:
+            got = part.expected()
+            merged.values += got.values
+            merged.dates += got.dates
+            merged.weekdays |= got.weekdays
+        return merged
+
+    def __str__(self) -> str:
+        return " and ".join(str(part) for part in self.parts)
+
+
+def judge(check: Check, answer: Any, question: str) -> tuple[bool, list[str]]:
+    """(strictly correct, what misleads) for one answer."""
+    if answer.outcome != "answered" or answer.answer is None:
+        return False, []
+    misleads = misleading(answer.answer, gather(answer.results, question), check.expected())
+    return bool(check(answer.answer)) and not misleads, misleads
 
 
 # -- the questions --------------------------------------------------------------------------------
@@ -342,6 +415,16 @@ class Device:
 
     def days(self, n: int) -> dt.date:
         return self.today + dt.timedelta(days=n)
+
+    def upcoming(self, month: int, day: int) -> dt.date:
+        """The next ``month``/``day`` from today on (today itself included)."""
+        date = dt.date(self.today.year, month, day)
+        return date if date >= self.today else dt.date(self.today.year + 1, month, day)
+
+    def count(self, quantity: str) -> int:
+        """How many sensors measure ``quantity``."""
+        sensors = self.call("list_sensors")["sensors"]
+        return sum(any(m["quantity"] == quantity for m in s["measures"]) for s in sensors)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -461,7 +544,45 @@ QUESTIONS: list[Question] = [
     _q(27, "dev", "2calls", "How much warmer is the CPU than the BME280 sensor, in °C?",
        lambda d: Number([d.cpu() - d.reading("bme280", "temperature")])),
     _q(27, "held-out", "2calls", "What is the temperature difference between the CPU and the "
-       "1-Wire probe?", lambda d: Number([d.cpu() - d.reading(PROBE, "temperature")])),
+       "1-Wire probe?", lambda d: Number([d.cpu() - d.reading(PROBE, "temperature")],
+                                         units=("°C",))),
+    # Added for issue 19, both halves written once, before any run of them: conversions,
+    # comparisons, two-part questions, counts, and questions no skill can answer (the weather
+    # skill is off; there is no light sensor and no garage sensor).
+    _q(28, "dev", "convert", "What is the CPU temperature in Fahrenheit?",
+       lambda d: Number([d.cpu() * 9 / 5 + 32], units=("°F",))),
+    _q(28, "held-out", "convert", "Tell me the processor temperature in °F.",
+       lambda d: Number([d.cpu() * 9 / 5 + 32], units=("°F",))),
+    _q(29, "dev", "convert", "How many hours has the device been running?",
+       lambda d: Number([d.status("uptime", "seconds") / 3600], whole=True, units=("h",))),
+    _q(29, "held-out", "convert", "How many hours has it been since the last boot?",
+       lambda d: Number([d.status("uptime", "seconds") / 3600], whole=True, units=("h",))),
+    _q(30, "dev", "convert", "How many days until 25 December?",
+       lambda d: Number([(d.upcoming(12, 25) - d.today).days], whole=True, units=("d",))),
+    _q(30, "held-out", "convert", "How many days are left until 1 January?",
+       lambda d: Number([(d.upcoming(1, 1) - d.today).days], whole=True, units=("d",))),
+    _q(31, "dev", "convert", "How much free disk space is there in GB?",
+       lambda d: Number([d.status("disk", "free_gib"), d.status("disk", "free_gib") * 1.073741824],
+                        whole=True, tolerance=0.05, units=("GiB",))),
+    _q(31, "held-out", "convert", "How many GB of storage are free?",
+       lambda d: Number([d.status("disk", "free_gib"), d.status("disk", "free_gib") * 1.073741824],
+                        whole=True, tolerance=0.05, units=("GiB",))),
+    _q(32, "dev", "compare", "Which is warmer, the CPU or the BME280 sensor?",
+       lambda d: First(["cpu", "processor", "thermal_zone0"], ["bme280"])),
+    _q(32, "held-out", "compare", "Which sensor reads the higher temperature, the 1-Wire probe or "
+       "the BME280?", lambda d: First(["bme280"], ["1-wire", PROBE, "probe", "ds18b20"])),
+    _q(33, "dev", "two-part", "What are the CPU temperature and the humidity?",
+       lambda d: Both([Number([d.cpu()]), Number([d.reading("bme280", "humidity")])])),
+    _q(33, "held-out", "two-part", "What is the 1-minute load average, and what time is it?",
+       lambda d: Both([Number([d.status("load_average", "1min")]), Time(d.now)])),
+    _q(34, "dev", "count", "How many temperature sensors are there?",
+       lambda d: Number([d.count("temperature")], whole=True)),
+    _q(34, "held-out", "count", "How many sensors measure temperature?",
+       lambda d: Number([d.count("temperature")], whole=True)),
+    _q(35, "dev", "cannot", "What's the weather like outside today?", lambda d: CannotTell()),
+    _q(35, "held-out", "cannot", "Will it rain tomorrow?", lambda d: CannotTell()),
+    _q(36, "dev", "cannot", "What does the garage door sensor read?", lambda d: CannotTell()),
+    _q(36, "held-out", "cannot", "What is the light level in lux?", lambda d: CannotTell()),
 ]  # fmt: skip
 
 
@@ -478,6 +599,8 @@ class Answer:
     evaluated_tokens: int
     skills: list[str]
     error: str | None = None
+    results: list[Any] = dataclasses.field(default_factory=list)
+    """What each skill call returned: the evidence the answer is judged against."""
 
 
 class StrategyUnsupported(Exception):
@@ -594,6 +717,7 @@ class DaemonStrategy:
             prompt_tokens=_tokens(events, "prompt_tokens"),
             evaluated_tokens=_tokens(events, "evaluated_tokens"),
             skills=[e["skill_name"] for e in events if e.get("type") == "CallSkillAction"],
+            results=[e.get("result") for e in events if e.get("type") == "SkillResultObservation"],
         )
 
     def stop(self) -> None:
@@ -660,11 +784,12 @@ class PeerStrategy:
         messages = [{"role": "user", "content": f"{self.system}\n\n{question}"}]
         calls = prompt = evaluated = 0
         skills: list[str] = []
+        results: list[Any] = []
         deadline = started + self.args.timeout
         for _ in range(self.args.max_iterations):
             if time.perf_counter() > deadline:
                 return Answer("interrupted", None, calls, time.perf_counter() - started,
-                              prompt, evaluated, skills)  # fmt: skip
+                              prompt, evaluated, skills, results=results)  # fmt: skip
             before = [int(t) for t in getattr(self.llm, "_input_ids", [])]
             reply = self.llm.create_chat_completion(
                 messages,
@@ -685,17 +810,19 @@ class PeerStrategy:
                 continue
             if isinstance(action, dict) and isinstance(action.get("final_answer"), str):
                 return Answer("answered", action["final_answer"], calls,
-                              time.perf_counter() - started, prompt, evaluated, skills)  # fmt: skip
+                              time.perf_counter() - started, prompt, evaluated, skills,
+                              results=results)  # fmt: skip
             name = action.get("skill_name") if isinstance(action, dict) else None
             skills.append(str(name))
             try:
                 result = self.device.call(str(name), **(action.get("arguments") or {}))
+                results.append(result)
                 text = f"Result of {name}: {json.dumps(result, ensure_ascii=False)}"
             except Exception as exc:
                 text = f"Error from {name}: {exc}"
             messages.append({"role": "user", "content": text})
         return Answer("max_iterations", None, calls, time.perf_counter() - started,
-                      prompt, evaluated, skills)  # fmt: skip
+                      prompt, evaluated, skills, results=results)  # fmt: skip
 
     def stop(self) -> None:
         if self.llm is not None:
@@ -722,6 +849,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "n": n,
         "correct": sum(r["correct"] for r in records),
         "correct_rate": sum(r["correct"] for r in records) / n if n else 0.0,
+        "misleading": sum(bool(r["misleads"]) for r in records),
         "answered_rate": sum(r["outcome"] == "answered" for r in records) / n if n else 0.0,
         "median_calls": _median([r["model_calls"] for r in records]),
         "median_s": _median([r["seconds"] for r in records]),
@@ -733,18 +861,23 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def print_table(summaries: dict[tuple[str, str], dict[str, Any]], labels: dict[str, str]) -> None:
-    print("\nprompt = tokens in each call's prompt, summed per question; evaluated = tokens the "
-          "model ran\n(the peer's is estimated from llama-cpp-python's prefix match: ~)")
-    header = (f"  {'strategy':<16} {'split':<9} {'correct':>13} {'answered':>9} {'calls':>6} "
-              f"{'s/question':>10} {'prompt med':>10} {'evaluated med':>13} {'eval total':>10}")
+    print(
+        "\nprompt = tokens in each call's prompt, summed per question; evaluated = tokens the "
+        "model ran\n(the peer's is estimated from llama-cpp-python's prefix match: ~)"
+    )
+    header = (
+        f"  {'strategy':<16} {'split':<9} {'strict correct':>14} {'misleading':>10} "
+        f"{'answered':>9} {'calls':>6} "
+        f"{'s/question':>10} {'prompt med':>10} {'evaluated med':>13} {'eval total':>10}"
+    )
     print(header)
     print("  " + "-" * (len(header) - 2))
     for (name, split), s in summaries.items():
         mark = "~" if name == "peer" else ""
         print(
             f"  {labels[name]:<16} {split:<9} "
-            f"{s['correct']:>3}/{s['n']:<3} ({s['correct_rate']:>4.0%}) "
-            f"{s['answered_rate']:>8.0%} {s['median_calls']:>6.1f} {s['median_s']:>10.1f} "
+            f"{s['correct']:>4}/{s['n']:<3} ({s['correct_rate']:>4.0%}) {s['misleading']:>10} "
+            f"{s['answered_rate']:>9.0%} {s['median_calls']:>6.1f} {s['median_s']:>10.1f} "
             f"{s['median_prompt']:>10.0f} {mark + format(s['median_evaluated'], '.0f'):>13} "
             f"{mark + str(s['total_evaluated']):>10}"
         )  # fmt: skip
@@ -769,25 +902,30 @@ def print_ratios(summaries: dict[tuple[str, str], dict[str, Any]], names: list[s
 
 def verdict(summaries: dict[tuple[str, str], dict[str, Any]], names: list[str],
             splits: list[str]) -> bool:  # fmt: skip
-    print("\ngoal (issue 10):")
+    print("\ngoal (issue 19):")
     if "guided" not in names:
         print("  not judged: the guided strategy did not run")
         return False
     guided = summaries[("guided", "all")]
     checks = {
-        f"guided >= {GOAL_CORRECT:.0%} correct on {split}": summaries[("guided", split)][
+        f"guided >= {GOAL_CORRECT:.0%} strictly correct on {split}": summaries[("guided", split)][
             "correct_rate"
-        ] >= GOAL_CORRECT
+        ]
+        >= GOAL_CORRECT
         for split in splits
     }
+    for split in splits:
+        checks[f"guided misleading <= {GOAL_MISLEADING} on {split}"] = (
+            summaries[("guided", split)]["misleading"] <= GOAL_MISLEADING
+        )
     checks[f"guided median model calls <= {GOAL_MEDIAN_CALLS}"] = (
         guided["median_calls"] <= GOAL_MEDIAN_CALLS
     )
     if "peer" in names:
         peer = summaries[("peer", "all")]
         checks["guided more correct than peer"] = guided["correct"] > peer["correct"]
-        checks["guided faster per question than peer (median s)"] = (
-            guided["median_s"] < peer["median_s"]
+        checks["guided no slower per question than peer (median s)"] = (
+            guided["median_s"] <= peer["median_s"]
         )
     else:
         checks["peer ran (needed to compare)"] = False
@@ -804,17 +942,39 @@ def verdict(summaries: dict[tuple[str, str], dict[str, Any]], names: list[str],
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--strategies", default=",".join(STRATEGIES),
-                        help="comma-separated, of plain, guided, peer (default: all three)")
+    parser.add_argument(
+        "--strategies",
+        default=",".join(STRATEGIES),
+        help="comma-separated, of plain, guided, peer (default: all three)",
+    )
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="ask only the first N questions (dev and held-out alternate)")
-    parser.add_argument("--max-iterations", type=int, default=6,
-                        help="model steps per question, the same for every strategy (default 6)")
-    parser.add_argument("--timeout", type=float, default=240.0,
-                        help="seconds per question before it is cut off (default 240)")
-    parser.add_argument("--load-timeout", type=float, default=600.0,
-                        help="seconds a daemon may take to load and warm up (default 600)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="ask only the first N questions (dev and held-out alternate)",
+    )
+    parser.add_argument(
+        "--only", default=None, help="comma-separated question ids (d01,h12) or categories to ask"
+    )
+    parser.add_argument(
+        "--max-iterations",
+        type=int,
+        default=6,
+        help="model steps per question, the same for every strategy (default 6)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=240.0,
+        help="seconds per question before it is cut off (default 240)",
+    )
+    parser.add_argument(
+        "--load-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a daemon may take to load and warm up (default 600)",
+    )
     parser.add_argument("--json", metavar="OUT", help="write the per-question records here")
     parser.add_argument("--verbose", action="store_true", help="print every answer")
     args = parser.parse_args(argv)  # fmt: skip
@@ -828,18 +988,26 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def select_questions(split: str, limit: int | None) -> list[Question]:
-    """The questions of ``split``, dev and held-out alternating, the first ``limit`` of them."""
-    dev = [q for q in QUESTIONS if q.split == "dev" and split in ("dev", "all")]
-    held = [q for q in QUESTIONS if q.split == "held-out" and split in ("held-out", "all")]
+def select_questions(split: str, limit: int | None, only: str | None = None) -> list[Question]:
+    """The questions of ``split`` (and of ``only``'s ids or categories), dev and held-out
+    alternating, the first ``limit`` of them."""
+    wanted = {w.strip() for w in only.split(",") if w.strip()} if only else None
+    chosen = [q for q in QUESTIONS if wanted is None or q.id in wanted or q.category in wanted]
+    dev = [q for q in chosen if q.split == "dev" and split in ("dev", "all")]
+    held = [q for q in chosen if q.split == "held-out" and split in ("held-out", "all")]
     mixed = [q for pair in zip(dev, held, strict=False) for q in pair]
     mixed += dev[len(mixed) // 2 :] if len(dev) > len(held) else held[len(mixed) // 2 :]
     return mixed[:limit]
 
 
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # so that the daemons are stopped on the way out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    questions = select_questions(args.split, args.limit)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    questions = select_questions(args.split, args.limit, args.only)
     workdir = Path(tempfile.mkdtemp(prefix="bench-comp-"))
     sysfs, proc = build_device(workdir)
     device = Device(sysfs, proc)
@@ -868,12 +1036,12 @@ def main(argv: list[str] | None = None) -> int:
         order = list(runners)
         for index, question in enumerate(questions):
             # Rotate who goes first, so no strategy always follows another one's cache.
-            turn = order[index % len(order):] + order[: index % len(order)] if order else []
+            turn = order[index % len(order) :] + order[: index % len(order)] if order else []
             for name in turn:
                 device.tick()
                 check = question.expect(device)
                 answer = runners[name].ask(question.text)
-                correct = answer.outcome == "answered" and bool(check(answer.answer or ""))
+                correct, misleads = judge(check, answer, question.text)
                 record = {
                     "strategy": name,
                     "label": runners[name].label,
@@ -883,15 +1051,21 @@ def main(argv: list[str] | None = None) -> int:
                     "question": question.text,
                     "expected": str(check),
                     "correct": correct,
+                    "misleads": misleads,
                     **dataclasses.asdict(answer),
                 }
                 records.append(record)
+                if args.json:
+                    # As it goes, so that a run cut short still leaves what it asked.
+                    Path(args.json).write_text(json.dumps({"partial": True, "records": records},
+                                                          ensure_ascii=False))  # fmt: skip
                 if args.verbose:
-                    mark = "ok " if correct else "BAD"
+                    mark = "ok " if correct else "MIS" if misleads else "BAD"
                     shown = answer.answer if answer.answer is not None else f"({answer.outcome})"
                     print(f"  {mark} {name:<6} {question.id} {question.text!r} -> {shown!r} "
                           f"[expected {check}; {answer.model_calls} calls "
-                          f"{'/'.join(answer.skills) or '-'}; {answer.seconds:.1f} s]")  # fmt: skip
+                          f"{'/'.join(answer.skills) or '-'}; {answer.seconds:.1f} s]"
+                          + (f" misleads: {'; '.join(misleads)}" if misleads else ""))  # fmt: skip
             if not args.verbose:
                 done = sum(r["correct"] for r in records if r["id"] == question.id)
                 print(f"  {index + 1}/{len(questions)} {question.id}: {done}/{len(turn)} correct",

@@ -1,0 +1,116 @@
+"""Answers bound to the evidence (daemon/agent/evidence.py): result lines and copy-only values.
+
+The property tests draw skill results and questions at random and then strings the copy-only
+pattern admits: none holds a number, as a reader picks numbers out, that the evidence lacks, and
+a number with a unit only ever carries its reading's unit.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edge_agent.agent.evidence import (
+    Copyable,
+    answer_numbers,
+    answer_pattern,
+    answer_schema,
+    copyable,
+    numbers_in,
+    result_lines,
+)
+
+BME = {
+    "sensor": "bme280",
+    "readings": [
+        {"quantity": "temperature", "value": 22.7, "unit": "°C"},
+        {"quantity": "humidity", "value": 41.5, "unit": "%RH"},
+    ],
+}
+
+
+def admits(evidence: Copyable, answer: str) -> bool:
+    return re.fullmatch(answer_pattern(evidence), answer) is not None
+
+
+def test_a_result_reads_as_name_value_unit_lines() -> None:
+    lines = result_lines({**BME, "memory": {"available_mib": 2367.0}})
+    assert lines == [
+        "sensor: bme280",
+        "readings: 2 in all",
+        "readings temperature: 22.7 °C",
+        "readings humidity: 41.5 %RH",
+        "memory available_mib: 2367.0",
+    ]
+
+
+def test_a_reading_is_copied_with_its_own_unit_and_no_number_is_made_up() -> None:
+    evidence = copyable([BME], "What is the humidity?")
+    assert admits(evidence, "The humidity is 41.5 %RH.")
+    assert admits(evidence, "It is 22.7 °C and 41.5 %RH.")
+    assert not admits(evidence, "The humidity is 41.5 degrees.")  # a unit it does not have
+    assert not admits(evidence, "The humidity is 41.5%.")
+    assert not admits(evidence, "The humidity is 42 %RH.")  # a number nothing gave
+    assert not admits(evidence, "The humidity is 41.6 %RH.")
+
+
+def test_a_bare_number_takes_only_punctuation_or_a_word_of_the_evidence() -> None:
+    status = {"load_average": {"1min": 0.42}, "memory": {"available_mib": 2367.0}}
+    evidence = copyable([status], "What is the load?")
+    assert admits(evidence, "The load average is 0.42.")
+    assert admits(evidence, "2367.0 MiB are available, the load is 0.42.")
+    # One sentence: a small model free to go on repeats itself until the token cap.
+    assert not admits(evidence, "The load is 0.42. The load is 0.42.")
+    assert not admits(evidence, "The load average is 0.42 milliseconds.")
+    assert not admits(evidence, "The load average is 0.420.42.")
+    # Only a word of the number's own name may follow it, and only as a whole word.
+    uptime = copyable([{"memory": {"used_percent": 37.6}, "uptime": {"seconds": 458000}}], "?")
+    assert admits(uptime, "37.6 percent is used, up 458000 seconds.")
+    assert not admits(uptime, "The memory is 37.6 seconds.")
+    assert not admits(uptime, "Used for 37.6 percentages.")
+
+
+def test_with_nothing_to_copy_no_digit_can_be_written() -> None:
+    evidence = copyable([], "Will it rain tomorrow?")
+    assert admits(evidence, "I cannot tell: no skill says whether it will rain.")
+    assert not admits(evidence, "It will rain 5 mm.")
+    schema = answer_schema(answer_pattern(evidence))
+    assert schema["required"] == ["final_answer"]
+
+
+scalars = st.one_of(
+    st.integers(-100_000, 100_000),
+    st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3)),
+    st.text(alphabet="abcXYZ0123456789-:. %°/", max_size=12),
+)
+readings = st.fixed_dictionaries(
+    {
+        "value": st.floats(-500, 5000, allow_nan=False).map(lambda x: round(x, 2)),
+        "unit": st.sampled_from(["°C", "%RH", "hPa", "lx"]),
+    }
+)
+results = st.recursive(
+    st.one_of(scalars, readings),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(alphabet="abc_xyz1", min_size=1, max_size=8), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+questions = st.text(alphabet="What is the 12.5 -3 reading? ab", max_size=40)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(results, max_size=3), questions, st.data())
+def test_no_admitted_answer_holds_a_number_absent_from_the_evidence(
+    found: list[Any], question: str, data: st.DataObject
+) -> None:
+    evidence = copyable(found, question)
+    pattern = answer_pattern(evidence)
+    answer = data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda a: len(a) < 400))
+    allowed = numbers_in(evidence.values)
+    for number in answer_numbers(answer):
+        assert float(number.replace(",", "")) in allowed, (number, answer, evidence.values)

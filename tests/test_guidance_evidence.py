@@ -1,0 +1,114 @@
+"""The evidence-bound helps of guidance, each driven by a scripted model: results as lines,
+copy-only answers, and "I cannot tell" when no skill fits; a large model gets none of them.
+
+MockModel scripts ``likelihood`` by text: a key ``(marker, text)`` scores ``text`` after any
+prompt holding ``marker`` (unscripted: -1000), so a test says how well the question fits a skill
+and the content-free baseline.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from edge_agent import Agent, MockModel, Registry
+from edge_agent.agent.guidance import ANSWER_HEAD, Guidance, content_free
+from edge_agent.agent.prompt import PLAIN
+from edge_agent.service.strategy import guidance_for
+
+QUESTION = "How damp is the cellar?"
+
+
+def cellar() -> Registry:
+    registry = Registry()
+
+    @registry.skill
+    def cellar_sensor() -> dict[str, Any]:
+        """The cellar's humidity and temperature."""
+        return {
+            "readings": [
+                {"quantity": "humidity", "value": 61.0, "unit": "%RH"},
+                {"quantity": "temperature", "value": 9.5, "unit": "°C"},
+            ]
+        }
+
+    return registry
+
+
+def fits(score: float) -> dict[Any, float]:
+    """The question after the skill's description scores ``score``; after no skill, -20."""
+    return {
+        ("The skill cellar_sensor", f" {QUESTION}"): score,
+        (content_free(PLAIN), f" {QUESTION}"): -20.0,
+        ANSWER_HEAD: 0.0,
+    }
+
+
+def answer_pattern(model: MockModel) -> str:
+    schema = model.calls[-1]["action_schema"]
+    pattern = schema["properties"]["final_answer"]["pattern"]
+    assert isinstance(pattern, str)
+    return pattern
+
+
+def test_the_answer_may_copy_a_reading_with_its_unit_and_nothing_else() -> None:
+    model = MockModel(['{"final_answer": "The cellar is at 61.0 %RH."}'], scores=fits(-5.0))
+    state = Agent(model, cellar(), guidance=Guidance()).run(QUESTION)
+    assert state.final_answer == "The cellar is at 61.0 %RH."
+    assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
+    pattern = answer_pattern(model)
+    assert re.fullmatch(pattern, "The cellar is at 61.0 %RH.")
+    assert re.fullmatch(pattern, "It is 9.5 °C there.")
+    assert not re.fullmatch(pattern, "The cellar is at 61.0 degrees.")
+    assert not re.fullmatch(pattern, "The cellar is at 62 %RH.")
+    # The result turn shows the reading as lines; the event keeps the whole result.
+    prompt = model.prompts[-1]
+    assert "Result of cellar_sensor:\nreadings: 2 in all\nreadings humidity: 61.0 %RH\n" in prompt
+    assert state.stream.root[1].result["readings"][0]["value"] == 61.0
+
+
+def test_no_skill_that_fits_better_than_none_means_an_answer_with_nothing_to_copy() -> None:
+    model = MockModel(['{"final_answer": "I cannot tell."}'], scores=fits(-19.5))
+    state = Agent(model, cellar(), guidance=Guidance()).run(QUESTION)
+    assert [e.type for e in state.stream.root] == ["FinalAnswerAction"]
+    assert state.final_answer == "I cannot tell."  # the model's own words
+    pattern = answer_pattern(model)
+    assert re.fullmatch(pattern, "I cannot tell: no skill says")
+    assert not re.fullmatch(pattern, "It is 61 %RH.")
+    # Off, the skill is called however badly it fits.
+    model = MockModel(['{"final_answer": "Damp."}'], scores=fits(-19.5))
+    state = Agent(model, cellar(), guidance=Guidance(cannot_tell_margin=None)).run(QUESTION)
+    assert state.stream.root[0].type == "CallSkillAction"
+
+
+def test_copy_only_and_lines_can_be_turned_off() -> None:
+    model = MockModel(['{"final_answer": "Damp."}'], scores=fits(-5.0))
+    guidance = Guidance(copy_only=False, result_lines=False)
+    Agent(model, cellar(), guidance=guidance).run(QUESTION)
+    assert "action_schema" not in model.calls[-1] or "pattern" not in str(
+        model.calls[-1]["action_schema"]
+    )
+    assert 'Result of cellar_sensor: {"readings":' in model.prompts[-1]
+
+
+class SizedModel(MockModel):
+    def __init__(self, size: int, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.size = size
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {**super().info, "file_size_bytes": self.size}
+
+
+def test_a_model_of_a_gibibyte_or_more_gets_none_of_these_helps_by_default() -> None:
+    replies = ['{"skill_name": "cellar_sensor", "arguments": {}}', '{"final_answer": "61 %."}']
+    model = SizedModel(3 << 30, replies)
+    agent = Agent(model, cellar(), guidance=guidance_for("auto", model))
+    state = agent.run(QUESTION)
+    assert agent.guidance is None
+    assert state.final_answer == "61 %."
+    # The result as JSON, and the answer under the registry's own action schema, no pattern.
+    assert 'Result of cellar_sensor: {"readings":' in model.prompts[-1]
+    assert "pattern" not in str(model.calls[-1].get("action_schema"))
+    assert "How answers read" not in model.prompts[0]
