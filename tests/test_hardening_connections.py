@@ -268,11 +268,17 @@ def test_with_its_fds_exhausted_the_daemon_waits_and_recovers(
             clients.append(sock)
         time.sleep(2.0)
         assert len(os.listdir(f"/proc/{process.pid}/fd")) < fd_limit
-        before = cpu_seconds(process.pid)
-        time.sleep(3.0)
-        share = (cpu_seconds(process.pid) - before) / 3.0
-        # A generous bound on a shared box: the daemon waits, it does not spin.
-        assert share < 0.3, f"{share:.0%} of a core"
+        # The daemon waits, it does not spin. A spinning loop uses most of a core in every window;
+        # a loaded box may still be working through the 600 handshakes in the first ones, so the
+        # check is that some 2 s window of the next five falls under a generous bound.
+        shares = []
+        for _ in range(5):
+            before = cpu_seconds(process.pid)
+            time.sleep(2.0)
+            shares.append((cpu_seconds(process.pid) - before) / 2.0)
+            if shares[-1] < 0.3:
+                break
+        assert min(shares) < 0.3, [f"{share:.0%}" for share in shares]
         for sock in clients:
             sock.close(linger=0)
         clients.clear()
