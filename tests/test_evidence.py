@@ -114,3 +114,16 @@ def test_no_admitted_answer_holds_a_number_absent_from_the_evidence(
     allowed = numbers_in(evidence.values)
     for number in answer_numbers(answer):
         assert float(number.replace(",", "")) in allowed, (number, answer, evidence.values)
+
+
+def test_an_empty_answer_cannot_be_written_with_or_without_evidence() -> None:
+    # Random weights close the string at once; the grammar must not let that be an answer.
+    for evidence in (
+        Copyable(values=(), words=()),
+        Copyable(values=("0.42", "2367.0"), words=(("min",), ("available", "mib"))),
+        Copyable(values=("48.3 °C",), words=((),)),
+    ):
+        assert not admits(evidence, "")
+        assert not admits(evidence, ".")
+        assert admits(evidence, "I cannot tell.")
+    assert admits(Copyable(values=("48.3 °C",), words=((),)), "48.3 °C")

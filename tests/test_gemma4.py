@@ -31,7 +31,7 @@ from edge_agent.agent.guidance import Guidance
 from edge_agent.model.formats import GEMMA4
 from edge_agent.model.llama import LlamaModel
 
-N_CTX = 1024
+N_CTX = 4096
 
 
 @pytest.fixture(scope="session")
@@ -113,7 +113,9 @@ def test_only_the_templates_turn_markers_are_control_tokens(model: LlamaModel) -
 def test_the_grammar_keeps_random_weights_to_valid_actions(model: LlamaModel) -> None:
     """Under ``auto`` this file (a few MB) is guided, as the daemon would run it: skill choice
     by scoring, the answer written by the model under the grammar."""
-    agent = Agent(model, _registry(), guidance=Guidance())
+    # Random weights fit no skill better than a content-free question, so the "cannot tell"
+    # check would answer at once; it is off here, since this test is about the grammar's actions.
+    agent = Agent(model, _registry(), guidance=Guidance(cannot_tell_margin=None))
     state = agent.run("What is the temperature of the kitchen sensor?", max_iterations=3)
     calls = [e for e in state.stream if isinstance(e, CallSkillAction)]
     assert calls and {c.skill_name for c in calls} <= {"read_sensor", "clock"}, state.stream

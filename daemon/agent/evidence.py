@@ -200,11 +200,16 @@ def answer_pattern(evidence: Copyable) -> str:
         steps.append("(" + "|".join(_literal(v) for v in ends_otherwise) + ")")
     steps += going_on
     end = "([.!?])?"
+    # An answer opens with a letter or a copied value: an empty one (which the loop would refuse,
+    # and which noise reaches by closing the string at once) is not one the decoder can write.
+    first = "[a-zA-Z]"
     if not steps:
-        return f"^{plain}*{end}$"
+        return f"^{first}{plain}*{end}$"
     step = "(" + "|".join(steps) + ")"
-    last = "(" + "|".join(ending) + ")?" if ending else ""
-    return f"^{plain}*({step}{plain}*)*{last}{end}$"
+    last = "(" + "|".join(ending) + ")" if ending else ""
+    tail = f"{plain}*({step}{plain}*)*" + (f"{last}?" if last else "")
+    only_last = f"|{last}" if last else ""
+    return f"^(({first}|{step}){tail}{only_last}){end}$"
 
 
 def answer_schema(pattern: str) -> dict[str, Any]:
