@@ -112,3 +112,19 @@ def test_a_model_of_a_gibibyte_or_more_gets_none_of_these_helps_by_default() -> 
     assert 'Result of cellar_sensor: {"readings":' in model.prompts[-1]
     assert "pattern" not in str(model.calls[-1].get("action_schema"))
     assert "How answers read" not in model.prompts[0]
+
+
+def test_a_part_the_question_already_names_is_not_what_it_asks() -> None:
+    from edge_agent.agent.guidance import asked_parts, result_parts
+
+    parts = result_parts(
+        {"sensor": "28-00000a1b2c3d", "label": "DS18B20", "readings": [{"value": -4.5}]}
+    )
+    query = "Sensor 28-00000A1B2C3D reads -4.5 °C. What temperature does the freezer read?"
+    assert [path for path, _ in asked_parts(parts, query)] == ["label", "readings[0]"]
+    # Numbers stay (a yes/no question may quote the value it asks about), and so does a short
+    # string, and when the question names every part, none is dropped.
+    numbers = result_parts({"load": 0.42, "unit": "min"})
+    assert asked_parts(numbers, "Is the load 0.42 per min?") == numbers
+    names = result_parts({"a": "kitchen", "b": "cellar"})
+    assert asked_parts(names, "kitchen or cellar?") == names

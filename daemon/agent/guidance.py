@@ -171,6 +171,21 @@ def result_parts(result: Any) -> list[tuple[str, Any]]:
     return parts
 
 
+def asked_parts(parts: list[tuple[str, Any]], query: str) -> list[tuple[str, Any]]:
+    """The parts a question can be asking for: not a name it already states. A part whose text
+    value the query holds word for word (the sensor's id in "sensor 28-00a1 reads -4.5 C: how
+    cold is it?") scores highest under log P(question | part) because the question quotes it,
+    while the asker, who wrote it, is asking about something else. Numbers are kept: "is the
+    load 0.42?" asks about the part holding 0.42."""
+    folded = query.casefold()
+    kept = [
+        (path, value)
+        for path, value in parts
+        if not (isinstance(value, str) and len(value) >= 4 and value.casefold() in folded)
+    ]
+    return kept or parts
+
+
 def _part_text(path: str, value: Any) -> str:
     shown = compact_json(value)
     if len(shown) > MAX_PART_CHARS:
@@ -281,7 +296,7 @@ class Guidance:
         other events, a result with one part or too many, or a model that cannot score."""
         if not self.focus_parts or not isinstance(event, SkillResultObservation):
             return None
-        parts = result_parts(event.result)
+        parts = asked_parts(result_parts(event.result), query)
         if not 2 <= len(parts) <= MAX_FOCUS_PARTS:
             return None
         fmt = model.chat_format
