@@ -13,6 +13,9 @@ question word.
   is never made again, and the last allowed step answers. After a result the model answers, or,
   with ``go_on``, chooses itself between its two action heads, ``{"final_answer": "`` and
   ``{"skill_name": "``, by their likelihood (``answer_bias`` leans it toward answering).
+- **A second skill.** After the first result, a question likelier after the first call's
+  description joined with another's than with no skill's gets that second call
+  (:mod:`edge_agent.agent.followup`).
 - **Which words.** A skill that takes one free text argument gets a phrase of the question, the
   one the model finds most likely there (a small model otherwise copies its prompt's examples).
 - **Where to look.** A result with several parts (a status with load, memory and disk; a list
@@ -47,6 +50,7 @@ from edge_agent.agent.events import (
     ValidationErrorObservation,
 )
 from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
+from edge_agent.agent.followup import content_free, follow_up
 from edge_agent.agent.jsonvalues import compact_json
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelError, ModelHandle, ScoringUnsupported
@@ -241,6 +245,10 @@ class Guidance:
     call; below it no skill fits and the model answers at once. None: always call a skill."""
     focus_parts: bool = True
     """After a result with several parts, name the part the question asks about."""
+    follow_up_margin: float | None = 3.0
+    """Nats by which a question must be likelier after the first call's description joined with
+    another candidate's than joined with no skill's, before that second call is made after the
+    first result (a question in two parts); None: answer after the first result."""
     answer_tokens: int = 64
     """The most tokens an answer may take: a small model that rambles on inside its answer
     string is cut off (and retried) instead of writing until the model's own cap."""
@@ -286,10 +294,14 @@ class Guidance:
         try:
             if last_step or not left or _answer_was_cut(events):
                 return self._answer(prompt, generate, state)
-            if result_last and (not self.go_on or self._prefers_answer(model, prompt)):
+            second = follow_up(model, state, candidates, left, self.follow_up_margin)
+            if result_last and second is None and (
+                not self.go_on or self._prefers_answer(model, prompt)
+            ):
                 return self._answer(prompt, generate, state)
             baseline = self.cannot_tell_margin is not None and not made
-            best, fits = self._best(model, model.chat_format.defuse(state.query), left, baseline)
+            query = model.chat_format.defuse(state.query)
+            best, fits = (second, 0.0) if second else self._best(model, query, left, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
                 return self._answer(prompt, generate, state)
         except ScoringUnsupported:
@@ -386,12 +398,6 @@ def _last_whole(body: str, pattern: str | None) -> str | None:
         if not checked or pattern is None or re.fullmatch(pattern, cut):
             return cut
     return None
-
-
-def content_free(fmt: ChatFormat) -> str:
-    """A skill description with no content, in the candidates' form: how likely a question is
-    after it is the baseline a fitting skill must beat."""
-    return f"{fmt.user_prefix}The skill : \nQuestions it answers:\n-"
 
 
 def _answer_was_cut(events: Sequence[Event]) -> bool:
