@@ -134,37 +134,3 @@ def test_no_call_repeats_and_at_most_one_follows_the_first(
     assert len({(name, str(arguments)) for name, arguments in made}) == len(made)
     assert state.outcome == "answered"
     assert state.final_answer == "Done."
-
-
-def test_only_the_three_candidates_likeliest_on_their_own_are_joined_with_the_first() -> None:
-    registry = house()
-    for name in ("disk_usage", "load_average", "wifi_signal"):
-
-        def reading() -> float:
-            """A reading of this device."""
-            return 1.0
-
-        registry.add(reading, name=name)
-    found = {
-        c.skill_name + (c.arguments or {}).get("name", ""): c
-        for spec in registry
-        for c in candidates_for(spec, PLAIN)
-    }
-    # On their own, the question is likeliest after bme280's, uptime's and the probe's.
-    alone = {
-        ("humidity in %RH", f" {TWO_PART}"): -2.0,
-        ("How long the device", f" {TWO_PART}"): -3.0,
-        ("°C", f" {TWO_PART}"): -4.0,
-    }
-    model = MockModel(
-        ['{"final_answer": "48.3 °C and 41.5 %RH."}'],
-        scores={**scores_for(TWO_PART, {"read_sensorbme280": 6.0}), **alone},
-    )
-    state = Agent(model, registry, guidance=Guidance()).run(TWO_PART, max_iterations=6)
-    assert calls(state) == [("cpu_temperature", {}), ("read_sensor", {"name": "bme280"})]
-    cpu = found.pop("cpu_temperature").description
-    scored = {p for p, _ in model.scored if p.startswith(cpu[:-1]) and p != cpu}
-    joins = [
-        found[name].description for name in ("read_sensorbme280", "read_sensorprobe", "uptime")
-    ]
-    assert scored == {joined(cpu, other, PLAIN) for other in [*joins, content_free(PLAIN)]}

@@ -3,9 +3,10 @@
 After its first result a 270M model is asked for the answer: asked to choose between answering
 and calling another skill, it nearly always calls another. So whether a second skill is needed is
 judged the way the first was chosen, noisy-channel, from the registry's descriptions alone: the
-question is scored after the first call's description joined with another candidate's (the three
-it is likeliest after on their own: each join is a new text the model evaluates), and after the
-first call's description joined with a description of no skill at all (:func:`content_free`).
+question is scored after the first call's description joined with each other candidate's (all
+of them: ranked by their own descriptions first, the 270M put the ones explaining the part the
+first already explains on top), and after the first call's description joined with a
+description of no skill at all (:func:`content_free`).
 "Which is warmer, the CPU or the BME280 sensor?" is much likelier once the CPU's skill is in view
 beside the BME280's; "What is the CPU temperature?" is not, since the first description explains
 all of it. The second call is made only when the best join beats the content-free join by a
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from edge_agent.agent.guidance import Candidate
 
 log = logging.getLogger(__name__)
-
-JOINED_CANDIDATES = 3
-"""How many candidates, the likeliest after their own descriptions, are joined with the first."""
 
 
 def content_free(fmt: ChatFormat) -> str:
@@ -61,12 +59,6 @@ def second_call(
     others = [c for c in left if c.key != first.key]
     if not others:
         return None, 0.0
-    if len(others) > JOINED_CANDIDATES:
-        # The descriptions alone are kept in the model's cache: ranking by them costs only the
-        # question's tokens, and only the likeliest few are joined, each a new text to evaluate.
-        alone = model.likelihood([c.description for c in others], f" {query}")
-        ranked = sorted(range(len(others)), key=alone.__getitem__, reverse=True)
-        others = [others[i] for i in sorted(ranked[:JOINED_CANDIDATES])]
     fmt = model.chat_format
     prompts = [joined(first.description, c.description, fmt) for c in others]
     prompts.append(joined(first.description, content_free(fmt), fmt))
