@@ -24,7 +24,8 @@ question word.
   writes an answer.
 - **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
   model writes its answer every digit must be copied from the results or the question, a reading
-  with its own unit (copy-only values, :mod:`edge_agent.agent.evidence`).
+  with its own unit, and once there are results the answer states one of their values or says
+  it cannot tell (copy-only values, :mod:`edge_agent.agent.evidence`).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
