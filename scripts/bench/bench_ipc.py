@@ -36,6 +36,10 @@ from edge_agent.agent.loop import Agent
 from edge_agent.agent.registry import Registry
 from edge_agent.model.scripted import MockModel
 
+# The daemon's command line, shared with the tests (tests/ is a folder, not a package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from serve_command import serve_command
+
 SCRIPT = [
     '{"skill_name": "add", "arguments": {"a": 2, "b": 3}}',
     '{"final_answer": "2 + 3 = 5"}',
@@ -197,20 +201,7 @@ def main() -> int:
         )
         zmq_port, http_port = free_port(), free_port()
         daemon = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "edge_agent.cli",
-                "serve",
-                "--config",
-                str(config),
-                "--model",
-                f"mock:{mock}",
-                "--endpoint",
-                f"tcp://127.0.0.1:{zmq_port}",
-                "--log-level",
-                "WARNING",
-            ],
+            serve_command(config=config, mock=mock, endpoint=f"tcp://127.0.0.1:{zmq_port}"),
         )
         web = subprocess.Popen(
             [sys.executable, __file__, "--http-server", str(http_port), str(mock)]

@@ -30,6 +30,10 @@ from typing import Any
 
 from edge_agent.client.zmqclient import Client, DaemonError
 
+# The daemon's command line, shared with the tests (tests/ is a folder, not a package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from serve_command import serve_command
+
 SCRIPT = [
     '{"skill_name": "add", "arguments": {"a": 2, "b": 3}}',
     '{"final_answer": "2 + 3 = 5"}',
@@ -62,20 +66,7 @@ def start(workdir: Path, name: str, journal: bool) -> tuple[subprocess.Popen[byt
     )
     endpoint = f"ipc://{workdir}/{name}.sock"
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "edge_agent.cli",
-            "serve",
-            "--config",
-            str(config),
-            "--model",
-            f"mock:{mock}",
-            "--endpoint",
-            endpoint,
-            "--log-level",
-            "WARNING",
-        ],
+        serve_command(config=config, mock=mock, endpoint=endpoint),
     )
     with Client(endpoint, timeout=2.0, retries=0) as client:
         until = time.monotonic() + 60
