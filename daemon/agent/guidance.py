@@ -237,6 +237,9 @@ class Guidance:
     copy_only: bool = True
     """While the model answers, every digit it writes is copied from the evidence (a reading
     with its own unit); needs a model that constrains to an action schema's string pattern."""
+    must_state: bool = True
+    """With ``copy_only``, once there are results the answer states one of their values or
+    begins "I cannot tell" (a small model otherwise leaves the value out)."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the model answers at once. None: always call a skill."""
@@ -335,7 +338,10 @@ class Guidance:
         if not self.copy_only:
             return None
         results = [e.result for e in state.stream.root if isinstance(e, SkillResultObservation)]
-        return answer_schema(answer_pattern(copyable(results, state.query)))
+        evidence = copyable(results, state.query)
+        if not self.must_state:
+            evidence = dataclasses.replace(evidence, stated=())
+        return answer_schema(answer_pattern(evidence))
 
     def _answer(self, prompt: str, generate: Callable[..., str], state: AgentState) -> str:
         """The model's answer. One it was still writing at ``answer_tokens`` (a small model
