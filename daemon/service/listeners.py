@@ -13,16 +13,22 @@ fds are free (docs/protocol.md, "Limits and hostile input"):
   a connection that inherits it sees none, so nothing else about it changes.
 
 An abstract ipc name (``ipc://@name``) can be neither renamed nor filtered: it is never paused.
+
+If the fds run out all the same (a burst faster than the pause, or fds held by something else),
+:meth:`ListenerGate.refuse_backlog` empties the kernel's queue of completed tcp connections
+itself, so libzmq's listener is no longer readable and its accept() retries stop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import logging
 import os
 import socket
 import struct
+import threading
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -39,6 +45,9 @@ _DROP_SYN = [
 ]
 _PROGRAM = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in _DROP_SYN))
 _FPROG = struct.pack("HL", len(_DROP_SYN), ctypes.addressof(_PROGRAM))
+_RESET = struct.pack("ii", 1, 0)
+"""SO_LINGER on, 0 s: close() resets the connection, so a refused one leaves no TIME_WAIT."""
+_OUT_OF_FDS = (errno.EMFILE, errno.ENFILE)
 
 
 def _listening_socket(port: int) -> socket.socket | None:
@@ -57,6 +66,9 @@ def _listening_socket(port: int) -> socket.socket | None:
             listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
             inet = sock.family in (socket.AF_INET, socket.AF_INET6)
             if listening and inet and sock.getsockname()[1] == port:
+                # libzmq's listener is non-blocking already (the flag is the file's, shared
+                # with this duplicate); the socket object is told so too.
+                sock.setblocking(False)
                 return sock
         except OSError as exc:
             log.debug("fd %s is not a socket we listen on: %s", name, exc)
@@ -65,15 +77,24 @@ def _listening_socket(port: int) -> socket.socket | None:
 
 
 class ListenerGate:
-    """Every bound endpoint's way in, open or paused; only the serving loop's thread uses it."""
+    """Every bound endpoint's way in, open or paused.
+
+    The connection watcher's thread pauses and resumes it while the serving loop's thread may
+    still be adding endpoints: a lock keeps them apart.
+    """
 
     def __init__(self) -> None:
         self.paused = False
         self._ipc: list[Path] = []
         self._tcp: list[socket.socket] = []
+        self._lock = threading.Lock()
 
     def add(self, endpoint: str) -> None:
         """Follow ``endpoint`` (as LAST_ENDPOINT names it), once it is bound."""
+        with self._lock:
+            self._add(endpoint)
+
+    def _add(self, endpoint: str) -> None:
         if endpoint.startswith("ipc://"):
             path = endpoint[len("ipc://") :]
             if not path.startswith("@"):
@@ -87,6 +108,10 @@ class ListenerGate:
                 self._tcp.append(listening)
 
     def pause(self) -> None:
+        with self._lock:
+            self._pause()
+
+    def _pause(self) -> None:
         if self.paused:
             return
         self.paused = True
@@ -103,6 +128,10 @@ class ListenerGate:
         log.warning("new connections paused: the fds are running out")
 
     def resume(self) -> None:
+        with self._lock:
+            self._resume()
+
+    def _resume(self) -> None:
         if not self.paused:
             return
         self.paused = False
@@ -116,12 +145,42 @@ class ListenerGate:
                 sock.setsockopt(socket.SOL_SOCKET, SO_DETACH_FILTER, 0)
         log.info("new connections let in again")
 
+    def refuse_backlog(self, spare: FdReserve) -> int:
+        """Accept and reset every tcp connection the kernel completed but libzmq could not
+        accept for want of fds; returns how many.
+
+        They sent nothing yet: ZeroMQ's handshake waits for the daemon's greeting, so their
+        requests are still on the client's side, and its socket reconnects later (with the gate
+        paused, its SYNs are dropped, so its kernel backs off). Each accept() needs one fd:
+        ``spare`` gives them, one at a time, for as long as libzmq takes the freed ones itself.
+        """
+        refused = 0
+        with self._lock:
+            for listener in self._tcp:
+                while True:
+                    try:
+                        connection, _ = listener.accept()
+                    except BlockingIOError:
+                        break  # the queue is empty: libzmq's listener is no longer readable
+                    except OSError as exc:
+                        if exc.errno == errno.ECONNABORTED:
+                            continue
+                        if exc.errno in _OUT_OF_FDS and spare.release_one():
+                            continue
+                        log.warning("cannot empty the accept queue: %s", exc)
+                        break
+                    with connection, contextlib.suppress(OSError):
+                        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+                    refused += 1
+        return refused
+
     def close(self) -> None:
         """Open again (so libzmq removes the ipc files it made) and let the duplicates go."""
-        self.resume()
-        for sock in self._tcp:
-            sock.close()
-        self._tcp.clear()
+        with self._lock:
+            self._resume()
+            for sock in self._tcp:
+                sock.close()
+            self._tcp.clear()
 
 
 class FdReserve:
@@ -142,6 +201,13 @@ class FdReserve:
                 self._fds.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
             except OSError:
                 return
+
+    def release_one(self) -> bool:
+        """Give back one fd; False when none is left."""
+        if not self._fds:
+            return False
+        os.close(self._fds.pop())
+        return True
 
     def give_back(self) -> None:
         for fd in self._fds:
