@@ -323,7 +323,6 @@ router.bind("tcp://127.0.0.1:0")
 endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
 watch.gate.add(endpoint)
 watch.spare.take()
-watch.start()
 # Every fd but the spares taken, as by something else: the next accept() fails with EMFILE.
 hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 1, hard))
@@ -334,6 +333,8 @@ while True:
     except OSError:
         break
 print(endpoint, flush=True)
+sys.stdin.readline()  # the connections wait in the queue, and libzmq's accept() fails
+watch.start()
 sys.stdin.readline()
 print(json.dumps(dict(counts)), flush=True)
 """
@@ -342,8 +343,9 @@ print(json.dumps(dict(counts)), flush=True)
 def test_when_accept_fails_for_want_of_fds_the_accept_queue_is_emptied_and_nothing_spins() -> None:
     # The fallback behind the pause: fds gone for some other reason, and 40 connections that
     # the kernel completed wait in the accept queue. libzmq retries accept() at once while it
-    # fails (about 70% of a core here with the queue left alone); the watcher resets the
-    # queued connections itself, with its spare fds, so libzmq's listener is quiet.
+    # fails (about 70% of a core here with the queue left alone, before the watcher starts);
+    # the watcher resets the queued connections itself, with its spare fds, so libzmq's
+    # listener is quiet.
     child = subprocess.Popen(
         [sys.executable, "-c", OUT_OF_FDS_CHILD],
         stdin=subprocess.PIPE,
@@ -360,6 +362,8 @@ def test_when_accept_fails_for_want_of_fds_the_accept_queue_is_emptied_and_nothi
                 clients.append(socket.create_connection((host, int(port)), timeout=30))
             except ConnectionResetError:
                 reset += 1  # reset by the watcher before connect() returned
+        child.stdin.write("\n")  # now watch
+        child.stdin.flush()
         shares = []
         for _ in range(5):
             before = cpu_seconds(child.pid)

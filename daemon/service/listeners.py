@@ -8,9 +8,13 @@ fds are free (docs/protocol.md, "Limits and hostile input"):
 
 - ipc: the socket file is renamed aside, so a client's connect() finds nothing there and its
   ZeroMQ socket tries again after ``ZMQ_RECONNECT_IVL``; renamed back, it connects.
-- tcp: a socket filter on the listening socket drops new connections' SYNs, so the kernel never
-  completes them and the client's own kernel retries, with backoff. The filter drops SYNs only:
-  a connection that inherits it sees none, so nothing else about it changes.
+- tcp: a socket filter on the listening socket drops every packet that reaches it: new
+  connections' SYNs, and the ACKs that would complete the handshakes already begun (with SYN
+  cookies, every client whose SYN came before the pause: a burst of 600 got 150 past a SYN-only
+  filter). So the kernel completes no connection while paused, and the clients' own kernels
+  retry, with backoff. A connection completed before the pause has its own socket, which the
+  filter does not reach; one completed as the filter goes on may inherit it and hear nothing,
+  and libzmq closes it after its handshake interval (its client reconnects, its request unsent).
 
 An abstract ipc name (``ipc://@name``) can be neither renamed nor filtered: it is never paused.
 
@@ -35,16 +39,10 @@ log = logging.getLogger(__name__)
 
 SO_ATTACH_FILTER = 26
 SO_DETACH_FILTER = 27
-# ldb [13] (the TCP flags); and #SYN|ACK; jeq #SYN -> drop, else keep.
-_DROP_SYN = [
-    (0x30, 0, 0, 13),
-    (0x54, 0, 0, 0x12),
-    (0x15, 0, 1, 0x02),
-    (0x06, 0, 0, 0),
-    (0x06, 0, 0, 0xFFFFFFFF),
-]
-_PROGRAM = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in _DROP_SYN))
-_FPROG = struct.pack("HL", len(_DROP_SYN), ctypes.addressof(_PROGRAM))
+# ret #0: drop.
+_DROP_ALL = [(0x06, 0, 0, 0)]
+_PROGRAM = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *op) for op in _DROP_ALL))
+_FPROG = struct.pack("HL", len(_DROP_ALL), ctypes.addressof(_PROGRAM))
 _RESET = struct.pack("ii", 1, 0)
 """SO_LINGER on, 0 s: close() resets the connection, so a refused one leaves no TIME_WAIT."""
 _OUT_OF_FDS = (errno.EMFILE, errno.ENFILE)
@@ -151,7 +149,7 @@ class ListenerGate:
 
         They sent nothing yet: ZeroMQ's handshake waits for the daemon's greeting, so their
         requests are still on the client's side, and its socket reconnects later (with the gate
-        paused, its SYNs are dropped, so its kernel backs off). Each accept() needs one fd:
+        paused, its packets are dropped, so its kernel backs off). Each accept() needs one fd:
         ``spare`` gives them, one at a time, for as long as libzmq takes the freed ones itself.
         """
         refused = 0
