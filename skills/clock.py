@@ -98,11 +98,12 @@ class Clock:
         its weekday. A date without a year is the one nearest today."""
         today = self._now().date()
         date = self.parse(text, today)
+        # Only the date asked about: today's date beside it is one a reader copies by mistake
+        # (days_from_today says how the two relate).
         return {
             "date": date.isoformat(),
             "weekday": WEEKDAYS[date.weekday()].capitalize(),
             "days_from_today": (date - today).days,
-            "today": today.isoformat(),
         }
 
     @staticmethod
@@ -112,7 +113,7 @@ class Clock:
             raise ValueError(f"a date is at most {MAX_DATE_TEXT} characters")
         words = " ".join(text.lower().replace(",", " ").split())
         try:
-            date = _parse_words(words, today)
+            date = _parse_words(words, today) or _find_date(words, today)
         except (ValueError, OverflowError) as exc:
             raise ValueError(f"{text.strip()[:40]!r} is not a valid date: {exc}") from None
         if date is None:
@@ -122,11 +123,28 @@ class Clock:
         return date
 
 
+MAX_DATE_WORDS = 5
+"""The longest run of words looked for as a date inside a longer text."""
+
+
+def _find_date(words: str, today: dt.date) -> dt.date | None:
+    """The date a run of ``words`` names, the longest run first ("what weekday was 1 january
+    2000?" holds "1 january 2000"): a caller, or a model, may pass the whole question."""
+    found = [w.strip("?!.;:\"'()").removesuffix("'s") for w in words.split()]
+    found = [w for w in found if w]
+    for n in range(min(MAX_DATE_WORDS, len(found)), 0, -1):
+        for start in range(len(found) - n + 1):
+            date = _parse_words(" ".join(found[start : start + n]), today)
+            if date is not None:
+                return date
+    return None
+
+
 def _parse_words(words: str, today: dt.date) -> dt.date | None:
     if words in _RELATIVE_DAYS:
         return today + dt.timedelta(days=_RELATIVE_DAYS[words])
     match = re.fullmatch(r"in ([0-9]{1,4}) (day|week)s?", words) or re.fullmatch(
-        r"([0-9]{1,4}) (day|week)s? (ago|from now)", words
+        r"([0-9]{1,4}) (day|week)s? (ago|from now|from today)", words
     )
     if match:
         n = int(match.group(1)) * (7 if match.group(2) == "week" else 1)

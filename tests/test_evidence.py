@@ -127,3 +127,31 @@ def test_an_empty_answer_cannot_be_written_with_or_without_evidence() -> None:
         assert not admits(evidence, ".")
         assert admits(evidence, "I cannot tell.")
     assert admits(Copyable(values=("48.3 °C",), words=((),)), "48.3 °C")
+
+
+def test_once_there_are_results_an_answer_states_one_of_their_values_or_cannot_tell() -> None:
+    evidence = copyable([{"date": "2026-12-04", "weekday": "Friday", "days": 1}], "Next Friday?")
+    # The weekday is one the question already says: stating it would answer nothing.
+    assert "2026-12-04" in evidence.stated and "Friday" not in evidence.stated
+    assert admits(evidence, "Next Friday is 2026-12-04.")
+    assert admits(evidence, "It is 1 days away.")
+    assert admits(evidence, "I cannot tell: the result does not say.")
+    assert not admits(evidence, "The date is next Friday.")
+    # A word a result holds as its value is stated too; a list item's label is not.
+    days = copyable([{"weekday": "Saturday"}], "What weekday was it?")
+    assert admits(days, "It was Saturday.") and not admits(days, "It was a day.")
+    listed = copyable([{"readings": [{"quantity": "rain", "value": 3.5, "unit": "mm"}]}], "Rain?")
+    assert "rain" not in listed.stated and admits(listed, "It rained 3.5 mm.")
+    # Without results nothing is required.
+    assert admits(copyable([], "Will it rain?"), "It may rain.")
+
+
+def test_the_value_comes_within_twelve_words_and_never_glued_to_a_letter() -> None:
+    evidence = copyable([BME], "How humid is it?")
+    ramble = "The air in here is not dry and it is not wet and it is not "
+    assert not admits(evidence, ramble + "41.5 %RH.")
+    assert admits(evidence, "The air in here is 41.5 %RH, not dry.")
+    assert not admits(evidence, "The BME22.7 °C sensor says so.")
+    assert not admits(copyable([], "What is in 10 days?"), "In10 days")
+    # A number of the question is its own only when it stands alone: not BME280's 280.
+    assert "280" not in copyable([], "What does the BME280 show in 10 days?").values

@@ -326,6 +326,18 @@ def test_an_answer_cut_at_the_token_cap_ends_after_its_last_whole_sentence() -> 
     assert model.calls[-1]["max_tokens"] == Guidance().answer_tokens
 
 
+def test_a_one_sentence_answer_cut_at_the_token_cap_ends_after_a_clause_that_states_a_value() -> (
+    None
+):
+    # Under copy-only an answer is one sentence: it is cut after its last whole clause that the
+    # pattern admits, so one that states a value; a clause before any value would not do.
+    cut = '{"final_answer": "The CPU is warm, at 48.3 °C, and it is warm, and it is'
+    model = Rambling([cut], scores={("CPU", " How damp?"): 0.0})
+    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
+    assert state.final_answer == "The CPU is warm, at 48.3 °C, and it is warm"
+    assert state.stream.root[-1].usage.stop == "cut"
+
+
 def test_an_answer_that_cannot_be_cut_is_answered_again() -> None:
     model = Rambling(
         ['{"final_answer": "41 41 41 41', '{"final_answer": "It is damp."}'],
@@ -371,10 +383,12 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
     )
     state = Agent(model, registry, guidance=Guidance()).run(question)
     assert state.final_answer == "80 free."
-    # Every part was scored, each scalar of an object and each item of a list, whole.
+    # Every part was scored, each scalar of an object, each item of a list, whole, and how
+    # many items the list holds.
     parts = [p for p, _ in model.scored if "Questions this part answers" in p]
-    assert len(parts) == 4
+    assert len(parts) == 5
     assert any("load.1min = 0.42" in p for p in parts)
+    assert any("disks in all = 2" in p for p in parts)
     # The answer was written after the turn naming the likeliest part, the result whole above it.
     prompt = model.prompts[-1]
     assert "load 1min: 0.42\nload 5min: 0.37" in prompt
@@ -389,6 +403,7 @@ def test_a_result_of_one_part_is_not_focused_and_focus_can_be_turned_off() -> No
         ("a.b", 1),
         ("c[0]", 1),
         ("c[1]", {"d": 2}),
+        ("c in all", 2),
     ]
     registry = Registry()
 

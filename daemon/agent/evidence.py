@@ -14,6 +14,10 @@ but the skill results and the question, so they work for any skill:
   evidence holds (``2367.0 MiB`` after ``available_mib``; ``3 sensors`` after ``sensors``), so
   no unit can be invented after it either. This is a pattern on the answer string of the action
   schema; the decoder enforces it and the model still writes every word.
+- **A stated value.** A small model often answers "The processor is hot." or "The date is next
+  Friday.", with no value at all. Once there are results, an answer states at least one value of
+  them (a number, a reading, a date, a name, a word such as a weekday) or says it cannot tell
+  (``I cannot tell ...``): which value, and the words around it, are the model's.
 """
 
 from __future__ import annotations
@@ -32,10 +36,13 @@ MAX_VALUES = 96
 MAX_VALUE_CHARS = 48
 MAX_WORDS = 8
 """The most words one value may be followed by (its name's)."""
+MAX_WORDS_BEFORE = 12
+"""The most words an answer may write before it states a value of the results."""
 
 _DIGIT = re.compile(r"[0-9]")
 _WORD = re.compile(r"[A-Za-z]{2,24}")
-_NUMBER_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+_QUESTION_NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?(?![\w])")
+"""A number the question writes on its own: not the 280 of a name such as BME280."""
 
 PLAIN_CHARS = "a-zA-Z ,;:'()/&"
 """What an answer may write between copied values: letters and punctuation, no digit, no sign
@@ -119,20 +126,38 @@ class Copyable:
     words: tuple[tuple[str, ...], ...]
     """For each value, the words that may follow it: those of its own name (``available_mib``
     gives "available" and "mib"), so no unit of another value can be put after it."""
+    stated: tuple[str, ...] = ()
+    """The values of the results an answer may state (those of :attr:`values` that came from a
+    result, and the results' words the question does not already hold): an answer states one of
+    them or says it cannot tell. Empty: no result, nothing required."""
 
 
 def copyable(results: Iterable[Any], question: str) -> Copyable:
     """The values and words of ``results`` (as their lines show them) and of ``question``."""
     values: dict[str, dict[str, None]] = {}
+    stated: dict[str, None] = {}
+    labels: set[str] = set()
+    folded = question.casefold()
 
-    def add_value(text: str, names: Sequence[str] = ()) -> None:
+    def add_word(text: str) -> None:
+        # A word a result holds as a value (a weekday, a state, a label); not one the question
+        # already says, which stating would not answer.
+        text = text.strip()
+        plain = _WORD_VALUE.fullmatch(text) is not None
+        if plain and len(text) >= 3 and text not in labels and text.casefold() not in folded:
+            stated.setdefault(text, None)
+
+    def add_value(text: str, names: Sequence[str] = (), from_result: bool = True) -> None:
         # Ending in a letter or a digit: "1." copied before a "5" would read 1.5.
         text = text.strip().rstrip(".,;:!?-+ ")
         clean = text.isprintable() and '"' not in text and not _UNSAFE.intersection(text)
         if _DIGIT.search(text) and len(text) <= MAX_VALUE_CHARS and clean:
             # A sign is copied with a space before it: after a letter or a stop, a reader would
             # not read "-3.5" as negative, and the number read would be one the evidence lacks.
-            own = values.setdefault(f" {text}" if text[0] in "-+" else text, {})
+            shown = f" {text}" if text[0] in "-+" else text
+            own = values.setdefault(shown, {})
+            if from_result:
+                stated.setdefault(shown, None)
             for name in names:
                 for word in _WORD.findall(name):
                     own.setdefault(word.lower(), None)
@@ -148,21 +173,35 @@ def copyable(results: Iterable[Any], question: str) -> Copyable:
         elif isinstance(node, list):
             add_value(str(len(node)), names)
             for item in node:
+                if isinstance(item, dict):
+                    # An item's label (a reading's quantity) names it, and is no answer.
+                    labels.add(_label(item, "", 0))
                 walk(item, names)
         elif is_number(node):
             add_value(_shown(node), names[-1:])
         elif isinstance(node, str):
             add_value(node, names[-1:])
+            add_word(node)
 
     for result in results:
         walk(result, ())
-    for match in _NUMBER_TEXT.finditer(question):
+    for match in _QUESTION_NUMBER.finditer(question):
         # A number of the question may be followed by the word after it there ("10 days").
-        add_value(match.group().lstrip("-"), question[match.end() :].split()[:1])
+        after = question[match.end() :].split()[:1]
+        add_value(match.group().lstrip("-"), after, from_result=False)
     kept = list(values.items())[:MAX_VALUES]
-    return Copyable(tuple(v for v, _ in kept), tuple(tuple(list(w)[:MAX_WORDS]) for _, w in kept))
+    copied = {v for v, _ in kept}
+    # A value the question holds too may still be stated: "is the load 0.42?" is answered by it.
+    required = [v for v in stated if v in copied or not _DIGIT.search(v)][:MAX_VALUES]
+    return Copyable(
+        tuple(v for v, _ in kept),
+        tuple(tuple(list(w)[:MAX_WORDS]) for _, w in kept),
+        tuple(required),
+    )
 
 
+_WORD_VALUE = re.compile(r"[A-Za-z][A-Za-z ]{0,31}")
+"""A result's text that is a word or words (``Thursday``, ``charging``): it can be stated."""
 _UNSAFE = set("[]^\\")
 """Characters a copied value may not hold: the grammar could not spell them plainly."""
 
@@ -180,36 +219,62 @@ def _any_case(word: str) -> str:
 def answer_pattern(evidence: Copyable) -> str:
     """A regular expression (``^...$``, in the subset llama.cpp's JSON-schema converter reads:
     groups, alternatives, classes, ``*``) that every answer string under copy-only decoding
-    matches, and that no string with a digit not copied from ``evidence`` matches."""
+    matches, and that no string with a digit not copied from ``evidence`` matches. With values
+    to state, it matches only answers that state one, or that begin ``I cannot tell``."""
     plain = f"[{PLAIN_CHARS}]"
-    pairs = list(zip(evidence.values, evidence.words, strict=True))
-    ends_otherwise = [v for v, _ in pairs if not v[-1].isdigit()]
     punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
     # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
     not_letter = "[" + PLAIN_CHARS.replace("a-zA-Z", "") + "]"
-    going_on, ending = [], []
-    for value, words in pairs:
+    # Each value as it may be written with more to follow (a number without a unit only before
+    # punctuation or its own word), and, for a number, as the answer's last words.
+    going: dict[str, str] = {}
+    ending: dict[str, str] = {}
+    for value, words in zip(evidence.values, evidence.words, strict=True):
         if not value[-1].isdigit():
+            going[value] = _literal(value)
             continue
         named = "(" + "|".join(_any_case(w) for w in words) + ")" if words else None
         follow = punctuation + (f"| {named}{not_letter}" if named else "")
-        going_on.append(f"{_literal(value)}({follow})")
-        ending.append(_literal(value) + (f"( {named})?" if named else ""))
-    steps = []
-    if ends_otherwise:
-        steps.append("(" + "|".join(_literal(v) for v in ends_otherwise) + ")")
-    steps += going_on
+        going[value] = f"{_literal(value)}({follow})"
+        ending[value] = _literal(value) + (f"( {named})?" if named else "")
     end = "([.!?])?"
     # An answer opens with a letter or a copied value: an empty one (which the loop would refuse,
     # and which noise reaches by closing the string at once) is not one the decoder can write.
     first = "[a-zA-Z]"
-    if not steps:
-        return f"^{first}{plain}*{end}$"
-    step = "(" + "|".join(steps) + ")"
-    last = "(" + "|".join(ending) + ")" if ending else ""
-    tail = f"{plain}*({step}{plain}*)*" + (f"{last}?" if last else "")
-    only_last = f"|{last}" if last else ""
-    return f"^(({first}|{step}){tail}{only_last}){end}$"
+    free = f"{first}{plain}*"
+    if not going and not evidence.stated:
+        return f"^{free}{end}$"
+    step = _either(going.values())
+    last = _either(ending.values())
+    # A value is copied after the answer's start or a character that is no letter: "BME22.7 °C"
+    # would read as a name the evidence lacks.
+    gap = f"({plain}*{not_letter})?"
+    opening = f"({first}{plain}*{not_letter})?"
+    tail = f"({gap}{step})*({plain}*" + (f"|{gap}{last}" if last else "") + ")" if going else ""
+    if not evidence.stated:
+        only_last = f"|{opening}{last}" if last else ""
+        return f"^({opening}{step}{tail}{only_last}|{free}){end}$"
+    # An answer that states a value: at most MAX_WORDS_BEFORE words or copied values, then the
+    # value, then anything again. Unbounded, a small model that will not state one writes on
+    # ("The CPU is running hot, and it is not overheating, but ...") until the token cap.
+    word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[ ,;:]+"
+    before = f"({word}|{step})" if going else word
+    before = f"({before}){{0,{MAX_WORDS_BEFORE}}}"
+    stated_going = _either(going.get(v, _literal(v)) for v in evidence.stated)
+    stated_last = _either(ending[v] for v in evidence.stated if v in ending)
+    after = tail if going else f"{plain}*"
+    states = f"{stated_going}{after}" + (f"|{stated_last}" if stated_last else "")
+    return f"^({before}({states})|{CANNOT_TELL}{plain}*){end}$"
+
+
+def _either(forms: Iterable[str]) -> str:
+    """One group matching any of ``forms``; empty when there is none."""
+    listed = list(dict.fromkeys(forms))
+    return "(" + "|".join(listed) + ")" if listed else ""
+
+
+CANNOT_TELL = "I cannot tell"
+"""How an answer that states no value begins, once there are results: the honest way out."""
 
 
 def answer_schema(pattern: str) -> dict[str, Any]:
@@ -234,6 +299,7 @@ def numbers_in(texts: Sequence[str]) -> set[float]:
 
 
 __all__ = [
+    "CANNOT_TELL",
     "Copyable",
     "answer_numbers",
     "answer_pattern",

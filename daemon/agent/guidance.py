@@ -24,7 +24,8 @@ question word.
   writes an answer.
 - **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
   model writes its answer every digit must be copied from the results or the question, a reading
-  with its own unit (copy-only values, :mod:`edge_agent.agent.evidence`).
+  with its own unit, and once there are results the answer states one of their values or says
+  it cannot tell (copy-only values, :mod:`edge_agent.agent.evidence`).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
@@ -35,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -155,7 +157,8 @@ MAX_PART_CHARS = 200
 
 def result_parts(result: Any) -> list[tuple[str, Any]]:
     """The parts of a skill's result a question may ask about, with their paths: each scalar of
-    its objects (``memory.available_mib``) and each item of its lists (``readings[1]``, whole)."""
+    its objects (``memory.available_mib``), each item of its lists (``readings[1]``, whole) and
+    a longer list's length (``readings in all``)."""
     parts: list[tuple[str, Any]] = []
 
     def walk(value: Any, path: str) -> None:
@@ -164,6 +167,9 @@ def result_parts(result: Any) -> list[tuple[str, Any]]:
                 walk(item, f"{path}.{key}" if path else str(key))
         elif isinstance(value, list) and value:
             parts.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+            if len(value) > 1:
+                # How many there are is a part of its own ("how many sensors?").
+                parts.append((f"{path} in all", len(value)))
         else:
             parts.append((path, value))
 
@@ -173,17 +179,24 @@ def result_parts(result: Any) -> list[tuple[str, Any]]:
 
 def asked_parts(parts: list[tuple[str, Any]], query: str) -> list[tuple[str, Any]]:
     """The parts a question can be asking for: not a name it already states. A part whose text
-    value the query holds word for word (the sensor's id in "sensor 28-00a1 reads -4.5 C: how
-    cold is it?") scores highest under log P(question | part) because the question quotes it,
-    while the asker, who wrote it, is asking about something else. Numbers are kept: "is the
-    load 0.42?" asks about the part holding 0.42."""
-    folded = query.casefold()
+    holds a word the query holds (the sensor's id in "sensor 28-00a1 reads -4.5 C: how cold is
+    it?", the label "cpu-thermal" of "what is the CPU temperature?") scores highest under
+    log P(question | part) because the question quotes it, while the asker, who wrote it, is
+    asking about something else. Numbers are kept: "is the load 0.42?" asks about the part
+    holding 0.42; so are texts under four characters."""
+    asked = set(_words(query))
     kept = [
         (path, value)
         for path, value in parts
-        if not (isinstance(value, str) and len(value) >= 4 and value.casefold() in folded)
+        if not (isinstance(value, str) and len(value) >= 4 and asked.intersection(_words(value)))
     ]
     return kept or parts
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text`` that can name something: runs of letters and digits, three or
+    more long, case folded ("bme280 (iio:device0)" holds "bme280", "iio" and "device0")."""
+    return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
 
 
 def _part_text(path: str, value: Any) -> str:
@@ -326,7 +339,8 @@ class Guidance:
 
     def _answer(self, prompt: str, generate: Callable[..., str], state: AgentState) -> str:
         """The model's answer. One it was still writing at ``answer_tokens`` (a small model
-        repeats itself) ends after its last whole sentence: its own words, cut, never added to."""
+        repeats itself) ends after its last whole sentence, else its last whole clause, that
+        the copy-only pattern admits: its own words, cut, never added to."""
         bound = self.answer_schema(state)
         more = {} if bound is None else {"action_schema": bound}
         raw = generate(prompt, prefix=ANSWER_HEAD, max_tokens=self.answer_tokens, **more)
@@ -334,13 +348,12 @@ class Guidance:
         if usage is None or usage.stop != "length" or not raw.startswith(ANSWER_HEAD):
             return raw
         body = raw[len(ANSWER_HEAD) :]
-        end = max(body.rfind(". "), body.rfind("! "), body.rfind("? "))
-        if end <= 0 or '"' in body[:end].replace('\\"', ""):
+        pattern = None if bound is None else bound["properties"]["final_answer"]["pattern"]
+        cut = _last_whole(body, pattern)
+        if cut is None:
             return raw
-        # "cut": the model was still writing; the reply ends at a sentence the model finished.
-        return Completion(
-            f'{ANSWER_HEAD}{body[: end + 1]}"}}', usage.model_copy(update={"stop": "cut"})
-        )
+        # "cut": the model was still writing; the reply ends where the model finished a part.
+        return Completion(f'{ANSWER_HEAD}{cut}"}}', usage.model_copy(update={"stop": "cut"}))
 
     def _prefers_answer(self, model: ModelHandle, prompt: str) -> bool:
         answer, skill = model.score(prompt, [ANSWER_HEAD, SKILL_HEAD])
@@ -358,6 +371,22 @@ class Guidance:
         scores = model.likelihood(prompts, f" {query}")
         best = max(range(len(candidates)), key=scores.__getitem__)
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
+
+
+def _last_whole(body: str, pattern: str | None) -> str | None:
+    """The longest start of an answer cut off mid-way that ends a sentence (``. ``), else the
+    longest that ends a clause (``, ``) and that ``pattern`` admits; None when there is none.
+    A copy-only answer is one sentence, so its cut is a clause, which must still state a value."""
+    ends = [i + 1 for i in range(len(body) - 1) if body[i] in ".!?" and body[i + 1] == " "]
+    clauses = [i for i in range(len(body) - 1) if body[i] in ",;" and body[i + 1] == " "]
+    cuts = [(end, False) for end in reversed(ends)] + [(end, True) for end in reversed(clauses)]
+    for end, checked in cuts:
+        cut = body[:end]
+        if end <= 0 or '"' in cut.replace('\\"', ""):
+            continue
+        if not checked or pattern is None or re.fullmatch(pattern, cut):
+            return cut
+    return None
 
 
 def content_free(fmt: ChatFormat) -> str:
