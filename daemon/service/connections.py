@@ -263,9 +263,11 @@ class Connections:
                 log.debug("idle connection on fd %d closed: over the cap of %d", fd, self.cap)
 
     def close(self, router: zmq.Socket[bytes]) -> None:
-        self.watch.close()
+        # The monitor first: libzmq's I/O thread blocks sending an event that nobody can take,
+        # and the context would never end.
         with contextlib.suppress(zmq.ZMQError):
             router.disable_monitor()
+        self.watch.close()
 
 
 __all__ = ["Connections", "FdBudget", "local_name", "raise_fd_limit", "readable"]

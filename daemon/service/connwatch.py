@@ -274,8 +274,9 @@ class ConnectionWatch:
         now = time.monotonic()
         if len(self._open) >= self.budget.ceiling or now - self._failed_at < RESUME_S:
             return
-        missing = self.spare.count - len(self.spare)
-        if self.budget.limit - open_fd_count() - missing > FD_RESERVE // 2:
+        # Free fds for the spares and as many again: a flood of clients retrying at once
+        # arrives the moment the gate opens.
+        if self.budget.limit - open_fd_count() > FD_RESERVE // 2 + len(self.spare):
             self.spare.take()
             self.gate.resume()
 
