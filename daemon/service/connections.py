@@ -58,6 +58,8 @@ def readable(sock: zmq.Socket[bytes]) -> bool:
 IDLE_S = 5.0
 """Over the cap, a connection quiet this long with nothing pending may be closed; a client sends
 as soon as it connects, and a reply leaves long before this."""
+HAND_ON_S = 1.0
+"""How long a run's connection waits for the watcher to hand its accept on."""
 SWEEP_S = 0.5
 """How often connections over the cap are looked at."""
 
@@ -156,6 +158,12 @@ class Connections:
     def connection(self, fd: int) -> tuple[int, int]:
         """``(fd, number)`` of the connection open on ``fd``, to ask :meth:`alive` later."""
         self.update()
+        # libzmq reports the accept before the connection's first message can be read, but the
+        # watcher's thread may not have handed it on yet: a run's reply would be dropped.
+        until = time.monotonic() + HAND_ON_S
+        while fd >= 0 and fd not in self._serials and time.monotonic() < until:
+            time.sleep(0.0005)  # lets the watcher's thread run
+            self.update()
         return (fd, self._serials.get(fd, -1))
 
     def alive(self, connection: tuple[int, int]) -> bool:
