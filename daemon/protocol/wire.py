@@ -173,6 +173,8 @@ class Counters(Message):
     connections_closed: int
     connections_over_cap: int
     connections_paused: int
+    connections_refused_at_limit: int
+    connections_past_pause: int
     errors: int
     errors_by_code: dict[str, int]
     outcomes: dict[str, int]
