@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -21,6 +20,7 @@ from typing import Any
 
 import msgpack
 import zmq
+from serve_command import edge_agent_command
 
 from edge_agent.agent.protocol import ModelHandle
 from edge_agent.agent.registry import Registry
@@ -169,10 +169,6 @@ def run_request(query: str = "how warm is the kitchen?", **fields: Any) -> dict[
 def write_mock(path: Path, replies: list[str | dict[str, Any]]) -> Path:
     path.write_text(json.dumps(replies), encoding="utf-8")
     return path
-
-
-def edge_agent_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "edge_agent.cli", *args]
 
 
 def start_daemon(

@@ -13,6 +13,7 @@ again when they are empty. Needs root and util-linux's unshare/nsenter.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import subprocess
@@ -62,6 +63,7 @@ class Sandbox:
 
     root: Path
     service_lines: list[str] = field(default_factory=list)
+    unit_lines: list[str] = field(default_factory=list)
     # The manager exits with the service's status when it ends. Off for tests that watch restarts:
     # systemd 252 also runs SuccessAction=/FailureAction= when an automatic restart stops the unit.
     exit_with_service: bool = True
@@ -136,6 +138,7 @@ class Sandbox:
             "[Unit]",
             "DefaultDependencies=no",
             *(["SuccessAction=exit-force", "FailureAction=exit-force"] * self.exit_with_service),
+            *self.unit_lines,
             "[Service]",
             "StandardOutput=file:/run/edge-agent-test.out",
             "StandardError=file:/run/edge-agent-test.err",
@@ -208,18 +211,34 @@ class Sandbox:
             timeout=timeout_s,
         )
 
+    def show(self, *properties: str) -> dict[str, str]:
+        """``systemctl show`` of the service: each property asked for that the manager reports
+        (none while its bus is not up yet)."""
+        shown = self.systemctl("show", "edge-agent.service", *(f"-p{p}" for p in properties))
+        return dict(line.split("=", 1) for line in shown.stdout.splitlines() if "=" in line)
+
     def wait_active(self, timeout_s: float) -> str:
-        """Polls until the service is active (for Type=notify: READY=1 arrived) or has failed."""
+        """Polls until the service is active (for Type=notify: READY=1 arrived), or has ended
+        with no job left that would start it.
+
+        Just after boot the manager may answer on its bus before it has run the start job it
+        queued for the service: the unit is then still ``inactive``, and ``Job`` names that job.
+        That is not an end (under load, about one boot in twenty when polled fast), so an
+        ``inactive`` or ``failed`` unit counts only once no job is pending.
+        """
         give_up = time.monotonic() + timeout_s
         state = ""
         while time.monotonic() < give_up:
-            state = self.systemctl("is-active", "edge-agent.service").stdout.strip()
-            if state in {"active", "failed", "inactive"}:
+            shown = self.show("ActiveState", "Job")
+            state = shown.get("ActiveState", "")
+            if state == "active":
+                return state
+            if state in {"failed", "inactive"} and not shown.get("Job"):
                 return state
             if self.process is not None and self.process.poll() is not None:
                 return "manager exited"
             time.sleep(0.1)
-        return state
+        return f"{state} after {timeout_s} s" if state else f"no answer in {timeout_s} s"
 
     def output(self, stream: str) -> str:
         path = self.run_dir / f"edge-agent-test.{stream}"
@@ -228,10 +247,21 @@ class Sandbox:
     def diagnostics(self) -> str:
         log = self.root / "manager.log"
         return (
+            f"--- systemctl status\n{self._status_now()}\n"
             f"--- service stdout\n{self.output('out')[-4000:]}\n"
             f"--- service stderr\n{self.output('err')[-4000:]}\n"
             f"--- manager\n{log.read_text(errors='replace')[-4000:] if log.exists() else ''}"
         )
+
+    def _status_now(self) -> str:
+        """What the manager says of the service now, if it is still there to say it."""
+        if self.process is None or self.process.poll() is not None:
+            return "(the manager has exited)"
+        try:
+            shown = self.systemctl("status", "--lines=0", "edge-agent.service", timeout_s=10)
+        except subprocess.TimeoutExpired:
+            return "(systemctl status did not answer in 10 s)"
+        return (shown.stdout + shown.stderr)[-2000:]
 
     def shutdown(self) -> None:
         """Kills whatever is left (killing a PID namespace's init kills all of it)."""
@@ -242,14 +272,26 @@ class Sandbox:
             self.process.wait(timeout=30)
         self._remove_new_cgroups()
 
-    def _remove_new_cgroups(self) -> None:
-        """Removes the cgroups this boot's manager created, deepest first, once they are empty."""
+    def _remove_new_cgroups(self, timeout_s: float = 30.0) -> None:
+        """Removes the cgroups this boot's manager created, deepest first, once they are empty.
+
+        Killing the namespace's init returns before the kernel has torn down the processes it
+        kills, and a cgroup that still holds one refuses rmdir (EBUSY): each is waited for, so a
+        boot leaves no cgroup behind for the next one to inherit."""
         created = manager_cgroups() - self.cgroups_before
+        give_up = time.monotonic() + timeout_s
         for directory in sorted(created, key=lambda p: len(p.parts), reverse=True):
-            try:
-                directory.rmdir()
-            except OSError as exc:
-                print(f"cgroup {directory} left in place: {exc}", file=sys.stderr)
+            while True:
+                try:
+                    directory.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY or time.monotonic() > give_up:
+                        print(f"cgroup {directory} left in place: {exc}", file=sys.stderr)
+                        break
+                    time.sleep(0.05)
 
 
 def host_runs_systemd() -> bool:

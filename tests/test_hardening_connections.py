@@ -8,7 +8,9 @@ connections are paused before the fds run out.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
 import resource
 import socket
@@ -240,14 +242,15 @@ def test_one_connection_over_queue_per_client_is_busy_while_others_still_queue(
 
 
 @pytest.mark.parametrize("transport", ["ipc", "tcp"])
-def test_with_its_fds_exhausted_the_daemon_waits_and_recovers(
+def test_with_its_fds_exhausted_by_one_burst_the_daemon_waits_and_recovers(
     tmp_path: Path, context: zmq.Context[Any], transport: str
 ) -> None:
     # Before: libzmq retried accept() at once for as long as it failed, 76-77% of a core (and
-    # on ipc, EMFILE aborted the daemon). Now new connections are paused before the fds run out.
-    # 600 clients at once against a limit of 512: the pause point (three quarters of the free
-    # fds) leaves room for those libzmq accepts before a loaded loop reacts. At 256, a starved
-    # loop sometimes reacted too late, and on ipc libzmq's EMFILE abort is the end.
+    # on ipc, EMFILE aborted the daemon). Then new connections were paused at three quarters of
+    # the free fds, but from the serving loop's pass: 600 clients in one burst still got past
+    # it about one run in three, and on tcp libzmq's accept retries took 200% of a core. Now a
+    # thread pauses as the accepts come, and an accept queue left when the fds run out all the
+    # same is emptied (connections_refused_at_limit).
     fd_limit, holders = 512, 600
     allow_fds(holders)
     if transport == "ipc":
@@ -260,34 +263,38 @@ def test_with_its_fds_exhausted_the_daemon_waits_and_recovers(
     clients: list[zmq.Socket[bytes]] = []
     try:
         wait_ready(endpoint, process)
-        # ZeroMQ clients, which reconnect on their own, arriving in waves of 25 as a home's
-        # clients would. A single burst faster than one pass of the serving loop can still
-        # exhaust the fds before the pause: that case is still open (issue 20).
-        for n in range(holders):
+        # ZeroMQ clients, which reconnect on their own, all at once: connected first, then
+        # each sends, faster than one pass of the serving loop.
+        for _ in range(holders):
             sock = context.socket(zmq.DEALER)
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(endpoint)
-            sock.send(msgpack.packb({"v": 1, "id": f"h{n}", "op": "status"}))
             clients.append(sock)
-            if n % 25 == 24:
-                time.sleep(0.1)
-        time.sleep(2.0)
+        for n, sock in enumerate(clients):
+            sock.send(msgpack.packb({"v": 1, "id": f"h{n}", "op": "status"}))
+        fds = 0
+        until = time.monotonic() + 3.0
+        while time.monotonic() < until and process.poll() is None:
+            with contextlib.suppress(OSError):
+                fds = max(fds, len(os.listdir(f"/proc/{process.pid}/fd")))
+            time.sleep(0.05)
+        assert process.poll() is None, "the daemon died in the burst"
         if transport == "ipc":
             # On ipc, libzmq aborts the daemon if accept() meets EMFILE: the pause must come
-            # first. On tcp a burst may still reach the limit before a loaded loop pauses, which
-            # is the case the issue names (fds exhausted): it must wait, not spin, and recover.
-            assert len(os.listdir(f"/proc/{process.pid}/fd")) < fd_limit
-        # The daemon waits, it does not spin. A spinning loop uses most of a core in every window;
-        # a loaded box may still be working through the 600 handshakes in the first ones, so the
-        # check is that some 2 s window of the next five falls under a generous bound.
+            # first. On tcp the fds may still run out (fds held elsewhere): it must wait, not
+            # spin, and recover.
+            assert fds < fd_limit
+        # The daemon waits, it does not spin: a spinning one uses most of a core in every 3 s
+        # window. A loaded box may still be working through the burst's handshakes and the
+        # replies in the first ones, so the check is that one of the next five falls under 5%.
         shares = []
         for _ in range(5):
             before = cpu_seconds(process.pid)
-            time.sleep(2.0)
-            shares.append((cpu_seconds(process.pid) - before) / 2.0)
-            if shares[-1] < 0.3:
+            time.sleep(3.0)
+            shares.append((cpu_seconds(process.pid) - before) / 3.0)
+            if shares[-1] < 0.05:
                 break
-        assert min(shares) < 0.3, [f"{share:.0%}" for share in shares]
+        assert min(shares) < 0.05, [f"{share:.0%}" for share in shares]
         for sock in clients:
             sock.close(linger=0)
         clients.clear()
@@ -301,6 +308,88 @@ def test_with_its_fds_exhausted_the_daemon_waits_and_recovers(
         output = stop_daemon(process, timeout=60)
     assert process.returncode == 0, output
     assert "Too many open files" not in output
+
+
+OUT_OF_FDS_CHILD = """
+import collections, json, os, resource, sys
+import zmq
+from edge_agent.service.connwatch import ConnectionWatch
+context = zmq.Context()
+router = context.socket(zmq.ROUTER)
+counts = collections.Counter()
+watch = ConnectionWatch(context, router, counts)  # its ceiling is out of reach: no pause
+router.setsockopt(zmq.BACKLOG, 64)
+router.bind("tcp://127.0.0.1:0")
+endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+watch.gate.add(endpoint)
+watch.spare.take()
+# Every fd but the spares taken, as by something else: the next accept() fails with EMFILE.
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 1, hard))
+held = []
+while True:
+    try:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        break
+print(endpoint, flush=True)
+sys.stdin.readline()  # the connections wait in the queue, and libzmq's accept() fails
+watch.start()
+sys.stdin.readline()
+print(json.dumps(dict(counts)), flush=True)
+"""
+
+
+def test_when_accept_fails_for_want_of_fds_the_accept_queue_is_emptied_and_nothing_spins() -> None:
+    # The fallback behind the pause: fds gone for some other reason, and 40 connections that
+    # the kernel completed wait in the accept queue. libzmq retries accept() at once while it
+    # fails (about 70% of a core here with the queue left alone, before the watcher starts);
+    # the watcher resets the queued connections itself, with its spare fds, so libzmq's
+    # listener is quiet.
+    child = subprocess.Popen(
+        [sys.executable, "-c", OUT_OF_FDS_CHILD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    clients: list[socket.socket] = []
+    try:
+        host, port = child.stdout.readline().strip()[len("tcp://") :].rsplit(":", 1)
+        reset = 0
+        for _ in range(40):
+            try:
+                clients.append(socket.create_connection((host, int(port)), timeout=30))
+            except ConnectionResetError:
+                reset += 1  # reset by the watcher before connect() returned
+        child.stdin.write("\n")  # now watch
+        child.stdin.flush()
+        shares = []
+        for _ in range(5):
+            before = cpu_seconds(child.pid)
+            time.sleep(2.0)
+            shares.append((cpu_seconds(child.pid) - before) / 2.0)
+            if shares[-1] < 0.05:
+                break
+        assert min(shares) < 0.05, [f"{share:.0%}" for share in shares]
+        for client in clients:
+            try:
+                first = client.recv(1)
+            except ConnectionResetError:
+                reset += 1
+                continue
+            # Accepted by libzmq with a freed spare fd: its greeting begins with 0xff.
+            assert first == b"\xff"
+        child.stdin.write("\n")
+        child.stdin.flush()
+        counts = json.loads(child.stdout.readline())
+    finally:
+        for client in clients:
+            client.close()
+        child.kill()
+        child.wait(30)
+    assert reset > 0 and counts["connections_refused_at_limit"] == reset
+    assert counts["accept_failures"] >= 1 and counts["connections_paused"] >= 1
 
 
 def test_an_ipc_flood_of_raw_connections_past_the_fd_limit_does_not_abort_the_daemon(

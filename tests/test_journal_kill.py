@@ -15,7 +15,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ from typing import Any
 import msgpack
 import zmq
 from daemon_harness import Peer, answer, call, wait_ready, write_mock
+from serve_command import serve_command
 
 KILLS = 30
 PLUGIN = '''
@@ -86,20 +86,7 @@ def start(tmp_path: Path, config: Path, mock: Path, endpoint: str) -> subprocess
     log = (tmp_path / "daemon.log").open("a")
     try:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "edge_agent.cli",
-                "serve",
-                "--config",
-                str(config),
-                "--model",
-                f"mock:{mock}",
-                "--endpoint",
-                endpoint,
-                "--log-level",
-                "WARNING",
-            ],
+            serve_command(config=config, mock=mock, endpoint=endpoint),
             stdout=log,
             stderr=subprocess.STDOUT,
             text=True,

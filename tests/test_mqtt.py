@@ -121,6 +121,38 @@ def test_an_ask_published_twice_is_run_once(shared_broker: Any, tmp_path: Path) 
             peer.close()
 
 
+def test_the_journal_records_where_each_run_was_asked(shared_broker: Any, tmp_path: Path) -> None:
+    """A run asked over MQTT is journaled as ``mqtt``, though the bridge forwards it over the
+    daemon's ZeroMQ socket; one asked over ZeroMQ stays ``zmq``; an ask may not name its own."""
+    with node(tmp_path / "d", port=shared_broker.port, node="origin", replies=[final("Yes.")]) as n:
+        peer = Peer(shared_broker.port, v5=False, subscribe=["origin/#"])
+        try:
+            n.wait_link("connected")
+            peer.publish("edge-agent/origin/ask", {"query": "Asked by MQTT", "reply_to": "origin/r"})
+            assert final_for(peer, "origin/r")["answer"] == "Yes."
+            direct = n.request({"v": 1, "id": "z-1", "op": "run", "query": "Asked by ZeroMQ"})
+            assert direct["answer"] == "Yes.", direct
+
+            # An asker claiming the source is refused before anything runs, either claim.
+            for claim in ("zmq", "mqtt"):
+                peer.seen.clear()
+                peer.publish(
+                    "edge-agent/origin/ask",
+                    {"query": "q", "reply_to": "origin/r", "id": claim, "source": claim},
+                )
+                refused = final_for(peer, "origin/r")
+                assert refused["kind"] == "error" and refused["code"] == "bad_request", refused
+                assert refused["id"] == claim and "source" in refused["message"], refused
+
+            listed = n.request({"v": 1, "id": "list", "op": "runs", "limit": 10})
+            sources = {run["query"]: run["source"] for run in listed["runs"]}
+            assert sources == {"Asked by MQTT": "mqtt", "Asked by ZeroMQ": "zmq"}, listed
+            record = n.request({"v": 1, "id": "one", "op": "result", "target": "z-1"})
+            assert record["source"] == "zmq", record
+        finally:
+            peer.close()
+
+
 def test_bad_payloads_get_protocol_errors(shared_broker: Any, tmp_path: Path) -> None:
     with node(
         tmp_path / "d",

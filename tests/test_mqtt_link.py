@@ -90,5 +90,7 @@ def test_the_journal_key_names_one_ask_of_one_requester() -> None:
     assert with_journal_key({"query": "q"}, "r/1", 7, None) == {
         "query": "q",
         "key": journal_key("r/1", 7, None),
+        "source": "mqtt",  # journaled as asked over MQTT, not as the bridge's ZeroMQ connection
     }
     assert with_journal_key({"query": "q", "key": "mine"}, "r/1", 7, None)["key"] == "mine"
+    assert with_journal_key({"query": "q"}, "r/1", None, None) == {"query": "q", "source": "mqtt"}

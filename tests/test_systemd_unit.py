@@ -11,6 +11,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -430,11 +431,6 @@ def test_the_daemon_loads_and_runs_the_embedded_gguf_under_the_unit(sandbox: San
     assert sandbox.wait(timeout_s=REAL_MODEL_LIMIT_S) == 0, sandbox.diagnostics()
 
 
-def _show(sandbox: Sandbox, *properties: str) -> dict[str, str]:
-    shown = sandbox.systemctl("show", "edge-agent.service", *(f"-p{p}" for p in properties))
-    return dict(line.split("=", 1) for line in shown.stdout.splitlines() if "=" in line)
-
-
 def test_a_hung_daemon_is_killed_by_the_watchdog_and_restarted(sandbox: Sandbox) -> None:
     replies = sandbox.opt / "models" / "replies.json"
     replies.write_text(json.dumps([json.dumps({"final_answer": "ok"})]))
@@ -445,12 +441,13 @@ def test_a_hung_daemon_is_killed_by_the_watchdog_and_restarted(sandbox: Sandbox)
     sandbox.service_lines = ["WatchdogSec=2", "RestartSec=1"]
     sandbox.exit_with_service = False
     sandbox.boot()
-    assert sandbox.wait_active(timeout_s=60) == "active", sandbox.diagnostics()
+    state = sandbox.wait_active(timeout_s=60)
+    assert state == "active", f"{state}\n{sandbox.diagnostics()}"
 
     # Alive: its pings keep a 2 s watchdog content for longer than that.
-    first = _show(sandbox, "MainPID", "NRestarts")
+    first = sandbox.show("MainPID", "NRestarts")
     time.sleep(5)
-    assert _show(sandbox, "MainPID", "NRestarts") == first, sandbox.diagnostics()
+    assert sandbox.show("MainPID", "NRestarts") == first, sandbox.diagnostics()
     assert first["NRestarts"] == "0"
 
     # Hung: a stopped process sends nothing; systemd aborts it and starts a new one.
@@ -464,7 +461,7 @@ def test_a_hung_daemon_is_killed_by_the_watchdog_and_restarted(sandbox: Sandbox)
     give_up = time.monotonic() + 30
     now = first
     while time.monotonic() < give_up:
-        now = _show(sandbox, "MainPID", "NRestarts", "ActiveState")
+        now = sandbox.show("MainPID", "NRestarts", "ActiveState")
         if now.get("NRestarts") == "1" and now.get("ActiveState") == "active":
             break
         time.sleep(0.2)
@@ -498,6 +495,40 @@ def test_a_model_that_cannot_load_fails_the_unit_at_once(sandbox: Sandbox) -> No
     log = sandbox.output("err")
     assert "the model cannot be loaded" in log and "missing.gguf" in log, log
     assert "Traceback" not in log and "listening" not in log, log
+
+
+def test_waiting_for_the_service_outlasts_a_start_job_still_queued(sandbox: Sandbox) -> None:
+    # Just after boot the manager can answer while the service's start job is still queued: the
+    # unit is `inactive` then, which is no end (about one boot in twenty, polled fast under load:
+    # the MQTT test's flake). Here the job waits its turn behind a unit that ends only when the
+    # test says so, which makes that moment last as long as the test needs.
+    gate = sandbox.run_dir / "gate-open"
+    slow = sandbox.root / "etc" / "systemd" / "system" / "gate.service"
+    slow.write_text(
+        "[Unit]\nDefaultDependencies=no\n[Service]\nType=oneshot\n"
+        "ExecStart=/bin/sh -c 'until [ -e /run/gate-open ]; do sleep 0.05; done'\n"
+    )
+    sandbox.unit_lines = ["Wants=gate.service", "After=gate.service"]
+    _write_config(sandbox, '[model]\npath = "mock:/opt/edge-agent/models/replies.json"\n')
+    replies = [json.dumps({"final_answer": "ok"})]
+    (sandbox.opt / "models" / "replies.json").write_text(json.dumps(replies))
+    sandbox.boot()
+    # The moment itself, seen from outside: inactive, and a job queued (once the bus is up).
+    seen: dict[str, str] = {}
+    give_up = time.monotonic() + 60
+    while not (seen.get("ActiveState") == "inactive" and seen.get("Job")):
+        assert time.monotonic() < give_up, f"never inactive with a job queued: {seen}"
+        seen = sandbox.show("ActiveState", "Job")
+        time.sleep(0.05)
+    # Ended now, as `is-active` says, and yet it starts: the wait must outlast it.
+    assert sandbox.systemctl("is-active", "edge-agent.service").stdout.strip() == "inactive"
+    opener = threading.Timer(1.0, gate.touch)
+    opener.start()
+    try:
+        state = sandbox.wait_active(timeout_s=60)
+    finally:
+        opener.cancel()
+    assert state == "active", f"{state}\n{seen}\n{sandbox.diagnostics()}"
 
 
 def _host_address() -> str | None:
@@ -543,7 +574,8 @@ def test_the_mqtt_bridge_reaches_a_broker_elsewhere_only_through_the_dropin(
         watcher = Peer(b.port, host=address, subscribe=["edge-agent/boxed/status", "box/#"])
         try:
             sandbox.boot()
-            assert sandbox.wait_active(timeout_s=60) == "active", sandbox.diagnostics()
+            state = sandbox.wait_active(timeout_s=60)
+            assert state == "active", f"{state}\n{sandbox.diagnostics()}"
             socket_file = sandbox.run_dir / "edge-agent" / "agent.sock"
 
             # The unit as shipped: loopback only, so the packets to the broker's address are
@@ -571,7 +603,8 @@ def test_the_mqtt_bridge_reaches_a_broker_elsewhere_only_through_the_dropin(
             for command in (("daemon-reload",), ("restart", "edge-agent.service")):
                 done = sandbox.systemctl(*command, timeout_s=120)
                 assert done.returncode == 0, done.stderr + sandbox.diagnostics()
-            assert sandbox.wait_active(timeout_s=60) == "active", sandbox.diagnostics()
+            state = sandbox.wait_active(timeout_s=60)
+            assert state == "active", f"{state}\n{sandbox.diagnostics()}"
             watcher.on_topic("edge-agent/boxed/status", 60, payload=lambda p: p == b"online")
             watcher.publish(
                 "edge-agent/boxed/ask", {"query": "Are you there?", "reply_to": "box/r", "id": 1}

@@ -50,4 +50,5 @@ def test_a_threshold_firing_is_answered_with_the_reading(sysfs: FakeSysfs) -> No
     (result,) = results
     assert result["outcome"] == "answered", result
     assert result["reading"]["value"] == -4.5
-    assert re.search(r"-?4\.5", result["answer"]), result["answer"]
+    # The reading, in either of the forms the probe's result gives it: -4.5 °C, or 23.9 °F.
+    assert re.search(r"-?4\.5 °C|23\.9 °F", result["answer"]), result["answer"]

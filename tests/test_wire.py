@@ -66,6 +66,9 @@ def test_valid_requests_decode_to_their_op() -> None:
     )
     assert isinstance(run, RunRequest)
     assert (run.query, run.max_iterations, run.deadline_ms, run.stream) == ("hi", 4, 1500.0, True)
+    assert run.source == "zmq"  # unless the client (the MQTT bridge) says otherwise
+    bridged = decode_request(packed(op="run", query="hi", source="mqtt"), **LIMITS)
+    assert isinstance(bridged, RunRequest) and bridged.source == "mqtt"
     assert isinstance(decode_request(packed(op="status"), **LIMITS), StatusRequest)
     cancel = decode_request(packed(op="cancel", target="r0"), **LIMITS)
     assert isinstance(cancel, CancelRequest) and cancel.target == "r0"
@@ -88,6 +91,9 @@ def test_valid_requests_decode_to_their_op() -> None:
         (packed(op="run", query="q", max_iterations=0), "bad_request", "r1", "max_iterations"),
         (packed(op="run", query="q", deadline_ms=-1), "bad_request", "r1", "deadline_ms"),
         (packed(op="run", query="q", stream=1), "bad_request", "r1", "stream"),
+        (packed(op="run", query="q", source="trigger:x"), "bad_request", "r1", "source"),
+        (packed(op="run", query="q", source=None), "bad_request", "r1", "source"),
+        (packed(op="status", source="mqtt"), "bad_request", "r1", "does not take"),
         (packed(op="status", extra=1), "bad_request", "r1", "does not take"),
         (packed(op="cancel"), "bad_request", "r1", "target"),
         (packed(op="run", query="q" * 101), "too_large", "r1", "100"),

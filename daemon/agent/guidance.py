@@ -27,7 +27,8 @@ question word.
   writes an answer.
 - **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
   model writes its answer every digit must be copied from the results or the question, a reading
-  with its own unit (copy-only values, :mod:`edge_agent.agent.evidence`).
+  with its own unit, and once there are results the answer states one of their values or says
+  it cannot tell (copy-only values, :mod:`edge_agent.agent.evidence`).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
@@ -240,6 +241,9 @@ class Guidance:
     copy_only: bool = True
     """While the model answers, every digit it writes is copied from the evidence (a reading
     with its own unit); needs a model that constrains to an action schema's string pattern."""
+    must_state: bool = True
+    """With ``copy_only``, once there are results the answer states one of their values or
+    begins "I cannot tell" (a small model otherwise leaves the value out)."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the model answers at once. None: always call a skill."""
@@ -348,7 +352,10 @@ class Guidance:
         if not self.copy_only:
             return None
         results = [e.result for e in state.stream.root if isinstance(e, SkillResultObservation)]
-        return answer_schema(answer_pattern(copyable(results, state.query)))
+        evidence = copyable(results, state.query)
+        if not self.must_state:
+            evidence = dataclasses.replace(evidence, stated=())
+        return answer_schema(answer_pattern(evidence))
 
     def _answer(self, prompt: str, generate: Callable[..., str], state: AgentState) -> str:
         """The model's answer. One it was still writing at ``answer_tokens`` (a small model

@@ -53,6 +53,9 @@ ErrorCode = Literal[
 ]
 ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 
+RunSource = Literal["zmq", "mqtt"]
+"""The ``source`` a ``run`` may state; triggers' runs are journaled as ``trigger:NAME``."""
+
 DaemonState = Literal["loading", "ready", "busy", "stopping", "stopped"]
 """What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone."""
 
@@ -82,6 +85,9 @@ class RunRequest(RequestBase):
     )
     stream: bool = False
     key: Key | None = None
+    source: RunSource = "zmq"
+    """Where the run was asked, for the journal: ``mqtt`` when the daemon's own MQTT bridge
+    forwards an ask. A label the client states, never a permission."""
 
 
 class StatusRequest(RequestBase):
@@ -167,6 +173,8 @@ class Counters(Message):
     connections_closed: int
     connections_over_cap: int
     connections_paused: int
+    connections_refused_at_limit: int
+    connections_past_pause: int
     errors: int
     errors_by_code: dict[str, int]
     outcomes: dict[str, int]
@@ -378,6 +386,7 @@ __all__ = [
     "RunRecord",
     "RunRequest",
     "RunResult",
+    "RunSource",
     "RunsRequest",
     "RunsResult",
     "SkillEntry",

@@ -12,7 +12,10 @@ monitor, and keeps three bounds, all from the fds the limit leaves free at start
   with a request being read, a run queued or running, or a reply pending (nothing read or sent
   for IDLE_S): a ZeroMQ client reconnects at once, so closing a live one only churns.
 - ``ceiling`` (three quarters of the room): new connections are paused there (.listeners), so
-  the fds never run out, and let in again under it.
+  the fds never run out, and let in again under it. The pause is the connection watcher's
+  (.connwatch): a thread that reads the monitor as events come, since a burst can fill the fds
+  left past the ceiling faster than one pass of the serving loop. It hands every accept and
+  disconnect on to this module's books, kept by the loop's thread.
 
 docs/protocol.md, "Limits and hostile input", says what a client sees.
 """
@@ -21,18 +24,16 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
 import logging
 import os
-import resource
 import socket
-import struct
 import time
 from collections.abc import Collection
 from typing import Any
 
 import zmq
 
+from edge_agent.service.connwatch import ConnectionWatch, FdBudget, raise_fd_limit
 from edge_agent.service.listeners import FdReserve, ListenerGate
 
 log = logging.getLogger(__name__)
@@ -53,79 +54,14 @@ def readable(sock: zmq.Socket[bytes]) -> bool:
     events = sock.getsockopt(EVENTS)
     return isinstance(events, int) and bool(events & POLLIN)
 
-FD_RESERVE = 64
-"""Fds kept for everything but client connections: the model file, skills, MQTT, libzmq's own,
-and the :class:`~.listeners.FdReserve` (half of them)."""
-SPARE_FDS = FD_RESERVE // 2
+
 IDLE_S = 5.0
 """Over the cap, a connection quiet this long with nothing pending may be closed; a client sends
 as soon as it connects, and a reply leaves long before this."""
+HAND_ON_S = 1.0
+"""How long a run's connection waits for the watcher to hand its accept on."""
 SWEEP_S = 0.5
 """How often connections over the cap are looked at."""
-RESUME_S = 1.0
-"""While paused, how often the fds are counted to see whether to let connections in again."""
-MONITOR_ENDPOINT = "inproc://edge-agent-connections"
-_EVENTS = zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_ACCEPT_FAILED
-
-
-def raise_fd_limit() -> int:
-    """Raise the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    # An unlimited hard limit cannot be the soft one: the kernel caps fds at fs.nr_open.
-    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
-    if soft == resource.RLIM_INFINITY or soft >= target:
-        return soft
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    except (ValueError, OSError) as exc:
-        log.warning("cannot raise the fd limit from %d to %d: %s", soft, target, exc)
-        return soft
-    return target
-
-
-def open_fd_count() -> int:
-    """How many fds this process holds now; an exhausted process (it cannot list them) says so
-    by counting as many as its limit."""
-    try:
-        return len(os.listdir("/proc/self/fd"))
-    except OSError:
-        return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-@dataclasses.dataclass(frozen=True)
-class FdBudget:
-    """How the fds the limit leaves free are shared out (module docstring)."""
-
-    limit: int
-    room: int
-    cap: int
-    ceiling: int
-
-    @classmethod
-    def at_start(cls, configured: int | None) -> FdBudget:
-        limit = raise_fd_limit()
-        room = max(4, limit - open_fd_count() - FD_RESERVE)
-        cap = max(1, min(configured or room // 2, room // 2))
-        if configured is not None and cap < configured:
-            log.warning(
-                "max_connections lowered from %d to %d: the fd limit is %d (LimitNOFILE=)",
-                configured,
-                cap,
-                limit,
-            )
-        return cls(limit=limit, room=room, cap=cap, ceiling=cap + max(1, (room - cap) // 2))
-
-    @property
-    def pressure(self) -> int:
-        """From here on, idle connections that have spoken are closed too, not only silent ones:
-        a ZeroMQ client reconnects at once, so closing it below this would only churn."""
-        return (self.cap + self.ceiling) // 2
-
-    @property
-    def backlog(self) -> int:
-        """Connections the kernel may complete before libzmq accepts them: they must fit in
-        what is left past the ceiling."""
-        return max(8, min(SPARE_FDS - 4, (self.room - self.ceiling) // 2))
 
 
 def local_name(endpoint: str) -> tuple[str, Any] | None:
@@ -139,29 +75,19 @@ def local_name(endpoint: str) -> tuple[str, Any] | None:
     return None
 
 
-def monitor_event(frames: list[bytes]) -> tuple[int, int]:
-    """``(event, value)`` of one ZeroMQ monitor message: a 16-bit event id and a 32-bit value
-    (the fd, for accepts and disconnects). Read here, not with ``zmq.utils.monitor``, whose
-    import pulls asyncio and ssl into the daemon: 3.4 MiB of resident memory."""
-    if len(frames) != 2 or len(frames[0]) != 6:
-        raise RuntimeError(f"not a ZeroMQ monitor event ({len(frames)} frames)")
-    event, value = struct.unpack("=hi", frames[0])
-    return event, value
-
-
 class Connections:
     """The ROUTER's open connections by fd, least recently active first.
 
     ``counts`` holds ``connections_accepted``, ``connections_closed`` (closed over the cap),
-    ``connections_over_cap``, ``connections_paused`` and ``accept_failures``. Only the serving
-    loop's thread uses it.
+    ``connections_over_cap``, and the watcher's (.connwatch.COUNTERS). Only the serving loop's
+    thread uses it.
     """
 
     def __init__(self, context: zmq.Context[Any], router: zmq.Socket[bytes]) -> None:
-        self.budget = FdBudget(limit=1 << 30, room=1 << 30, cap=1 << 30, ceiling=1 << 30)
-        self.gate = ListenerGate()
-        self.spare = FdReserve(SPARE_FDS)
         self.counts: collections.Counter[str] = collections.Counter()
+        self.watch = ConnectionWatch(context, router, self.counts)
+        self.socket = self.watch.wakeup.fileno()
+        """Readable when the watcher has handed events on: the serving loop polls this fd."""
         self._open: collections.OrderedDict[int, float] = collections.OrderedDict()
         """fd -> when it was last active (accepted, read from, answered), oldest first."""
         self._spoken: set[int] = set()
@@ -175,31 +101,39 @@ class Connections:
         """Connections over the cap, in the order they came: the first is served next."""
         self._accepted = 0
         self._next_sweep = 0.0
-        self._next_resume = 0.0
-        """Its own clock: a sweep each pass over the cap must not keep the gate shut."""
-        self._failed_at: float | None = None
         self._names: set[tuple[str, Any]] = set()
-        router.monitor(MONITOR_ENDPOINT, _EVENTS)
-        self.socket: zmq.Socket[bytes] = context.socket(zmq.PAIR)
-        # No limit on events waiting: a lost DISCONNECTED would leave a closed fd counted, and a
-        # later connection on the same fd number shut down by mistake.
-        self.socket.setsockopt(zmq.RCVHWM, 0)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        self.socket.connect(MONITOR_ENDPOINT)
 
     def __len__(self) -> int:
         return len(self._open)
+
+    @property
+    def budget(self) -> FdBudget:
+        return self.watch.budget
+
+    @budget.setter
+    def budget(self, budget: FdBudget) -> None:
+        self.watch.budget = budget
+
+    @property
+    def gate(self) -> ListenerGate:
+        return self.watch.gate
+
+    @property
+    def spare(self) -> FdReserve:
+        return self.watch.spare
 
     @property
     def cap(self) -> int:
         return self.budget.cap
 
     def listen(self, endpoint: str) -> None:
-        """Count connections accepted on ``endpoint`` (as LAST_ENDPOINT names it)."""
+        """Count connections accepted on ``endpoint`` (as LAST_ENDPOINT names it); the first
+        starts the watcher (the budget is set by then)."""
         name = local_name(endpoint)
         if name is not None:
             self._names.add(name)
         self.gate.add(endpoint)
+        self.watch.start()
 
     def seen(self, fd: int) -> None:
         """A message came in on ``fd``: it is the most recently active connection."""
@@ -224,6 +158,12 @@ class Connections:
     def connection(self, fd: int) -> tuple[int, int]:
         """``(fd, number)`` of the connection open on ``fd``, to ask :meth:`alive` later."""
         self.update()
+        # libzmq reports the accept before the connection's first message can be read, but the
+        # watcher's thread may not have handed it on yet: a run's reply would be dropped.
+        until = time.monotonic() + HAND_ON_S
+        while fd >= 0 and fd not in self._serials and time.monotonic() < until:
+            time.sleep(0.0005)  # lets the watcher's thread run
+            self.update()
         return (fd, self._serials.get(fd, -1))
 
     def alive(self, connection: tuple[int, int]) -> bool:
@@ -238,24 +178,10 @@ class Connections:
         return serial >= 0 and self._serials.get(fd) == serial
 
     def update(self) -> None:
-        """Read every waiting accept, disconnect and failed accept."""
-        # Asked every pass of the loop and before each reply: asking whether an event waits
-        # costs a third of the zmq.Again that reading an empty socket raises.
-        while readable(self.socket):
-            try:
-                frames = self.socket.recv_multipart(NOBLOCK)
-            except zmq.Again:
-                return
-            event, fd = monitor_event(frames)
+        """Take every accept and disconnect the watcher has handed on."""
+        for event, fd in self.watch.take():
             if event == zmq.EVENT_ACCEPTED:
                 self._opened(fd)
-            elif event == zmq.EVENT_ACCEPT_FAILED:
-                # The fds ran out after all (something else holds them): stop new connections
-                # at once, or libzmq spins on accept().
-                self.counts["accept_failures"] += 1
-                self._failed_at = time.monotonic()
-                self._pause()
-                self.spare.give_back()
             else:
                 self._gone(fd)
 
@@ -287,27 +213,15 @@ class Connections:
     def drain(self, protected: Collection[int] = ()) -> None:
         """Read every waiting event; over the cap close idle connections; pause or let in.
 
-        ``protected``: the fds with a run queued or running, never closed.
+        ``protected``: the fds with a run queued or running, never closed. Pausing and letting
+        in is the watcher's (.connwatch).
         """
+        self.watch.clear_wakeup()  # first: a wake-up for an event still to come stays
         self.update()
         now = time.monotonic()
         if len(self._open) > self.budget.cap and now >= self._next_sweep:
             self._next_sweep = now + SWEEP_S
             self._sweep(now, protected)
-        if len(self._open) >= self.budget.ceiling:
-            self._pause()
-        elif self.gate.paused and now >= self._next_resume:
-            self._next_resume = now + RESUME_S
-            recent_failure = self._failed_at is not None and now - self._failed_at < RESUME_S
-            free = self.budget.limit - open_fd_count()
-            if not recent_failure and free > FD_RESERVE // 2 + len(self.spare):
-                self.spare.take()
-                self.gate.resume()
-
-    def _pause(self) -> None:
-        if not self.gate.paused:
-            self.counts["connections_paused"] += 1
-            self.gate.pause()
 
     def _sweep(self, now: float, protected: Collection[int]) -> None:
         """Close idle connections until the cap is met: the silent ones, the least recently
@@ -357,11 +271,11 @@ class Connections:
                 log.debug("idle connection on fd %d closed: over the cap of %d", fd, self.cap)
 
     def close(self, router: zmq.Socket[bytes]) -> None:
-        self.gate.close()
-        self.spare.give_back()
+        # The monitor first: libzmq's I/O thread blocks sending an event that nobody can take,
+        # and the context would never end.
         with contextlib.suppress(zmq.ZMQError):
             router.disable_monitor()
-        self.socket.close(linger=0)
+        self.watch.close()
 
 
 __all__ = ["Connections", "FdBudget", "local_name", "raise_fd_limit", "readable"]

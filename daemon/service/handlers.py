@@ -236,7 +236,7 @@ class RequestHandler:
         self.counts["runs_accepted"] += 1
         self._journal.queued(
             job.request_id,
-            source="zmq",
+            source=request.source,
             query=job.query,
             key=request.key,
             workflow=request.workflow,

@@ -43,6 +43,8 @@ def counter_report(counters: Mapping[str, int]) -> dict[str, Any]:
         "connections_closed": counters.get("connections_closed", 0),
         "connections_over_cap": counters.get("connections_over_cap", 0),
         "connections_paused": counters.get("connections_paused", 0),
+        "connections_refused_at_limit": counters.get("connections_refused_at_limit", 0),
+        "connections_past_pause": counters.get("connections_past_pause", 0),
         "errors": sum(errors.values()),
         "errors_by_code": errors,
         "outcomes": {

@@ -189,7 +189,8 @@ class Server:
         lifecycle = self.lifecycle
         poller = zmq.Poller()
         poller.register(self._router.socket, zmq.POLLIN)
-        poller.register(self._wakeup.fileno(), zmq.POLLIN)
+        wakeup = self._wakeup.fileno()
+        poller.register(wakeup, zmq.POLLIN)
         connections = self._router.connections
         poller.register(connections.socket, zmq.POLLIN)
         watchdog = notifier.watchdog_interval_s
@@ -221,7 +222,7 @@ class Server:
                 for item, _ in poller.poll(round(wait * 1000)):
                     if item is self._router.socket:
                         self.requests.read()
-                    elif item is not connections.socket:
+                    elif item == wakeup:  # the connections' fd is read in drain()
                         self._wakeup.drain()
                 self._read_outbox()
                 if self._ticket is not None:

@@ -36,11 +36,11 @@ from edge_agent.agent.loop import Agent
 from edge_agent.agent.registry import Registry
 from edge_agent.model.scripted import MockModel
 
-SCRIPT = [
-    '{"skill_name": "add", "arguments": {"a": 2, "b": 3}}',
-    '{"final_answer": "2 + 3 = 5"}',
-]
-QUERY = "What is 2 + 3?"
+# The daemon's command line, shared with the tests (tests/ is a folder, not a package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from add_run import ANSWER, QUERY, SCRIPT, write_add_run  # a sibling script, not a package
+from serve_command import serve_command
+
 BUDGET_MS = 1.0
 RATIO_GOAL = 0.8
 """The daemon's own cost per request against the HTTP server's (docs/design.md, Budgets)."""
@@ -65,16 +65,6 @@ def state_fields(state: AgentState) -> dict[str, Any]:
         "answer": state.final_answer,
         "state": STATE_ADAPTER.dump_python(state, mode="json"),
     }
-
-
-def plugin_source() -> str:
-    return (
-        "def register(registry):\n"
-        "    @registry.skill(timeout=None)\n"
-        "    def add(a: int, b: int) -> int:\n"
-        '        """Add two integers."""\n'
-        "        return a + b\n"
-    )
 
 
 # -- the HTTP + JSON server, run as a child process of this script ------------------------------
@@ -185,32 +175,12 @@ def main() -> int:
     count = args.requests
 
     with tempfile.TemporaryDirectory() as workdir:
-        mock = Path(workdir) / "mock.json"
-        mock.write_text(json.dumps(SCRIPT))
-        plugins = Path(workdir) / "plugins"
-        plugins.mkdir()
-        (plugins / "bench_add.py").write_text(plugin_source())
+        mock, skills = write_add_run(Path(workdir))
         config = Path(workdir) / "edge.toml"
-        config.write_text(
-            "[skills]\nbuiltins = false\nentry_points = false\n"
-            f"directories = [{json.dumps(str(plugins))}]\n"
-        )
+        config.write_text(skills)
         zmq_port, http_port = free_port(), free_port()
         daemon = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "edge_agent.cli",
-                "serve",
-                "--config",
-                str(config),
-                "--model",
-                f"mock:{mock}",
-                "--endpoint",
-                f"tcp://127.0.0.1:{zmq_port}",
-                "--log-level",
-                "WARNING",
-            ],
+            serve_command(config=config, mock=mock, endpoint=f"tcp://127.0.0.1:{zmq_port}"),
         )
         web = subprocess.Popen(
             [sys.executable, __file__, "--http-server", str(http_port), str(mock)]
@@ -277,8 +247,8 @@ def measure(
         zmq_call("run", query=QUERY)
         http_call("POST", {"id": "w", "query": QUERY})
         bare_run()
-    assert zmq_call("run", query=QUERY)["answer"] == "2 + 3 = 5"
-    assert http_call("POST", {"id": "x", "query": QUERY})["answer"] == "2 + 3 = 5"
+    assert zmq_call("run", query=QUERY)["answer"] == ANSWER
+    assert http_call("POST", {"id": "x", "query": QUERY})["answer"] == ANSWER
 
     rss_before = rss_kib(daemon_pid)
     # Interleaved rounds: each round times a batch of every kind in turn, so a load that comes

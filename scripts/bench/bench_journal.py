@@ -30,52 +30,26 @@ from typing import Any
 
 from edge_agent.client.zmqclient import Client, DaemonError
 
-SCRIPT = [
-    '{"skill_name": "add", "arguments": {"a": 2, "b": 3}}',
-    '{"final_answer": "2 + 3 = 5"}',
-]
-QUERY = "What is 2 + 3?"
+# The daemon's command line, shared with the tests (tests/ is a folder, not a package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from add_run import ANSWER, QUERY, write_add_run  # a sibling script, not a package
+from serve_command import serve_command
+
 RATIO_GOAL = 1.1
 EXTRA_MS_GOAL = 1.0
-PLUGIN = (
-    "def register(registry):\n"
-    "    @registry.skill(timeout=None)\n"
-    "    def add(a: int, b: int) -> int:\n"
-    '        """Add two integers."""\n'
-    "        return a + b\n"
-)
 
 
 def start(workdir: Path, name: str, journal: bool) -> tuple[subprocess.Popen[bytes], str, Path]:
-    mock = workdir / "mock.json"
-    plugins = workdir / "plugins"
-    if not plugins.exists():
-        mock.write_text(json.dumps(SCRIPT))
-        plugins.mkdir()
-        (plugins / "bench_add.py").write_text(PLUGIN)
+    mock, skills = write_add_run(workdir)
     path = workdir / f"{name}.sqlite3"
     config = workdir / f"{name}.toml"
     config.write_text(
-        "[skills]\nbuiltins = false\nentry_points = false\n"
-        f"directories = [{json.dumps(str(plugins))}]\n"
-        f"[journal]\nenabled = {'true' if journal else 'false'}\npath = {json.dumps(str(path))}\n"
+        skills
+        + f"[journal]\nenabled = {'true' if journal else 'false'}\npath = {json.dumps(str(path))}\n"
     )
     endpoint = f"ipc://{workdir}/{name}.sock"
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "edge_agent.cli",
-            "serve",
-            "--config",
-            str(config),
-            "--model",
-            f"mock:{mock}",
-            "--endpoint",
-            endpoint,
-            "--log-level",
-            "WARNING",
-        ],
+        serve_command(config=config, mock=mock, endpoint=endpoint),
     )
     with Client(endpoint, timeout=2.0, retries=0) as client:
         until = time.monotonic() + 60
@@ -96,7 +70,7 @@ def round_trips(client: Client, count: int) -> list[float]:
         begun = time.perf_counter()
         reply = client.run(QUERY, timeout=30.0)
         samples.append(time.perf_counter() - begun)
-        if reply.get("answer") != "2 + 3 = 5":
+        if reply.get("answer") != ANSWER:
             raise RuntimeError(f"unexpected reply: {reply}")
     return samples
 

@@ -6,6 +6,7 @@ ratio against its budget:
 - prefill and decode tokens/s;
 - constrained decoding (check-first grammar) against unconstrained decoding, per generated token
   (budget <= 1.2x), with llama-cpp-python's full-vocabulary grammar pass shown for reference;
+- the guided strategy's copy-only answers against free text of as many tokens (<= 1.2x);
 - prompt tokens evaluated over a 12-step agent run with prefix reuse, against the tokens that were
   new to the model (budget <= 1.1x) and against a fresh context per step;
 - time to the first action of a query after warm-up, against a cold cache;
@@ -27,6 +28,8 @@ from typing import Any
 from decoders import decoding, measure
 
 from edge_agent import Agent, AgentState, CallSkillAction, FinalAnswerAction, Registry, Usage
+from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
+from edge_agent.agent.guidance import ANSWER_HEAD
 from edge_agent.model.llama import LlamaModel
 from edge_agent.model.loading import load_model
 
@@ -141,6 +144,60 @@ def bench_grammar(model: LlamaModel, agent: Agent) -> float:
         "PASS" if ratio <= 1.2 else "OVER BUDGET")
     row("full-vocabulary pass / unconstrained (llama-cpp-python)", f"{full_ratio:.2f}x",
         "for reference")
+    return ratio
+
+
+ANSWER_CASES = [
+    ({"sensor": "bme280", "readings": [
+        {"quantity": "temperature", "value": 22.7, "unit": "°C",
+         "also": {"value": 72.86, "unit": "°F"}},
+        {"quantity": "humidity", "value": 41.5, "unit": "%RH"}]}, "How humid is the bathroom?"),
+    ({"load_average": {"1min": 0.42, "5min": 0.37, "15min": 0.31},
+      "memory": {"total_mib": 3793.3, "available_mib": 2367.0, "used_percent": 37.6},
+      "disk": {"path": "/", "total_gib": 251.97, "free_gib": 78.47, "used_percent": 22.7},
+      "uptime": {"seconds": 458000, "hours": 127.2, "days": 5.3, "text": "5 d 7 h 13 min"}},
+     "How much free disk space is left?"),
+    ({"date": "2026-12-04", "weekday": "Friday", "days_from_today": 1},
+     "What is the date tomorrow?"),
+]  # fmt: skip
+"""Results and questions a copy-only answer is decoded for: a new pattern for every answer."""
+
+
+def bench_answer_grammar(model: LlamaModel, agent: Agent) -> float:
+    """A copy-only final answer (the guided strategy's) against free text of as many tokens:
+    decode cost per token, and the wall time of the whole answer, grammar build included."""
+    print("\ncopy-only answers, cost per generated token (same prompts, same token counts)")
+    names = ("copy-only answer", "unconstrained")
+    zero = dict.fromkeys(names, 0.0)
+    seconds, walls, steps = dict(zero), dict(zero), dict.fromkeys(names, 0)
+    for round_ in range(3):
+        for result, query in ANSWER_CASES:
+            evidence = copyable([result], query)
+            schema = answer_schema(answer_pattern(evidence))
+            prompt = agent.render_prompt(AgentState(query=query)) + ANSWER_HEAD
+            model.generate(prompt, max_tokens=1, constrained=False)  # cache the prompt for all
+            started = time.perf_counter()
+            con = usage_of(model.generate(prompt, action_schema=schema, prefix=ANSWER_HEAD,
+                                          max_tokens=ACTION_CAP))
+            con_wall = time.perf_counter() - started
+            cap = (con.generated_tokens or 0) + 1
+            started = time.perf_counter()
+            unc = usage_of(model.generate(prompt, constrained=False, max_tokens=cap))
+            unc_wall = time.perf_counter() - started
+            if round_ == 0:
+                continue
+            for name, usage, wall in zip(names, (con, unc), (con_wall, unc_wall), strict=True):
+                seconds[name] += usage.decode_s or 0.0
+                steps[name] += decode_steps(usage)
+                walls[name] += wall
+    per_token = {name: seconds[name] / max(1, steps[name]) for name in names}
+    for name in names:
+        row(f"{name}, ms per token", f"{per_token[name] * 1000:.2f}", f"{steps[name]} tokens")
+        built = "grammar built" if name == names[0] else ""
+        row(f"{name}, ms per answer (wall)", f"{walls[name] * 1000 / 6:.1f}", built)
+    ratio = per_token[names[0]] / per_token[names[1]]
+    row("copy-only / unconstrained (budget <= 1.2)", f"{ratio:.2f}x",
+        "PASS" if ratio <= 1.2 else "OVER BUDGET")
     return ratio
 
 
@@ -318,12 +375,14 @@ def main(argv: list[str] | None = None) -> int:
         actions = bench_actions(model, agent)
         bench_speed(model, agent)
         grammar = bench_grammar(model, agent)
+        answers = bench_answer_grammar(model, agent)
         reuse = bench_reuse(model, agent)
         bench_first_action(model, agent)
     finally:
         model.close()
     verdicts = {
         "constrained decoding <= 1.2x": grammar <= 1.2,
+        "copy-only answers <= 1.2x": answers <= 1.2,
         "prefix reuse <= 1.1x": reuse <= 1.1,
         "action steps <= 0.5x token by token": actions["steps ratio"] <= 0.5,
         "action seconds <= 0.6x token by token": actions["time ratio"] <= 0.6,

@@ -29,7 +29,7 @@ from edge_agent.client.zmqclient import Client, DaemonError
 from edge_agent.protocol.mqttwire import Ask
 from edge_agent.protocol.wire import PROTOCOL_VERSION, ErrorCode
 from edge_agent.service.mqtt.discovery import QUESTION_MAX_CHARS
-from edge_agent.service.mqtt.journal import with_journal_key
+from edge_agent.service.mqtt.journal import source_problem, with_journal_key
 from edge_agent.service.mqtt.state import BridgeState, log
 
 WAITING_LIMIT = 64
@@ -234,6 +234,10 @@ class DaemonLink:
         )
         pending.stream = ask.stream
         pending.query = str(ask.fields.get("query", ""))[:QUESTION_MAX_CHARS]
+        problem = source_problem(ask.fields)
+        if problem is not None:
+            self._finish(pending, error_reply("bad_request", problem))
+            return
         internal = client_id()
         with self.state.lock:
             duplicate = owner is not None and owner in self._owned
