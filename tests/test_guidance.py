@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from edge_agent import Agent, Completion, MockModel, Registry, Usage
+from edge_agent.agent.focus import MIN_FOCUS_PARTS, result_parts
 from edge_agent.agent.guidance import (
     ANSWER_HEAD,
     SKILL_HEAD,
     Guidance,
     candidates_for,
-    result_parts,
 )
 from edge_agent.agent.prompt import PLAIN
 
@@ -370,7 +370,11 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
     @registry.skill
     def machine_status() -> dict[str, object]:
         """How the machine is doing."""
-        return {"load": {"1min": 0.42, "5min": 0.37}, "disks": [{"free": 12}, {"free": 80}]}
+        return {
+            "load": {"1min": 0.42, "5min": 0.37, "15min": 0.31},
+            "memory": {"total_mib": 3793.3, "free_mib": 2367.0},
+            "disks": [{"free": 12}, {"free": 80}],
+        }
 
     question = "How free is the second disk?"
     model = MockModel(
@@ -386,7 +390,7 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
     # Every part was scored, each scalar of an object, each item of a list, whole, and how
     # many items the list holds.
     parts = [p for p, _ in model.scored if "Questions this part answers" in p]
-    assert len(parts) == 5
+    assert len(parts) == 8 >= MIN_FOCUS_PARTS
     assert any("load.1min = 0.42" in p for p in parts)
     assert any("disks in all = 2" in p for p in parts)
     # The answer was written after the turn naming the likeliest part, the result whole above it.
@@ -395,6 +399,24 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
     assert prompt.index(f"The question was: {question}") < prompt.index(
         'The part of the result that answers it: disks[1] = {"free": 80}'
     )
+
+
+def test_a_result_of_a_handful_of_parts_is_read_whole() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def clock_now() -> dict[str, str]:
+        """The local date, time and weekday."""
+        return {"date": "2026-12-03", "time": "16:47:07", "weekday": "Thursday"}
+
+    fits = {("The skill clock_now", " What time is it?"): -1.0}
+    model = MockModel(['{"final_answer": "It is 16:47:07."}'], scores={ANSWER_HEAD: 0.0, **fits})
+    state = Agent(model, registry, guidance=Guidance()).run("What time is it?")
+    assert state.final_answer == "It is 16:47:07."
+    # Three parts: none was scored, and no part is named; the lines show them all.
+    assert not [p for p, _ in model.scored if "Questions this part answers" in p]
+    assert "The part of the result" not in model.prompts[-1]
+    assert "time: 16:47:07\nweekday: Thursday" in model.prompts[-1]
 
 
 def test_a_result_of_one_part_is_not_focused_and_focus_can_be_turned_off() -> None:

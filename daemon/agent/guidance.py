@@ -51,10 +51,10 @@ from edge_agent.agent.events import (
     ValidationErrorObservation,
 )
 from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
+from edge_agent.agent.focus import focused_part
 from edge_agent.agent.followup import content_free, follow_up
-from edge_agent.agent.jsonvalues import compact_json
 from edge_agent.agent.prompt import ChatFormat, signature_text
-from edge_agent.agent.protocol import Completion, ModelError, ModelHandle, ScoringUnsupported
+from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
 
 log = logging.getLogger(__name__)
@@ -153,62 +153,6 @@ def _call_text(skill_name: str, arguments: dict[str, Any]) -> str:
 
 
 MAX_PHRASE_WORDS = 4
-
-MAX_FOCUS_PARTS = 24
-"""A result with more parts than this is not focused: scoring each would cost more than it helps."""
-MAX_PART_CHARS = 200
-
-
-def result_parts(result: Any) -> list[tuple[str, Any]]:
-    """The parts of a skill's result a question may ask about, with their paths: each scalar of
-    its objects (``memory.available_mib``), each item of its lists (``readings[1]``, whole) and
-    a longer list's length (``readings in all``)."""
-    parts: list[tuple[str, Any]] = []
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict) and value:
-            for key, item in value.items():
-                walk(item, f"{path}.{key}" if path else str(key))
-        elif isinstance(value, list) and value:
-            parts.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
-            if len(value) > 1:
-                # How many there are is a part of its own ("how many sensors?").
-                parts.append((f"{path} in all", len(value)))
-        else:
-            parts.append((path, value))
-
-    walk(result, "")
-    return parts
-
-
-def asked_parts(parts: list[tuple[str, Any]], query: str) -> list[tuple[str, Any]]:
-    """The parts a question can be asking for: not a name it already states. A part whose text
-    holds a word the query holds (the sensor's id in "sensor 28-00a1 reads -4.5 C: how cold is
-    it?", the label "cpu-thermal" of "what is the CPU temperature?") scores highest under
-    log P(question | part) because the question quotes it, while the asker, who wrote it, is
-    asking about something else. Numbers are kept: "is the load 0.42?" asks about the part
-    holding 0.42; so are texts under four characters."""
-    asked = set(_words(query))
-    kept = [
-        (path, value)
-        for path, value in parts
-        if not (isinstance(value, str) and len(value) >= 4 and asked.intersection(_words(value)))
-    ]
-    return kept or parts
-
-
-def _words(text: str) -> list[str]:
-    """The words of ``text`` that can name something: runs of letters and digits, three or
-    more long, case folded ("bme280 (iio:device0)" holds "bme280", "iio" and "device0")."""
-    return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
-
-
-def _part_text(path: str, value: Any) -> str:
-    shown = compact_json(value)
-    if len(shown) > MAX_PART_CHARS:
-        shown = shown[:MAX_PART_CHARS] + "..."
-    return f"{path} = {shown}"
-
 
 def question_phrases(query: str) -> list[str]:
     """Every run of up to four words of ``query``, without the punctuation around it."""
@@ -322,29 +266,11 @@ class Guidance:
         return generate(prompt, prefix=f'{SKILL_HEAD}{best.skill_name}", "arguments": {{')
 
     def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
-        """The part of a skill result the question asks about, as ``path = value``; None for
-        other events, a result with one part or too many, or a model that cannot score."""
+        """The part of a skill result the question asks about, as ``path = value``
+        (:func:`~edge_agent.agent.focus.focused_part`); None for other events or when off."""
         if not self.focus_parts or not isinstance(event, SkillResultObservation):
             return None
-        parts = asked_parts(result_parts(event.result), query)
-        if not 2 <= len(parts) <= MAX_FOCUS_PARTS:
-            return None
-        fmt = model.chat_format
-        texts = [_part_text(path, value) for path, value in parts]
-        prompts = [
-            f"{fmt.user_prefix}{fmt.defuse(f'Result of {event.skill_name}: {text}')}"
-            "\nQuestions this part answers:\n-"
-            for text in texts
-        ]
-        try:
-            scores = model.likelihood(prompts, f" {fmt.defuse(query)}")
-        except ScoringUnsupported:
-            return None
-        except ModelError as exc:
-            # The answer is still asked for; it only lacks the pointer.
-            log.warning("could not score the parts of %s's result: %s", event.skill_name, exc)
-            return None
-        return texts[max(range(len(texts)), key=scores.__getitem__)]
+        return focused_part(model, query, event.skill_name, event.result)
 
     def answer_schema(self, state: AgentState) -> dict[str, Any] | None:
         """The schema of a copy-only answer to ``state``'s question, from its results so far;
@@ -431,5 +357,4 @@ __all__ = [
     "action_text",
     "candidates_for",
     "content_free",
-    "result_parts",
 ]

@@ -1,0 +1,107 @@
+"""Where to look in a result: the part a question asks about (docs/design.md, "Small models").
+
+A result with several parts (a status with load, memory and disk; a list of readings) is read
+wrong by a small model, which copies the first number it sees. Each part is scored the
+noisy-channel way, log P(question | part), and the result turn names the likeliest part after
+restating the question. Built from the result and the question alone, for any skill.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from edge_agent.agent.jsonvalues import compact_json
+from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
+
+log = logging.getLogger(__name__)
+
+MAX_FOCUS_PARTS = 24
+"""A result with more parts than this is not focused: scoring each would cost more than it helps."""
+MIN_FOCUS_PARTS = 8
+"""A result with fewer parts than this is not focused: the 270M reads a handful of lines whole,
+and a pointer to one of them misled it (the weekday named when the time was asked). Side by
+side on the benchmark's dev half (d01-d32), focusing every result got 21 right and none 18; the
+two split by the result's size: focus won on the 15-part system status, lost on 3 to 7 parts."""
+MAX_PART_CHARS = 200
+
+
+def result_parts(result: Any) -> list[tuple[str, Any]]:
+    """The parts of a skill's result a question may ask about, with their paths: each scalar of
+    its objects (``memory.available_mib``), each item of its lists (``readings[1]``, whole) and
+    a longer list's length (``readings in all``)."""
+    parts: list[tuple[str, Any]] = []
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list) and value:
+            parts.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+            if len(value) > 1:
+                # How many there are is a part of its own ("how many sensors?").
+                parts.append((f"{path} in all", len(value)))
+        else:
+            parts.append((path, value))
+
+    walk(result, "")
+    return parts
+
+
+def asked_parts(parts: list[tuple[str, Any]], query: str) -> list[tuple[str, Any]]:
+    """The parts a question can be asking for: not a name it already states. A part whose text
+    holds a word the query holds (the sensor's id in "sensor 28-00a1 reads -4.5 C: how cold is
+    it?", the label "cpu-thermal" of "what is the CPU temperature?") scores highest under
+    log P(question | part) because the question quotes it, while the asker, who wrote it, is
+    asking about something else. Numbers are kept: "is the load 0.42?" asks about the part
+    holding 0.42; so are texts under four characters."""
+    asked = set(_words(query))
+    kept = [
+        (path, value)
+        for path, value in parts
+        if not (isinstance(value, str) and len(value) >= 4 and asked.intersection(_words(value)))
+    ]
+    return kept or parts
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text`` that can name something: runs of letters and digits, three or
+    more long, case folded ("bme280 (iio:device0)" holds "bme280", "iio" and "device0")."""
+    return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
+
+
+def part_text(path: str, value: Any) -> str:
+    shown = compact_json(value)
+    if len(shown) > MAX_PART_CHARS:
+        shown = shown[:MAX_PART_CHARS] + "..."
+    return f"{path} = {shown}"
+
+
+
+def focused_part(model: ModelHandle, query: str, skill_name: str, result: Any) -> str | None:
+    """The part of ``result`` the question asks about, as ``path = value``; None for a result
+    of fewer than :data:`MIN_FOCUS_PARTS` parts or more than :data:`MAX_FOCUS_PARTS`, or a
+    model that cannot score."""
+    parts = asked_parts(result_parts(result), query)
+    if not MIN_FOCUS_PARTS <= len(parts) <= MAX_FOCUS_PARTS:
+        return None
+    fmt = model.chat_format
+    texts = [part_text(path, value) for path, value in parts]
+    prompts = [
+        f"{fmt.user_prefix}{fmt.defuse(f'Result of {skill_name}: {text}')}"
+        "\nQuestions this part answers:\n-"
+        for text in texts
+    ]
+    try:
+        scores = model.likelihood(prompts, f" {fmt.defuse(query)}")
+    except ScoringUnsupported:
+        return None
+    except ModelError as exc:
+        # The answer is still asked for; it only lacks the pointer.
+        log.warning("could not score the parts of %s's result: %s", skill_name, exc)
+        return None
+    return texts[max(range(len(texts)), key=scores.__getitem__)]
+
+
+__all__ = ["asked_parts", "focused_part", "part_text", "result_parts"]
