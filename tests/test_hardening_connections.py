@@ -428,3 +428,33 @@ def test_an_ipc_flood_of_raw_connections_past_the_fd_limit_does_not_abort_the_da
         output = stop_daemon(process)
     assert process.returncode == 0, output
     assert "Too many open files" not in output
+
+
+def test_a_connection_read_before_the_watcher_hands_its_accept_on_keeps_its_reply() -> None:
+    # On a loaded box the watcher's thread can lag: the loop reads a connection's first message
+    # before its accept is handed on. The connection is open (a message was just read from it),
+    # so it is counted then, and its reply is not dropped as to a gone connection.
+    from edge_agent.service.connections import Connections
+
+    context: zmq.Context[Any] = zmq.Context()
+    router = context.socket(zmq.ROUTER)
+    connections = Connections(context, router)  # the watcher's thread is never started here
+    try:
+        first = connections.connection(17)
+        assert connections.alive(first)
+        assert connections.counts["connections_accepted"] == 1
+        # The accept arrives late: the same connection, not a second one.
+        connections.watch.events.append((int(zmq.EVENT_ACCEPTED), 17))
+        assert connections.alive(first) and connections.connection(17) == first
+        assert connections.counts["connections_accepted"] == 1
+        connections.watch.events.append((int(zmq.EVENT_DISCONNECTED), 17))
+        assert not connections.alive(first)
+        # A later connection on the same fd number is a new one.
+        connections.watch.events.append((int(zmq.EVENT_ACCEPTED), 17))
+        second = connections.connection(17)
+        assert second != first and connections.alive(second)
+        assert connections.counts["connections_accepted"] == 2
+    finally:
+        connections.close(router)
+        router.close(linger=0)
+        context.term()

@@ -58,8 +58,9 @@ def readable(sock: zmq.Socket[bytes]) -> bool:
 IDLE_S = 5.0
 """Over the cap, a connection quiet this long with nothing pending may be closed; a client sends
 as soon as it connects, and a reply leaves long before this."""
-HAND_ON_S = 1.0
-"""How long a run's connection waits for the watcher to hand its accept on."""
+HAND_ON_S = 0.05
+"""How long a run's connection waits for the watcher to hand its accept on, before the loop
+counts the connection open itself."""
 SWEEP_S = 0.5
 """How often connections over the cap are looked at."""
 
@@ -96,6 +97,8 @@ class Connections:
         """fds shut down here, until libzmq reports them gone."""
         self._serials: dict[int, int] = {}
         """fd -> the number of the connection on it: fd numbers are reused, connections not."""
+        self._early: set[int] = set()
+        """Connections counted open on their first message, before the watcher's accept."""
         self._served: set[int] = set()
         self._waiting: collections.OrderedDict[int, None] = collections.OrderedDict()
         """Connections over the cap, in the order they came: the first is served next."""
@@ -164,6 +167,12 @@ class Connections:
         while fd >= 0 and fd not in self._serials and time.monotonic() < until:
             time.sleep(0.0005)  # lets the watcher's thread run
             self.update()
+        if fd >= 0 and fd not in self._serials:
+            # A message was just read from it, so it is open: on a loaded box the watcher's
+            # thread can lag by more than HAND_ON_S, and a reply must not be dropped for that.
+            log.debug("connection on fd %d counted before the watcher handed its accept on", fd)
+            self._opened(fd)
+            self._early.add(fd)
         return (fd, self._serials.get(fd, -1))
 
     def alive(self, connection: tuple[int, int]) -> bool:
@@ -181,7 +190,10 @@ class Connections:
         """Take every accept and disconnect the watcher has handed on."""
         for event, fd in self.watch.take():
             if event == zmq.EVENT_ACCEPTED:
-                self._opened(fd)
+                if fd in self._early:
+                    self._early.discard(fd)  # counted already, on its first message
+                else:
+                    self._opened(fd)
             else:
                 self._gone(fd)
 
@@ -201,6 +213,7 @@ class Connections:
 
     def _gone(self, fd: int) -> None:
         self._serials.pop(fd, None)
+        self._early.discard(fd)
         self._open.pop(fd, None)
         self._spoken.discard(fd)
         self._closing.discard(fd)
