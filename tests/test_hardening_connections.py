@@ -80,6 +80,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def cpu_shares_until_quiet(pid: int, window_s: float, windows: int = 5) -> list[float]:
+    """The share of a core ``pid`` used in each of up to ``windows`` windows, stopping at the
+    first under 5%: a loaded box may still be working through a burst when the first begins."""
+    shares: list[float] = []
+    for _ in range(windows):
+        before = cpu_seconds(pid)
+        time.sleep(window_s)
+        shares.append((cpu_seconds(pid) - before) / window_s)
+        if shares[-1] < 0.05:
+            break
+    return shares
+
+
 def serve_process(tmp_path: Path, endpoint: str, fd_limit: int, config: str = "") -> Any:
     mock = write_mock(tmp_path / "mock.json", [ANSWER] * 50)
     config_file = tmp_path / "config.toml"
@@ -287,13 +300,7 @@ def test_with_its_fds_exhausted_by_one_burst_the_daemon_waits_and_recovers(
         # The daemon waits, it does not spin: a spinning one uses most of a core in every 3 s
         # window. A loaded box may still be working through the burst's handshakes and the
         # replies in the first ones, so the check is that one of the next five falls under 5%.
-        shares = []
-        for _ in range(5):
-            before = cpu_seconds(process.pid)
-            time.sleep(3.0)
-            shares.append((cpu_seconds(process.pid) - before) / 3.0)
-            if shares[-1] < 0.05:
-                break
+        shares = cpu_shares_until_quiet(process.pid, 3.0)
         assert min(shares) < 0.05, [f"{share:.0%}" for share in shares]
         for sock in clients:
             sock.close(linger=0)
@@ -364,13 +371,7 @@ def test_when_accept_fails_for_want_of_fds_the_accept_queue_is_emptied_and_nothi
                 reset += 1  # reset by the watcher before connect() returned
         child.stdin.write("\n")  # now watch
         child.stdin.flush()
-        shares = []
-        for _ in range(5):
-            before = cpu_seconds(child.pid)
-            time.sleep(2.0)
-            shares.append((cpu_seconds(child.pid) - before) / 2.0)
-            if shares[-1] < 0.05:
-                break
+        shares = cpu_shares_until_quiet(child.pid, 2.0)
         assert min(shares) < 0.05, [f"{share:.0%}" for share in shares]
         for client in clients:
             try:
