@@ -55,7 +55,6 @@ ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 
 RunSource = Literal["zmq", "mqtt"]
 """The ``source`` a ``run`` may state; triggers' runs are journaled as ``trigger:NAME``."""
-
 DaemonState = Literal["loading", "ready", "busy", "stopping", "stopped"]
 """What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone."""
 
@@ -86,8 +85,7 @@ class RunRequest(RequestBase):
     stream: bool = False
     key: Key | None = None
     source: RunSource = "zmq"
-    """Where the run was asked, for the journal: ``mqtt`` when the daemon's own MQTT bridge
-    forwards an ask. A label the client states, never a permission."""
+    """Where the run was asked, for the journal (``mqtt``: the bridge); a label, not a right."""
 
 
 class StatusRequest(RequestBase):
