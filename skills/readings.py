@@ -48,7 +48,12 @@ class Reading:
         out: dict[str, Any] = {"quantity": self.quantity, "value": self.value, "unit": self.unit}
         if self.unit == CELSIUS:
             # The other form people ask for, so that no model has to convert (docs/skills.md).
-            out["also"] = {"value": round(self.value * 9 / 5 + 32, 2), "unit": FAHRENHEIT}
+            # Its unit's name lets an answer state it when a question asks "in Fahrenheit".
+            out["also"] = {
+                "value": round(self.value * 9 / 5 + 32, 2),
+                "unit": FAHRENHEIT,
+                "unit_name": "Fahrenheit",
+            }
         if self.channel is not None:
             out["channel"] = self.channel
         return out

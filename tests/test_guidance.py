@@ -389,7 +389,8 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
     assert state.final_answer == "80 free."
     # Every part was scored, each scalar of an object, each item of a list, whole, and how
     # many items the list holds.
-    parts = [p for p, _ in model.scored if "Questions this part answers" in p]
+    # (Focus scores ``path = value``; the answer's asked line, scored by its name, is apart.)
+    parts = [p for p, _ in model.scored if "Questions this part answers" in p and " = " in p]
     assert len(parts) == 8 >= MIN_FOCUS_PARTS
     assert any("load.1min = 0.42" in p for p in parts)
     assert any("disks in all = 2" in p for p in parts)
@@ -414,7 +415,7 @@ def test_a_result_of_a_handful_of_parts_is_read_whole() -> None:
     state = Agent(model, registry, guidance=Guidance()).run("What time is it?")
     assert state.final_answer == "It is 16:47:07."
     # Three parts: none was scored, and no part is named; the lines show them all.
-    assert not [p for p, _ in model.scored if "Questions this part answers" in p]
+    assert not [p for p, _ in model.scored if "Questions this part answers" in p and " = " in p]
     assert "The part of the result" not in model.prompts[-1]
     assert "time: 16:47:07\nweekday: Thursday" in model.prompts[-1]
 

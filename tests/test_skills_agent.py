@@ -79,7 +79,7 @@ def test_sensor_run_over_a_tree_named_by_the_environment(
         "quantity": "temperature",
         "value": 51.54,
         "unit": "°C",
-        "also": {"value": 124.77, "unit": "°F"},
+        "also": {"value": 124.77, "unit": "°F", "unit_name": "Fahrenheit"},
     }
     assert [s["name"] for s in results[1]["sensors"]] == [
         "thermal_zone0",
@@ -93,7 +93,7 @@ def test_sensor_run_over_a_tree_named_by_the_environment(
             "quantity": "temperature",
             "value": 21.37,
             "unit": "°C",
-            "also": {"value": 70.47, "unit": "°F"},
+            "also": {"value": 70.47, "unit": "°F", "unit_name": "Fahrenheit"},
             "channel": "in_temp",
         },
     ]
@@ -102,7 +102,7 @@ def test_sensor_run_over_a_tree_named_by_the_environment(
             "quantity": "temperature",
             "value": 4.5,
             "unit": "°C",
-            "also": {"value": 40.1, "unit": "°F"},
+            "also": {"value": 40.1, "unit": "°F", "unit_name": "Fahrenheit"},
         }
     ]
     # The model saw each result in its next prompt, units included.

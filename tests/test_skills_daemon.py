@@ -84,7 +84,7 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
         "quantity": "temperature",
         "value": 51.54,
         "unit": "°C",
-        "also": {"value": 124.77, "unit": "°F"},
+        "also": {"value": 124.77, "unit": "°F", "unit_name": "Fahrenheit"},
     }
     assert [s["name"] for s in listed["result"]["sensors"]] == [
         "thermal_zone0",
@@ -97,7 +97,7 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
             "quantity": "temperature",
             "value": 21.37,
             "unit": "°C",
-            "also": {"value": 70.47, "unit": "°F"},
+            "also": {"value": 70.47, "unit": "°F", "unit_name": "Fahrenheit"},
             "channel": "in_temp",
         },
     ]
@@ -106,7 +106,7 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
             "quantity": "temperature",
             "value": -2.5,
             "unit": "°C",
-            "also": {"value": 27.5, "unit": "°F"},
+            "also": {"value": 27.5, "unit": "°F", "unit_name": "Fahrenheit"},
         }
     ]
     assert hostile["type"] == "ToolErrorObservation"

@@ -35,7 +35,7 @@ def test_cpu_temperature_is_the_cpu_zone_in_celsius(sysfs: FakeSysfs) -> None:
         "quantity": "temperature",
         "value": 48.312,
         "unit": "°C",
-        "also": {"value": 118.96, "unit": "°F"},
+        "also": {"value": 118.96, "unit": "°F", "unit_name": "Fahrenheit"},
     }
 
 

@@ -83,35 +83,92 @@ def _label(item: Any, path: str, index: int) -> str:
     return f"{path}[{index}]"
 
 
-def result_lines(result: Any) -> list[str]:
-    """``name: value unit`` lines for a skill result (see the module's docstring)."""
-    lines: list[str] = []
+def alternative_forms(reading: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The other forms a reading carries of itself (``"also": {"value": 118.96, "unit": "°F",
+    "unit_name": "Fahrenheit"}``): readings nested in a reading."""
+    return {
+        str(key): form
+        for key, form in reading.items()
+        if isinstance(form, dict) and reading_text(form) is not None
+    }
 
-    def walk(node: Any, path: str) -> None:
+
+def names_unit(form: dict[str, Any], question: str) -> bool:
+    """Whether ``question`` asks for a reading's form by its unit (``°F``) or its unit's name
+    (``Fahrenheit``), as the result writes them."""
+    folded = question.casefold()
+    unit = str(form.get("unit", "")).strip().casefold()
+    name = form.get("unit_name")
+    words = _WORD.findall(name) if isinstance(name, str) else []
+    return (bool(unit) and unit in folded) or any(w.casefold() in folded for w in words)
+
+
+def counted(items: list[Any], in_item: bool) -> bool:
+    """Whether a list's length is shown and may be copied: a list of two or more, at the top or
+    in an object, not inside another list's items (a sensor's one quantity is no count anyone
+    asks for, and a small model copied such a "1" as the answer to anything)."""
+    return len(items) >= 2 and not in_item
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """One ``name: value unit`` line of a result, with the part of the result it shows."""
+
+    name: str
+    """What comes before the colon (``memory available_mib``, ``readings humidity``)."""
+    shown: str
+    """What comes after it (``2367.0``, ``41.5 %RH``, ``3 in all``)."""
+    node: Any
+    """The part of the result the line shows: a scalar, a reading, or a whole list."""
+    alternative: bool = False
+    """The line shows another form of a reading (see :func:`alternative_forms`)."""
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}: {self.shown}"
+
+
+def result_line_parts(result: Any) -> list[Line]:
+    """The lines of a skill result (see the module's docstring), each with its part."""
+    lines: list[Line] = []
+
+    def walk(node: Any, path: str, in_item: bool = False) -> None:
         if isinstance(node, dict):
             reading = reading_text(node)
             if reading is not None:
-                lines.append(f"{path or 'value'}: {reading}")
-                rest = {k: v for k, v in node.items() if k not in ("value", "unit")}
+                forms = alternative_forms(node)
+                kept = {"value": node["value"], "unit": node["unit"], **forms}
+                lines.append(Line(path or "value", reading, kept))
+                for key, form in forms.items():
+                    name = f"{path} {key}".strip()
+                    lines.append(Line(name, str(reading_text(form)), form, alternative=True))
+                rest = {k: v for k, v in node.items() if k not in ("value", "unit", *forms)}
                 for key, item in rest.items():
                     if not isinstance(item, str) or f"{path}".endswith(item):
-                        walk(item, f"{path} {key}".strip())
+                        walk(item, f"{path} {key}".strip(), in_item)
                 return
             for key, item in node.items():
-                walk(item, f"{path} {key}".strip())
+                walk(item, f"{path} {key}".strip(), in_item)
         elif isinstance(node, list):
-            lines.append(f"{path or 'items'}: {len(node)} in all")
+            if counted(node, in_item):
+                lines.append(Line(path or "items", f"{len(node)} in all", node))
             for index, item in enumerate(node):
                 label = _label(item, path, index)
                 if isinstance(item, dict):
                     named = {k: v for k, v in item.items() if f"{path} {v}".strip() != label}
-                    walk(named, label)
+                    walk(named, label, True)
                 else:
-                    walk(item, label)
+                    walk(item, label, True)
         else:
-            lines.append(f"{path or 'value'}: {_shown(node)}")
+            lines.append(Line(path or "value", _shown(node), node))
 
     walk(result, "")
+    return lines
+
+
+def result_lines(result: Any) -> list[str]:
+    """``name: value unit`` lines for a skill result (see the module's docstring)."""
+    lines = [line.text for line in result_line_parts(result)]
     if len(lines) > MAX_LINES:
         lines = [*lines[:MAX_LINES], f"... and {len(lines) - MAX_LINES} lines more"]
     return [line[:MAX_LINE_CHARS] + ("..." if len(line) > MAX_LINE_CHARS else "") for line in lines]
@@ -132,18 +189,23 @@ class Copyable:
     them or says it cannot tell. Empty: no result, nothing required."""
 
 
-def copyable(results: Iterable[Any], question: str) -> Copyable:
-    """The values and words of ``results`` (as their lines show them) and of ``question``."""
+def copyable(
+    results: Iterable[Any], question: str, asked: Sequence[Line] | None = None
+) -> Copyable:
+    """The values and words of ``results`` (as their lines show them) and of ``question``.
+    With ``asked``, the lines the question asks about, only their values are to be stated;
+    every value of the results may still be copied."""
     values: dict[str, dict[str, None]] = {}
     stated: dict[str, None] = {}
     labels: set[str] = set()
     folded = question.casefold()
+    stating = asked is None
 
     def add_word(text: str) -> None:
         # A word a result holds as a value (a weekday, a state, a label); not one the question
         # already says, which stating would not answer.
         text = text.strip()
-        plain = _WORD_VALUE.fullmatch(text) is not None
+        plain = stating and _WORD_VALUE.fullmatch(text) is not None
         if plain and len(text) >= 3 and text not in labels and text.casefold() not in folded:
             stated.setdefault(text, None)
 
@@ -156,27 +218,34 @@ def copyable(results: Iterable[Any], question: str) -> Copyable:
             # not read "-3.5" as negative, and the number read would be one the evidence lacks.
             shown = f" {text}" if text[0] in "-+" else text
             own = values.setdefault(shown, {})
-            if from_result:
+            if from_result and stating:
                 stated.setdefault(shown, None)
             for name in names:
                 for word in _WORD.findall(name):
                     own.setdefault(word.lower(), None)
 
-    def walk(node: Any, names: tuple[str, ...]) -> None:
+    def walk(node: Any, names: tuple[str, ...], in_item: bool = False) -> None:
         if isinstance(node, dict):
             reading = reading_text(node)
+            forms = alternative_forms(node) if reading is not None else {}
+            named = [key for key, form in forms.items() if names_unit(form, question)]
             if reading is not None:
-                add_value(reading)
+                # The question names another form's unit: that form is the one to state.
+                add_value(reading, from_result=not named)
+            for key in named:
+                add_value(str(reading_text(forms[key])))
             for key, item in node.items():
-                if reading is None or key not in ("value", "unit"):
-                    walk(item, (*names, str(key)))
+                # Another form of the reading is copied only when the question asks for it.
+                if key not in forms and (reading is None or key not in ("value", "unit")):
+                    walk(item, (*names, str(key)), in_item)
         elif isinstance(node, list):
-            add_value(str(len(node)), names)
+            if counted(node, in_item):
+                add_value(str(len(node)), names)
             for item in node:
                 if isinstance(item, dict):
                     # An item's label (a reading's quantity) names it, and is no answer.
                     labels.add(_label(item, "", 0))
-                walk(item, names)
+                walk(item, names, True)
         elif is_number(node):
             add_value(_shown(node), names[-1:])
         elif isinstance(node, str):
@@ -185,6 +254,10 @@ def copyable(results: Iterable[Any], question: str) -> Copyable:
 
     for result in results:
         walk(result, ())
+    if asked is not None:
+        stating = True
+        for line in asked:
+            walk(line.node, tuple(line.name.split()))
     for match in _QUESTION_NUMBER.finditer(question):
         # A number of the question may be followed by the word after it there ("10 days").
         after = question[match.end() :].split()[:1]

@@ -43,6 +43,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from edge_agent.agent.asked import asked_lines
 from edge_agent.agent.events import (
     AgentState,
     CallSkillAction,
@@ -188,6 +189,9 @@ class Guidance:
     must_state: bool = True
     """With ``copy_only``, once there are results the answer states one of their values or
     begins "I cannot tell" (a small model otherwise leaves the value out)."""
+    state_asked: bool = True
+    """With ``must_state``, the value stated is one of the line of each result the question is
+    likeliest after, by its name (:mod:`edge_agent.agent.asked`), not any of the results'."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the model answers at once. None: always call a skill."""
@@ -243,17 +247,17 @@ class Guidance:
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
             if last_step or not left or _answer_was_cut(events):
-                return self._answer(prompt, generate, state)
+                return self._answer(model, prompt, generate, state)
             second = follow_up(model, state, candidates, left, self.follow_up_margin)
             if result_last and second is None and (
                 not self.go_on or self._prefers_answer(model, prompt)
             ):
-                return self._answer(prompt, generate, state)
+                return self._answer(model, prompt, generate, state)
             baseline = self.cannot_tell_margin is not None and not made
             query = model.chat_format.defuse(state.query)
             best, fits = (second, 0.0) if second else self._best(model, query, left, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
-                return self._answer(prompt, generate, state)
+                return self._answer(model, prompt, generate, state)
         except ScoringUnsupported:
             return generate(prompt)
         if best.arguments is not None:
@@ -272,22 +276,32 @@ class Guidance:
             return None
         return focused_part(model, query, event.skill_name, event.result)
 
-    def answer_schema(self, state: AgentState) -> dict[str, Any] | None:
+    def answer_schema(
+        self, state: AgentState, model: ModelHandle | None = None
+    ) -> dict[str, Any] | None:
         """The schema of a copy-only answer to ``state``'s question, from its results so far;
-        None without ``copy_only``."""
+        None without ``copy_only``. With ``model`` and ``state_asked``, the value to state is
+        one of the lines the question asks about (:func:`~edge_agent.agent.asked.asked_lines`)."""
         if not self.copy_only:
             return None
-        results = [e.result for e in state.stream.root if isinstance(e, SkillResultObservation)]
-        evidence = copyable(results, state.query)
+        observed = [e for e in state.stream.root if isinstance(e, SkillResultObservation)]
+        results = [e.result for e in observed]
+        asked = None
+        if model is not None and self.state_asked and self.must_state:
+            pairs = [(e.skill_name, e.result) for e in observed]
+            asked = asked_lines(model, state.query, pairs)
+        evidence = copyable(results, state.query, asked)
         if not self.must_state:
             evidence = dataclasses.replace(evidence, stated=())
         return answer_schema(answer_pattern(evidence))
 
-    def _answer(self, prompt: str, generate: Callable[..., str], state: AgentState) -> str:
+    def _answer(
+        self, model: ModelHandle, prompt: str, generate: Callable[..., str], state: AgentState
+    ) -> str:
         """The model's answer. One it was still writing at ``answer_tokens`` (a small model
         repeats itself) ends after its last whole sentence, else its last whole clause, that
         the copy-only pattern admits: its own words, cut, never added to."""
-        bound = self.answer_schema(state)
+        bound = self.answer_schema(state, model)
         more = {} if bound is None else {"action_schema": bound}
         raw = generate(prompt, prefix=ANSWER_HEAD, max_tokens=self.answer_tokens, **more)
         usage = raw.usage if isinstance(raw, Completion) else None

@@ -1,0 +1,91 @@
+"""Which line of a result the question asks about (docs/design.md, "Small models").
+
+A 270M model shown a result of several lines copies a value, but often the wrong one: the
+weekday for "what date is next Friday?", the label for "what does the probe read?". It judges
+better how likely the question is after each line's *name*, log P(question | name), the same
+noisy-channel direction that chooses the skill: "memory available_mib" explains "How much memory
+is available?" better than "memory used_percent" does. The name alone, not its value, is scored:
+digits in a scored text make any question unlikely after it, whatever they mean.
+
+Of each result, the line the question is likeliest after is the one its answer must state
+(:func:`~edge_agent.agent.evidence.copyable`'s ``asked``); every value stays copyable, and the
+model still writes the answer. Built from the result and the question alone, for any skill.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from edge_agent.agent.evidence import Line, names_unit, result_line_parts
+from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
+
+log = logging.getLogger(__name__)
+
+ASKED_MARGIN = 2.0
+"""Nats within the best line's score that a line is still one the question may ask about."""
+MAX_ASKED_LINES = 48
+"""A result with more lines than this is not narrowed: each line is a text scored."""
+
+
+def candidate_lines(result: Any, query: str) -> list[Line]:
+    """The lines of ``result`` a question can be asking about: not a list's count when it holds
+    one item, and not a text the question already states (the sensor named in "what does the
+    BME280 show?" is not what is asked, though the question is likeliest after it)."""
+    asked = set(_words(query))
+    lines = []
+    for line in result_line_parts(result):
+        if isinstance(line.node, list) and len(line.node) < 2:
+            continue
+        node = line.node
+        if line.alternative and not names_unit(node, query):
+            continue
+        if isinstance(node, str) and len(node) >= 4 and asked.intersection(_words(node)):
+            continue
+        lines.append(line)
+    return lines
+
+
+def _words(text: str) -> list[str]:
+    """The words of ``text`` that can name something: runs of letters and digits, three or
+    more long, case folded."""
+    return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
+
+
+def line_prompt(model: ModelHandle, skill_name: str, line: Line) -> str:
+    """The text the question is scored after for one line: its name, in a skill's words."""
+    fmt = model.chat_format
+    name = line.name.replace("_", " ")
+    return f"{fmt.user_prefix}{fmt.defuse(f'Result of {skill_name}: {name}')}" \
+        "\nQuestions this part answers:\n-"
+
+
+def asked_lines(
+    model: ModelHandle, query: str, results: Sequence[tuple[str, Any]]
+) -> list[Line] | None:
+    """Of each ``(skill_name, result)``, the line ``query`` is likeliest after; None when no
+    result has lines to choose from, or the model cannot score (then nothing is narrowed)."""
+    chosen: list[Line] = []
+    for skill_name, result in results:
+        lines = candidate_lines(result, query)
+        if len(lines) <= 1 or len(lines) > MAX_ASKED_LINES:
+            chosen.extend(lines)
+            continue
+        prompts = [line_prompt(model, skill_name, line) for line in lines]
+        try:
+            scores = model.likelihood(prompts, f" {model.chat_format.defuse(query)}")
+        except ScoringUnsupported:
+            return None
+        except ModelError as exc:
+            # The answer is still asked for; it is only not narrowed.
+            log.warning("could not score the lines of %s's result: %s", skill_name, exc)
+            return None
+        best = max(scores)
+        chosen.extend(line for line, score in zip(lines, scores, strict=True)
+                      if score >= best - ASKED_MARGIN)
+    return chosen or None
+
+
+__all__ = ["asked_lines", "candidate_lines", "line_prompt"]

@@ -1,0 +1,196 @@
+"""The value an answer must state (daemon/agent/asked.py, daemon/agent/evidence.py): the line of
+each result whose name the question is likeliest after, a reading's other form only when the
+question names its unit, and a list's count only where someone would ask it.
+
+Scripted models stand in for the 270M: they score the line names a test names, so each test says
+which line a model judged the question to ask about and checks what the answer may then state.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edge_agent.agent.asked import asked_lines, candidate_lines
+from edge_agent.agent.evidence import (
+    answer_numbers,
+    answer_pattern,
+    copyable,
+    numbers_in,
+    result_line_parts,
+    result_lines,
+)
+from edge_agent.agent.guidance import ANSWER_HEAD, Guidance
+from edge_agent.agent.loop import Agent
+from edge_agent.agent.registry import Registry
+from edge_agent.model.scripted import MockModel
+
+NOW = {"date": "2026-12-04", "time": "12:35:06", "weekday": "Friday"}
+CPU = {
+    "sensor": "thermal_zone0",
+    "value": 48.312,
+    "unit": "°C",
+    "also": {"value": 118.96, "unit": "°F", "unit_name": "Fahrenheit"},
+}
+
+
+def admits(pattern: str, answer: str) -> bool:
+    return re.fullmatch(pattern, answer) is not None
+
+
+def test_the_line_the_question_is_likeliest_after_is_the_one_to_state() -> None:
+    question = "What time is it?"
+    model = MockModel([], scores={("Result of now: time\n", f" {question}"): -1.0})
+    asked = asked_lines(model, question, [("now", NOW)])
+    assert asked is not None and [line.text for line in asked] == ["time: 12:35:06"]
+    # Each line was scored by its name alone, the digits of its value left out.
+    scored = [prompt for prompt, _ in model.scored]
+    assert any("Result of now: weekday\n" in p for p in scored)
+    assert not any("12:35:06" in p for p in scored)
+    pattern = answer_pattern(copyable([NOW], question, asked))
+    assert admits(pattern, "It is 12:35:06.")
+    assert not admits(pattern, "It is Friday.")  # a value of the result, not the one asked
+    assert admits(pattern, "I cannot tell.")
+    # Unnarrowed, any value of the result may be the one stated.
+    assert admits(answer_pattern(copyable([NOW], question)), "It is Friday.")
+
+
+def test_lines_within_the_margin_of_the_best_may_each_be_stated() -> None:
+    question = "What is the date?"
+    scores = {("now: date\n", f" {question}"): -1.0, ("now: weekday\n", f" {question}"): -2.0}
+    asked = asked_lines(MockModel([], scores=scores), question, [("now", NOW)])
+    assert asked is not None
+    assert sorted(line.name for line in asked) == ["date", "weekday"]
+
+
+def test_each_result_has_its_own_asked_line() -> None:
+    question = "What are the time and the CPU temperature?"
+    scores = {("now: time\n", f" {question}"): -1.0}
+    asked = asked_lines(MockModel([], scores=scores), question, [("now", NOW), ("cpu", CPU)])
+    assert asked is not None
+    assert {line.text for line in asked} >= {"time: 12:35:06", "value: 48.312 °C"}
+
+
+def test_a_model_that_cannot_score_narrows_nothing() -> None:
+    class NoScores(MockModel):
+        def likelihood(self, prompts: Any, text: str) -> list[float]:
+            from edge_agent.agent.protocol import ScoringUnsupported
+
+            raise ScoringUnsupported("no scores here")
+
+    assert asked_lines(NoScores([]), "What time is it?", [("now", NOW)]) is None
+
+
+def test_a_name_the_question_states_is_not_what_it_asks() -> None:
+    result = {"sensor": "bme280", "readings": [{"quantity": "humidity", "value": 41.5,
+                                                "unit": "%RH"}]}  # fmt: skip
+    lines = [line.text for line in candidate_lines(result, "What does the BME280 read?")]
+    assert "sensor: bme280" not in lines
+    assert "readings humidity: 41.5 %RH" in lines
+
+
+def test_another_form_of_a_reading_is_stated_only_when_the_question_names_its_unit() -> None:
+    plain = copyable([CPU], "What is the CPU temperature?")
+    assert "118.96 °F" not in plain.values and "48.312 °C" in plain.stated
+    for question in ("What is the CPU temperature in Fahrenheit?", "The CPU in °F?"):
+        named = copyable([CPU], question)
+        assert "118.96 °F" in named.stated and "48.312 °C" not in named.stated
+        pattern = answer_pattern(named)
+        assert admits(pattern, "The CPU is at 118.96 °F.")
+        assert not admits(pattern, "The CPU is at 48.312 °C.")
+    # The line of the other form is a candidate only when its unit is asked for.
+    assert [line.text for line in candidate_lines(CPU, "How hot is it?")] == [
+        "value: 48.312 °C"
+    ]
+    assert "also: 118.96 °F" in [line.text for line in candidate_lines(CPU, "In Fahrenheit?")]
+    # The unit's name is no value to state on its own.
+    assert "Fahrenheit" not in copyable([CPU], "In Fahrenheit?").stated
+
+
+def test_a_count_is_shown_only_for_a_list_someone_would_count() -> None:
+    sensors = {
+        "sensors": [
+            {"name": "bme280", "measures": [{"quantity": "humidity"}, {"quantity": "pressure"}]},
+            {"name": "w1", "measures": [{"quantity": "temperature"}]},
+        ],
+        "readings": [{"quantity": "humidity", "value": 41.5, "unit": "%RH"}],
+    }
+    lines = result_lines(sensors)
+    assert "sensors: 2 in all" in lines
+    assert not [line for line in lines if "measures:" in line]  # inside a list's items
+    assert not [line for line in lines if line.startswith("readings:")]  # a list of one
+    evidence = copyable([sensors], "How many sensors are there?")
+    assert "2" in evidence.values and "1" not in evidence.values
+
+
+def test_a_guided_run_states_the_asked_line() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def clock_now() -> dict[str, str]:
+        """The local date, time and weekday."""
+        return dict(NOW)
+
+    question = "What time is it?"
+    model = MockModel(
+        ['{"final_answer": "It is 12:35:06."}'],
+        scores={
+            ("The skill clock_now", f" {question}"): -1.0,
+            ("Result of clock_now: time\n", f" {question}"): -1.0,
+            ANSWER_HEAD: 0.0,
+        },
+    )
+    state = Agent(model, registry, guidance=Guidance()).run(question)
+    assert state.final_answer == "It is 12:35:06."
+    schema = model.calls[-1]["action_schema"]
+    pattern = schema["properties"]["final_answer"]["pattern"]
+    assert admits(pattern, "It is 12:35:06.") and not admits(pattern, "It is Friday.")
+    # Turned off, the answer may state any of the result's values again.
+    model.reset()
+    Agent(model, registry, guidance=Guidance(state_asked=False)).run(question)
+    loose = model.calls[-1]["action_schema"]["properties"]["final_answer"]["pattern"]
+    assert admits(loose, "It is Friday.")
+
+
+readings = st.fixed_dictionaries(
+    {
+        "value": st.floats(-500, 5000, allow_nan=False).map(lambda x: round(x, 2)),
+        "unit": st.sampled_from(["°C", "%RH", "hPa"]),
+    },
+    optional={
+        "also": st.fixed_dictionaries(
+            {
+                "value": st.floats(-500, 5000, allow_nan=False).map(lambda x: round(x, 2)),
+                "unit": st.sampled_from(["°F", "K"]),
+                "unit_name": st.sampled_from(["Fahrenheit", "Kelvin"]),
+            }
+        )
+    },
+)
+results = st.recursive(
+    st.one_of(st.integers(-1000, 1000), st.text(alphabet="ab1-:", max_size=8), readings),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.text(alphabet="abc_", min_size=1, max_size=6), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(results, st.sampled_from(["What is it?", "In Fahrenheit?", "in K 12?"]), st.data())
+def test_no_answer_bound_to_asked_lines_holds_a_number_absent_from_the_evidence(
+    result: Any, question: str, data: st.DataObject
+) -> None:
+    lines = result_line_parts(result)
+    asked = data.draw(st.lists(st.sampled_from(lines), max_size=2)) if lines else []
+    evidence = copyable([result], question, asked)
+    answer = data.draw(
+        st.from_regex(answer_pattern(evidence), fullmatch=True).filter(lambda a: len(a) < 300)
+    )
+    allowed = numbers_in(evidence.values)
+    for number in answer_numbers(answer):
+        assert float(number.replace(",", "")) in allowed, (number, answer, evidence.values)
