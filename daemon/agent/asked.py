@@ -7,9 +7,10 @@ noisy-channel direction that chooses the skill: "memory available_mib" explains 
 is available?" better than "memory used_percent" does. The name alone, not its value, is scored:
 digits in a scored text make any question unlikely after it, whatever they mean.
 
-Of each result, the line the question is likeliest after is the one its answer must state
-(:func:`~edge_agent.agent.evidence.copyable`'s ``asked``); every value stays copyable, and the
-model still writes the answer. Built from the result and the question alone, for any skill.
+Of each result, the line the question is likeliest after, and any within ``ASKED_MARGIN`` nats
+of it, are the ones its answer must state one of (:func:`~edge_agent.agent.evidence.copyable`'s
+``asked``); every value stays copyable, and the model still writes the answer. Built from the
+result and the question alone, for any skill.
 """
 
 from __future__ import annotations
@@ -58,15 +59,16 @@ def line_prompt(model: ModelHandle, skill_name: str, line: Line) -> str:
     """The text the question is scored after for one line: its name, in a skill's words."""
     fmt = model.chat_format
     name = line.name.replace("_", " ")
-    return f"{fmt.user_prefix}{fmt.defuse(f'Result of {skill_name}: {name}')}" \
-        "\nQuestions this part answers:\n-"
+    text = fmt.defuse(f"Result of {skill_name}: {name}")
+    return f"{fmt.user_prefix}{text}\nQuestions this part answers:\n-"
 
 
 def asked_lines(
     model: ModelHandle, query: str, results: Sequence[tuple[str, Any]]
 ) -> list[Line] | None:
-    """Of each ``(skill_name, result)``, the line ``query`` is likeliest after; None when no
-    result has lines to choose from, or the model cannot score (then nothing is narrowed)."""
+    """Of each ``(skill_name, result)``, the lines ``query`` is likeliest after (the best, and
+    any within :data:`ASKED_MARGIN` of it); None when no result has lines to choose from, or
+    the model cannot score (then nothing is narrowed)."""
     chosen: list[Line] = []
     for skill_name, result in results:
         lines = candidate_lines(result, query)
@@ -83,8 +85,8 @@ def asked_lines(
             log.warning("could not score the lines of %s's result: %s", skill_name, exc)
             return None
         best = max(scores)
-        chosen.extend(line for line, score in zip(lines, scores, strict=True)
-                      if score >= best - ASKED_MARGIN)
+        near = zip(lines, scores, strict=True)
+        chosen.extend(line for line, score in near if score >= best - ASKED_MARGIN)
     return chosen or None
 
 

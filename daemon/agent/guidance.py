@@ -28,7 +28,8 @@ question word.
 - **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
   model writes its answer every digit must be copied from the results or the question, a reading
   with its own unit, and once there are results the answer states one of their values or says
-  it cannot tell (copy-only values, :mod:`edge_agent.agent.evidence`).
+  it cannot tell (copy-only values, :mod:`edge_agent.agent.evidence`): the value of a line whose
+  name the question is likeliest after (:mod:`edge_agent.agent.asked`).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
@@ -190,8 +191,8 @@ class Guidance:
     """With ``copy_only``, once there are results the answer states one of their values or
     begins "I cannot tell" (a small model otherwise leaves the value out)."""
     state_asked: bool = True
-    """With ``must_state``, the value stated is one of the line of each result the question is
-    likeliest after, by its name (:mod:`edge_agent.agent.asked`), not any of the results'."""
+    """With ``must_state``, the value stated is one of the lines of each result the question is
+    likeliest after, by their names (:mod:`edge_agent.agent.asked`), not any of the results'."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the model answers at once. None: always call a skill."""
