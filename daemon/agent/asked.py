@@ -32,14 +32,13 @@ MAX_ASKED_LINES = 48
 
 
 def candidate_lines(result: Any, query: str) -> list[Line]:
-    """The lines of ``result`` a question can be asking about: not a list's count when it holds
-    one item, and not a text the question already states (the sensor named in "what does the
-    BME280 show?" is not what is asked, though the question is likeliest after it)."""
+    """The lines of ``result`` a question can be asking about: not another form of a reading
+    whose unit it does not name, and not a text the question already states (the sensor named
+    in "what does the BME280 show?" is not what is asked, though the question is likeliest
+    after it)."""
     asked = set(_words(query))
     lines = []
     for line in result_line_parts(result):
-        if isinstance(line.node, list) and len(line.node) < 2:
-            continue
         node = line.node
         if line.alternative and not names_unit(node, query):
             continue
