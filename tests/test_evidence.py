@@ -109,7 +109,7 @@ def test_no_admitted_answer_holds_a_number_absent_from_the_evidence(
     found: list[Any], question: str, data: st.DataObject
 ) -> None:
     evidence = copyable(found, question)
-    pattern = answer_pattern(evidence)
+    pattern = answer_pattern(evidence, brief=data.draw(st.booleans()))
     answer = data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda a: len(a) < 400))
     allowed = numbers_in(evidence.values)
     for number in answer_numbers(answer):
@@ -155,3 +155,17 @@ def test_the_value_comes_within_twelve_words_and_never_glued_to_a_letter() -> No
     assert not admits(copyable([], "What is in 10 days?"), "In10 days")
     # A number of the question is its own only when it stands alone: not BME280's 280.
     assert "280" not in copyable([], "What does the BME280 show in 10 days?").values
+
+
+def test_a_brief_answer_copies_no_value_before_the_stated_one_and_one_after_it() -> None:
+    result = {"date": "2000-01-01", "weekday": "Saturday", "days": -9834}
+    evidence = copyable([result], "What weekday was 1 January 2000?")
+    loop = "1 January 2000-01-01, 1 January 2000-01-01, 1 January 2000-01-01"
+    brief = answer_pattern(evidence, brief=True)
+    assert re.fullmatch(answer_pattern(evidence), loop)
+    assert not re.fullmatch(brief, loop)
+    assert not re.fullmatch(brief, "On 1 January, it was Saturday.")  # the question's 1
+    assert re.fullmatch(brief, "It was Saturday, 2000-01-01.")
+    assert re.fullmatch(brief, "It was 2000-01-01, a Saturday.")
+    assert not re.fullmatch(brief, "It was 2000-01-01, 2000-01-01, 2000-01-01.")
+    assert re.fullmatch(brief, "I cannot tell.")

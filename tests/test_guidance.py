@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 import pytest
@@ -348,6 +349,30 @@ def test_an_answer_that_cannot_be_cut_is_answered_again() -> None:
     assert kinds[:3] == ["CallSkillAction", "SkillResultObservation", "ValidationErrorObservation"]
     assert state.final_answer == "It is damp."
     assert len(calls(state)) == 1  # the answer was retried, not another skill
+
+
+def test_an_answer_written_again_starts_from_the_question_and_is_brief() -> None:
+    # The 270M copied the feedback's words ("The token limit was 12.437 °C.") and, decoding
+    # greedily, wrote the same loop of values again: the retry's turn ends with the question,
+    # and its answer copies no value before the one it states and at most one after it.
+    model = Rambling(
+        [
+            '{"final_answer": "48.3 °C 48.3 °C 48.3 °C 48.3',
+            '{"final_answer": "The CPU is 48.3 °C."}',
+        ],
+        scores={("CPU", " How warm is it?"): 0.0},
+    )
+    state = Agent(model, house(), guidance=Guidance()).run("How warm is it?", max_iterations=4)
+    assert state.final_answer == "The CPU is 48.3 °C."
+    retry = "Redo your last action as one valid JSON object.\nThe question was: How warm is it?"
+    assert retry in model.prompts[-1] and retry not in model.prompts[-2]
+    first, again = (
+        c["action_schema"]["properties"]["final_answer"]["pattern"] for c in model.calls[-2:]
+    )
+    assert re.fullmatch(first, "48.3 °C, 48.3 °C, 48.3 °C, and so on")
+    assert not re.fullmatch(again, "48.3 °C, 48.3 °C, 48.3 °C, and so on")
+    assert re.fullmatch(again, "It is 48.3 °C, 48.3 °C.")  # one more after the stated value
+    assert re.fullmatch(again, "The CPU is 48.3 °C.")
 
 
 def test_a_skill_whose_arguments_vary_is_called_once_per_run() -> None:

@@ -289,11 +289,16 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else _literal(c) for c in word)
 
 
-def answer_pattern(evidence: Copyable) -> str:
+def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     """A regular expression (``^...$``, in the subset llama.cpp's JSON-schema converter reads:
     groups, alternatives, classes, ``*``) that every answer string under copy-only decoding
     matches, and that no string with a digit not copied from ``evidence`` matches. With values
-    to state, it matches only answers that state one, or that begin ``I cannot tell``."""
+    to state, it matches only answers that state one, or that begin ``I cannot tell``.
+
+    ``brief``: for an answer written again after one cut off at the token cap (a small model
+    that repeats a value, "1 January 2000-01-01, 1 January 2000-01-01, ..."): no value is copied
+    before the one stated, and at most one after it. Greedy decoding would otherwise write the
+    same loop again."""
     plain = f"[{PLAIN_CHARS}]"
     punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
     # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
@@ -323,7 +328,10 @@ def answer_pattern(evidence: Copyable) -> str:
     # would read as a name the evidence lacks.
     gap = f"({plain}*{not_letter})?"
     opening = f"({first}{plain}*{not_letter})?"
-    tail = f"({gap}{step})*({plain}*" + (f"|{gap}{last}" if last else "") + ")" if going else ""
+    ends = f"|{gap}{last}" if last else ""
+    tail = f"({gap}{step})*({plain}*{ends})" if going else ""
+    if going and brief:
+        tail = f"({gap}{step}{plain}*{ends}|{plain}*)"
     if not evidence.stated:
         only_last = f"|{opening}{last}" if last else ""
         return f"^({opening}{step}{tail}{only_last}|{free}){end}$"
@@ -331,7 +339,7 @@ def answer_pattern(evidence: Copyable) -> str:
     # value, then anything again. Unbounded, a small model that will not state one writes on
     # ("The CPU is running hot, and it is not overheating, but ...") until the token cap.
     word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[ ,;:]+"
-    before = f"({word}|{step})" if going else word
+    before = f"({word}|{step})" if going and not brief else word
     before = f"({before}){{0,{MAX_WORDS_BEFORE}}}"
     stated_going = _either(going.get(v, _literal(v)) for v in evidence.stated)
     stated_last = _either(ending[v] for v in evidence.stated if v in ending)

@@ -282,7 +282,9 @@ class Guidance:
     ) -> dict[str, Any] | None:
         """The schema of a copy-only answer to ``state``'s question, from its results so far;
         None without ``copy_only``. With ``model`` and ``state_asked``, the value to state is
-        one of the lines the question asks about (:func:`~edge_agent.agent.asked.asked_lines`)."""
+        one of the lines the question asks about (:func:`~edge_agent.agent.asked.asked_lines`).
+        After an answer cut off at the token cap, the answer is brief
+        (:func:`~edge_agent.agent.evidence.answer_pattern`)."""
         if not self.copy_only:
             return None
         observed = [e for e in state.stream.root if isinstance(e, SkillResultObservation)]
@@ -294,7 +296,8 @@ class Guidance:
         evidence = copyable(results, state.query, asked)
         if not self.must_state:
             evidence = dataclasses.replace(evidence, stated=())
-        return answer_schema(answer_pattern(evidence))
+        brief = _answer_was_cut(state.stream.root)
+        return answer_schema(answer_pattern(evidence, brief=brief))
 
     def _answer(
         self, model: ModelHandle, prompt: str, generate: Callable[..., str], state: AgentState

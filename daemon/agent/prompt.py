@@ -166,9 +166,12 @@ def render_event(
     if isinstance(event, ValidationErrorObservation):
         # A reply that failed to parse was never rendered as an action, so close its turn here.
         opened = fmt.model_turn_end(event.raw) if event.raw is not None else ""
-        return opened + fmt.user_turn(
-            f"{event.feedback}\nRedo your last action as one valid JSON object."
-        )
+        text = f"{event.feedback}\nRedo your last action as one valid JSON object."
+        if question is not None:
+            # As after a result: a small model's retry starts from the question, not from the
+            # feedback's own words ("The token limit was 12.437 °C.").
+            text += f"\nThe question was: {question}"
+        return opened + fmt.user_turn(text)
     if isinstance(event, ModelErrorObservation | InterruptedObservation | MaxIterationsObservation):
         # The model produced nothing; the next attempt re-sends the same prompt.
         return ""
