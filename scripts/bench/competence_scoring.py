@@ -181,6 +181,9 @@ def gather(results: Iterable[Any], question: str) -> Evidence:
                 else:
                     walk(v, str(k))
         elif isinstance(node, list):
+            if len(node) >= 2:
+                # How many items a list holds is in the result: "3 sensors" is not made up.
+                evidence.add_value(len(node), None)
             for item in node:
                 walk(item, key)
         elif isinstance(node, bool) or node is None:

@@ -1,0 +1,30 @@
+"""The competence benchmark's strict scorer (scripts/bench/competence_scoring.py): what an answer
+states is judged against what the skill results and the question hold."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
+
+from competence_scoring import Expected, gather, misleading
+
+SENSORS = {"sensors": [{"name": "bme280"}, {"name": "cpu"}, {"name": "28-0316a2791bff"}]}
+READING = {"sensor": "bme280", "value": 41.5, "unit": "%RH"}
+
+
+def test_a_value_or_unit_the_results_lack_misleads() -> None:
+    evidence = gather([READING], "What is the humidity?")
+    assert misleading("The humidity is 41.5 %RH.", evidence, Expected()) == []
+    assert misleading("The humidity is 41.5 degrees.", evidence, Expected())
+    assert misleading("The humidity is 42.7 %RH.", evidence, Expected())
+
+
+def test_how_many_items_a_list_holds_is_in_the_result() -> None:
+    evidence = gather([SENSORS], "Which sensors are there?")
+    assert misleading("There are 3 sensors.", evidence, Expected()) == []
+    assert misleading("There are 4 sensors.", evidence, Expected())
+    # A list of one is no count the result shows.
+    one = gather([{"sensors": [{"name": "cpu"}]}], "Which sensors are there?")
+    assert misleading("There is 1 sensor.", one, Expected())
