@@ -38,6 +38,8 @@ MAX_WORDS = 8
 """The most words one value may be followed by (its name's)."""
 MAX_WORDS_BEFORE = 12
 """The most words an answer may write before it states a value of the results."""
+BRIEF_COPIES_BEFORE = 2
+"""In a brief answer, the most values copied before the one stated ("1 January 2000, ...")."""
 
 _DIGIT = re.compile(r"[0-9]")
 _WORD = re.compile(r"[A-Za-z]{2,24}")
@@ -296,9 +298,9 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     to state, it matches only answers that state one, or that begin ``I cannot tell``.
 
     ``brief``: for an answer written again after one cut off at the token cap (a small model
-    that repeats a value, "1 January 2000-01-01, 1 January 2000-01-01, ..."): no value is copied
-    before the one stated, and at most one after it. Greedy decoding would otherwise write the
-    same loop again."""
+    that repeats a value, "1 January 2000-01-01, 1 January 2000-01-01, ..."): at most
+    BRIEF_COPIES_BEFORE values are copied before the one stated, and one after it. Greedy
+    decoding would otherwise write the same loop again."""
     plain = f"[{PLAIN_CHARS}]"
     punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
     # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
@@ -339,8 +341,13 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     # value, then anything again. Unbounded, a small model that will not state one writes on
     # ("The CPU is running hot, and it is not overheating, but ...") until the token cap.
     word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[ ,;:]+"
-    before = f"({word}|{step})" if going and not brief else word
-    before = f"({before}){{0,{MAX_WORDS_BEFORE}}}"
+    words = f"({word}){{0,{MAX_WORDS_BEFORE}}}"
+    if not going:
+        before = words
+    elif brief:
+        before = f"{words}({step}[ ,;:]*{words}){{0,{BRIEF_COPIES_BEFORE}}}"
+    else:
+        before = f"({word}|{step}){{0,{MAX_WORDS_BEFORE}}}"
     stated_going = _either(going.get(v, _literal(v)) for v in evidence.stated)
     stated_last = _either(ending[v] for v in evidence.stated if v in ending)
     after = tail if going else f"{plain}*"

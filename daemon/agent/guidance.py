@@ -238,12 +238,13 @@ class Guidance:
         the model itself. Raises what the model raises."""
         events = state.stream.root
         made = [a for a in events if isinstance(a, CallSkillAction)]
-        tried, tried_skills = {_key(a) for a in made}, {a.skill_name for a in made}
-        # A candidate whose arguments vary (the model's, or a phrase's) is tried once per run.
+        tried = {_key(a) for a in made}
+        # A candidate whose arguments vary is tried once per run; one filled with a phrase of
+        # the question, up to PHRASE_TRIES phrases while the skill refuses them.
         left = [
             c
             for c in candidates
-            if c.key not in tried and not (c.arguments is None and c.skill_name in tried_skills)
+            if c.key not in tried and not (c.arguments is None and _spent(c, made, events))
         ]
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
@@ -264,6 +265,10 @@ class Guidance:
         if best.arguments is not None:
             return action_text(best.skill_name, best.arguments)
         phrases = question_phrases(state.query) if best.text_argument else []
+        if best.text_argument:
+            # A phrase the skill already refused is not offered again.
+            field = best.text_argument
+            phrases = [p for p in phrases if (best.skill_name, json.dumps({field: p})) not in tried]
         if best.text_argument and phrases:
             options = [action_text(best.skill_name, {best.text_argument: p}) for p in phrases]
             scores = model.score(prompt, options)
@@ -351,6 +356,28 @@ def _last_whole(body: str, pattern: str | None) -> str | None:
         if not checked or pattern is None or re.fullmatch(pattern, cut):
             return cut
     return None
+
+
+PHRASE_TRIES = 2
+"""How many phrases of the question a skill with one free-text argument is called with, while
+it refuses them (``resolve_date`` cannot read "date" of "What is today's date?", but can
+read "today's date")."""
+
+
+def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequence[Event]) -> bool:
+    """Whether a candidate whose arguments vary is not to be called again: its skill was called
+    and answered, or (its argument the model's own) called at all, or refused PHRASE_TRIES
+    phrases."""
+    calls = [a for a in made if a.skill_name == candidate.skill_name]
+    if not calls:
+        return False
+    if candidate.text_argument is None:
+        return True
+    answered = any(
+        isinstance(e, SkillResultObservation) and e.skill_name == candidate.skill_name
+        for e in events
+    )
+    return answered or len(calls) >= PHRASE_TRIES
 
 
 def _answer_was_cut(events: Sequence[Event]) -> bool:
