@@ -341,11 +341,11 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     # value, then anything again. Unbounded, a small model that will not state one writes on
     # ("The CPU is running hot, and it is not overheating, but ...") until the token cap.
     word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[ ,;:]+"
-    words = f"({word}){{0,{MAX_WORDS_BEFORE}}}"
+    run = f"({word}){{0,{MAX_WORDS_BEFORE}}}"
     if not going:
-        before = words
+        before = run
     elif brief:
-        before = f"{words}({step}[ ,;:]*{words}){{0,{BRIEF_COPIES_BEFORE}}}"
+        before = f"{run}({step}[ ,;:]*{run}){{0,{BRIEF_COPIES_BEFORE}}}"
     else:
         before = f"({word}|{step}){{0,{MAX_WORDS_BEFORE}}}"
     stated_going = _either(going.get(v, _literal(v)) for v in evidence.stated)
