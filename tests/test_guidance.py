@@ -126,37 +126,23 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
         """The current date and time."""
         return {"date": "2026-12-04"}
 
-    def phrase(text: str) -> str:
-        return json.dumps({"skill_name": "resolve_date", "arguments": {"text": text}})
+    def ask(question: str, first: str, second: str) -> Any:
+        def phrase(text: str) -> str:
+            return json.dumps({"skill_name": "resolve_date", "arguments": {"text": text}})
 
-    model = MockModel(
-        ['{"final_answer": "It is 2026-12-11."}'],
-        scores={
-            ("YYYY-MM-DD", " When is next Friday?"): -1.0,
-            ("current date", " When is next Friday?"): -3.0,
-            phrase("Friday"): -1.0,
-            phrase("next Friday"): -2.0,
-            SKILL_HEAD: -9.0,
-        },
-    )
-    state = Agent(model, registry, guidance=Guidance()).run("When is next Friday?")
+        scores = {("YYYY-MM-DD", f" {question}"): -1.0, ("current date", f" {question}"): -3.0}
+        scores |= {phrase(first): -1.0, phrase(second): -2.0, SKILL_HEAD: -9.0}
+        model = MockModel(['{"final_answer": "It is 2026-12-11."}'], scores=scores)
+        return Agent(model, registry, guidance=Guidance()).run(question)
+
+    state = ask("When is next Friday?", "Friday", "next Friday")
     assert calls(state) == [
         ("resolve_date", {"text": "Friday"}),
         ("resolve_date", {"text": "next Friday"}),
     ]
     assert state.final_answer == "It is 2026-12-11."
     # Two phrases refused: the skill is not offered a third time.
-    model = MockModel(
-        ['{"final_answer": "It is 2026-12-04."}'],
-        scores={
-            ("YYYY-MM-DD", " When is Friday?"): -1.0,
-            ("current date", " When is Friday?"): -3.0,
-            phrase("Friday"): -1.0,
-            phrase("When is"): -2.0,
-            SKILL_HEAD: -9.0,
-        },
-    )
-    state = Agent(model, registry, guidance=Guidance()).run("When is Friday?")
+    state = ask("When is Friday?", "Friday", "When is")
     assert [name for name, _ in calls(state)] == ["resolve_date", "resolve_date", "now"]
 
 
