@@ -22,6 +22,7 @@ from edge_agent.agent.guidance import (
     Guidance,
     candidates_for,
 )
+from edge_agent.agent.phrases import question_phrases, wider_phrases
 from edge_agent.agent.prompt import PLAIN
 
 QUESTION = "How damp is the cellar?"
@@ -142,8 +143,23 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
     ]
     assert state.final_answer == "It is 2026-12-11."
     # Two phrases refused: the skill is not offered a third time.
-    state = ask("When is Friday?", "Friday", "When is")
-    assert [name for name, _ in calls(state)] == ["resolve_date", "resolve_date", "now"]
+    state = ask("When is Friday?", "Friday", "is Friday")
+    assert calls(state) == [
+        ("resolve_date", {"text": "Friday"}),
+        ("resolve_date", {"text": "is Friday"}),
+        ("now", {}),
+    ]
+
+
+def test_after_a_refused_phrase_a_wider_one_is_offered_and_no_part_of_it() -> None:
+    phrases = question_phrases("What weekday will it be in 10 days?")
+    assert wider_phrases(phrases, []) == phrases
+    after = wider_phrases(phrases, ["10 days"])
+    assert "in 10 days" in after and "be in 10 days" in after
+    assert all("10 days" in p for p in after)
+    # Nothing wider left: any phrase that is no part of a refused one.
+    after = wider_phrases(["in 10 days", "10", "days", "weekday"], ["in 10 days"])
+    assert after == ["weekday"]
 
 
 def test_arguments_no_phrase_can_fill_are_written_by_the_model_after_a_forced_head() -> None:

@@ -55,6 +55,7 @@ from edge_agent.agent.events import (
 from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
 from edge_agent.agent.focus import focused_part
 from edge_agent.agent.followup import content_free, follow_up
+from edge_agent.agent.phrases import PHRASE_TRIES, question_phrases, wider_phrases
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
@@ -152,20 +153,6 @@ def _call_text(skill_name: str, arguments: dict[str, Any]) -> str:
     """``read_sensor(name="bme280")``: a call as the skill catalogue's signatures read."""
     shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
     return f"{skill_name}({shown})"
-
-
-MAX_PHRASE_WORDS = 4
-
-def question_phrases(query: str) -> list[str]:
-    """Every run of up to four words of ``query``, without the punctuation around it."""
-    words = [w.strip("?!.,;:\"'()") for w in query.split()]
-    words = [w for w in words if w]
-    phrases = dict.fromkeys(
-        " ".join(words[i : i + n])
-        for n in range(1, MAX_PHRASE_WORDS + 1)
-        for i in range(len(words) - n + 1)
-    )
-    return list(phrases)
 
 
 @dataclasses.dataclass(eq=False)
@@ -266,9 +253,12 @@ class Guidance:
             return action_text(best.skill_name, best.arguments)
         phrases = question_phrases(state.query) if best.text_argument else []
         if best.text_argument:
-            # A phrase the skill already refused is not offered again.
-            field = best.text_argument
-            phrases = [p for p in phrases if (best.skill_name, json.dumps({field: p})) not in tried]
+            refused = [
+                str(a.arguments.get(best.text_argument, ""))
+                for a in made
+                if a.skill_name == best.skill_name
+            ]
+            phrases = wider_phrases(phrases, refused)
         if best.text_argument and phrases:
             options = [action_text(best.skill_name, {best.text_argument: p}) for p in phrases]
             scores = model.score(prompt, options)
@@ -356,12 +346,6 @@ def _last_whole(body: str, pattern: str | None) -> str | None:
         if not checked or pattern is None or re.fullmatch(pattern, cut):
             return cut
     return None
-
-
-PHRASE_TRIES = 2
-"""How many phrases of the question a skill with one free-text argument is called with, while
-it refuses them (``resolve_date`` cannot read "date" of "What is today's date?", but can
-read "today's date")."""
 
 
 def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequence[Event]) -> bool:

@@ -1,0 +1,45 @@
+"""Phrases of the question that fill a skill's one free-text argument (docs/design.md, "Small
+models", "Which words"): every short run of its words, and after the skill refused one, those
+worth trying next."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+MAX_PHRASE_WORDS = 4
+
+
+def question_phrases(query: str) -> list[str]:
+    """Every run of up to four words of ``query``, without the punctuation around it."""
+    words = [w.strip("?!.,;:\"'()") for w in query.split()]
+    words = [w for w in words if w]
+    phrases = dict.fromkeys(
+        " ".join(words[i : i + n])
+        for n in range(1, MAX_PHRASE_WORDS + 1)
+        for i in range(len(words) - n + 1)
+    )
+    return list(phrases)
+
+
+PHRASE_TRIES = 2
+"""How many phrases of the question a skill with one free-text argument is called with, while
+it refuses them (``resolve_date`` cannot read "date" of "What is today's date?", but can
+read "today's date")."""
+
+
+def wider_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
+    """The phrases worth offering after a skill refused ``refused``: those that hold a refused
+    phrase and more of the question around it ("in 10 days" after "10 days"), else those that
+    are no part of one (a skill that cannot read "10 days" cannot read "10")."""
+    if not refused:
+        return list(phrases)
+
+    def within(inner: str, outer: str) -> bool:
+        return f" {inner.casefold()} " in f" {outer.casefold()} "
+
+    fresh = [p for p in phrases if not any(within(p, r) for r in refused)]
+    wider = [p for p in fresh if any(within(r, p) for r in refused)]
+    return wider or fresh
+
+
+__all__ = ["MAX_PHRASE_WORDS", "PHRASE_TRIES", "question_phrases", "wider_phrases"]
