@@ -55,7 +55,7 @@ from edge_agent.agent.events import (
 from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
 from edge_agent.agent.focus import focused_part
 from edge_agent.agent.followup import content_free, follow_up
-from edge_agent.agent.phrases import PHRASE_TRIES, question_phrases, wider_phrases
+from edge_agent.agent.phrases import PHRASE_TRIES, fresh_phrases, question_phrases
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
@@ -258,7 +258,7 @@ class Guidance:
                 for a in made
                 if a.skill_name == best.skill_name
             ]
-            phrases = wider_phrases(phrases, refused)
+            phrases = fresh_phrases(phrases, refused)
         if best.text_argument and phrases:
             options = [action_text(best.skill_name, {best.text_argument: p}) for p in phrases]
             scores = model.score(prompt, options)

@@ -27,19 +27,15 @@ it refuses them (``resolve_date`` cannot read "date" of "What is today's date?",
 read "today's date")."""
 
 
-def wider_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
-    """The phrases worth offering after a skill refused ``refused``: those that hold a refused
-    phrase and more of the question around it ("in 10 days" after "10 days"), else those that
-    are no part of one (a skill that cannot read "10 days" cannot read "10")."""
-    if not refused:
-        return list(phrases)
+def fresh_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
+    """The phrases worth offering after a skill refused ``refused``: none that is a part of a
+    refused one (a skill that cannot read "10 days" cannot read "10"). The model's choice among
+    them is made after the skill's refusal, which says what it reads."""
 
     def within(inner: str, outer: str) -> bool:
         return f" {inner.casefold()} " in f" {outer.casefold()} "
 
-    fresh = [p for p in phrases if not any(within(p, r) for r in refused)]
-    wider = [p for p in fresh if any(within(r, p) for r in refused)]
-    return wider or fresh
+    return [p for p in phrases if not any(within(p, r) for r in refused)]
 
 
-__all__ = ["MAX_PHRASE_WORDS", "PHRASE_TRIES", "question_phrases", "wider_phrases"]
+__all__ = ["MAX_PHRASE_WORDS", "PHRASE_TRIES", "fresh_phrases", "question_phrases"]
