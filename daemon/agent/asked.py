@@ -15,15 +15,13 @@ result and the question alone, for any skill.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from edge_agent.agent.evidence import Line, names_unit, result_line_parts
-from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
-
-log = logging.getLogger(__name__)
+from edge_agent.agent.focus import part_scores
+from edge_agent.agent.protocol import ModelHandle
 
 ASKED_MARGIN = 2.0
 """Nats within the best line's score that a line is still one the question may ask about."""
@@ -54,14 +52,6 @@ def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
 
 
-def line_prompt(model: ModelHandle, skill_name: str, line: Line) -> str:
-    """The text the question is scored after for one line: its name, in a skill's words."""
-    fmt = model.chat_format
-    name = line.name.replace("_", " ")
-    text = fmt.defuse(f"Result of {skill_name}: {name}")
-    return f"{fmt.user_prefix}{text}\nQuestions this part answers:\n-"
-
-
 def asked_lines(
     model: ModelHandle, query: str, results: Sequence[tuple[str, Any]]
 ) -> list[Line] | None:
@@ -74,19 +64,15 @@ def asked_lines(
         if len(lines) <= 1 or len(lines) > MAX_ASKED_LINES:
             chosen.extend(lines)
             continue
-        prompts = [line_prompt(model, skill_name, line) for line in lines]
-        try:
-            scores = model.likelihood(prompts, f" {model.chat_format.defuse(query)}")
-        except ScoringUnsupported:
-            return None
-        except ModelError as exc:
-            # The answer is still asked for; it is only not narrowed.
-            log.warning("could not score the lines of %s's result: %s", skill_name, exc)
-            return None
+        # A line is scored by its name alone, in a skill's words.
+        names = [line.name.replace("_", " ") for line in lines]
+        scores = part_scores(model, query, skill_name, names)
+        if scores is None:
+            return None  # the answer is still asked for; it is only not narrowed
         best = max(scores)
         near = zip(lines, scores, strict=True)
         chosen.extend(line for line, score in near if score >= best - ASKED_MARGIN)
     return chosen or None
 
 
-__all__ = ["asked_lines", "candidate_lines", "line_prompt"]
+__all__ = ["asked_lines", "candidate_lines"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from edge_agent.agent.jsonvalues import compact_json
@@ -86,22 +87,32 @@ def focused_part(model: ModelHandle, query: str, skill_name: str, result: Any) -
     parts = asked_parts(result_parts(result), query)
     if not MIN_FOCUS_PARTS <= len(parts) <= MAX_FOCUS_PARTS:
         return None
-    fmt = model.chat_format
     texts = [part_text(path, value) for path, value in parts]
+    scores = part_scores(model, query, skill_name, texts)
+    if scores is None:
+        return None  # the answer is still asked for; it only lacks the pointer
+    return texts[max(range(len(texts)), key=scores.__getitem__)]
+
+
+def part_scores(
+    model: ModelHandle, query: str, skill_name: str, texts: Sequence[str]
+) -> list[float] | None:
+    """log P(query | "Result of skill_name: text") for each of a result's ``texts`` (the
+    noisy-channel direction); None for a model that cannot score, or whose scoring failed
+    (logged)."""
+    fmt = model.chat_format
     prompts = [
         f"{fmt.user_prefix}{fmt.defuse(f'Result of {skill_name}: {text}')}"
         "\nQuestions this part answers:\n-"
         for text in texts
     ]
     try:
-        scores = model.likelihood(prompts, f" {fmt.defuse(query)}")
+        return model.likelihood(prompts, f" {fmt.defuse(query)}")
     except ScoringUnsupported:
         return None
     except ModelError as exc:
-        # The answer is still asked for; it only lacks the pointer.
         log.warning("could not score the parts of %s's result: %s", skill_name, exc)
         return None
-    return texts[max(range(len(texts)), key=scores.__getitem__)]
 
 
-__all__ = ["asked_parts", "focused_part", "part_text", "result_parts"]
+__all__ = ["asked_parts", "focused_part", "part_scores", "part_text", "result_parts"]
