@@ -66,6 +66,28 @@ def test_lines_within_the_margin_of_the_best_may_each_be_stated() -> None:
     assert sorted(line.name for line in asked) == ["date", "weekday"]
 
 
+def test_a_name_likelier_as_the_answering_part_outweighs_shared_words() -> None:
+    # The question shares "today" with days_from_today, and is a little likelier after it;
+    # read the other way, "date" is much likelier the part that answers this question than
+    # the part that answers a question with no content, and the two directions add up.
+    question = "What date is next Friday?"
+    result = {"date": "2026-12-11", "weekday": "Friday", "days_from_today": 7}
+    scores = {
+        ("resolve_date: date\n", f" {question}"): -6.0,
+        ("resolve_date: days from today\n", f" {question}"): -3.0,
+        (f"Question: {question}\n", " date"): -1.0,
+        ("Question: What is it?\n", " date"): -8.0,
+        (f"Question: {question}\n", " days from today"): -6.0,
+        ("Question: What is it?\n", " days from today"): -6.0,
+    }
+    asked = asked_lines(MockModel([], scores=scores), question, [("resolve_date", result)])
+    assert asked is not None and [line.name for line in asked] == ["date"]
+    # Without the second direction, the shared word would have chosen.
+    first_only = {key: value for key, value in scores.items() if "Question:" not in key[0]}
+    asked = asked_lines(MockModel([], scores=first_only), question, [("resolve_date", result)])
+    assert asked is not None and [line.name for line in asked] == ["days_from_today"]
+
+
 def test_each_result_has_its_own_asked_line() -> None:
     question = "What are the time and the CPU temperature?"
     scores = {("now: time\n", f" {question}"): -1.0}

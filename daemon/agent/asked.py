@@ -7,6 +7,15 @@ noisy-channel direction that chooses the skill: "memory available_mib" explains 
 is available?" better than "memory used_percent" does. The name alone, not its value, is scored:
 digits in a scored text make any question unlikely after it, whatever they mean.
 
+That direction alone follows the words a question shares with a name: "days from today" beats
+"date" for "what date is next Friday?", and "time" is within reach of "weekday" for "what day of
+the week is it?". So each name is also scored the other way, how much likelier it is as the part
+that answers this question than as the part that answers a question with no content,
+log P(name | question) - log P(name | "What is it?") (pointwise mutual information, which does not
+favour short names), and a line's score is the sum of the two. On the benchmark's dev half this
+left the right line alone within the margin for 13 of 23 results with several lines, against 9
+for the first direction alone.
+
 Of each result, the line the question is likeliest after, and any within ``ASKED_MARGIN`` nats
 of it, are the ones its answer must state one of (:func:`~edge_agent.agent.evidence.copyable`'s
 ``asked``); every value stays copyable, and the model still writes the answer. Built from the
@@ -15,14 +24,19 @@ result and the question alone, for any skill.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from edge_agent.agent.evidence import Line, names_unit, result_line_parts
 from edge_agent.agent.focus import part_scores
-from edge_agent.agent.protocol import ModelHandle
+from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 
+log = logging.getLogger(__name__)
+
+CONTENT_FREE_QUESTION = "What is it?"
+"""The question a name's likelihood as the answering part is measured against."""
 ASKED_MARGIN = 2.0
 """Nats within the best line's score that a line is still one the question may ask about."""
 MAX_ASKED_LINES = 48
@@ -67,12 +81,38 @@ def asked_lines(
         # A line is scored by its name alone, in a skill's words.
         names = [line.name.replace("_", " ") for line in lines]
         scores = part_scores(model, query, skill_name, names)
-        if scores is None:
+        answers = answering_gains(model, query, skill_name, names)
+        if scores is None or answers is None:
             return None  # the answer is still asked for; it is only not narrowed
+        scores = [a + b for a, b in zip(scores, answers, strict=True)]
         best = max(scores)
         near = zip(lines, scores, strict=True)
         chosen.extend(line for line, score in near if score >= best - ASKED_MARGIN)
     return chosen or None
 
 
-__all__ = ["asked_lines", "candidate_lines"]
+def answering_gains(
+    model: ModelHandle, query: str, skill_name: str, names: Sequence[str]
+) -> list[float] | None:
+    """log P(name | query) - log P(name | a content-free question), each name read as the part
+    of ``skill_name``'s result that answers the question; None for a model that cannot score,
+    or whose scoring failed (logged)."""
+    fmt = model.chat_format
+
+    def prompt(question: str) -> str:
+        text = f"Question: {question}\nThe part of the result of {skill_name} that answers it:"
+        return f"{fmt.user_prefix}{fmt.defuse(text)}"
+
+    options = [f" {fmt.defuse(name)}" for name in names]
+    try:
+        asked = model.score(prompt(query), options)
+        free = model.score(prompt(CONTENT_FREE_QUESTION), options)
+    except ScoringUnsupported:
+        return None
+    except ModelError as exc:
+        log.warning("could not score the line names of %s's result: %s", skill_name, exc)
+        return None
+    return [sum(a) - sum(b) for a, b in zip(asked, free, strict=True)]
+
+
+__all__ = ["answering_gains", "asked_lines", "candidate_lines"]
