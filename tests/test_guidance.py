@@ -22,7 +22,7 @@ from edge_agent.agent.guidance import (
     Guidance,
     candidates_for,
 )
-from edge_agent.agent.phrases import fresh_phrases, question_phrases
+from edge_agent.agent.phrases import fresh_phrases, likeliest_phrase, question_phrases
 from edge_agent.agent.prompt import PLAIN
 
 QUESTION = "How damp is the cellar?"
@@ -137,7 +137,7 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
             return json.dumps({"skill_name": "resolve_date", "arguments": {"text": text}})
 
         scores = {("YYYY-MM-DD", f" {question}"): -1.0, ("current date", f" {question}"): -3.0}
-        scores |= {phrase(first): -1.0, phrase(second): -2.0, SKILL_HEAD: -9.0}
+        scores |= {phrase(first): -1.0, phrase(second): -3.0, SKILL_HEAD: -9.0}
         model = MockModel(['{"final_answer": "It is 2026-12-11."}'], scores=scores)
         return Agent(model, registry, guidance=Guidance()).run(question)
 
@@ -154,6 +154,37 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
         ("resolve_date", {"text": "is Friday"}),
         ("now", {}),
     ]
+
+
+def test_a_longer_phrase_nearly_as_likely_as_the_likeliest_is_the_one_taken() -> None:
+    phrases = question_phrases("What date is next Friday?")
+    scores = {"Friday": -33.3, "next Friday": -33.5, "is next Friday": -34.0, "date": -40.0}
+    chosen = likeliest_phrase(phrases, [scores.get(p, -99.0) for p in phrases])
+    # "is next Friday" holds "next Friday", and is within the margin of the likeliest.
+    assert chosen == "is next Friday"
+    scores["is next Friday"] = -34.5  # beyond the margin of "Friday": not taken
+    assert likeliest_phrase(phrases, [scores.get(p, -99.0) for p in phrases]) == "next Friday"
+    # A phrase that does not hold the likeliest one is never taken instead of it.
+    scores = {"Friday": -33.3, "What date": -33.4}
+    assert likeliest_phrase(phrases, [scores.get(p, -99.0) for p in phrases]) == "Friday"
+
+
+def test_a_run_calls_the_longer_phrase_when_it_is_nearly_as_likely() -> None:
+    def phrase(text: str) -> str:
+        return json.dumps({"skill_name": "resolve_date", "arguments": {"text": text}})
+
+    question = "When is next Friday?"
+    model = MockModel(
+        ['{"final_answer": "Next Friday is 2026-12-11."}'],
+        scores={
+            ("YYYY-MM-DD", f" {question}"): -1.0,
+            ANSWER_HEAD: 0.0,
+            phrase("Friday"): -1.0,
+            phrase("next Friday"): -1.5,
+        },
+    )
+    state = Agent(model, house(), guidance=Guidance()).run(question)
+    assert calls(state) == [("resolve_date", {"text": "next Friday"})]
 
 
 def test_after_a_refused_phrase_no_part_of_it_is_offered() -> None:

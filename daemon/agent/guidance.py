@@ -55,7 +55,12 @@ from edge_agent.agent.events import (
 from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
 from edge_agent.agent.focus import focused_part
 from edge_agent.agent.followup import content_free, follow_up
-from edge_agent.agent.phrases import PHRASE_TRIES, fresh_phrases, question_phrases
+from edge_agent.agent.phrases import (
+    PHRASE_TRIES,
+    fresh_phrases,
+    likeliest_phrase,
+    question_phrases,
+)
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
@@ -238,8 +243,10 @@ class Guidance:
             if last_step or not left or _answer_was_cut(events):
                 return self._answer(model, prompt, generate, state)
             second = follow_up(model, state, candidates, left, self.follow_up_margin)
-            if result_last and second is None and (
-                not self.go_on or self._prefers_answer(model, prompt)
+            if (
+                result_last
+                and second is None
+                and (not self.go_on or self._prefers_answer(model, prompt))
             ):
                 return self._answer(model, prompt, generate, state)
             baseline = self.cannot_tell_margin is not None and not made
@@ -261,8 +268,10 @@ class Guidance:
             phrases = fresh_phrases(phrases, refused)
         if best.text_argument and phrases:
             options = [action_text(best.skill_name, {best.text_argument: p}) for p in phrases]
-            scores = model.score(prompt, options)
-            return options[max(range(len(options)), key=lambda i: sum(scores[i]))]
+            scores = [sum(s) for s in model.score(prompt, options)]
+            return action_text(
+                best.skill_name, {best.text_argument: likeliest_phrase(phrases, scores)}
+            )
         return generate(prompt, prefix=f'{SKILL_HEAD}{best.skill_name}", "arguments": {{')
 
     def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:

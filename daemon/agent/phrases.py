@@ -21,6 +21,9 @@ def question_phrases(query: str) -> list[str]:
     return list(phrases)
 
 
+SPECIFIC_MARGIN = 1.0
+"""Nats within the likeliest phrase's score that a longer phrase holding it is taken instead."""
+
 PHRASE_TRIES = 2
 """How many phrases of the question a skill with one free-text argument is called with, while
 it refuses them (``resolve_date`` cannot read "date" of "What is today's date?", but can
@@ -32,10 +35,39 @@ def fresh_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
     refused one (a skill that cannot read "10 days" cannot read "10"). The model's choice among
     them is made after the skill's refusal, which says what it reads."""
 
-    def within(inner: str, outer: str) -> bool:
-        return f" {inner.casefold()} " in f" {outer.casefold()} "
-
-    return [p for p in phrases if not any(within(p, r) for r in refused)]
+    return [p for p in phrases if not any(_within(p, r) for r in refused)]
 
 
-__all__ = ["MAX_PHRASE_WORDS", "PHRASE_TRIES", "fresh_phrases", "question_phrases"]
+def _within(inner: str, outer: str) -> bool:
+    """Whether ``inner`` is ``outer`` or a run of its words."""
+    return f" {inner.casefold()} " in f" {outer.casefold()} "
+
+
+def likeliest_phrase(phrases: Sequence[str], scores: Sequence[float]) -> str:
+    """The likeliest of ``phrases``, or a longer one that holds it and is nearly as likely
+    (within :data:`SPECIFIC_MARGIN`): a shorter phrase is likelier for being short, and the
+    words it leaves out ("next" of "next Friday", "1" of "1 January 2000") change what it means.
+    A refused phrase costs a call; one that says more reads the question as it was asked."""
+    best = max(range(len(phrases)), key=scores.__getitem__)
+    floor = scores[best] - SPECIFIC_MARGIN
+    while True:
+        wider = [
+            i
+            for i in range(len(phrases))
+            if scores[i] >= floor
+            and len(phrases[i]) > len(phrases[best])
+            and _within(phrases[best], phrases[i])
+        ]
+        if not wider:
+            return phrases[best]
+        best = max(wider, key=scores.__getitem__)
+
+
+__all__ = [
+    "MAX_PHRASE_WORDS",
+    "PHRASE_TRIES",
+    "SPECIFIC_MARGIN",
+    "fresh_phrases",
+    "likeliest_phrase",
+    "question_phrases",
+]
