@@ -72,6 +72,7 @@ def main() -> int:
             [CLIENT, "serve", "--model", f"mock:{mock}", "--endpoint", endpoint],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, "XDG_STATE_HOME": directory},  # its journal, not the user's
         )
         try:
             _wait_ready(endpoint, daemon)

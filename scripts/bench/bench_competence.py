@@ -668,7 +668,11 @@ class DaemonStrategy:
         command = [str(exe)] if exe.exists() else [sys.executable, "-m", "edge_agent.cli"]
         command += ["serve", "--model", "default", "--config", str(self._config(strategy)),
                     "--endpoint", self.endpoint, "--log-level", "WARNING"]  # fmt: skip
-        env = {**os.environ, "EDGE_AGENT_PROC_ROOT": str(self.proc_root)}
+        env = {
+            **os.environ,
+            "EDGE_AGENT_PROC_ROOT": str(self.proc_root),
+            "XDG_STATE_HOME": str(self.workdir),  # its run journal, not the user's
+        }
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         started = time.monotonic()

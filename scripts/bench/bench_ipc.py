@@ -181,6 +181,7 @@ def main() -> int:
         zmq_port, http_port = free_port(), free_port()
         daemon = subprocess.Popen(
             serve_command(config=config, mock=mock, endpoint=f"tcp://127.0.0.1:{zmq_port}"),
+            env={**os.environ, "XDG_STATE_HOME": workdir},  # its run journal, not the user's
         )
         web = subprocess.Popen(
             [sys.executable, __file__, "--http-server", str(http_port), str(mock)]

@@ -124,6 +124,7 @@ def round_trips(port: int, runs: int, directory: Path) -> dict[str, Any]:
         [sys.executable, "-m", "edge_agent.cli", "serve", "--model", f"mock:{mock}",
          "--endpoint", endpoint, "--config", str(config), "--log-level", "WARNING"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "XDG_STATE_HOME": str(directory)},  # its journal, not the user's
     )
     try:
         with Client(endpoint, timeout=30) as client:

@@ -57,6 +57,7 @@ def serving(
         "NOTIFY_SOCKET": address,
         "CACHE_DIRECTORY": str(cache),
         "XDG_RUNTIME_DIR": str(workdir),
+        "XDG_STATE_HOME": str(workdir),  # its run journal, not the user's
     }
     started = time.perf_counter()
     process = subprocess.Popen(

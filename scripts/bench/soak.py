@@ -128,7 +128,8 @@ def daemon(
         )
         command = [sys.executable, "-c", setup, str(fd_limit), *command]
     log = (workdir / "daemon.log").open("w", encoding="utf-8")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, "XDG_STATE_HOME": str(workdir)}  # its run journal, not the user's
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         handle = Daemon(process, endpoint, sock)
         wait_ready(handle)
