@@ -15,17 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge_agent.agent.asked import asked_lines, candidate_lines
-from edge_agent.agent.evidence import (
-    answer_numbers,
-    answer_pattern,
-    copyable,
-    numbers_in,
-    result_line_parts,
-    result_lines,
-)
+from edge_agent.agent.evidence import answer_numbers, answer_pattern, copyable, numbers_in
 from edge_agent.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agent.agent.loop import Agent
 from edge_agent.agent.registry import Registry
+from edge_agent.agent.resultlines import result_line_parts, result_lines
 from edge_agent.model.scripted import MockModel
 
 NOW = {"date": "2026-12-04", "time": "12:35:06", "weekday": "Friday"}
@@ -141,7 +135,7 @@ def test_a_count_is_shown_only_for_a_list_someone_would_count() -> None:
         "readings": [{"quantity": "humidity", "value": 41.5, "unit": "%RH"}],
     }
     lines = result_lines(sensors)
-    assert "sensors: 2 in all" in lines
+    assert "sensors: 2 in all: bme280, w1" in lines  # each item's name beside the count
     assert not [line for line in lines if "measures:" in line]  # inside a list's items
     assert not [line for line in lines if line.startswith("readings:")]  # a list of one
     evidence = copyable([sensors], "How many sensors are there?")

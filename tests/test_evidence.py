@@ -20,8 +20,8 @@ from edge_agent.agent.evidence import (
     answer_schema,
     copyable,
     numbers_in,
-    result_lines,
 )
+from edge_agent.agent.resultlines import result_lines
 
 BME = {
     "sensor": "bme280",

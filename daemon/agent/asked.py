@@ -29,9 +29,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agent.agent.evidence import Line, names_unit, result_line_parts
 from edge_agent.agent.focus import part_scores
 from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
+from edge_agent.agent.resultlines import Line, names_unit, result_line_parts
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,9 @@
-"""Answers bound to the evidence: results a small model can read, and values it can only copy.
+"""Answers bound to the evidence: values a small model can only copy from the results.
 
 Two helps for a small model's final answer (docs/design.md, "Small models"), built from nothing
 but the skill results and the question, so they work for any skill:
 
-- **Result lines.** A result is shown as short ``name: value unit`` lines instead of nested JSON
-  (``temperature: 22.7 °C``, ``memory available_mib: 2367.0``); a reading, any object with a
-  numeric ``value`` and a string ``unit``, is one line with its unit; a list says how many items
-  it holds. The event keeps the whole result.
+- **Result lines** (:mod:`edge_agent.agent.resultlines`): a result as short lines.
 - **Copy-only values.** While the model writes its answer, a digit can only come as part of a
   value copied whole from the evidence: a reading with its own unit (``22.7 °C``, never
   ``22.7 degrees``), a number of the results or the question, or a text holding digits (a date,
@@ -23,14 +20,23 @@ but the skill results and the question, so they work for any skill:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-MAX_LINES = 48
-"""A result with more lines than this is cut (the event keeps it whole)."""
-MAX_LINE_CHARS = 160
+from edge_agent.agent.resultlines import (
+    DIGIT,
+    WORD,
+    Line,
+    alternative_forms,
+    counted,
+    is_number,
+    item_label,
+    names_unit,
+    reading_text,
+    scalar_text,
+)
+
 MAX_VALUES = 96
 """The most values one answer may copy from: the grammar stays small and quick to build."""
 MAX_VALUE_CHARS = 48
@@ -41,8 +47,6 @@ MAX_WORDS_BEFORE = 12
 BRIEF_COPIES_BEFORE = 2
 """In a brief answer, the most values copied before the one stated ("1 January 2000, ...")."""
 
-_DIGIT = re.compile(r"[0-9]")
-_WORD = re.compile(r"[A-Za-z]{2,24}")
 _QUESTION_NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?(?![\w])")
 """A number the question writes on its own: not the 280 of a name such as BME280."""
 
@@ -54,126 +58,6 @@ small model that may go on repeats its answer until the token cap)."""
 AFTER_NUMBER = (", ", ";", ":", ")")
 """What may follow a copied number that has no unit, besides a word of the evidence (a comma or
 a stop only with a space: "1,000" or "1.5" would make one number of two)."""
-
-
-def _shown(value: Any) -> str:
-    """A scalar as a result line shows it (JSON's spelling for numbers, strings bare)."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def reading_text(node: dict[str, Any]) -> str | None:
-    """``22.7 °C`` for an object with a numeric ``value`` and a string ``unit``; else None."""
-    value, unit = node.get("value"), node.get("unit")
-    if is_number(value) and isinstance(unit, str) and unit.strip():
-        return f"{_shown(value)} {unit.strip()}"
-    return None
-
-
-def _label(item: Any, path: str, index: int) -> str:
-    """A list item's name in its lines: its first short string field (a reading's quantity, a
-    sensor's name), else its place in the list."""
-    if isinstance(item, dict):
-        for value in item.values():
-            if isinstance(value, str) and 0 < len(value) <= 40 and not _DIGIT.fullmatch(value):
-                return f"{path} {value}".strip()
-    return f"{path}[{index}]"
-
-
-def alternative_forms(reading: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The other forms a reading carries of itself (``"also": {"value": 118.96, "unit": "°F",
-    "unit_name": "Fahrenheit"}``): readings nested in a reading."""
-    return {
-        str(key): form
-        for key, form in reading.items()
-        if isinstance(form, dict) and reading_text(form) is not None
-    }
-
-
-def names_unit(form: dict[str, Any], question: str) -> bool:
-    """Whether ``question`` asks for a reading's form by its unit (``°F``) or its unit's name
-    (``Fahrenheit``), as the result writes them."""
-    folded = question.casefold()
-    unit = str(form.get("unit", "")).strip().casefold()
-    name = form.get("unit_name")
-    words = _WORD.findall(name) if isinstance(name, str) else []
-    return (bool(unit) and unit in folded) or any(w.casefold() in folded for w in words)
-
-
-def counted(items: list[Any], in_item: bool) -> bool:
-    """Whether a list's length is shown and may be copied: a list of two or more, at the top or
-    in an object, not inside another list's items (a sensor's one quantity is no count anyone
-    asks for, and a small model copied such a "1" as the answer to anything)."""
-    return len(items) >= 2 and not in_item
-
-
-@dataclasses.dataclass(frozen=True)
-class Line:
-    """One ``name: value unit`` line of a result, with the part of the result it shows."""
-
-    name: str
-    """What comes before the colon (``memory available_mib``, ``readings humidity``)."""
-    shown: str
-    """What comes after it (``2367.0``, ``41.5 %RH``, ``3 in all``)."""
-    node: Any
-    """The part of the result the line shows: a scalar, a reading, or a whole list."""
-    alternative: bool = False
-    """The line shows another form of a reading (see :func:`alternative_forms`)."""
-
-    @property
-    def text(self) -> str:
-        return f"{self.name}: {self.shown}"
-
-
-def result_line_parts(result: Any) -> list[Line]:
-    """The lines of a skill result (see the module's docstring), each with its part."""
-    lines: list[Line] = []
-
-    def walk(node: Any, path: str, in_item: bool = False) -> None:
-        if isinstance(node, dict):
-            reading = reading_text(node)
-            if reading is not None:
-                forms = alternative_forms(node)
-                kept = {"value": node["value"], "unit": node["unit"], **forms}
-                lines.append(Line(path or "value", reading, kept))
-                for key, form in forms.items():
-                    name = f"{path} {key}".strip()
-                    lines.append(Line(name, str(reading_text(form)), form, alternative=True))
-                rest = {k: v for k, v in node.items() if k not in ("value", "unit", *forms)}
-                for key, item in rest.items():
-                    if not isinstance(item, str) or f"{path}".endswith(item):
-                        walk(item, f"{path} {key}".strip(), in_item)
-                return
-            for key, item in node.items():
-                walk(item, f"{path} {key}".strip(), in_item)
-        elif isinstance(node, list):
-            if counted(node, in_item):
-                lines.append(Line(path or "items", f"{len(node)} in all", node))
-            for index, item in enumerate(node):
-                label = _label(item, path, index)
-                if isinstance(item, dict):
-                    named = {k: v for k, v in item.items() if f"{path} {v}".strip() != label}
-                    walk(named, label, True)
-                else:
-                    walk(item, label, True)
-        else:
-            lines.append(Line(path or "value", _shown(node), node))
-
-    walk(result, "")
-    return lines
-
-
-def result_lines(result: Any) -> list[str]:
-    """``name: value unit`` lines for a skill result (see the module's docstring)."""
-    lines = [line.text for line in result_line_parts(result)]
-    if len(lines) > MAX_LINES:
-        lines = [*lines[:MAX_LINES], f"... and {len(lines) - MAX_LINES} lines more"]
-    return [line[:MAX_LINE_CHARS] + ("..." if len(line) > MAX_LINE_CHARS else "") for line in lines]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,7 +99,7 @@ def copyable(
         # Ending in a letter or a digit: "1." copied before a "5" would read 1.5.
         text = text.strip().rstrip(".,;:!?-+ ")
         clean = text.isprintable() and '"' not in text and not _UNSAFE.intersection(text)
-        if _DIGIT.search(text) and len(text) <= MAX_VALUE_CHARS and clean:
+        if DIGIT.search(text) and len(text) <= MAX_VALUE_CHARS and clean:
             # A sign is copied with a space before it: after a letter or a stop, a reader would
             # not read "-3.5" as negative, and the number read would be one the evidence lacks.
             shown = f" {text}" if text[0] in "-+" else text
@@ -223,7 +107,7 @@ def copyable(
             if from_result and stating:
                 stated.setdefault(shown, None)
             for name in names:
-                for word in _WORD.findall(name):
+                for word in WORD.findall(name):
                     own.setdefault(word.lower(), None)
 
     def walk(node: Any, names: tuple[str, ...], in_item: bool = False) -> None:
@@ -246,10 +130,10 @@ def copyable(
             for item in node:
                 if isinstance(item, dict):
                     # An item's label (a reading's quantity) names it, and is no answer.
-                    labels.add(_label(item, "", 0))
+                    labels.add(item_label(item, "", 0))
                 walk(item, names, True)
         elif is_number(node):
-            add_value(_shown(node), names[-1:])
+            add_value(scalar_text(node), names[-1:])
         elif isinstance(node, str):
             add_value(node, names[-1:])
             add_word(node)
@@ -267,7 +151,7 @@ def copyable(
     kept = list(values.items())[:MAX_VALUES]
     copied = {v for v, _ in kept}
     # A value the question holds too may still be stated: "is the load 0.42?" is answered by it.
-    required = [v for v in stated if v in copied or not _DIGIT.search(v)][:MAX_VALUES]
+    required = [v for v in stated if v in copied or not DIGIT.search(v)][:MAX_VALUES]
     return Copyable(
         tuple(v for v, _ in kept),
         tuple(tuple(list(w)[:MAX_WORDS]) for _, w in kept),
@@ -394,6 +278,4 @@ __all__ = [
     "answer_schema",
     "copyable",
     "numbers_in",
-    "reading_text",
-    "result_lines",
 ]

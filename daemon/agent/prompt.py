@@ -22,9 +22,9 @@ from edge_agent.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.evidence import result_lines
 from edge_agent.agent.jsonvalues import compact_json
 from edge_agent.agent.registry import SkillSpec
+from edge_agent.agent.resultlines import result_lines
 from edge_agent.agent.workflow import Soul, Workflow
 
 

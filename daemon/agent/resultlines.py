@@ -1,0 +1,169 @@
+"""Results a small model can read (docs/design.md, "Small models"): each skill result as short
+``name: value unit`` lines.
+
+A result is shown as lines instead of nested JSON (``temperature: 22.7 °C``,
+``memory available_mib: 2367.0``); a reading, any object with a numeric ``value`` and a string
+``unit``, is one line with its unit; a list says how many items it holds, and their names when
+each has one. The event keeps the whole result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any
+
+MAX_LINES = 48
+"""A result with more lines than this is cut (the event keeps it whole)."""
+MAX_LINE_CHARS = 160
+
+DIGIT = re.compile(r"[0-9]")
+WORD = re.compile(r"[A-Za-z]{2,24}")
+
+
+def scalar_text(value: Any) -> str:
+    """A scalar as a result line shows it (JSON's spelling for numbers, strings bare)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def reading_text(node: dict[str, Any]) -> str | None:
+    """``22.7 °C`` for an object with a numeric ``value`` and a string ``unit``; else None."""
+    value, unit = node.get("value"), node.get("unit")
+    if is_number(value) and isinstance(unit, str) and unit.strip():
+        return f"{scalar_text(value)} {unit.strip()}"
+    return None
+
+
+def item_label(item: Any, path: str, index: int) -> str:
+    """A list item's name in its lines: its first short string field (a reading's quantity, a
+    sensor's name), else its place in the list."""
+    if isinstance(item, dict):
+        for value in item.values():
+            if isinstance(value, str) and 0 < len(value) <= 40 and not DIGIT.fullmatch(value):
+                return f"{path} {value}".strip()
+    return f"{path}[{index}]"
+
+
+def alternative_forms(reading: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The other forms a reading carries of itself (``"also": {"value": 118.96, "unit": "°F",
+    "unit_name": "Fahrenheit"}``): readings nested in a reading."""
+    return {
+        str(key): form
+        for key, form in reading.items()
+        if isinstance(form, dict) and reading_text(form) is not None
+    }
+
+
+def names_unit(form: dict[str, Any], question: str) -> bool:
+    """Whether ``question`` asks for a reading's form by its unit (``°F``) or its unit's name
+    (``Fahrenheit``), as the result writes them."""
+    folded = question.casefold()
+    unit = str(form.get("unit", "")).strip().casefold()
+    name = form.get("unit_name")
+    words = WORD.findall(name) if isinstance(name, str) else []
+    return (bool(unit) and unit in folded) or any(w.casefold() in folded for w in words)
+
+
+def counted(items: list[Any], in_item: bool) -> bool:
+    """Whether a list's length is shown and may be copied: a list of two or more, at the top or
+    in an object, not inside another list's items (a sensor's one quantity is no count anyone
+    asks for, and a small model copied such a "1" as the answer to anything)."""
+    return len(items) >= 2 and not in_item
+
+
+def count_text(items: list[Any]) -> str:
+    """``3 in all``, and their names when each item is an object with one, not a reading
+    (``3 in all: cpu, bme280, w1``): "which sensors are there?" is answered by the names, and
+    a name shown only inside other lines' names is one a small model does not copy."""
+    names = [item_label(item, "", index) for index, item in enumerate(items)]
+    if any(name.startswith("[") for name in names) or any(reading_text(i) for i in items):
+        return f"{len(items)} in all"  # unnamed, or readings: each one's line names it
+    return f"{len(items)} in all: {', '.join(names)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """One ``name: value unit`` line of a result, with the part of the result it shows."""
+
+    name: str
+    """What comes before the colon (``memory available_mib``, ``readings humidity``)."""
+    shown: str
+    """What comes after it (``2367.0``, ``41.5 %RH``, ``3 in all``)."""
+    node: Any
+    """The part of the result the line shows: a scalar, a reading, or a whole list."""
+    alternative: bool = False
+    """The line shows another form of a reading (see :func:`alternative_forms`)."""
+
+    @property
+    def text(self) -> str:
+        return f"{self.name}: {self.shown}"
+
+
+def result_line_parts(result: Any) -> list[Line]:
+    """The lines of a skill result (see the module's docstring), each with its part."""
+    lines: list[Line] = []
+
+    def walk(node: Any, path: str, in_item: bool = False) -> None:
+        if isinstance(node, dict):
+            reading = reading_text(node)
+            if reading is not None:
+                forms = alternative_forms(node)
+                kept = {"value": node["value"], "unit": node["unit"], **forms}
+                lines.append(Line(path or "value", reading, kept))
+                for key, form in forms.items():
+                    name = f"{path} {key}".strip()
+                    lines.append(Line(name, str(reading_text(form)), form, alternative=True))
+                rest = {k: v for k, v in node.items() if k not in ("value", "unit", *forms)}
+                for key, item in rest.items():
+                    if not isinstance(item, str) or f"{path}".endswith(item):
+                        walk(item, f"{path} {key}".strip(), in_item)
+                return
+            for key, item in node.items():
+                walk(item, f"{path} {key}".strip(), in_item)
+        elif isinstance(node, list):
+            if counted(node, in_item):
+                lines.append(Line(path or "items", count_text(node), node))
+            for index, item in enumerate(node):
+                label = item_label(item, path, index)
+                if isinstance(item, dict):
+                    named = {k: v for k, v in item.items() if f"{path} {v}".strip() != label}
+                    walk(named, label, True)
+                else:
+                    walk(item, label, True)
+        else:
+            lines.append(Line(path or "value", scalar_text(node), node))
+
+    walk(result, "")
+    return lines
+
+
+def result_lines(result: Any) -> list[str]:
+    """``name: value unit`` lines for a skill result (see the module's docstring)."""
+    lines = [line.text for line in result_line_parts(result)]
+    if len(lines) > MAX_LINES:
+        lines = [*lines[:MAX_LINES], f"... and {len(lines) - MAX_LINES} lines more"]
+    return [line[:MAX_LINE_CHARS] + ("..." if len(line) > MAX_LINE_CHARS else "") for line in lines]
+
+
+__all__ = [
+    "DIGIT",
+    "WORD",
+    "Line",
+    "alternative_forms",
+    "count_text",
+    "counted",
+    "is_number",
+    "item_label",
+    "names_unit",
+    "reading_text",
+    "result_line_parts",
+    "result_lines",
+    "scalar_text",
+]
