@@ -99,6 +99,7 @@ class BrokerConnection:
         client.max_queued_messages_set(s.buffer_messages)
         client.reconnect_delay_set(1, s.reconnect_max_s)
         client.on_connect = self._connected
+        client.on_subscribe = self._subscribed
         client.on_connect_fail = self._connect_failed
         client.on_disconnect = self._disconnected
         client.on_message = self._message
@@ -128,13 +129,26 @@ class BrokerConnection:
         if reason.is_failure:
             self.state.set_link("refused", f"the broker refused the connection: {reason}")
             return
-        self.state.set_link("connected")
+        # The link reads "connected" once the broker has acknowledged the subscriptions: an ask
+        # published before then would reach no subscriber, and be lost.
         self.state.count("connects")
         try:
             self._on_connected()
         except Exception:  # noqa: BLE001 - logged and counted; paho must not see it
             self.state.count("internal_errors")
             log.exception("mqtt: setting up after the connect failed")
+
+    def _subscribed(
+        self,
+        client: mqtt.Client,
+        userdata: Any,
+        mid: int,
+        reasons: list[ReasonCode],
+        properties: Properties | None,
+    ) -> None:
+        refused = [str(r) for r in reasons if r.is_failure]
+        problem = f"the broker refused a subscription: {', '.join(refused)}" if refused else None
+        self.state.set_link("connected", problem)
 
     def _connect_failed(self, client: mqtt.Client, userdata: Any) -> None:
         # paho calls this from inside its `except OSError`: the error says why (refused, timed
