@@ -459,3 +459,62 @@ def test_a_connection_read_before_the_watcher_hands_its_accept_on_keeps_its_repl
         connections.close(router)
         router.close(linger=0)
         context.term()
+
+
+def test_a_run_on_a_reused_fd_number_is_the_new_connections_however_late_the_watcher(
+    tmp_path: Path,
+) -> None:
+    # On a loaded box the watcher's thread can lag past a client that leaves and the next one,
+    # accepted on the fd number the first left: the run read from it was taken for the departed
+    # connection's, and its reply dropped as to a gone one (test_soak's warm-up got no reply).
+    # The loop reads what the monitor holds itself, so no lag of the thread can do that.
+    from edge_agent.service.connections import Connections
+
+    context: zmq.Context[Any] = zmq.Context()
+    router = context.socket(zmq.ROUTER)
+    connections = Connections(context, router)  # the watcher's thread is never started here
+    endpoint = f"ipc://{tmp_path}/agent.sock"
+    router.bind(endpoint)
+
+    def one_message(client: zmq.Socket[bytes]) -> int:
+        client.send(b"ask")
+        assert router.poll(30_000), "the router got no message"
+        parts = [router.recv(copy=False)]
+        while parts[-1].more:
+            parts.append(router.recv(copy=False))
+        fd = int(parts[-1].get(zmq.SRCFD))
+        connections.seen(fd)
+        return fd
+
+    first_client = context.socket(zmq.DEALER)
+    second_client = context.socket(zmq.DEALER)
+    fillers: list[int] = []
+    try:
+        first_client.connect(endpoint)
+        fd = one_message(first_client)
+        first = connections.connection(fd)
+        assert connections.alive(first)
+        first_client.close(linger=0)
+        # libzmq closes the departed connection's fd; nothing takes its events meanwhile.
+        wait_for(lambda: not os.path.exists(f"/proc/self/fd/{fd}"), 30)
+        # Its number is made the next accept's: the second lowest free one, as the client's own
+        # socket (in this process too) is made first, and takes the lowest.
+        while (filler := os.open(os.devnull, os.O_RDONLY)) < fd:
+            fillers.append(filler)
+        os.close(filler)
+        assert filler == fd and fillers, "the departed client's fd is not free below it"
+        os.close(fillers.pop())
+        second_client.connect(endpoint)
+        assert one_message(second_client) == fd
+        second = connections.connection(fd)
+        assert second != first
+        assert connections.alive(second) and not connections.alive(first)
+        assert connections.counts["connections_accepted"] == 2
+    finally:
+        for filler in fillers:
+            os.close(filler)
+        first_client.close(linger=0)
+        second_client.close(linger=0)
+        connections.close(router)
+        router.close(linger=0)
+        context.term()

@@ -15,7 +15,9 @@ monitor, and keeps three bounds, all from the fds the limit leaves free at start
   the fds never run out, and let in again under it. The pause is the connection watcher's
   (.connwatch): a thread that reads the monitor as events come, since a burst can fill the fds
   left past the ceiling faster than one pass of the serving loop. It hands every accept and
-  disconnect on to this module's books, kept by the loop's thread.
+  disconnect on to this module's books, kept by the loop's thread, which also reads the events
+  still waiting whenever it takes them: after a message, its books hold the connection the
+  message came in on, however far the watcher's thread lags.
 
 docs/protocol.md, "Limits and hostile input", says what a client sees.
 """
@@ -58,9 +60,6 @@ def readable(sock: zmq.Socket[bytes]) -> bool:
 IDLE_S = 5.0
 """Over the cap, a connection quiet this long with nothing pending may be closed; a client sends
 as soon as it connects, and a reply leaves long before this."""
-HAND_ON_S = 0.05
-"""How long a run's connection waits for the watcher to hand its accept on, before the loop
-counts the connection open itself."""
 SWEEP_S = 0.5
 """How often connections over the cap are looked at."""
 
@@ -140,10 +139,10 @@ class Connections:
 
     def seen(self, fd: int) -> None:
         """A message came in on ``fd``: it is the most recently active connection."""
-        if fd not in self._open:
-            # A client sends as soon as it connects: its message can be read before the
-            # monitor's accept. Missed, it would look silent, and be closed as such.
-            self.update()
+        # libzmq reported the connection's accept before the message could be read, and the
+        # disconnect of any connection the fd held before: taken now, the books hold the
+        # connection the message came in on, not a departed one on the same fd number.
+        self.update()
         if fd in self._open:
             self.touch(fd)
             self._spoken.add(fd)
@@ -160,17 +159,15 @@ class Connections:
 
     def connection(self, fd: int) -> tuple[int, int]:
         """``(fd, number)`` of the connection open on ``fd``, to ask :meth:`alive` later."""
+        # The accept was reported before the connection's first message could be read, and
+        # update() reads the monitor itself, not waiting for the watcher's thread: the fd's
+        # number is the connection's now, never a departed one's whose run would be answered
+        # into the void (test_soak's warm-up, on a loaded box, got no reply that way).
         self.update()
-        # libzmq reports the accept before the connection's first message can be read, but the
-        # watcher's thread may not have handed it on yet: a run's reply would be dropped.
-        until = time.monotonic() + HAND_ON_S
-        while fd >= 0 and fd not in self._serials and time.monotonic() < until:
-            time.sleep(0.0005)  # lets the watcher's thread run
-            self.update()
         if fd >= 0 and fd not in self._serials:
-            # A message was just read from it, so it is open: on a loaded box the watcher's
-            # thread can lag by more than HAND_ON_S, and a reply must not be dropped for that.
-            log.debug("connection on fd %d counted before the watcher handed its accept on", fd)
+            # Not reported (never seen to happen): a message was just read from it, so it is
+            # open, and its reply must not be dropped as to a gone connection.
+            log.debug("connection on fd %d counted before its accept was reported", fd)
             self._opened(fd)
             self._early.add(fd)
         return (fd, self._serials.get(fd, -1))

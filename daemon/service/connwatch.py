@@ -3,13 +3,14 @@
 The serving loop counts connections from the ROUTER's ZeroMQ monitor, but only once per pass,
 and a pass can take longer than a burst of clients needs to fill the fds left past the pause
 point: then libzmq's accept() fails with EMFILE, and on tcp it retries at once (a core spent),
-on ipc it aborts the process. So this thread owns the monitor socket instead. It counts every
-accept and disconnect as it comes, pauses the :class:`~.listeners.ListenerGate` when the count
-reaches the ceiling (an OS-level change: no ZeroMQ socket but its own is touched), lets
-connections in again once fds are free, and, if accept() fails all the same, empties the
-kernel's accept queue (:meth:`~.listeners.ListenerGate.refuse_backlog`) so libzmq stops
-retrying. Every accept and disconnect is handed on unchanged to the serving loop, which keeps
-its own books (.connections).
+on ipc it aborts the process. So this thread reads the monitor as events come. It counts every
+accept and disconnect, pauses the :class:`~.listeners.ListenerGate` when the count reaches the
+ceiling (an OS-level change: no ZeroMQ socket but the monitor is touched), lets connections in
+again once fds are free, and, if accept() fails all the same, empties the kernel's accept queue
+(:meth:`~.listeners.ListenerGate.refuse_backlog`) so libzmq stops retrying. Every accept and
+disconnect is handed on unchanged to the serving loop, which keeps its own books
+(.connections). The loop never waits for this thread: when it takes the events it reads what
+is still in the monitor itself, the two in turn under one lock (:meth:`ConnectionWatch.take`).
 
 docs/protocol.md, "Limits and hostile input", says what a client sees.
 """
@@ -146,7 +147,8 @@ class ConnectionWatch:
         self.events: collections.deque[tuple[int, int]] = collections.deque()
         """``(event, fd)`` of every accept and disconnect, oldest first, for the loop."""
         self._lock = threading.Lock()
-        """Held from reading an event until it is in :attr:`events` (:meth:`take`)."""
+        """Held while the monitor is read and its events handed on, by this thread or the
+        serving loop's (:meth:`take`)."""
         self._open: set[int] = set()
         self._failed_at = -RESUME_S
         router.monitor(MONITOR_ENDPOINT, _EVENTS)
@@ -156,6 +158,10 @@ class ConnectionWatch:
         self._monitor.setsockopt(zmq.RCVHWM, 0)
         self._monitor.setsockopt(zmq.LINGER, 0)
         self._monitor.connect(MONITOR_ENDPOINT)
+        self._monitor_fd = int(self._monitor.get(zmq.FD))
+        """Readable when the monitor may have events: this thread polls it, not the socket, which
+        the serving loop's thread also reads (with the lock held), and a ZeroMQ socket is never
+        to be used by two threads at once."""
         self.wakeup, self._wake = socket.socketpair()
         self._stop, self._stopper = socket.socketpair()
         for end in (self.wakeup, self._wake, self._stop):
@@ -169,13 +175,19 @@ class ConnectionWatch:
             self._thread.start()
 
     def take(self) -> list[tuple[int, int]]:
-        """Every event handed on so far, oldest first.
+        """Every accept and disconnect libzmq has reported so far, oldest first: those this
+        thread has handed on, and those still in the monitor, read here by the caller.
 
-        The lock makes sure that an event this thread has read from the monitor is in the list:
-        a disconnect libzmq reported before the loop asked is seen (.connections' ``alive``).
+        libzmq reports a connection's accept before its first message can be read, and the
+        disconnect of the connection an fd held before that fd can be taken again. So, read
+        after a message, the events name the connection it came in on however far this thread
+        lags (on a loaded box it can lag past the next connection on the same fd number, whose
+        run was then taken for the departed one's and its reply dropped), and a disconnect
+        reported before the loop asked is seen (.connections' ``alive``).
         """
         with self._lock:
-            pass
+            if not self._monitor.closed:
+                self._read(wake=False)
         events, taken = self.events, []
         while events:  # this thread alone takes from it
             taken.append(events.popleft())
@@ -190,23 +202,29 @@ class ConnectionWatch:
 
     def _run(self) -> None:
         poller = zmq.Poller()
-        poller.register(self._monitor, POLLIN)
+        # Edge-triggered: each wake-up reads the monitor until it is empty (``_read``).
+        poller.register(self._monitor_fd, POLLIN)
         stop = self._stop.fileno()
         poller.register(stop, POLLIN)
         while True:
-            timeout = round(RESUME_S * 1000) if self.gate.paused else None
-            ready = dict(poller.poll(timeout))
-            if stop in ready:  # a native socket is answered by its fd
-                return
+            # First, then after each wake-up: what came before this thread polled is read too.
+            failed = False
             try:
-                self._read()
-                if self.gate.paused:
-                    self._maybe_resume()
+                with self._lock:
+                    self._read()
+                    if self.gate.paused:
+                        self._maybe_resume()
             except Exception:  # a bug here must not end the watching: log it and go on
                 log.exception("the connection watcher failed")
-                time.sleep(0.1)
+                failed = True  # events may be left, and the monitor's fd wakes for new ones only
+            timeout = round(RESUME_S * 1000) if self.gate.paused else None
+            ready = dict(poller.poll(100 if failed else timeout))
+            if stop in ready:  # a native socket is answered by its fd
+                return
 
-    def _read(self) -> None:
+    def _read(self, *, wake: bool = True) -> None:
+        """Hand on every event waiting in the monitor (with the lock held); ``wake``: tell the
+        serving loop (not when it is the one reading)."""
         handed_on = False
         failed = 0
         ceiling = self.budget.ceiling
@@ -228,31 +246,31 @@ class ConnectionWatch:
                 self.counts["connections_past_pause"] = max(
                     self.counts["connections_past_pause"], past
                 )
-        if handed_on:
+        if handed_on and wake:
             with contextlib.suppress(BlockingIOError, InterruptedError):
                 self._wake.send(b"\0")  # a full pipe holds a wake-up already
         if failed:
             self.counts["accept_failures"] += failed
 
     def _next(self) -> int | None:
-        """Read one monitor event, and hand an accept or disconnect on; None when none waits."""
-        with self._lock:
-            events = self._monitor.getsockopt(EVENTS)
-            if not (isinstance(events, int) and events & POLLIN):
-                return None
-            try:
-                frames = self._monitor.recv_multipart(NOBLOCK)
-            except zmq.Again:
-                return None
-            event, fd = monitor_event(frames)
-            if event == zmq.EVENT_ACCEPTED:
-                self._open.add(fd)
-            elif event == zmq.EVENT_DISCONNECTED:
-                self._open.discard(fd)
-            else:
-                return event
-            self.events.append((event, fd))
+        """Read one monitor event, and hand an accept or disconnect on; None when none waits.
+        The caller holds the lock."""
+        events = self._monitor.getsockopt(EVENTS)
+        if not (isinstance(events, int) and events & POLLIN):
+            return None
+        try:
+            frames = self._monitor.recv_multipart(NOBLOCK)
+        except zmq.Again:
+            return None
+        event, fd = monitor_event(frames)
+        if event == zmq.EVENT_ACCEPTED:
+            self._open.add(fd)
+        elif event == zmq.EVENT_DISCONNECTED:
+            self._open.discard(fd)
+        else:
             return event
+        self.events.append((event, fd))
+        return event
 
     def _pause(self) -> None:
         if not self.gate.paused:
