@@ -186,8 +186,11 @@ class ConnectionWatch:
         reported before the loop asked is seen (.connections' ``alive``).
         """
         with self._lock:
-            if not self._monitor.closed:
-                self._read(wake=False)
+            try:
+                if not self._monitor.closed:
+                    self._read(wake=False)
+            except Exception:  # as in this thread: a bug here must not end the serving loop
+                log.exception("reading the connection monitor failed")
         events, taken = self.events, []
         while events:  # this thread alone takes from it
             taken.append(events.popleft())
