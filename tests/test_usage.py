@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from edge_agent import Agent, AgentState, Registry, load_model
+from edge_agent import Agent, AgentState, Completion, Registry, load_model
+from edge_agent.agent.asked import asked_lines
 from edge_agent.agent.events import CallSkillAction, FinalAnswerAction, Usage
 from edge_agent.agent.guidance import Guidance
 from edge_agent.agent.protocol import TokenCounts, step_usage
@@ -84,6 +85,22 @@ def test_guided_steps_report_every_token_count(
         (answer.usage.sampled_tokens or 0) + (answer.usage.forced_tokens or 0)
     )
     assert (answer.usage.evaluated_tokens or 0) > 0
+
+
+def test_choosing_the_asked_line_leaves_the_conversation_in_the_cache(model: LlamaModel) -> None:
+    # The line names are scored beside the conversation: scored in its place, the answer that
+    # follows ran the whole conversation again (2.5 s a question on the 270M).
+    prompt = (
+        "<start_of_turn>user\nWhat is the humidity in the living room right now?<end_of_turn>\n"
+        "<start_of_turn>model\n"
+    )
+    model.generate(prompt, max_tokens=1)
+    result = {"humidity_percent": 41.0, "pressure_hpa": 1013.2}
+    asked = asked_lines(model, "What is the humidity?", [("humidity", result)])
+    assert asked is not None and asked  # both directions scored, a line chosen
+    again = model.generate(prompt, max_tokens=1)
+    assert isinstance(again, Completion) and again.usage is not None
+    assert again.usage.evaluated_tokens is not None and again.usage.evaluated_tokens <= 2
 
 
 def test_counts_are_per_thread_and_taken_once(model: LlamaModel) -> None:
