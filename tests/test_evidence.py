@@ -71,6 +71,12 @@ def test_a_bare_number_takes_only_punctuation_or_a_word_of_the_evidence() -> Non
     assert admits(uptime, "37.6 percent is used, up 458000 seconds.")
     assert not admits(uptime, "The memory is 37.6 seconds.")
     assert not admits(uptime, "Used for 37.6 percentages.")
+    # A colon after a bare number takes a space: "10:10:10", built from the question's "10",
+    # would read as a time no result holds.
+    days = copyable([{"weekday": "Monday"}], "What weekday will it be in 10 days?")
+    assert admits(days, "In 10 days it will be Monday.")
+    assert admits(days, "In 10: Monday.")
+    assert not admits(days, "In 10 days, 10:10:10, Monday.")
 
 
 def test_with_nothing_to_copy_no_digit_can_be_written() -> None:

@@ -55,9 +55,10 @@ PLAIN_CHARS = "a-zA-Z ,;:'()/&"
 (a ``-`` before a copied 4 would make it -4), nothing that would need a JSON escape, and no
 sentence's end: the answer is one sentence, ending in ``.``, ``!`` or ``?`` or in nothing (a
 small model that may go on repeats its answer until the token cap)."""
-AFTER_NUMBER = (", ", ";", ":", ")")
-"""What may follow a copied number that has no unit, besides a word of the evidence (a comma or
-a stop only with a space: "1,000" or "1.5" would make one number of two)."""
+AFTER_NUMBER = (", ", ";", ": ", ")")
+"""What may follow a copied number that has no unit, besides a word of the evidence (a comma, a
+colon or a stop only with a space: "1,000", "10:10" or "1.5" would make one value of two, and
+the 270M built the time "10:10:10" from the question's "10 days")."""
 
 
 @dataclasses.dataclass(frozen=True)
