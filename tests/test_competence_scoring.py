@@ -28,3 +28,14 @@ def test_how_many_items_a_list_holds_is_in_the_result() -> None:
     # A list of one is no count the result shows.
     one = gather([{"sensors": [{"name": "cpu"}]}], "Which sensors are there?")
     assert misleading("There is 1 sensor.", one, Expected())
+
+
+def test_a_time_is_one_value_not_the_numbers_it_is_written_with() -> None:
+    now = {"date": "2026-12-04", "time": "17:32:04", "weekday": "Friday"}
+    evidence = gather([now], "What weekday will it be in 10 days?")
+    assert misleading("It is 17:32:04 on Friday.", evidence, Expected()) == []
+    # Each 10 is in the question, but no result or question holds the time 10:10:10.
+    assert misleading("In 10 days it will be Monday, 10:10:10.", evidence, Expected()) == [
+        "time '10:10:10'",
+        "a weekday nothing gave",
+    ]

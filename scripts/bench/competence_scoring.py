@@ -68,6 +68,8 @@ _CANNOT = re.compile(
     r"(?:sensor|skill|information|data|reading)",
 )
 _ORDINAL = re.compile(r"\d+[a-z]{1,3}")  # 24th, 5d, 10min: not names
+_TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")
+"""A time of day: one value, not the numbers it is written with ("10:10:10" from "10 days")."""
 _NAME = re.compile(r"\b(?=[a-z0-9_-]*[a-z])(?=[a-z0-9_-]*\d)[a-z0-9][a-z0-9_-]{2,}\b")
 
 
@@ -224,6 +226,10 @@ def misleading(answer: str, evidence: Evidence, expected: Expected) -> list[str]
         known = (m, d) in known_md if y is None else (y, m, d) in known_dates
         if expected.any_value_misleads or not known:
             found.append(f"date {low[start:end]!r}")
+    for match in _TIME.finditer(low):
+        spans.append(match.span())
+        if expected.any_value_misleads or match.group() not in evidence.text:
+            found.append(f"time {match.group()!r}")
     for value, decimals, start, end in numbers(low):
         if any(s <= start < e for s, e in spans):
             continue
