@@ -6,7 +6,6 @@ signal handler) may ask it to stop.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Final, Literal
 
@@ -31,7 +30,10 @@ class Lifecycle:
         self.phase: Phase = "loading"
         self.started = time.monotonic()
         self.exit_code = 0
-        self.stop_requested = threading.Event()
+        self.stop_requested = False
+        """A plain flag, not a ``threading.Event``: a signal handler may run inside another
+        (a second SIGTERM while the first is handled), and ``Event.set`` holds a lock that the
+        inner one would wait on for ever. Setting an attribute is atomic under the GIL."""
         self.stopping_since: float | None = None
         """When shutdown began; None until then."""
         self.interrupted_at: float | None = None
@@ -44,7 +46,7 @@ class Lifecycle:
 
     def request_stop(self) -> None:
         """Safe from any thread and from a signal handler: the loop begins stopping next turn."""
-        self.stop_requested.set()
+        self.stop_requested = True
 
     def begin_stopping(self, now: float) -> None:
         self.move("stopping")

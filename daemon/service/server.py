@@ -212,7 +212,7 @@ class Server:
                 ):
                     notifier.extend_timeout(EXTEND_STEP_S)
                     next_extend = now + EXTEND_STEP_S / 3
-                if lifecycle.stop_requested.is_set() and not lifecycle.stopping:
+                if lifecycle.stop_requested and not lifecycle.stopping:
                     self.shutdown.begin(now)
                 self._expire_queued(now)
                 self._dispatch()
