@@ -423,6 +423,28 @@ def test_a_one_sentence_answer_cut_at_the_token_cap_ends_after_a_clause_that_sta
     assert state.stream.root[-1].usage.stop == "cut"
 
 
+def test_an_answer_whose_string_closed_as_the_token_cap_cut_the_reply_is_taken_whole() -> None:
+    # The 270M wrote a whole answer, closing quote included, and the cap cut the reply before
+    # the closing brace the grammar would have forced: it was answered again, and looped.
+    closed = '{"final_answer": "The CPU is warm, at 48.3 °C."'
+    model = Rambling([closed], scores={("CPU", " How damp?"): 0.0})
+    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
+    assert state.final_answer == "The CPU is warm, at 48.3 °C."
+    assert state.stream.root[-1].usage.stop == "cut"
+    assert len(model.calls) == 1  # the skill is chosen by scores; the answer is not asked again
+
+
+def test_an_answer_whose_closed_string_the_pattern_refuses_is_not_taken_whole() -> None:
+    # No value stated: a closed string is whole only when the copy-only pattern admits it.
+    model = Rambling(
+        ['{"final_answer": "The CPU is warm."', '{"final_answer": "It is 48.3 °C."}'],
+        scores={("CPU", " How damp?"): 0.0},
+    )
+    state = Agent(model, house(), guidance=Guidance()).run("How damp?", max_iterations=4)
+    assert [e.type for e in state.stream.root][2] == "ValidationErrorObservation"
+    assert state.final_answer == "It is 48.3 °C."
+
+
 def test_an_answer_that_cannot_be_cut_is_answered_again() -> None:
     model = Rambling(
         ['{"final_answer": "41 41 41 41', '{"final_answer": "It is damp."}'],
@@ -458,6 +480,11 @@ def test_an_answer_written_again_starts_from_the_question_and_is_brief() -> None
     assert not re.fullmatch(again, loop)
     assert re.fullmatch(again, "It is 48.3 °C, 48.3 °C.")  # one more after the stated value
     assert re.fullmatch(again, "The CPU is 48.3 °C.")
+    # A few words before the value, each with one mark at most: a ramble of words or of marks
+    # ("It is today, ight, ight, ight, ...", ", , , , ,") reaches the value within the cap.
+    assert re.fullmatch(again, "It is warm here, and the CPU is 48.3 °C.") is None
+    assert re.fullmatch(again, "It is, , , , 48.3 °C.") is None
+    assert re.fullmatch(again, "It is now, 48.3 °C.")
 
 
 def test_a_skill_whose_arguments_vary_is_called_once_per_run() -> None:

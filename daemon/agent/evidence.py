@@ -45,7 +45,11 @@ MAX_WORDS = 8
 MAX_WORDS_BEFORE = 12
 """The most words an answer may write before it states a value of the results."""
 BRIEF_COPIES_BEFORE = 2
-"""In a brief answer, the most values copied before the one stated ("1 January 2000, ...")."""
+"""In a brief answer, the most values copied before the one stated ("On 1 January 2000, ...":
+the question's "1 January" and "2000")."""
+BRIEF_WORDS = 5
+"""In a brief answer, the most words before the stated value, and again after a value copied
+before it: within the token cap, the value is then stated however the model rambles."""
 
 _QUESTION_NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?(?![\w])")
 """A number the question writes on its own: not the 280 of a name such as BME280."""
@@ -183,9 +187,10 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     to state, it matches only answers that state one, or that begin ``I cannot tell``.
 
     ``brief``: for an answer written again after one cut off at the token cap (a small model
-    that repeats a value, "1 January 2000-01-01, 1 January 2000-01-01, ..."): at most
-    BRIEF_COPIES_BEFORE values are copied before the one stated, and one after it. Greedy
-    decoding would otherwise write the same loop again."""
+    that repeats a value, "1 January 2000-01-01, 1 January 2000-01-01, ...", or words, "It is
+    today, 18:22:49, 2026-12-04, ight, ight, ight, ..."): at most BRIEF_COPIES_BEFORE values
+    are copied before the one stated, and one after it, with at most BRIEF_WORDS words before
+    each. Greedy decoding would otherwise write the same loop again."""
     plain = f"[{PLAIN_CHARS}]"
     punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
     # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
@@ -230,7 +235,10 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     if not going:
         before = run
     elif brief:
-        before = f"{run}({step}[ ,;:]*{run}){{0,{BRIEF_COPIES_BEFORE}}}"
+        # A word and one mark with a space at most: ", , , , ..." is no word either.
+        brief_word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[,;:]? "
+        short = f"({brief_word}){{0,{BRIEF_WORDS}}}"
+        before = f"{short}({step}[ ,;:]*{short}){{0,{BRIEF_COPIES_BEFORE}}}"
     else:
         before = f"({word}|{step}){{0,{MAX_WORDS_BEFORE}}}"
     stated_going = _either(going.get(v, _literal(v)) for v in evidence.stated)

@@ -344,7 +344,13 @@ class Guidance:
 def _last_whole(body: str, pattern: str | None) -> str | None:
     """The longest start of an answer cut off mid-way that ends a sentence (``. ``), else the
     longest that ends a clause (``, ``) and that ``pattern`` admits; None when there is none.
-    A copy-only answer is one sentence, so its cut is a clause, which must still state a value."""
+    A copy-only answer is one sentence, so its cut is a clause, which must still state a value.
+    An answer whose string the model closed just as the cap cut the reply is whole."""
+    if body.endswith('"') and not body.endswith('\\"'):
+        whole = body[:-1]
+        plain = '"' not in whole.replace('\\"', "")
+        if whole and plain and (pattern is None or re.fullmatch(pattern, whole)):
+            return whole
     ends = [i + 1 for i in range(len(body) - 1) if body[i] in ".!?" and body[i + 1] == " "]
     clauses = [i for i in range(len(body) - 1) if body[i] in ",;" and body[i + 1] == " "]
     cuts = [(end, False) for end in reversed(ends)] + [(end, True) for end in reversed(clauses)]
