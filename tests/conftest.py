@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +38,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # The run journal (docs/protocol.md) goes to $XDG_STATE_HOME: never the developer's own.
     os.environ.pop("STATE_DIRECTORY", None)
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="edge-agent-test-state-")
+    # A shell that starts a command in the background (`make test &`, `nohup ... &`) leaves
+    # SIGINT ignored in it, and an ignored signal stays ignored in every process it starts: the
+    # tests' Ctrl-C to `edge-agent ask` or `watch` would then wait for ever. A handled one is
+    # the default again in each child.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
