@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.agent.asked import asked_lines, candidate_lines
+from edge_agent.agent.asked import asked_lines, candidate_lines, head_noun
 from edge_agent.agent.evidence import answer_numbers, answer_pattern, copyable, numbers_in
 from edge_agent.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agent.agent.loop import Agent
@@ -36,7 +36,7 @@ def admits(pattern: str, answer: str) -> bool:
 
 
 def test_the_line_the_question_is_likeliest_after_is_the_one_to_state() -> None:
-    question = "What time is it?"
+    question = "How late is it?"
     model = MockModel([], scores={("Result of now: time\n", f" {question}"): -1.0})
     asked = asked_lines(model, question, [("now", NOW)])
     assert asked is not None and [line.text for line in asked] == ["time: 12:35:06"]
@@ -53,7 +53,7 @@ def test_the_line_the_question_is_likeliest_after_is_the_one_to_state() -> None:
 
 
 def test_lines_within_the_margin_of_the_best_may_each_be_stated() -> None:
-    question = "What is the date?"
+    question = "Which day is it?"
     scores = {("now: date\n", f" {question}"): -1.0, ("now: weekday\n", f" {question}"): -2.0}
     asked = asked_lines(MockModel([], scores=scores), question, [("now", NOW)])
     assert asked is not None
@@ -64,7 +64,7 @@ def test_a_name_likelier_as_the_answering_part_outweighs_shared_words() -> None:
     # The question shares "today" with days_from_today, and is a little likelier after it;
     # read the other way, "date" is much likelier the part that answers this question than
     # the part that answers a question with no content, and the two directions add up.
-    question = "What date is next Friday?"
+    question = "When is next Friday, as a date?"
     result = {"date": "2026-12-11", "weekday": "Friday", "days_from_today": 7}
     scores = {
         ("resolve_date: date\n", f" {question}"): -6.0,
@@ -97,7 +97,44 @@ def test_a_model_that_cannot_score_narrows_nothing() -> None:
 
             raise ScoringUnsupported("no scores here")
 
-    assert asked_lines(NoScores([]), "What time is it?", [("now", NOW)]) is None
+    assert asked_lines(NoScores([]), "How late is it?", [("now", NOW)]) is None
+
+
+def test_the_noun_a_what_question_asks_for_names_its_line_before_any_scoring() -> None:
+    # Both directions put days_from_today first (as the 270M's did for every "what date"
+    # question of the dev half); the question's own noun says it asks for the date.
+    question = "What date is next Friday?"
+    result = {"date": "2026-12-11", "weekday": "Friday", "days_from_today": 7}
+    scores = {
+        ("resolve_date: days from today\n", f" {question}"): -1.0,
+        (f"Question: {question}\n", " days from today"): -1.0,
+    }
+    model = MockModel([], scores=scores)
+    asked = asked_lines(model, question, [("resolve_date", result)])
+    assert asked is not None and [line.name for line in asked] == ["date"]
+    assert model.scored == []  # named by the question: nothing was scored
+    sensors = {"sensors": [{"name": "bme280", "kind": "iio"}, {"name": "w1", "kind": "w1"}]}
+    asked = asked_lines(model, "Which sensors are there?", [("list_sensors", sensors)])
+    assert asked is not None and [line.name for line in asked] == ["sensors"]
+    pattern = answer_pattern(copyable([result], question, [line for line in asked]))
+    assert not admits(pattern, "Next Friday is 7 days from today.")
+
+
+def test_a_noun_that_ends_several_names_or_none_leaves_the_choice_to_the_scores() -> None:
+    scores = {("now: weekday\n", " What day is it?"): -1.0}
+    asked = asked_lines(MockModel([], scores=scores), "What day is it?", [("now", NOW)])
+    assert asked is not None and [line.name for line in asked] == ["weekday"]
+    two = {"memory": {"total_mib": 1024, "free_mib": 512}, "disk": {"free_mib": 9000}}
+    scores = {("status: disk free mib\n", " What is free?"): -1.0}
+    asked = asked_lines(MockModel([], scores=scores), "What is free?", [("status", two)])
+    # A key is a whole word: "free_mib" is not the noun "free".
+    assert asked is not None and "disk free_mib" in [line.name for line in asked]
+
+
+@given(st.text(max_size=80))
+def test_the_head_noun_of_any_text_is_a_word_of_it_or_none(text: str) -> None:
+    noun = head_noun(text)
+    assert noun is None or (noun.isalpha() and noun in text.casefold())
 
 
 def test_a_name_the_question_states_is_not_what_it_asks() -> None:

@@ -16,10 +16,18 @@ favour short names), and a line's score is the sum of the two. On the benchmark'
 left the right line alone within the margin for 14 of 23 results with several lines, against 9
 for the first direction alone.
 
-Of each result, the line the question is likeliest after, and any within ``ASKED_MARGIN`` nats
-of it, are the ones its answer must state one of (:func:`~edge_agent.agent.evidence.copyable`'s
-``asked``); every value stays copyable, and the model still writes the answer. Built from the
-result and the question alone, for any skill.
+Before any scoring, the question may name the line itself: the noun a *what* or *which*
+question opens with ("What date is next Friday?", "Which sensors are connected?", "What is the
+humidity?") is the thing it asks for, and a line whose own key is that noun, when it is the
+only one, is the asked line (:func:`head_noun`). Both scoring directions had put "days from
+today" before "date" for every "what date" question of the dev half; the 270M then wrote "Next
+Friday is 7 days from today." It is English grammar, not a list of the skills' words: the noun
+is the question's, and the names are whatever the skill's result calls its parts.
+
+Otherwise, of each result, the line the question is likeliest after, and any within
+``ASKED_MARGIN`` nats of it, are the ones its answer must state one of
+(:func:`~edge_agent.agent.evidence.copyable`'s ``asked``); every value stays copyable, and the
+model still writes the answer. Built from the result and the question alone, for any skill.
 """
 
 from __future__ import annotations
@@ -66,6 +74,33 @@ def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
 
 
+_HEAD_NOUN = re.compile(
+    r"^\s*(?:what|which)(?:'s\s+|\s+(?:(?:is|are|was|were|will\s+be)\s+)?)"
+    r"(?:(?:the|a|an)\s+)?(?!(?:the|a|an|is|are|was|were|will)\b)([^\W\d_]+)\b",
+    re.IGNORECASE,
+)
+"""The noun a what or which question opens with: "What date ...", "Which sensors ...", "What
+is the humidity ...". "What does the probe read?" has none: "does" names no line."""
+
+
+def head_noun(query: str) -> str | None:
+    """The noun a what or which question asks for, case folded; None for other questions."""
+    match = _HEAD_NOUN.match(query)
+    return match.group(1).casefold() if match else None
+
+
+def _named_line(query: str, lines: Sequence[Line]) -> Line | None:
+    """The one line whose own key (its name's last part, "humidity" of "readings humidity",
+    "days_from_today" whole) is the question's head noun or its plural or singular, or None
+    when none is or several are."""
+    noun = head_noun(query)
+    if noun is None:
+        return None
+    forms = {noun, noun.removesuffix("s"), f"{noun}s"}
+    named = [line for line in lines if (line.name.split() or [""])[-1].casefold() in forms]
+    return named[0] if len(named) == 1 else None
+
+
 def asked_lines(
     model: ModelHandle, query: str, results: Sequence[tuple[str, Any]]
 ) -> list[Line] | None:
@@ -77,6 +112,10 @@ def asked_lines(
         lines = candidate_lines(result, query)
         if len(lines) <= 1 or len(lines) > MAX_ASKED_LINES:
             chosen.extend(lines)
+            continue
+        named = _named_line(query, lines)
+        if named is not None:
+            chosen.append(named)
             continue
         # A line is scored by its name alone, in a skill's words.
         names = [line.name.replace("_", " ") for line in lines]
@@ -119,4 +158,4 @@ def answering_gains(
     return gains
 
 
-__all__ = ["answering_gains", "asked_lines", "candidate_lines"]
+__all__ = ["answering_gains", "asked_lines", "candidate_lines", "head_noun"]
