@@ -4,7 +4,8 @@ Python runs a signal's handler between two bytecodes of the main thread, and tha
 bytecodes of another handler still running. A handler that takes a lock (``threading.Event.set``
 does) deadlocks when a second SIGTERM interrupts it while it holds the lock: systemd's stop, or a
 test's, sends SIGTERM and then another one moments later. CI saw the daemon hang so for a minute
-and get killed (test_plugin_start). The stop request now takes no lock.
+and get killed (test_plugin_start). The stop request now takes no lock, and no handler logs: a
+SIGHUP is counted, and the serving loop writes its line.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from daemon_harness import (
     wait_ready,
     write_mock,
 )
+
+from edge_agent.service.lifecycle import Lifecycle
 
 TESTS = Path(__file__).parent
 
@@ -105,3 +108,15 @@ def test_a_burst_of_stop_signals_ends_the_daemon_cleanly(tmp_path: Path) -> None
         output = stop_daemon(daemon, timeout=60)
     assert daemon.returncode == 0, output
     assert "edge-agent stopped" in output
+
+
+def test_sighups_are_counted_by_the_handler_and_told_once_by_the_loop() -> None:
+    # The handler only counts: the loop writes the log line, never the handler, which could
+    # land inside the loop's own write to the same stream.
+    lifecycle = Lifecycle()
+    lifecycle.hang_up()
+    lifecycle.hang_up()
+    assert lifecycle.take_hangups() == 2
+    assert lifecycle.take_hangups() == 0
+    lifecycle.hang_up()
+    assert lifecycle.take_hangups() == 1

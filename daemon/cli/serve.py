@@ -41,10 +41,9 @@ def serve(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: server.stop())
     # SIGHUP (a closed terminal, a stray `kill -HUP`, a reload habit) would end the daemon by
     # default and lose the runs it accepted. It is ignored: the config is read at start only.
-    signal.signal(
-        signal.SIGHUP,
-        lambda *_: log.warning("SIGHUP ignored: the config is read at start; restart to apply it"),
-    )
+    # Each handler only sets a flag and wakes the loop, which acts and logs: a handler runs
+    # between two bytecodes of the main thread, even inside another handler or a log write.
+    signal.signal(signal.SIGHUP, lambda *_: server.lifecycle.hang_up())
     # Not "listening": the daemon is not ready until the model has loaded ("model ... ready").
     log.info(
         "edge-agent: loading model %s; %s answers `loading` until then",

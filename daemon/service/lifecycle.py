@@ -34,6 +34,10 @@ class Lifecycle:
         """A plain flag, not a ``threading.Event``: a signal handler may run inside another
         (a second SIGTERM while the first is handled), and ``Event.set`` holds a lock that the
         inner one would wait on for ever. Setting an attribute is atomic under the GIL."""
+        self.hangups = 0
+        """SIGHUPs received; the loop logs them (:meth:`take_hangups`): a handler that wrote
+        the log line itself could land inside the loop's own write to the same stream."""
+        self._hangups_told = 0
         self.stopping_since: float | None = None
         """When shutdown began; None until then."""
         self.interrupted_at: float | None = None
@@ -47,6 +51,15 @@ class Lifecycle:
     def request_stop(self) -> None:
         """Safe from any thread and from a signal handler: the loop begins stopping next turn."""
         self.stop_requested = True
+
+    def hang_up(self) -> None:
+        """A SIGHUP's handler: counted, nothing else (safe inside another handler)."""
+        self.hangups += 1
+
+    def take_hangups(self) -> int:
+        """SIGHUPs received since the last call; the loop's thread only."""
+        new, self._hangups_told = self.hangups - self._hangups_told, self.hangups
+        return new
 
     def begin_stopping(self, now: float) -> None:
         self.move("stopping")

@@ -212,6 +212,8 @@ class Server:
                 ):
                     notifier.extend_timeout(EXTEND_STEP_S)
                     next_extend = now + EXTEND_STEP_S / 3
+                if lifecycle.take_hangups():
+                    log.warning("SIGHUP ignored: the config is read at start; restart to apply it")
                 if lifecycle.stop_requested and not lifecycle.stopping:
                     self.shutdown.begin(now)
                 self._expire_queued(now)
