@@ -268,6 +268,27 @@ def answer_schema(pattern: str) -> dict[str, Any]:
     }
 
 
+def last_whole(body: str, pattern: str | None) -> str | None:
+    """Of an answer string cut off at the token cap, the longest start that ends a sentence
+    (``. ``), else the longest that ends a clause (``, ``) and that ``pattern`` admits; None when
+    there is none. A copy-only answer is one sentence, so its cut is a clause, which must still
+    state a value. An answer whose string the model closed just as the cap cut the reply (before
+    the closing brace the grammar would have forced) is whole, when ``pattern`` admits it."""
+    cuts = []
+    if body.endswith('"') and not body.endswith('\\"'):
+        cuts.append((len(body) - 1, True))
+    ends = [i + 1 for i in range(len(body) - 1) if body[i] in ".!?" and body[i + 1] == " "]
+    clauses = [i for i in range(len(body) - 1) if body[i] in ",;" and body[i + 1] == " "]
+    cuts += [(end, False) for end in reversed(ends)] + [(end, True) for end in reversed(clauses)]
+    for end, checked in cuts:
+        cut = body[:end]
+        if end <= 0 or '"' in cut.replace('\\"', ""):
+            continue
+        if not checked or pattern is None or re.fullmatch(pattern, cut):
+            return cut
+    return None
+
+
 def answer_numbers(text: str) -> list[str]:
     """Each number as a reader picks it out of ``text`` (2,873.2 is one; -4 is negative)."""
     found = re.finditer(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?", text)
@@ -286,5 +307,6 @@ __all__ = [
     "answer_pattern",
     "answer_schema",
     "copyable",
+    "last_whole",
     "numbers_in",
 ]

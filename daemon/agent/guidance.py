@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -52,7 +51,7 @@ from edge_agent.agent.events import (
     SkillResultObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
+from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable, last_whole
 from edge_agent.agent.focus import focused_part
 from edge_agent.agent.followup import content_free, follow_up
 from edge_agent.agent.phrases import (
@@ -317,7 +316,7 @@ class Guidance:
             return raw
         body = raw[len(ANSWER_HEAD) :]
         pattern = None if bound is None else bound["properties"]["final_answer"]["pattern"]
-        cut = _last_whole(body, pattern)
+        cut = last_whole(body, pattern)
         if cut is None:
             return raw
         # "cut": the model was still writing; the reply ends where the model finished a part.
@@ -339,28 +338,6 @@ class Guidance:
         scores = model.likelihood(prompts, f" {query}")
         best = max(range(len(candidates)), key=scores.__getitem__)
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
-
-
-def _last_whole(body: str, pattern: str | None) -> str | None:
-    """The longest start of an answer cut off mid-way that ends a sentence (``. ``), else the
-    longest that ends a clause (``, ``) and that ``pattern`` admits; None when there is none.
-    A copy-only answer is one sentence, so its cut is a clause, which must still state a value.
-    An answer whose string the model closed just as the cap cut the reply is whole."""
-    if body.endswith('"') and not body.endswith('\\"'):
-        whole = body[:-1]
-        plain = '"' not in whole.replace('\\"', "")
-        if whole and plain and (pattern is None or re.fullmatch(pattern, whole)):
-            return whole
-    ends = [i + 1 for i in range(len(body) - 1) if body[i] in ".!?" and body[i + 1] == " "]
-    clauses = [i for i in range(len(body) - 1) if body[i] in ",;" and body[i + 1] == " "]
-    cuts = [(end, False) for end in reversed(ends)] + [(end, True) for end in reversed(clauses)]
-    for end, checked in cuts:
-        cut = body[:end]
-        if end <= 0 or '"' in cut.replace('\\"', ""):
-            continue
-        if not checked or pattern is None or re.fullmatch(pattern, cut):
-            return cut
-    return None
 
 
 def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequence[Event]) -> bool:
