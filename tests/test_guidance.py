@@ -21,6 +21,7 @@ from edge_agent.agent.guidance import (
     SKILL_HEAD,
     Guidance,
     candidates_for,
+    named_calls,
 )
 from edge_agent.agent.phrases import fresh_phrases, likeliest_phrase, question_phrases
 from edge_agent.agent.prompt import PLAIN
@@ -98,6 +99,63 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
         if texts[0].startswith(" ") and "answers it:" not in prompt
     }
     assert scored_texts == {f" {QUESTION}"}
+
+
+def station() -> Registry:
+    registry = Registry()
+
+    @registry.skill(
+        calls=lambda: [
+            ({"name": "bme280", "quantity": "temperature"}, "the temperature in °C"),
+            ({"name": "bme280", "quantity": "humidity"}, "the humidity in %RH"),
+        ]
+    )
+    def read_sensor(name: str, quantity: str) -> dict[str, Any]:
+        """Current value of one sensor."""
+        value, unit = (22.7, "°C") if quantity == "temperature" else (41.5, "%RH")
+        return {"sensor": name, "readings": [{"quantity": quantity, "value": value, "unit": unit}]}
+
+    return registry
+
+
+def test_a_call_whose_own_argument_the_question_asks_for_is_chosen_among_those_alone() -> None:
+    question = "What is the humidity?"
+    model = MockModel(
+        ['{"final_answer": "The humidity is 41.5 %RH."}'],
+        # A near tie the other way: the temperature's call fits the question a little better.
+        scores={
+            ("the temperature in °C", f" {question}"): -3.0,
+            ("the humidity in %RH", f" {question}"): -3.1,
+        },
+    )
+    state = Agent(model, station(), guidance=Guidance()).run(question, max_iterations=4)
+    assert calls(state) == [("read_sensor", {"name": "bme280", "quantity": "humidity"})]
+    assert state.final_answer == "The humidity is 41.5 %RH."
+    # A question whose head noun no call takes goes by the scores alone.
+    other = "How damp is it?"
+    model = MockModel(
+        ['{"final_answer": "It is 22.7 °C."}'],
+        scores={
+            ("the temperature in °C", f" {other}"): -3.0,
+            ("the humidity in %RH", f" {other}"): -3.1,
+        },
+    )
+    state = Agent(model, station(), guidance=Guidance()).run(other, max_iterations=4)
+    assert calls(state) == [("read_sensor", {"name": "bme280", "quantity": "temperature"})]
+
+
+def test_named_calls_match_a_fixed_argument_to_the_head_noun_or_its_plural() -> None:
+    found = [c for spec in station() for c in candidates_for(spec, PLAIN)]
+    assert [c.arguments for c in named_calls("Which temperatures are there?", found)] == [
+        {"name": "bme280", "quantity": "temperature"}
+    ]
+    assert len(named_calls("What does the bme280 read?", found)) == 0  # no head noun
+    assert named_calls("What is the pressure?", found) == []
+    # A skill whose arguments the model writes has none to match.
+    assert (
+        named_calls("What text?", [c for spec in house() for c in candidates_for(spec, PLAIN)])
+        == []
+    )
 
 
 def test_a_free_text_argument_is_the_likeliest_phrase_of_the_question() -> None:

@@ -93,12 +93,18 @@ def _named_line(query: str, lines: Sequence[Line]) -> Line | None:
     """The one line whose own key (its name's last part, "humidity" of "readings humidity",
     "days_from_today" whole) is the question's head noun or its plural or singular, or None
     when none is or several are."""
-    noun = head_noun(query)
-    if noun is None:
-        return None
-    forms = {noun, noun.removesuffix("s"), f"{noun}s"}
+    forms = head_noun_forms(query)
     named = [line for line in lines if (line.name.split() or [""])[-1].casefold() in forms]
     return named[0] if len(named) == 1 else None
+
+
+def head_noun_forms(query: str) -> frozenset[str]:
+    """The question's head noun (:func:`head_noun`) with its plural and singular; empty when
+    it has none."""
+    noun = head_noun(query)
+    if noun is None:
+        return frozenset()
+    return frozenset({noun, noun.removesuffix("s"), f"{noun}s"})
 
 
 def asked_lines(
@@ -158,4 +164,10 @@ def answering_gains(
     return gains
 
 
-__all__ = ["answering_gains", "asked_lines", "candidate_lines", "head_noun"]
+__all__ = [
+    "answering_gains",
+    "asked_lines",
+    "candidate_lines",
+    "head_noun",
+    "head_noun_forms",
+]

@@ -43,7 +43,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edge_agent.agent.asked import asked_lines
+from edge_agent.agent.asked import asked_lines, head_noun_forms
 from edge_agent.agent.events import (
     AgentState,
     CallSkillAction,
@@ -250,7 +250,11 @@ class Guidance:
                 return self._answer(model, prompt, generate, state)
             baseline = self.cannot_tell_margin is not None and not made
             query = model.chat_format.defuse(state.query)
-            best, fits = (second, 0.0) if second else self._best(model, query, left, baseline)
+            # A call whose own argument is the thing asked for ("What is the humidity?" and
+            # quantity="humidity") is chosen among those alone: a near tie otherwise read the
+            # temperature and answered "The humidity is 22.7 °C."
+            pool = named_calls(state.query, left) or left
+            best, fits = (second, 0.0) if second else self._best(model, query, pool, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
                 return self._answer(model, prompt, generate, state)
         except ScoringUnsupported:
@@ -340,6 +344,19 @@ class Guidance:
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
 
 
+def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates with fixed arguments one of which is the question's head noun, or its
+    plural or singular (:func:`~edge_agent.agent.asked.head_noun_forms`)."""
+    forms = head_noun_forms(query)
+    return [
+        c
+        for c in candidates
+        if forms
+        and c.arguments
+        and any(isinstance(v, str) and v.casefold() in forms for v in c.arguments.values())
+    ]
+
+
 def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequence[Event]) -> bool:
     """Whether a candidate whose arguments vary is not to be called again: its skill was called
     and answered, or (its argument the model's own) called at all, or refused PHRASE_TRIES
@@ -378,4 +395,5 @@ __all__ = [
     "action_text",
     "candidates_for",
     "content_free",
+    "named_calls",
 ]
