@@ -164,6 +164,18 @@ def test_the_value_comes_within_twelve_words_and_never_glued_to_a_letter() -> No
     assert "280" not in copyable([], "What does the BME280 show in 10 days?").values
 
 
+def test_a_name_the_question_writes_with_digits_is_copied_whole_as_it_spells_it() -> None:
+    evidence = copyable([BME], "What temperature does the BME280 sensor show?")
+    assert admits(evidence, "The BME280 sensor shows 22.7 °C.")
+    assert not admits(evidence, "The BME 280 sensor shows 22.7 °C.")  # 280 alone is no value
+    assert not admits(evidence, "The BME281 sensor shows 22.7 °C.")
+    # Stating the question's own name answers nothing: a value of the results is still due.
+    assert not admits(evidence, "The BME280 sensor shows it.")
+    probe = copyable([{"sensor": "28-0316a2791bff"}], "What is the ID of the 1-Wire sensor?")
+    assert admits(probe, "The 1-Wire's ID is 28-0316a2791bff.")
+    assert "1-Wire" not in probe.stated
+
+
 def test_a_brief_answer_copies_two_values_before_the_stated_one_and_one_after_it() -> None:
     result = {"date": "2000-01-01", "weekday": "Saturday", "days": -9834}
     evidence = copyable([result], "What weekday was 1 January 2000?")

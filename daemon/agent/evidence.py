@@ -53,6 +53,10 @@ before it: within the token cap, the value is then stated however the model ramb
 
 _QUESTION_NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?(?![\w])")
 """A number the question writes on its own: not the 280 of a name such as BME280."""
+_QUESTION_NAME = re.compile(r"(?<![\w-])(?=[\w-]*[0-9])(?=[\w-]*[^\W\d_])\w+(?:-\w+)*(?![\w-])")
+"""A name the question writes with digits in it (``BME280``, ``DS18B20``, ``1-Wire``): copied
+whole, as the question spells it. Its digits alone could not be: the 270M, stopped after "BME",
+wrote "The BME 22.7 °C sensor shows ..."."""
 
 PLAIN_CHARS = "a-zA-Z ,;:'()/&"
 """What an answer may write between copied values: letters and punctuation, no digit, no sign
@@ -149,6 +153,9 @@ def copyable(
         stating = True
         for line in asked:
             walk(line.node, tuple(line.name.split()))
+    for match in _QUESTION_NAME.finditer(question):
+        after = question[match.end() :].split()[:1]
+        add_value(match.group(), after, from_result=False)
     for match in _QUESTION_NUMBER.finditer(question):
         # A number of the question may be followed by the word after it there ("10 days").
         after = question[match.end() :].split()[:1]
