@@ -28,10 +28,28 @@ _RELATIVE_DAYS = {
     "day before yesterday": -2,
     "the day before yesterday": -2,
 }
+_FIXED_DAYS = {
+    "new year": (1, 1),
+    "new year day": (1, 1),
+    "new years day": (1, 1),
+    "valentine day": (2, 14),
+    "valentines day": (2, 14),
+    "st patrick day": (3, 17),
+    "saint patrick day": (3, 17),
+    "halloween": (10, 31),
+    "christmas eve": (12, 24),
+    "christmas": (12, 25),
+    "christmas day": (12, 25),
+    "boxing day": (12, 26),
+    "new year eve": (12, 31),
+    "new years eve": (12, 31),
+}
+"""Days people name that fall on the same date every year ("new year's day" is read with its
+"'s" dropped); a movable feast such as Easter is not one."""
 _FORMS = (
     "today, tomorrow, yesterday, 'in 3 days', '2 weeks ago', 'friday', 'next friday', "
     "'last friday', '8/15' (month/day), '8/15/2027', '15.8.' (day.month.), '2027-08-15', "
-    "'Aug 15', '15 August 2027'"
+    "'Aug 15', '15 August 2027', Christmas Eve, New Year's Day next year"
 )
 
 
@@ -140,9 +158,28 @@ def _find_date(words: str, today: dt.date) -> dt.date | None:
     return None
 
 
+def _fixed_day(words: str, today: dt.date) -> dt.date | None:
+    """A day of the year named by its name ("christmas eve"), nearest today, or in the year
+    that follows it ("this year", "next year", "last year", "2027")."""
+    plain = re.sub(r"['’]s\b", "", words).replace(".", "")
+    match = re.fullmatch(r"(.+?)(?: (this|next|last) year| (?:in )?([0-9]{4}))?", plain)
+    if match is None or match.group(1) not in _FIXED_DAYS:
+        return None
+    month, day = _FIXED_DAYS[match.group(1)]
+    if match.group(3):
+        return dt.date(int(match.group(3)), month, day)
+    if match.group(2):
+        shift = {"this": 0, "next": 1, "last": -1}[match.group(2)]
+        return dt.date(today.year + shift, month, day)
+    return _nearest(today, month, day)
+
+
 def _parse_words(words: str, today: dt.date) -> dt.date | None:
     if words in _RELATIVE_DAYS:
         return today + dt.timedelta(days=_RELATIVE_DAYS[words])
+    fixed = _fixed_day(words, today)
+    if fixed is not None:
+        return fixed
     match = re.fullmatch(r"in ([0-9]{1,4}) (day|week)s?", words) or re.fullmatch(
         r"([0-9]{1,4}) (day|week)s? (ago|from now|from today)", words
     )

@@ -69,6 +69,14 @@ def test_now_on_the_real_clock() -> None:
         ("1st of March, 2028", "2028-03-01"),
         ("  Dec   31  ", "2026-12-31"),
         ("2 weeks from today", "2026-12-16"),
+        # A day of the year named by its name: nearest today, or in the year said after it.
+        ("Christmas Eve", "2026-12-24"),
+        ("New Year's Day", "2027-01-01"),
+        ("new year’s day this year", "2026-01-01"),
+        ("Halloween last year", "2025-10-31"),
+        ("christmas 2030", "2030-12-25"),
+        ("What day of the week is Christmas Eve this year?", "2026-12-24"),
+        ("What weekday is New Year's Day next year?", "2027-01-01"),
         # A sentence holding a date: its longest run of words that names one.
         ("What weekday was 1 January 2000?", "2000-01-01"),
         ("what will the date be in 30 days", "2027-01-01"),
