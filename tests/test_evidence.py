@@ -7,6 +7,7 @@ a number with a unit only ever carries its reading's unit.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -117,6 +118,23 @@ def test_no_admitted_answer_holds_a_number_absent_from_the_evidence(
 ) -> None:
     evidence = copyable(found, question)
     pattern = answer_pattern(evidence, brief=data.draw(st.booleans()))
+    answer = data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda a: len(a) < 400))
+    allowed = numbers_in(evidence.values)
+    for number in answer_numbers(answer):
+        assert float(number.replace(",", "")) in allowed, (number, answer, evidence.values)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(results, min_size=2, max_size=3), questions, st.data())
+def test_an_answer_in_two_parts_holds_no_number_absent_from_the_evidence_either(
+    found: list[Any], question: str, data: st.DataObject
+) -> None:
+    evidence = copyable(found, question)
+    cut = data.draw(st.integers(1, max(1, len(evidence.stated) - 1)))
+    parts = (evidence.stated[:cut], evidence.stated[cut:])
+    if all(parts):
+        evidence = dataclasses.replace(evidence, each=parts)
+    pattern = answer_pattern(evidence)
     answer = data.draw(st.from_regex(pattern, fullmatch=True).filter(lambda a: len(a) < 400))
     allowed = numbers_in(evidence.values)
     for number in answer_numbers(answer):

@@ -8,17 +8,18 @@ first's joined with no skill's, without any real model.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge_agent import Agent, MockModel, Registry
-from edge_agent.agent.followup import content_free, joined
+from edge_agent.agent.followup import content_free, joined, question_parts
 from edge_agent.agent.guidance import ANSWER_HEAD, Candidate, Guidance, candidates_for
 from edge_agent.agent.prompt import PLAIN
 
-TWO_PART = "What are the CPU temperature and the humidity?"
+TWO_PART = "Which is warmer, the CPU or the BME280 sensor?"
 ONE_PART = "What is the CPU temperature?"
 ON = Guidance(follow_up_margin=3.0)
 """Off by default: the 270M answered no dev question better with a second result."""
@@ -74,12 +75,12 @@ def scores_for(question: str, joins: dict[str, float]) -> dict[Any, float]:
 
 def test_a_question_in_two_parts_gets_a_second_call_after_the_first_result() -> None:
     model = MockModel(
-        ['{"final_answer": "The CPU is at 48.3 °C and the humidity is 41.5 %RH."}'],
+        ['{"final_answer": "The CPU is warmer: 48.3 °C against 41.5."}'],
         scores=scores_for(TWO_PART, {"read_sensorbme280": 6.0, "read_sensorprobe": 1.0}),
     )
     state = Agent(model, house(), guidance=ON).run(TWO_PART, max_iterations=6)
     assert calls(state) == [("cpu_temperature", {}), ("read_sensor", {"name": "bme280"})]
-    assert state.final_answer == "The CPU is at 48.3 °C and the humidity is 41.5 %RH."
+    assert state.final_answer == "The CPU is warmer: 48.3 °C against 41.5."
     # Both calls were chosen by scoring; the one generation is the answer, after both results.
     assert len(model.prompts) == 1
     assert model.calls[0]["prefix"] == ANSWER_HEAD
@@ -135,3 +136,94 @@ def test_no_call_repeats_and_at_most_one_follows_the_first(
     assert len({(name, str(arguments)) for name, arguments in made}) == len(made)
     assert state.outcome == "answered"
     assert state.final_answer == "Done."
+
+
+# -- A question in two parts joined by "and" ----------------------------------------------------
+
+AND_QUESTION = "What are the CPU temperature and the humidity?"
+FIRST_PART = " What are the CPU temperature"
+SECOND_PART = " What are the humidity?"
+
+
+def parts_scores(second_fits: str) -> dict[Any, float]:
+    """Each part scored alone: the first fits the CPU's description, the second ``second_fits``
+    (a text of one candidate's description) by far."""
+    return {
+        ("The CPU temperature", FIRST_PART): -1.0,
+        ("The CPU temperature", SECOND_PART): -30.0,
+        (second_fits, SECOND_PART): -2.0,
+        ANSWER_HEAD: 0.0,
+    }
+
+
+def test_a_question_joined_by_and_is_split_into_two_questions() -> None:
+    assert question_parts(AND_QUESTION) == [FIRST_PART.strip(), SECOND_PART.strip()]
+    assert question_parts("What is the load average, and what time is it?") == [
+        "What is the load average",
+        "What time is it?",
+    ]
+    # A part without a question of its own keeps its words when the first has no head noun.
+    assert question_parts("How warm is it and how damp?") == ["How warm is it", "How damp?"]
+    assert question_parts("What is the humidity?") == []
+    assert question_parts("What are the CPU and GPU?") == []  # a part of one word
+    assert question_parts("a b and c d and e f") == []  # three parts
+
+
+def test_each_part_chooses_its_call_and_the_answer_states_their_values_in_order() -> None:
+    answer = "The CPU is at 48.3 °C and the humidity is 41.5."
+    model = MockModel([f'{{"final_answer": "{answer}"}}'], scores=parts_scores("humidity in %RH"))
+    state = Agent(model, house(), guidance=Guidance()).run(AND_QUESTION, max_iterations=6)
+    assert calls(state) == [("cpu_temperature", {}), ("read_sensor", {"name": "bme280"})]
+    assert state.final_answer == answer
+    pattern = model.calls[-1]["action_schema"]["properties"]["final_answer"]["pattern"]
+    assert re.fullmatch(pattern, answer)
+    # The first part's value comes first, and a value copied twice answers neither part twice.
+    assert not re.fullmatch(pattern, "The humidity is 41.5 and the CPU is at 48.3 °C.")
+    assert not re.fullmatch(pattern, "The CPU is at 48.3 °C and the humidity is 48.3 °C.")
+    assert not re.fullmatch(pattern, "The CPU is at 48.3 °C.")
+    assert re.fullmatch(pattern, "I cannot tell.")
+
+
+def test_a_second_part_the_first_call_explains_gets_no_second_call() -> None:
+    # The second part fits the CPU's description best too: one call, one value to state.
+    scores = parts_scores("humidity in %RH")
+    scores[("The CPU temperature", SECOND_PART)] = -1.0
+    model = MockModel(['{"final_answer": "The CPU is at 48.3 °C."}'], scores=scores)
+    state = Agent(model, house(), guidance=Guidance()).run(AND_QUESTION, max_iterations=6)
+    assert calls(state) == [("cpu_temperature", {})]
+    assert state.final_answer == "The CPU is at 48.3 °C."
+    # Off, the question is asked whole, as before.
+    model = MockModel(['{"final_answer": "48.3 °C."}'], scores=parts_scores("humidity in %RH"))
+    off = Guidance(part_margin=None)
+    state = Agent(model, house(), guidance=off).run(AND_QUESTION, max_iterations=6)
+    assert len(calls(state)) == 1
+
+
+def failing_house() -> Registry:
+    registry = house()
+
+    @registry.skill
+    def rain_gauge() -> dict[str, Any]:
+        """Rain in the last hour."""
+        raise RuntimeError("the gauge is unplugged")
+
+    return registry
+
+
+def test_a_failed_second_call_is_answered_from_the_first_result_alone() -> None:
+    model = MockModel(
+        ['{"final_answer": "The CPU is at 48.3 °C."}'], scores=parts_scores("Rain in the last")
+    )
+    state = Agent(model, failing_house(), guidance=Guidance()).run(AND_QUESTION, max_iterations=6)
+    # No third call after the failed one: the result stands, and one value of it is stated.
+    assert calls(state) == [("cpu_temperature", {}), ("rain_gauge", {})]
+    assert state.outcome == "answered"
+    pattern = model.calls[-1]["action_schema"]["properties"]["final_answer"]["pattern"]
+    assert re.fullmatch(pattern, "The CPU is at 48.3 °C.")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_the_parts_of_any_text_are_none_or_two_questions_of_two_words_or_more(text: str) -> None:
+    parts = question_parts(text)
+    assert parts == [] or (len(parts) == 2 and all(len(p.split()) >= 2 for p in parts))

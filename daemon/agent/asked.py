@@ -83,6 +83,13 @@ _HEAD_NOUN = re.compile(
 is the humidity ...". "What does the probe read?" has none: "does" names no line."""
 
 
+def head_opening(query: str) -> str | None:
+    """What a what or which question says before its head noun ("What are the "); None for
+    other questions."""
+    match = _HEAD_NOUN.match(query)
+    return query[: match.start(1)] if match else None
+
+
 def head_noun(query: str) -> str | None:
     """The noun a what or which question asks for, case folded; None for other questions."""
     match = _HEAD_NOUN.match(query)
@@ -170,4 +177,5 @@ __all__ = [
     "candidate_lines",
     "head_noun",
     "head_noun_forms",
+    "head_opening",
 ]

@@ -82,14 +82,23 @@ class Copyable:
     """The values of the results an answer may state (those of :attr:`values` that came from a
     result, and the results' words the question does not already hold): an answer states one of
     them or says it cannot tell. Empty: no result, nothing required."""
+    each: tuple[tuple[str, ...], ...] = ()
+    """For a question in two parts with a result for each: the values of each result it may
+    state. An answer then states one of the first, then one of the second, and copies no other
+    value; or it says it cannot tell."""
 
 
 def copyable(
-    results: Iterable[Any], question: str, asked: Sequence[Line] | None = None
+    results: Iterable[Any],
+    question: str,
+    asked: Sequence[Line] | None = None,
+    *,
+    each: Sequence[Sequence[Line]] = (),
 ) -> Copyable:
     """The values and words of ``results`` (as their lines show them) and of ``question``.
     With ``asked``, the lines the question asks about, only their values are to be stated;
-    every value of the results may still be copied."""
+    every value of the results may still be copied. With ``each``, two groups of such lines
+    (one per part of the question), a value of each group is to be stated."""
     values: dict[str, dict[str, None]] = {}
     stated: dict[str, None] = {}
     labels: set[str] = set()
@@ -160,14 +169,26 @@ def copyable(
         # A number of the question may be followed by the word after it there ("10 days").
         after = question[match.end() :].split()[:1]
         add_value(match.group().lstrip("-"), after, from_result=False)
+    everything = stated
+    groups = []
+    for group in each:
+        stated = {}
+        for line in group:
+            walk(line.node, tuple(line.name.split()))
+        groups.append(stated)
     kept = list(values.items())[:MAX_VALUES]
     copied = {v for v, _ in kept}
-    # A value the question holds too may still be stated: "is the load 0.42?" is answered by it.
-    required = [v for v in stated if v in copied or not DIGIT.search(v)][:MAX_VALUES]
+
+    def required(found: Iterable[str]) -> tuple[str, ...]:
+        # A value the question holds too may be stated: "is the load 0.42?" is answered by it.
+        return tuple([v for v in found if v in copied or not DIGIT.search(v)][:MAX_VALUES])
+
+    parts = tuple(required(group) for group in groups)
     return Copyable(
         tuple(v for v, _ in kept),
         tuple(tuple(list(w)[:MAX_WORDS]) for _, w in kept),
-        tuple(required),
+        required(everything),
+        parts if len(parts) == 2 and all(parts) else (),
     )
 
 
@@ -248,10 +269,23 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
         before = f"{short}({step}[ ,;:]*{short}){{0,{BRIEF_COPIES_BEFORE}}}"
     else:
         before = f"({word}|{step}){{0,{MAX_WORDS_BEFORE}}}"
-    stated_going = _either(going.get(v, _literal(v)) for v in evidence.stated)
-    stated_last = _either(ending[v] for v in evidence.stated if v in ending)
     after = tail if going else f"{plain}*"
-    states = f"{stated_going}{after}" + (f"|{stated_last}" if stated_last else "")
+
+    def stating(values: Sequence[str], then: str) -> str:
+        # One of ``values``, then ``then``; or, for a number, one as the answer's last words.
+        last = _either(ending[v] for v in values if v in ending)
+        return f"{_either(going.get(v, _literal(v)) for v in values)}{then}" + (
+            f"|{last}" if last else ""
+        )
+
+    if evidence.each:
+        # The first part's value, then the second's, in the question's order, and no other: with
+        # two results a small model copies the last value it read for both, and repeats them.
+        part_a, part_b = evidence.each
+        first_value = _either(going.get(v, _literal(v)) for v in part_a)
+        states = f"{first_value}{gap}({stating(part_b, f'{plain}*')})"
+        return f"^({run}({states})|{CANNOT_TELL}{plain}*){end}$"
+    states = stating(evidence.stated, after)
     return f"^({before}({states})|{CANNOT_TELL}{plain}*){end}$"
 
 

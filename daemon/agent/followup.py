@@ -1,6 +1,16 @@
 """A second skill for a question in two parts (docs/design.md, "Small models").
 
-After its first result a 270M model is asked for the answer: asked to choose between answering
+A question whose two parts are joined by "and" ("What are the CPU temperature and the
+humidity?", "What is the load average, and what time is it?") is split there, and each part
+is scored alone after every candidate's description, the way a first call is chosen: the first
+part chooses the first call, and after its result the second part's best candidate is the
+second call (:func:`part_call`), when it fits that part better than the first call does by a
+margin. The answer then states the first result's value, then the second's
+(:mod:`edge_agent.agent.evidence`). The split is
+English syntax, the conjunction; which skills the parts need is the registry's.
+
+Without an "and", the judgement is by likelihood alone, and off by default. After its first
+result a 270M model is asked for the answer: asked to choose between answering
 and calling another skill, it nearly always calls another. So whether a second skill is needed is
 judged the way the first was chosen, noisy-channel, from the registry's descriptions alone: the
 question is scored after the first call's description joined with each other candidate's (all
@@ -17,9 +27,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from edge_agent.agent.asked import head_noun_forms, head_opening
 from edge_agent.agent.events import AgentState, CallSkillAction, SkillResultObservation
 from edge_agent.agent.prompt import ChatFormat
 from edge_agent.agent.protocol import ModelHandle
@@ -68,26 +80,119 @@ def second_call(
     return (others[best] if gain >= margin else None), gain
 
 
+_AND = re.compile(r"\s*,?\s+and\s+", re.IGNORECASE)
+MIN_PART_WORDS = 2
+
+
+_ARTICLE = re.compile(r"(?:the|a|an)\s+", re.IGNORECASE)
+
+
+def question_parts(query: str) -> list[str]:
+    """The two parts of a question joined by "and", each of at least MIN_PART_WORDS words and
+    written as a question of its own; [] for a question in one part, or in more than two. A
+    second part that is only a noun ("What are the CPU temperature and the humidity?") takes
+    the first part's opening: "What are the humidity?"."""
+    parts = _AND.split(query.strip())
+    if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
+        return []
+    first, second = parts
+    opening, article = head_opening(first), _ARTICLE.match(second)
+    if opening is not None and article is not None and head_opening(second) is None:
+        second = opening + second[article.end() :]
+    return [part[:1].upper() + part[1:] for part in (first, second)]
+
+
+def two_parts_answered(state: AgentState) -> bool:
+    """Whether ``state``'s question is in two parts and its run made two calls, both answered:
+    then each result is one part's."""
+    events = state.stream.root
+    calls = [e for e in events if isinstance(e, CallSkillAction)]
+    results = [e for e in events if isinstance(e, SkillResultObservation)]
+    return len(calls) == len(results) == 2 and bool(question_parts(state.query))
+
+
+def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates with fixed arguments one of which is the question's head noun, or its
+    plural or singular (:func:`~edge_agent.agent.asked.head_noun_forms`)."""
+    forms = head_noun_forms(query)
+    return [
+        c
+        for c in candidates
+        if forms
+        and c.arguments
+        and any(isinstance(v, str) and v.casefold() in forms for v in c.arguments.values())
+    ]
+
+
+def part_call(
+    model: ModelHandle,
+    parts: Sequence[str],
+    first: Candidate,
+    *,
+    candidates: Sequence[Candidate],
+    left: Sequence[Candidate],
+    margin: float,
+) -> Candidate | None:
+    """The candidate of ``left`` that the second part of the question fits best (of the calls
+    it names, :func:`named_calls`, when it names some), when that part fits it better than it
+    fits ``first``, the first part's call, by ``margin`` nats. ``first`` is one of
+    ``candidates``."""
+    fmt = model.chat_format
+    prompts = [c.description for c in candidates]
+    at_first = next((i for i, c in enumerate(candidates) if c.key == first.key), None)
+    if at_first is None:
+        return None
+    open_keys = {c.key for c in left}
+    for part in parts[1:]:
+        scores = model.likelihood(prompts, f" {fmt.defuse(part)}")
+        named = {c.key for c in named_calls(part, candidates)}
+        pool = [i for i, c in enumerate(candidates) if not named or c.key in named]
+        best = max(pool, key=scores.__getitem__)
+        chosen, gain = candidates[best], scores[best] - scores[at_first]
+        log.debug("part %r fits %s by %.2f nats over the first call", part, chosen.skill_name, gain)
+        if gain >= margin and chosen.key in open_keys:
+            return chosen
+    return None
+
+
 def follow_up(
     model: ModelHandle,
     state: AgentState,
     candidates: Sequence[Candidate],
     left: Sequence[Candidate],
     margin: float | None,
+    *,
+    part_margin: float | None = None,
 ) -> Candidate | None:
     """Right after the run's first call returned: the second skill its question needs, else None
-    (and None at any other point, or without a ``margin``). ``left``: the candidates not yet
-    called. Raises what ``model.likelihood`` raises."""
+    (and None at any other point). With ``part_margin``, a question in two parts gets the call
+    its other part needs; else, with ``margin``, the likelihood judges. ``left``: the candidates
+    not yet called. Raises what ``model.likelihood`` raises."""
     events = state.stream.root
     made = [e for e in events if isinstance(e, CallSkillAction)]
-    if margin is None or len(made) != 1 or not isinstance(events[-1], SkillResultObservation):
+    if len(made) != 1 or not isinstance(events[-1], SkillResultObservation):
         return None
     first = first_candidate(made[0], candidates)
     if first is None:
+        return None
+    parts = question_parts(state.query) if part_margin is not None else []
+    if parts and part_margin is not None:
+        return part_call(model, parts, first, candidates=candidates, left=left, margin=part_margin)
+    if margin is None:
         return None
     second, gain = second_call(model, model.chat_format.defuse(state.query), first, left, margin)
     log.debug("a second call after %s gains %.2f nats: %s", first.skill_name, gain, second)
     return second
 
 
-__all__ = ["content_free", "first_candidate", "follow_up", "joined", "second_call"]
+__all__ = [
+    "content_free",
+    "first_candidate",
+    "follow_up",
+    "joined",
+    "named_calls",
+    "part_call",
+    "question_parts",
+    "second_call",
+    "two_parts_answered",
+]

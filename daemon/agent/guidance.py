@@ -13,9 +13,11 @@ question word.
   is never made again, and the last allowed step answers. After a result the model answers, or,
   with ``go_on``, chooses itself between its two action heads, ``{"final_answer": "`` and
   ``{"skill_name": "``, by their likelihood (``answer_bias`` leans it toward answering).
-- **A second skill.** After the first result, a question likelier after the first call's
-  description joined with another's than with no skill's gets that second call
-  (:mod:`edge_agent.agent.followup`).
+- **A second skill.** A question in two parts joined by "and" asks its first part first, and
+  its second part after the first result; the answer states a value of each. Otherwise, after
+  the first result, a question likelier after the first call's description joined with
+  another's than with no skill's gets that second call (:mod:`edge_agent.agent.followup`).
+- **The call it names.** Calls taking the question's head noun as an argument go first.
 - **Which words.** A skill that takes one free text argument gets a phrase of the question, the
   one the model finds most likely there (a small model otherwise copies its prompt's examples).
 - **Where to look.** A result with several parts (a status with load, memory and disk; a list
@@ -43,7 +45,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edge_agent.agent.asked import asked_lines, head_noun_forms
+from edge_agent.agent.asked import asked_lines
 from edge_agent.agent.events import (
     AgentState,
     CallSkillAction,
@@ -53,7 +55,13 @@ from edge_agent.agent.events import (
 )
 from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable, last_whole
 from edge_agent.agent.focus import focused_part
-from edge_agent.agent.followup import content_free, follow_up
+from edge_agent.agent.followup import (
+    content_free,
+    follow_up,
+    named_calls,
+    question_parts,
+    two_parts_answered,
+)
 from edge_agent.agent.phrases import (
     PHRASE_TRIES,
     fresh_phrases,
@@ -63,24 +71,12 @@ from edge_agent.agent.phrases import (
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
+from edge_agent.agent.resultlines import Line
 
 log = logging.getLogger(__name__)
 
 ANSWER_HEAD = '{"final_answer": "'
 SKILL_HEAD = '{"skill_name": "'
-
-ANSWER_EXAMPLES = (
-    "How answers read. After a result, answer the question in one short sentence, with the value "
-    "and unit from the part of the result the question asks about:\n"
-    'Result of battery_state: {"percent": 87, "charging": false, "minutes_left": 240}\n'
-    "The question was: How long will the battery last?\n"
-    '{"final_answer": "The battery will last 240 minutes."}\n'
-    'Result of garden_station: {"readings": [{"quantity": "rain", "value": 3.5, "unit": "mm"}, '
-    '{"quantity": "wind", "value": 12.0, "unit": "km/h"}]}\n'
-    "The question was: What is the wind speed?\n"
-    '{"final_answer": "The wind speed is 12.0 km/h."}'
-)
-"""Worked answers about skills no registry has, in the JSON the plain loop shows results in."""
 
 ANSWER_LINE_EXAMPLES = (
     "How answers read. After a result, answer the question in one short sentence, with the value "
@@ -195,6 +191,10 @@ class Guidance:
     first result (a question in two parts); None, the default: answer after the first result.
     3.0 separated the dev comparisons (7.4, 8.5 nats) from one-part questions (at most 2.0), but
     the 270M answered no question better with the second result, in twice the seconds."""
+    part_margin: float | None = 0.5
+    """Nats by which a part of a question joined by "and" must fit its best candidate above no
+    skill's, for that candidate to be the second call (:func:`~edge_agent.agent.followup.
+    part_call`); the answer then states a value of each result. None: no second call for it."""
     answer_tokens: int = 64
     """The most tokens an answer may take: a small model that rambles on inside its answer
     string is cut off (and retried) instead of writing until the model's own cap."""
@@ -239,9 +239,15 @@ class Guidance:
         ]
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
-            if last_step or not left or _answer_was_cut(events):
+            # A call that failed after a result is not followed by a third: the result stands.
+            failed_after = not result_last and any(
+                isinstance(e, SkillResultObservation) for e in events
+            )
+            if last_step or not left or _answer_was_cut(events) or failed_after:
                 return self._answer(model, prompt, generate, state)
-            second = follow_up(model, state, candidates, left, self.follow_up_margin)
+            second = follow_up(
+                model, state, candidates, left, self.follow_up_margin, part_margin=self.part_margin
+            )
             if (
                 result_last
                 and second is None
@@ -249,11 +255,14 @@ class Guidance:
             ):
                 return self._answer(model, prompt, generate, state)
             baseline = self.cannot_tell_margin is not None and not made
-            query = model.chat_format.defuse(state.query)
+            # A question in two parts is first asked its first part; the second comes after.
+            parts = question_parts(state.query) if self.part_margin is not None else []
+            asking = parts[0] if parts and not made else state.query
+            query = model.chat_format.defuse(asking)
             # A call whose own argument is the thing asked for ("What is the humidity?" and
             # quantity="humidity") is chosen among those alone: a near tie otherwise read the
             # temperature and answered "The humidity is 22.7 °C."
-            pool = named_calls(state.query, left) or left
+            pool = named_calls(asking, left) or left
             best, fits = (second, 0.0) if second else self._best(model, query, pool, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
                 return self._answer(model, prompt, generate, state)
@@ -297,13 +306,18 @@ class Guidance:
         observed = [e for e in state.stream.root if isinstance(e, SkillResultObservation)]
         results = [e.result for e in observed]
         asked = None
+        each: list[list[Line]] = []
         if model is not None and self.state_asked and self.must_state:
             pairs = [(e.skill_name, e.result) for e in observed]
             asked = asked_lines(model, state.query, pairs)
-        evidence = copyable(results, state.query, asked)
-        if not self.must_state:
-            evidence = dataclasses.replace(evidence, stated=())
+            if self.part_margin is not None and two_parts_answered(state):
+                # Two results for a question in two parts: the answer states a value of each.
+                each = [asked_lines(model, state.query, [pair]) or [] for pair in pairs]
         brief = _answer_was_cut(state.stream.root)
+        # Written again after a cut, the answer need only state one: it must end within the cap.
+        evidence = copyable(results, state.query, asked, each=[] if brief else each)
+        if not self.must_state:
+            evidence = dataclasses.replace(evidence, stated=(), each=())
         return answer_schema(answer_pattern(evidence, brief=brief))
 
     def _answer(
@@ -342,19 +356,6 @@ class Guidance:
         scores = model.likelihood(prompts, f" {query}")
         best = max(range(len(candidates)), key=scores.__getitem__)
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
-
-
-def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
-    """The candidates with fixed arguments one of which is the question's head noun, or its
-    plural or singular (:func:`~edge_agent.agent.asked.head_noun_forms`)."""
-    forms = head_noun_forms(query)
-    return [
-        c
-        for c in candidates
-        if forms
-        and c.arguments
-        and any(isinstance(v, str) and v.casefold() in forms for v in c.arguments.values())
-    ]
 
 
 def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequence[Event]) -> bool:
