@@ -23,7 +23,12 @@ from edge_agent.agent.guidance import (
     candidates_for,
     named_calls,
 )
-from edge_agent.agent.phrases import fresh_phrases, likeliest_phrase, question_phrases
+from edge_agent.agent.phrases import (
+    fresh_phrases,
+    likeliest_phrase,
+    phrases_to_try,
+    question_phrases,
+)
 from edge_agent.agent.prompt import PLAIN
 
 QUESTION = "How damp is the cellar?"
@@ -205,13 +210,18 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
         ("resolve_date", {"text": "next Friday"}),
     ]
     assert state.final_answer == "It is 2026-12-11."
-    # Two phrases refused: the skill is not offered a third time.
+    # Two phrases refused: the whole question is tried, once, and then the next skill.
     state = ask("When is Friday?", "Friday", "is Friday")
     assert calls(state) == [
         ("resolve_date", {"text": "Friday"}),
         ("resolve_date", {"text": "is Friday"}),
+        ("resolve_date", {"text": "When is Friday?"}),
         ("now", {}),
     ]
+    # A skill that reads a date inside a sentence reads it there.
+    state = ask("When is the Friday after next?", "Friday", "the Friday")
+    assert calls(state)[-1] == ("resolve_date", {"text": "When is the Friday after next?"})
+    assert state.final_answer == "It is 2026-12-11."
 
 
 def test_a_longer_phrase_nearly_as_likely_as_the_likeliest_is_the_one_taken() -> None:
@@ -251,6 +261,11 @@ def test_after_a_refused_phrase_no_part_of_it_is_offered() -> None:
     after = fresh_phrases(phrases, ["10 days"])
     assert "in 10 days" in after and "weekday" in after
     assert not {"10", "days", "10 days"} & set(after)
+    # After PHRASE_TRIES refusals, the whole question once, then nothing.
+    question = "  What is   Christmas Eve?"
+    assert phrases_to_try(question, ["What", "is"]) == ["What is Christmas Eve?"]
+    assert phrases_to_try(question, ["What", "is", "What is Christmas Eve?"]) == []
+    assert phrases_to_try(question, ["What"]) == fresh_phrases(question_phrases(question), ["What"])
 
 
 def test_arguments_no_phrase_can_fill_are_written_by_the_model_after_a_forced_head() -> None:

@@ -64,9 +64,8 @@ from edge_agent.agent.followup import (
 )
 from edge_agent.agent.phrases import (
     PHRASE_TRIES,
-    fresh_phrases,
     likeliest_phrase,
-    question_phrases,
+    phrases_to_try,
 )
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
@@ -231,7 +230,8 @@ class Guidance:
         made = [a for a in events if isinstance(a, CallSkillAction)]
         tried = {_key(a) for a in made}
         # A candidate whose arguments vary is tried once per run; one filled with a phrase of
-        # the question, up to PHRASE_TRIES phrases while the skill refuses them.
+        # the question, up to PHRASE_TRIES phrases and then the whole question while the skill
+        # refuses them.
         left = [
             c
             for c in candidates
@@ -270,14 +270,14 @@ class Guidance:
             return generate(prompt)
         if best.arguments is not None:
             return action_text(best.skill_name, best.arguments)
-        phrases = question_phrases(state.query) if best.text_argument else []
+        phrases = []
         if best.text_argument:
             refused = [
                 str(a.arguments.get(best.text_argument, ""))
                 for a in made
                 if a.skill_name == best.skill_name
             ]
-            phrases = fresh_phrases(phrases, refused)
+            phrases = phrases_to_try(state.query, refused)
         if best.text_argument and phrases:
             options = [action_text(best.skill_name, {best.text_argument: p}) for p in phrases]
             scores = [sum(s) for s in model.score(prompt, options)]
@@ -361,7 +361,7 @@ class Guidance:
 def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequence[Event]) -> bool:
     """Whether a candidate whose arguments vary is not to be called again: its skill was called
     and answered, or (its argument the model's own) called at all, or refused PHRASE_TRIES
-    phrases."""
+    phrases and the whole question."""
     calls = [a for a in made if a.skill_name == candidate.skill_name]
     if not calls:
         return False
@@ -371,7 +371,7 @@ def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequen
         isinstance(e, SkillResultObservation) and e.skill_name == candidate.skill_name
         for e in events
     )
-    return answered or len(calls) >= PHRASE_TRIES
+    return answered or len(calls) > PHRASE_TRIES
 
 
 def _answer_was_cut(events: Sequence[Event]) -> bool:

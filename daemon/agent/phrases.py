@@ -26,8 +26,8 @@ SPECIFIC_MARGIN = 1.0
 
 PHRASE_TRIES = 2
 """How many phrases of the question a skill with one free-text argument is called with, while
-it refuses them (``resolve_date`` cannot read "date" of "What is today's date?", but can
-read "today's date")."""
+it refuses them, before the whole question is tried (``resolve_date`` cannot read "date" of
+"What is today's date?", but can read "today's date")."""
 
 
 def fresh_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
@@ -36,6 +36,18 @@ def fresh_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
     them is made after the skill's refusal, which says what it reads."""
 
     return [p for p in phrases if not any(_within(p, r) for r in refused)]
+
+
+def phrases_to_try(query: str, refused: Sequence[str]) -> list[str]:
+    """The phrases a skill with one free-text argument may be called with next, after it
+    refused ``refused``: fresh ones (:func:`fresh_phrases`) up to PHRASE_TRIES, then the whole
+    question, once. A skill that reads a thing inside a text (``resolve_date`` finds "christmas
+    eve this year" in a sentence) may read it there: the 270M had chosen "What day of the" and
+    "day of the week" of "What day of the week is Christmas Eve this year?"."""
+    if len(refused) < PHRASE_TRIES:
+        return fresh_phrases(question_phrases(query), refused)
+    whole = " ".join(query.split())
+    return [whole] if whole and len(refused) == PHRASE_TRIES and whole not in refused else []
 
 
 def _within(inner: str, outer: str) -> bool:
@@ -69,5 +81,6 @@ __all__ = [
     "SPECIFIC_MARGIN",
     "fresh_phrases",
     "likeliest_phrase",
+    "phrases_to_try",
     "question_phrases",
 ]
