@@ -194,6 +194,23 @@ def test_a_name_the_question_writes_with_digits_is_copied_whole_as_it_spells_it(
     assert "1-Wire" not in probe.stated
 
 
+def test_a_value_ending_in_a_letter_is_never_glued_to_what_follows() -> None:
+    probe = {"sensor": "28-0316a2791bff", "readings": [{"value": 12.437, "unit": "°C"}]}
+    evidence = copyable([probe], "What does the 1-Wire probe read?")
+    assert admits(evidence, "The 1-Wire probe reads 12.437 °C.")
+    assert admits(evidence, "It reads 12.437 °C/ 28-0316a2791bff")
+    assert not admits(evidence, "The 1-Wireprobe reads 12.437 °C.")
+    assert not admits(evidence, "It reads 12.437 °C28-0316a2791bff.")
+    assert not admits(evidence, "It reads 12.437 °Cs.")
+
+
+def test_a_bare_number_takes_only_whole_words_of_its_name() -> None:
+    # "1min" names the window of the load average, not its unit: "0.42 min" reads as minutes.
+    evidence = copyable([{"load_average": {"1min": 0.42}}], "What is the load?")
+    assert admits(evidence, "The load average is 0.42.")
+    assert not admits(evidence, "The load is 0.42 min.")
+
+
 def test_a_brief_answer_copies_two_values_before_the_stated_one_and_one_after_it() -> None:
     result = {"date": "2000-01-01", "weekday": "Saturday", "days": -9834}
     evidence = copyable([result], "What weekday was 1 January 2000?")

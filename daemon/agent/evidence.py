@@ -125,8 +125,10 @@ def copyable(
             if from_result and stating:
                 stated.setdefault(shown, None)
             for name in names:
-                for word in WORD.findall(name):
-                    own.setdefault(word.lower(), None)
+                # Only a whole word of the name: the "min" of "1min" is no unit of its value.
+                for word in re.split(r"[^0-9A-Za-z]+", name):
+                    if WORD.fullmatch(word):
+                        own.setdefault(word.lower(), None)
 
     def walk(node: Any, names: tuple[str, ...], in_item: bool = False) -> None:
         if isinstance(node, dict):
@@ -229,7 +231,12 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     ending: dict[str, str] = {}
     for value, words in zip(evidence.values, evidence.words, strict=True):
         if not value[-1].isdigit():
-            going[value] = _literal(value)
+            # One ending in a letter is followed by no letter or digit, or ends the answer:
+            # "1-Wireprobe" or "°C28-0316a2791bff" would read as a name the evidence lacks.
+            glued = value[-1].isalpha()
+            going[value] = _literal(value) + (not_letter if glued else "")
+            if glued:
+                ending[value] = _literal(value)
             continue
         named = "(" + "|".join(_any_case(w) for w in words) + ")" if words else None
         follow = punctuation + (f"| {named}{not_letter}" if named else "")
