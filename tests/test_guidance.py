@@ -496,6 +496,15 @@ def test_a_one_sentence_answer_cut_at_the_token_cap_ends_after_a_clause_that_sta
     assert state.stream.root[-1].usage.stop == "cut"
 
 
+def test_an_answer_with_no_mark_after_its_value_ends_after_the_first_word_that_states_it() -> None:
+    # The 270M went on after the value it had to state with no comma or stop to cut at.
+    cut = '{"final_answer": "The CPU is at 48.3 °C and the the the the the the the the'
+    model = Rambling([cut], scores={("CPU", " How damp?"): 0.0})
+    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
+    assert state.final_answer == "The CPU is at 48.3 °C"
+    assert state.stream.root[-1].usage.stop == "cut"
+
+
 def test_an_answer_whose_string_closed_as_the_token_cap_cut_the_reply_is_taken_whole() -> None:
     # The 270M wrote a whole answer, closing quote included, and the cap cut the reply before
     # the closing brace the grammar would have forced: it was answered again, and looped.
@@ -534,9 +543,10 @@ def test_an_answer_written_again_starts_from_the_question_and_is_brief() -> None
     # The 270M copied the feedback's words ("The token limit was 12.437 °C.") and, decoding
     # greedily, wrote the same loop of values again: the retry's turn ends with the question,
     # and its answer copies at most two values before the one it states and one after it.
+    # (A first answer no start of which states the value is answered again.)
     model = Rambling(
         [
-            '{"final_answer": "48.3 °C 48.3 °C 48.3 °C 48.3',
+            '{"final_answer": "The CPU is warm and warm and warm and warm and warm and',
             '{"final_answer": "The CPU is 48.3 °C."}',
         ],
         scores={("CPU", " How warm is it?"): 0.0},

@@ -318,10 +318,11 @@ def answer_schema(pattern: str) -> dict[str, Any]:
 
 def last_whole(body: str, pattern: str | None) -> str | None:
     """Of an answer string cut off at the token cap, the longest start that ends a sentence
-    (``. ``), else the longest that ends a clause (``, ``) and that ``pattern`` admits; None when
-    there is none. A copy-only answer is one sentence, so its cut is a clause, which must still
-    state a value. An answer whose string the model closed just as the cap cut the reply (before
-    the closing brace the grammar would have forced) is whole, when ``pattern`` admits it."""
+    (``. ``), else the longest that ends a clause (``, ``) and that ``pattern`` admits, else the
+    shortest that ends a word and that ``pattern`` admits; None when there is none. A copy-only
+    answer is one sentence, so its cut is a clause, which must still state a value. An answer
+    whose string the model closed just as the cap cut the reply (before the closing brace the
+    grammar would have forced) is whole, when ``pattern`` admits it."""
     cuts = []
     if body.endswith('"') and not body.endswith('\\"'):
         cuts.append((len(body) - 1, True))
@@ -333,6 +334,16 @@ def last_whole(body: str, pattern: str | None) -> str | None:
         if end <= 0 or '"' in cut.replace('\\"', ""):
             continue
         if not checked or pattern is None or re.fullmatch(pattern, cut):
+            return cut
+    if pattern is None:
+        return None
+    # Else the shortest start ending at a word's end that states what it must: the model went
+    # on after the value without a mark ("There are 3 sensors and the the the ...").
+    for end in (i for i in range(1, len(body)) if body[i] == " " and body[i - 1] != " "):
+        cut = body[:end]
+        if '"' in cut.replace('\\"', ""):
+            break
+        if re.fullmatch(pattern, cut):
             return cut
     return None
 
