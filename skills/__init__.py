@@ -29,6 +29,7 @@ BUILTIN_NAMES = (
     "cpu_temperature",
     "list_sensors",
     "read_sensor",
+    "compare_sensors",
     "system_status",
     "now",
     "resolve_date",
@@ -43,6 +44,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "cpu_temperature": ("Is the processor running hot?", "What temperature is the chip at?"),
     "list_sensors": ("What sensors are connected?", "What can you measure here?"),
     "read_sensor": ("What does the outdoor probe read?", "How damp is the air?"),
+    "compare_sensors": (
+        "Which is colder, the attic probe or the cellar probe?",
+        "How much warmer is it indoors than outdoors?",
+    ),
     "system_status": (
         "Is the SD card running out of space?",
         "How much RAM is in use?",
@@ -90,6 +95,7 @@ def register_builtins(
         ("cpu_temperature", sensors.cpu_temperature),
         ("list_sensors", sensors.list_sensors),
         ("read_sensor", sensors.read_sensor),
+        ("compare_sensors", sensors.compare_sensors),
         ("system_status", system.system_status),
         ("now", clock.now),
         ("resolve_date", clock.resolve_date),
@@ -97,7 +103,7 @@ def register_builtins(
     if weather:
         service = weather if isinstance(weather, OpenMeteo) else OpenMeteo()
         skills.append(("weather", Weather(service, clock).weather))
-    ready_calls = {"read_sensor": sensors.sensor_calls}
+    ready_calls = {"read_sensor": sensors.sensor_calls, "compare_sensors": sensors.compare_calls}
     added: list[str] = []
     try:
         for name, function in skills:

@@ -1,4 +1,5 @@
-"""The sensor skills: ``cpu_temperature``, ``list_sensors`` and ``read_sensor``.
+"""The sensor skills: ``cpu_temperature``, ``list_sensors``, ``read_sensor`` and
+``compare_sensors``.
 
 Sensors are found afresh on every call (a probe may be plugged in or pulled out at any time), from
 thermal zones, IIO devices and 1-Wire probes under one sysfs root. The model names a sensor only by
@@ -18,6 +19,9 @@ from edge_agent.skills.thermal import cpu_zone, discover_zones
 KIND_WORDS = {"thermal_zone": "thermal zone", "iio": "sensor chip", "w1": "1-Wire probe"}
 """How each kind of sensor is called in words, for the model."""
 _SHOWN_NAME_CHARS = 60
+MAX_COMPARE_CALLS = 15
+"""The most pairs ``compare_sensors`` lists as ready: each is a candidate the question is
+scored against, and a house of 1-Wire probes has many pairs."""
 
 
 class Sensors:
@@ -56,12 +60,28 @@ class Sensors:
         return [
             (
                 {"name": sensor.name, "quantity": quantity},
-                f"the {quantity} in {UNITS[quantity]} from the "
-                f"{KIND_WORDS.get(sensor.kind, sensor.kind)} {sensor.label}",
+                f"the {quantity} in {UNITS[quantity]} from the {_called(sensor)}",
             )
             for sensor in self.discover()
             for quantity in sensor.quantities
         ]
+
+    def compare_calls(self) -> list[tuple[dict[str, str], str]]:
+        """The calls of ``compare_sensors`` worth making now: each two sensors that measure the
+        same quantity, with what the call gets (the skill's ready calls)."""
+        found = self.discover()
+        calls = []
+        for quantity in dict.fromkeys(q for sensor in found for q in sensor.quantities):
+            measuring = [sensor for sensor in found if quantity in sensor.quantities]
+            for i, first in enumerate(measuring):
+                for second in measuring[i + 1 :]:
+                    what = (
+                        f"which of the {_called(first)} and the {_called(second)} reads the "
+                        f"higher {quantity}, and by how many {UNITS[quantity]}"
+                    )
+                    arguments = {"first": first.name, "second": second.name, "quantity": quantity}
+                    calls.append((arguments, what))
+        return calls[:MAX_COMPARE_CALLS]
 
     # -- the skills ---------------------------------------------------------------------------
 
@@ -104,11 +124,58 @@ class Sensors:
                     "label": sensor.label,
                     "readings": [r.as_dict() for r in readings],
                 }
-        shown = name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…"
-        if not sensors:
-            raise SensorError(f"no sensor named {shown!r}: no sensors were found on this device")
-        known = ", ".join(s.name for s in sensors)
-        raise SensorError(f"no sensor named {shown!r}; the sensors are: {known}")
+        raise _unknown(name, sensors)
+
+    def compare_sensors(
+        self, first: str, second: str, quantity: str = "temperature"
+    ) -> dict[str, Any]:
+        """Which of two sensors reads the higher quantity, and by how much: names as list_sensors
+        gives them, quantity one both measure."""
+        if first == second:
+            raise SensorError("compare two different sensors: both names are the same")
+        sensors = self.discover()
+        taken = []
+        for name in (first, second):
+            sensor = next((s for s in sensors if s.name == name), None)
+            if sensor is None:
+                raise _unknown(name, sensors)
+            if quantity not in sensor.quantities:
+                raise SensorError(
+                    f"{sensor.name} does not measure {quantity[:_SHOWN_NAME_CHARS]!r}; it "
+                    f"measures {', '.join(sensor.quantities)}"
+                )
+            reading = next((r for r in sensor.read() if r.quantity == quantity), None)
+            if reading is None:
+                raise SensorError(f"{sensor.name} gave no {quantity} reading")
+            taken.append((sensor, reading))
+        (one, a), (other, b) = taken
+        # What people ask of two readings is said outright: no model has to subtract.
+        result: dict[str, Any] = {
+            "quantity": quantity,
+            "readings": [
+                {"sensor": s.name, "label": s.label, "value": r.value, "unit": r.unit}
+                for s, r in taken
+            ],
+            "difference": {"value": round(abs(a.value - b.value), 3), "unit": a.unit},
+        }
+        if a.value != b.value:
+            higher, lower = (one, other) if a.value > b.value else (other, one)
+            result["higher"], result["lower"] = higher.name, lower.name
+        return result
+
+
+def _called(sensor: Sensor) -> str:
+    """A sensor in words: "sensor chip bme280 (iio:device0)"."""
+    return f"{KIND_WORDS.get(sensor.kind, sensor.kind)} {sensor.label}"
+
+
+def _unknown(name: str, sensors: list[Sensor]) -> SensorError:
+    """The error for a name no sensor has, listing those there are."""
+    shown = name if len(name) <= _SHOWN_NAME_CHARS else name[:_SHOWN_NAME_CHARS] + "…"
+    if not sensors:
+        return SensorError(f"no sensor named {shown!r}: no sensors were found on this device")
+    known = ", ".join(s.name for s in sensors)
+    return SensorError(f"no sensor named {shown!r}; the sensors are: {known}")
 
 
 def _renamed(sensor: Sensor, name: str) -> Sensor:

@@ -29,6 +29,10 @@ CALLS: dict[str, list[dict[str, Any]]] = {
         {"name": "bme280", "quantity": "pressure"},
         {"name": "28-000005e2fdc3"},
     ],
+    "compare_sensors": [
+        {"first": "thermal_zone0", "second": "bme280"},
+        {"first": "28-000005e2fdc3", "second": "bme280", "quantity": "temperature"},
+    ],
     "system_status": [{}],
     "now": [{}],
     "resolve_date": [{"text": "tomorrow"}, {"text": "8/15"}],

@@ -137,6 +137,7 @@ def test_edge_agent_skills_lists_schemas_and_sources(daemon: tuple[str, Path]) -
         "cpu_temperature",
         "list_sensors",
         "read_sensor",
+        "compare_sensors",
         "system_status",
         "now",
         "resolve_date",

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from edge_agent.skills.onewire import crc8, parse_w1_slave
 from edge_agent.skills.readings import UNITS, SensorError
-from edge_agent.skills.sensors import Sensors
+from edge_agent.skills.sensors import MAX_COMPARE_CALLS, Sensors
 from edge_agent.skills.sysfs import Root
 
 
@@ -444,3 +444,86 @@ def test_any_file_content_gives_a_reading_or_a_sensor_error(
             path.unlink()
         else:
             path.write_bytes(original)
+
+
+# -- comparing two sensors ---------------------------------------------------------------------
+
+
+def test_compare_sensors_says_which_reads_higher_and_by_how_much(sysfs: FakeSysfs) -> None:
+    build_mixed(sysfs)
+    sensors = sensors_of(sysfs)
+    result = sensors.compare_sensors("bme280", "thermal_zone0")
+    assert result == {
+        "quantity": "temperature",
+        "readings": [
+            {"sensor": "bme280", "label": "bme280 (iio:device0)", "value": 21.37, "unit": "°C"},
+            {"sensor": "thermal_zone0", "label": "cpu-thermal", "value": 51.54, "unit": "°C"},
+        ],
+        "difference": {"value": 30.17, "unit": "°C"},
+        "higher": "thermal_zone0",
+        "lower": "bme280",
+    }
+    # The difference is the same whichever comes first.
+    assert sensors.compare_sensors("thermal_zone0", "bme280")["difference"]["value"] == 30.17
+
+
+def test_compare_calls_are_each_pair_that_measures_one_quantity(sysfs: FakeSysfs) -> None:
+    build_mixed(sysfs)
+    calls = sensors_of(sysfs).compare_calls()
+    assert [arguments for arguments, _ in calls] == [
+        {"first": "thermal_zone0", "second": "bme280", "quantity": "temperature"},
+        {"first": "thermal_zone0", "second": "28-0316a2796eff", "quantity": "temperature"},
+        {"first": "bme280", "second": "28-0316a2796eff", "quantity": "temperature"},
+    ]
+    assert calls[0][1] == (
+        "which of the thermal zone cpu-thermal and the sensor chip bme280 (iio:device0) reads "
+        "the higher temperature, and by how many °C"
+    )
+
+
+def test_compare_calls_are_capped_in_a_house_of_probes(sysfs: FakeSysfs) -> None:
+    for i in range(12):
+        sysfs.w1_probe(f"28-00000000{i:04x}", w1_slave_text(1000 * i))
+    assert len(sensors_of(sysfs).compare_calls()) == MAX_COMPARE_CALLS
+
+
+def test_two_equal_readings_have_no_higher(sysfs: FakeSysfs) -> None:
+    sysfs.w1_probe("28-000000000001", w1_slave_text(20000))
+    sysfs.w1_probe("28-000000000002", w1_slave_text(20000))
+    result = sensors_of(sysfs).compare_sensors("28-000000000001", "28-000000000002")
+    assert result["difference"] == {"value": 0.0, "unit": "°C"}
+    assert "higher" not in result and "lower" not in result
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "quantity", "message"),
+    [
+        ("bme280", "bme280", "temperature", "two different sensors"),
+        ("bme280", "garage door", "temperature", "no sensor named 'garage door'; the sensors"),
+        ("thermal_zone0", "bme280", "humidity", "thermal_zone0 does not measure 'humidity'"),
+        ("bme280", "thermal_zone0", "light", "bme280 does not measure 'light'"),
+    ],
+)
+def test_compare_sensors_refuses_what_it_cannot_compare(
+    sysfs: FakeSysfs, first: str, second: str, quantity: str, message: str
+) -> None:
+    build_mixed(sysfs)
+    with pytest.raises(SensorError, match=message):
+        sensors_of(sysfs).compare_sensors(first, second, quantity)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(first=st.text(max_size=80), second=st.text(max_size=80), quantity=st.text(max_size=30))
+def test_any_names_give_a_comparison_or_a_sensor_error(
+    sysfs: FakeSysfs, first: str, second: str, quantity: str
+) -> None:
+    if not (sysfs.root / "class").exists():
+        build_mixed(sysfs)
+    try:
+        result = sensors_of(sysfs).compare_sensors(first, second, quantity)
+    except SensorError as exc:
+        assert len(str(exc)) < 400  # a short message, however long the names
+    else:
+        assert result["difference"]["value"] >= 0
