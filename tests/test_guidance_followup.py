@@ -222,6 +222,15 @@ def test_a_failed_second_call_is_answered_from_the_first_result_alone() -> None:
     assert re.fullmatch(pattern, "The CPU is at 48.3 °C.")
 
 
+def test_a_question_of_long_runs_of_spaces_is_split_in_linear_time() -> None:
+    # The first pattern backtracked in cubic time here: 80 s for a question of 4000 characters.
+    assert question_parts("What is" + " " * 3990 + "it?") == []
+    assert question_parts("What  is   the load ,  and  what   time is it?") == [
+        "What is the load",
+        "What time is it?",
+    ]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_the_parts_of_any_text_are_none_or_two_questions_of_two_words_or_more(text: str) -> None:

@@ -80,7 +80,9 @@ def second_call(
     return (others[best] if gain >= margin else None), gain
 
 
-_AND = re.compile(r"\s*,?\s+and\s+", re.IGNORECASE)
+_AND = re.compile(r" ?,? and ", re.IGNORECASE)
+"""Matched on the question with its spaces collapsed: on runs of spaces, a pattern with a space
+class on both sides of its optional comma backtracks in cubic time (80 s for 4000 characters)."""
 MIN_PART_WORDS = 2
 
 
@@ -92,7 +94,7 @@ def question_parts(query: str) -> list[str]:
     written as a question of its own; [] for a question in one part, or in more than two. A
     second part that is only a noun ("What are the CPU temperature and the humidity?") takes
     the first part's opening: "What are the humidity?"."""
-    parts = _AND.split(query.strip())
+    parts = _AND.split(" ".join(query.split()))
     if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
         return []
     first, second = parts
