@@ -159,8 +159,9 @@ def _find_date(words: str, today: dt.date) -> dt.date | None:
 
 
 def _fixed_day(words: str, today: dt.date) -> dt.date | None:
-    """A day of the year named by its name ("christmas eve"), nearest today, or in the year
-    that follows it ("this year", "next year", "last year", "2027")."""
+    """A day of the year named by its name ("christmas eve"): the next one from today, or the
+    one in the year said after it ("this year", "next year", "last year", "2027"). In June,
+    "how many days until Christmas?" asks about the coming one, not the nearer one past."""
     plain = re.sub(r"['’]s\b", "", words).replace(".", "")
     match = re.fullmatch(r"(.+?)(?: (this|next|last) year| (?:in )?([0-9]{4}))?", plain)
     if match is None or match.group(1) not in _FIXED_DAYS:
@@ -171,7 +172,8 @@ def _fixed_day(words: str, today: dt.date) -> dt.date | None:
     if match.group(2):
         shift = {"this": 0, "next": 1, "last": -1}[match.group(2)]
         return dt.date(today.year + shift, month, day)
-    return _nearest(today, month, day)
+    coming = dt.date(today.year, month, day)
+    return coming if coming >= today else dt.date(today.year + 1, month, day)
 
 
 def _parse_words(words: str, today: dt.date) -> dt.date | None:

@@ -93,6 +93,14 @@ def test_resolve_date(clock: Clock, text: str, date: str) -> None:
     }
 
 
+def test_a_named_day_without_a_year_is_the_coming_one() -> None:
+    june = Clock(lambda: dt.datetime(2026, 6, 20, tzinfo=dt.UTC))
+    assert june.resolve_date("How many days until Christmas?")["date"] == "2026-12-25"
+    assert june.resolve_date("halloween")["date"] == "2026-10-31"
+    assert june.resolve_date("new year's day")["date"] == "2027-01-01"
+    assert june.resolve_date("Halloween last year")["date"] == "2025-10-31"
+
+
 def test_february_29_picks_a_leap_year() -> None:
     clock = Clock(lambda: dt.datetime(2027, 6, 1, tzinfo=dt.UTC))
     assert clock.resolve_date("2/29")["date"] == "2028-02-29"
