@@ -6,12 +6,12 @@ is scored alone after every candidate's description, the way a first call is cho
 part chooses the first call, and after its result the second part's best candidate is the
 second call (:func:`part_call`), when it fits that part better than the first call does by a
 margin. The answer then states the first result's value, then the second's
-(:mod:`edge_agent.agent.evidence`). The split is
-English syntax, the conjunction; which skills the parts need is the registry's.
+(:mod:`edge_agent.agent.evidence`). The split is English syntax, the conjunction; which skills
+the parts need is the registry's.
 
 Without an "and", the judgement is by likelihood alone, and off by default. After its first
-result a 270M model is asked for the answer: asked to choose between answering
-and calling another skill, it nearly always calls another. So whether a second skill is needed is
+result a 270M model is asked for the answer: asked to choose between answering and calling
+another skill, it nearly always calls another. So whether a second skill is needed is
 judged the way the first was chosen, noisy-channel, from the registry's descriptions alone: the
 question is scored after the first call's description joined with each other candidate's (all
 of them: ranked by their own descriptions first, the 270M put the ones explaining the part the

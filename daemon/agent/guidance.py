@@ -191,9 +191,9 @@ class Guidance:
     3.0 separated the dev comparisons (7.4, 8.5 nats) from one-part questions (at most 2.0), but
     the 270M answered no question better with the second result, in twice the seconds."""
     part_margin: float | None = 0.5
-    """Nats by which a part of a question joined by "and" must fit its best candidate above no
-    skill's, for that candidate to be the second call (:func:`~edge_agent.agent.followup.
-    part_call`); the answer then states a value of each result. None: no second call for it."""
+    """Nats by which the second part of a question joined by "and" must fit its best candidate
+    above the first call, for that candidate to be the second call (:func:`~edge_agent.agent.
+    followup.part_call`); the answer then states each result's value. None: no split."""
     answer_tokens: int = 64
     """The most tokens an answer may take: a small model that rambles on inside its answer
     string is cut off (and retried) instead of writing until the model's own cap."""
