@@ -1,12 +1,13 @@
 """Does the embedded model answer home questions correctly? Competence of each loop strategy.
 
-72 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
+108 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
 listing sensors, load, memory, disk, uptime, the clock and date arithmetic, conversions,
 comparisons, two-part questions, counts, and questions no skill can answer) are asked of a fake
 Raspberry Pi: a sysfs tree and a /proc the script builds in a
-temporary directory. Disk usage is the real ``statvfs`` of ``/``. Half the questions are ``dev``
-(tune on these), half ``held-out`` (never tune on these; they were written once, before any
-result was seen).
+temporary directory. Disk usage is the real ``statvfs`` of ``/``. A third of the questions are
+``dev`` (tune on these), a third ``held-out`` (never tune on these; they were written once,
+before any result was seen), and a third ``fresh``: written after the held-out answers had been
+read over several sessions, so that one set of questions no change was ever made for stays blind.
 
 Each answer is scored automatically, and strictly (competence_scoring.py), against values computed
 when the question is asked: the skill functions themselves are called in-process on the same fake
@@ -38,17 +39,17 @@ turns: skill calls, final answers and unparseable replies), the seconds, and the
 ``prompt`` is what each call's prompt held, summed over the run; ``evaluated`` is what the model
 actually ran (the daemon reports it; for the peer it is estimated from llama-cpp-python's prefix
 match with the previous call, marked ``~``). The verdict is issue 19's goal: ``guided`` at least
-80% strictly correct on both halves with at most one misleading answer per half, a median of at
+80% strictly correct on each half with at most one misleading answer per half, a median of at
 most 3 model calls, ahead of the peer on correct answers and no slower per question. It exits 1
 when the goal is missed or cannot be judged because ``guided`` did not run. With ``--json`` the
 records are written after every answer, so a run cut short leaves what it asked.
 
     .venv/bin/python scripts/bench/bench_competence.py [--strategies plain,guided,peer]
-        [--split dev|held-out|all] [--only d01,h12,convert] [--limit N] [--max-iterations 6]
+        [--split dev|held-out|fresh|all] [--only d01,h12,convert] [--limit N] [--max-iterations 6]
         [--json OUT] [--verbose]
 
 ``--only`` asks only the questions of those ids or categories; ``--limit N`` only the first N,
-dev and held-out alternating. On a loaded 2-core
+the halves taking turns. On a loaded 2-core
 machine a full run of three strategies takes the better part of an hour.
 """
 
@@ -58,6 +59,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime as dt
+import itertools
 import json
 import os
 import re
@@ -93,7 +95,7 @@ from competence_scoring import (
 )
 
 STRATEGIES = ("plain", "guided", "peer")
-SPLITS = ("dev", "held-out")
+SPLITS = ("dev", "held-out", "fresh")
 EXIT_CONFIG = 78  # what `edge-agent serve` exits with on a config error
 GOAL_CORRECT = 0.8
 GOAL_MEDIAN_CALLS = 3
@@ -437,7 +439,7 @@ class Question:
 
 
 def _q(n: int, split: str, category: str, text: str, expect: Callable[[Device], Check]) -> Question:
-    return Question(f"{'d' if split == 'dev' else 'h'}{n:02d}", split, category, text, expect)
+    return Question(f"{split[0]}{n:02d}", split, category, text, expect)
 
 
 SENSOR_GROUPS = [["thermal_zone0", "cpu"], ["bme280"], [PROBE, "ds18b20"]]
@@ -583,6 +585,77 @@ QUESTIONS: list[Question] = [
     _q(35, "held-out", "cannot", "Will it rain tomorrow?", lambda d: CannotTell()),
     _q(36, "dev", "cannot", "What does the garage door sensor read?", lambda d: CannotTell()),
     _q(36, "held-out", "cannot", "What is the light level in lux?", lambda d: CannotTell()),
+    # The fresh half: one question per kind above, written on 2026-12-04 in one sitting, before
+    # any run of them, after every held-out answer had been read in earlier sessions. Never
+    # tuned on or edited: the figure no change was made for.
+    _q(1, "fresh", "cpu", "How warm is the CPU?", lambda d: Number([d.cpu()])),
+    _q(2, "fresh", "cpu", "Give me the processor temperature, please.",
+       lambda d: Number([d.cpu()])),
+    _q(3, "fresh", "iio", "What does the BME280 say the temperature is?",
+       lambda d: Number([d.reading("bme280", "temperature")])),
+    _q(4, "fresh", "iio-2calls", "What's the humidity in the room?",
+       lambda d: Number([d.reading("bme280", "humidity")])),
+    _q(5, "fresh", "iio-2calls", "Tell me the relative humidity.",
+       lambda d: Number([d.reading("bme280", "humidity")])),
+    _q(6, "fresh", "iio-2calls", "What is the atmospheric pressure right now?",
+       lambda d: Number([d.reading("bme280", "pressure"), d.reading("bme280", "pressure") / 10])),
+    _q(7, "fresh", "w1-2calls", "What temperature is the 1-Wire probe reporting?",
+       lambda d: Number([d.reading(PROBE, "temperature")])),
+    _q(8, "fresh", "w1", "Which ID does the DS18B20 have?", lambda d: Names([[PROBE]])),
+    _q(9, "fresh", "list", "What sensors can you read?", lambda d: Names(SENSOR_GROUPS)),
+    _q(10, "fresh", "list", "How many sensors are attached?",
+       lambda d: Number([len(d.call("list_sensors")["sensors"])], whole=True)),
+    _q(11, "fresh", "system", "What is the load average over 5 minutes?",
+       lambda d: Number([d.status("load_average", "5min")])),
+    _q(12, "fresh", "system", "How many MiB of memory are available?",
+       lambda d: Number([d.status("memory", "available_mib")], whole=True)),
+    _q(13, "fresh", "system", "What percent of RAM is used?",
+       lambda d: Number([d.status("memory", "used_percent")], whole=True)),
+    _q(14, "fresh", "system", "How much disk space is free?",
+       lambda d: Number([d.status("disk", "free_gib")], whole=True, tolerance=0.05)),
+    _q(15, "fresh", "system", "How much of the disk is used, as a percentage?",
+       lambda d: Number([d.status("disk", "used_percent")], whole=True, tolerance=0.05)),
+    _q(16, "fresh", "system", "What is the uptime?",
+       lambda d: Uptime(int(d.status("uptime", "seconds")))),
+    _q(17, "fresh", "clock", "Tell me the current time.", lambda d: Time(d.now)),
+    _q(18, "fresh", "clock", "What day of the week are we on?",
+       lambda d: Weekday(d.today.weekday())),
+    _q(19, "fresh", "clock", "Which date is it today?", lambda d: Date(d.today)),
+    _q(20, "fresh", "dates", "What is the date of next Wednesday?", lambda d: Date(d.ahead(2))),
+    _q(21, "fresh", "dates", "What date will it be the day after tomorrow?",
+       lambda d: Date(d.days(2))),
+    _q(22, "fresh", "dates", "What day of the week was 4 July 1976?",
+       lambda d: Weekday(dt.date(1976, 7, 4).weekday())),
+    _q(23, "fresh", "dates", "Which weekday will it be in 4 days?",
+       lambda d: Weekday(d.days(4).weekday())),
+    _q(24, "fresh", "dates", "How many days until next Saturday?",
+       lambda d: Number([(d.ahead(5) - d.today).days], whole=True)),
+    _q(25, "fresh", "dates", "What's the date 3 weeks from now?", lambda d: Date(d.days(21))),
+    _q(26, "fresh", "2calls", "On what day of the week does Halloween fall this year?",
+       lambda d: Weekday(dt.date(d.today.year, 10, 31).weekday())),
+    _q(27, "fresh", "2calls", "How much cooler is the 1-Wire probe than the CPU?",
+       lambda d: Number([d.cpu() - d.reading(PROBE, "temperature")], units=("°C",))),
+    _q(28, "fresh", "convert", "What's the BME280 temperature in Fahrenheit?",
+       lambda d: Number([d.reading("bme280", "temperature") * 9 / 5 + 32], units=("°F",))),
+    _q(29, "fresh", "convert", "How many hours of uptime does it have?",
+       lambda d: Number([d.status("uptime", "seconds") / 3600], whole=True, units=("h",))),
+    _q(30, "fresh", "convert", "How many days are there until Halloween?",
+       lambda d: Number([(d.upcoming(10, 31) - d.today).days], whole=True, units=("d",))),
+    _q(31, "fresh", "convert", "How much memory is available in GB?",
+       lambda d: Number([d.status("memory", "available_mib") / 1024,
+                         d.status("memory", "available_mib") / 1024 * 1.073741824],
+                        whole=True, tolerance=0.05, units=("GiB",))),
+    _q(32, "fresh", "compare", "Which is colder, the BME280 or the 1-Wire probe?",
+       lambda d: First(["1-wire", PROBE, "probe", "ds18b20"], ["bme280"])),
+    _q(33, "fresh", "two-part", "What is the air pressure and what is the humidity?",
+       lambda d: Both([Number([d.reading("bme280", "pressure"),
+                               d.reading("bme280", "pressure") / 10]),
+                       Number([d.reading("bme280", "humidity")])])),
+    _q(34, "fresh", "count", "How many sensors can measure humidity?",
+       lambda d: Number([d.count("humidity")], whole=True)),
+    _q(35, "fresh", "cannot", "Is the front door locked?", lambda d: CannotTell()),
+    _q(36, "fresh", "cannot", "What is the CO2 level in the living room?",
+       lambda d: CannotTell()),
 ]  # fmt: skip
 
 
@@ -934,8 +1007,8 @@ def verdict(summaries: dict[tuple[str, str], dict[str, Any]], names: list[str],
     else:
         checks["peer ran (needed to compare)"] = False
     if set(splits) != set(SPLITS):
-        print("  note: only " + ", ".join(splits) + " asked; the goal needs both halves")
-        checks["both halves asked"] = False
+        print("  note: only " + ", ".join(splits) + " asked; the goal needs every half")
+        checks["every half asked"] = False
     for text, met in checks.items():
         print(f"  {text:<52} {'met' if met else 'NOT MET'}")
     return all(checks.values())
@@ -956,7 +1029,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--limit",
         type=int,
         default=None,
-        help="ask only the first N questions (dev and held-out alternate)",
+        help="ask only the first N questions (the halves take turns)",
     )
     parser.add_argument(
         "--only", default=None, help="comma-separated question ids (d01,h12) or categories to ask"
@@ -993,14 +1066,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def select_questions(split: str, limit: int | None, only: str | None = None) -> list[Question]:
-    """The questions of ``split`` (and of ``only``'s ids or categories), dev and held-out
-    alternating, the first ``limit`` of them."""
+    """The questions of ``split`` (and of ``only``'s ids or categories), the halves taking
+    turns, the first ``limit`` of them."""
     wanted = {w.strip() for w in only.split(",") if w.strip()} if only else None
     chosen = [q for q in QUESTIONS if wanted is None or q.id in wanted or q.category in wanted]
-    dev = [q for q in chosen if q.split == "dev" and split in ("dev", "all")]
-    held = [q for q in chosen if q.split == "held-out" and split in ("held-out", "all")]
-    mixed = [q for pair in zip(dev, held, strict=False) for q in pair]
-    mixed += dev[len(mixed) // 2 :] if len(dev) > len(held) else held[len(mixed) // 2 :]
+    halves = [[q for q in chosen if q.split == s] for s in SPLITS if split in (s, "all")]
+    mixed = [q for turn in itertools.zip_longest(*halves) for q in turn if q is not None]
     return mixed[:limit]
 
 
