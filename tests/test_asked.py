@@ -120,6 +120,19 @@ def test_the_noun_a_what_question_asks_for_names_its_line_before_any_scoring() -
     assert not admits(pattern, "Next Friday is 7 days from today.")
 
 
+def test_the_noun_a_how_many_question_counts_names_its_line() -> None:
+    # Without the noun, the scores had chosen seconds for "How many hours ...?".
+    status = {"uptime": {"seconds": 458000, "hours": 127.2, "days": 5.3}}
+    model = MockModel([], scores={})
+    for question in ("How many hours has it been up?", "how many  hours since the boot?"):
+        asked = asked_lines(model, question, [("system_status", status)])
+        assert asked is not None and [line.name for line in asked] == ["uptime hours"]
+    assert model.scored == []
+    assert head_noun("How many sensors does it have?") == "sensors"
+    assert head_noun("How much of the RAM is used?") == "ram"
+    assert head_noun("How humid is it?") is None
+
+
 def test_a_noun_that_ends_several_names_or_none_leaves_the_choice_to_the_scores() -> None:
     scores = {("now: weekday\n", " What day is it?"): -1.0}
     asked = asked_lines(MockModel([], scores=scores), "What day is it?", [("now", NOW)])

@@ -75,23 +75,26 @@ def _words(text: str) -> list[str]:
 
 
 _HEAD_NOUN = re.compile(
-    r"^\s*(?:what|which)(?:'s\s+|\s+(?:(?:is|are|was|were|will\s+be)\s+)?)"
-    r"(?:(?:the|a|an)\s+)?(?!(?:the|a|an|is|are|was|were|will)\b)([^\W\d_]+)\b",
+    r"^\s*(?:(?:what|which)(?:'s\s+|\s+(?:(?:is|are|was|were|will\s+be)\s+)?)"
+    r"|how\s+(?:many|much)\s+(?:of\s+)?)"
+    r"(?:(?:the|a|an)\s+)?(?!(?:the|a|an|is|are|was|were|will|of)\b)([^\W\d_]+)\b",
     re.IGNORECASE,
 )
-"""The noun a what or which question opens with: "What date ...", "Which sensors ...", "What
-is the humidity ...". "What does the probe read?" has none: "does" names no line."""
+"""The noun a what, which or how-many question opens with: "What date ...", "Which sensors
+...", "What is the humidity ...", "How many hours ...". "What does the probe read?" has none:
+"does" names no line."""
 
 
 def head_opening(query: str) -> str | None:
-    """What a what or which question says before its head noun ("What are the "); None for
-    other questions."""
+    """What a what, which or how-many question says before its head noun ("What are the ");
+    None for other questions."""
     match = _HEAD_NOUN.match(query)
     return query[: match.start(1)] if match else None
 
 
 def head_noun(query: str) -> str | None:
-    """The noun a what or which question asks for, case folded; None for other questions."""
+    """The noun a what, which or how-many question asks for, case folded; None for other
+    questions."""
     match = _HEAD_NOUN.match(query)
     return match.group(1).casefold() if match else None
 
