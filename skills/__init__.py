@@ -103,7 +103,11 @@ def register_builtins(
     if weather:
         service = weather if isinstance(weather, OpenMeteo) else OpenMeteo()
         skills.append(("weather", Weather(service, clock).weather))
-    ready_calls = {"read_sensor": sensors.sensor_calls, "compare_sensors": sensors.compare_calls}
+    ready_calls = {
+        "list_sensors": sensors.list_calls,
+        "read_sensor": sensors.sensor_calls,
+        "compare_sensors": sensors.compare_calls,
+    }
     added: list[str] = []
     try:
         for name, function in skills:

@@ -66,6 +66,16 @@ class Sensors:
             for quantity in sensor.quantities
         ]
 
+    def list_calls(self) -> list[tuple[dict[str, str], str]]:
+        """The calls of ``list_sensors`` worth making now: the whole list, and one per quantity
+        some sensor measures (the skill's ready calls)."""
+        quantities = dict.fromkeys(q for sensor in self.discover() for q in sensor.quantities)
+        every: tuple[dict[str, str], str] = ({}, "every sensor on this device, and how many")
+        return [every] + [
+            ({"quantity": quantity}, f"the sensors that measure {quantity}, and how many")
+            for quantity in quantities
+        ]
+
     def compare_calls(self) -> list[tuple[dict[str, str], str]]:
         """The calls of ``compare_sensors`` worth making now: each two sensors that measure the
         same quantity, with what the call gets (the skill's ready calls)."""
@@ -99,11 +109,17 @@ class Sensors:
         (value,) = zone.read()
         return {"sensor": zone.name, "label": zone.label, **value.as_dict()}
 
-    def list_sensors(self) -> dict[str, Any]:
-        """Every sensor on this device: its name (to pass to read_sensor), kind and units."""
-        sensors = self.discover()
-        result: dict[str, Any] = {"sensors": [s.describe() for s in sensors]}
-        if not sensors:
+    def list_sensors(self, quantity: str | None = None) -> dict[str, Any]:
+        """Every sensor on this device, or with quantity those that measure it: its name (to pass
+        to read_sensor), kind and units, and how many there are."""
+        found = self.discover()
+        measuring = [s for s in found if quantity is None or quantity in s.quantities]
+        # How many is said outright: a small model cannot count the list.
+        result: dict[str, Any] = {"count": len(measuring)}
+        if quantity is not None:
+            result["quantity"] = quantity[:_SHOWN_NAME_CHARS]
+        result["sensors"] = [s.describe() for s in measuring]
+        if not found:
             result["note"] = f"no sensors were found (looked in {self._where()})"
         return result
 

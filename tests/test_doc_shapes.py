@@ -22,7 +22,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # The calls each documented skill is checked with: every kind of sensor, a quantity, no sensors.
 CALLS: dict[str, list[dict[str, Any]]] = {
     "cpu_temperature": [{}],
-    "list_sensors": [{}],
+    "list_sensors": [{}, {"quantity": "humidity"}],
     "read_sensor": [
         {"name": "thermal_zone0"},
         {"name": "bme280"},

@@ -8,6 +8,7 @@ first's joined with no skill's, without any real model.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge_agent import Agent, MockModel, Registry
-from edge_agent.agent.followup import content_free, joined, question_parts
+from edge_agent.agent.followup import content_free, joined, question_parts, unasked_narrowings
 from edge_agent.agent.guidance import ANSWER_HEAD, Candidate, Guidance, candidates_for
 from edge_agent.agent.prompt import PLAIN
 
@@ -236,3 +237,39 @@ def test_a_question_of_long_runs_of_spaces_is_split_in_linear_time() -> None:
 def test_the_parts_of_any_text_are_none_or_two_questions_of_two_words_or_more(text: str) -> None:
     parts = question_parts(text)
     assert parts == [] or (len(parts) == 2 and all(len(p.split()) >= 2 for p in parts))
+
+
+def shelf() -> Registry:
+    registry = Registry()
+
+    @registry.skill(
+        calls=lambda: [({}, "every jar"), ({"kind": "jam"}, "the jam jars"), ({"kind": "tea"}, "")]
+    )
+    def list_jars(kind: str | None = None) -> dict[str, Any]:
+        """The jars on the shelf."""
+        return {"count": 3 if kind is None else 1, "kind": kind}
+
+    return registry
+
+
+def test_a_narrower_call_is_made_only_when_the_question_names_what_narrows_it() -> None:
+    found = [c for spec in shelf() for c in candidates_for(spec, PLAIN)]
+    keys = {json.dumps(c.arguments): c.key for c in found}
+    assert unasked_narrowings("Which jars are there?", found) == {
+        keys['{"kind": "jam"}'],
+        keys['{"kind": "tea"}'],
+    }
+    # A word of its own, in any case, or its plural; never a part of a word.
+    assert unasked_narrowings("How many Jams are there?", found) == {keys['{"kind": "tea"}']}
+    assert unasked_narrowings("Any teapots or jam?", found) == {keys['{"kind": "tea"}']}
+    # In a run: the jam list fits best, but the question asks for no kind.
+    for question, wanted in (
+        ("Which jars are there?", {}),
+        ("How many jam jars?", {"kind": "jam"}),
+    ):
+        model = MockModel(
+            ['{"final_answer": "There are 3."}'],
+            scores={("the jam jars", f" {question}"): -1.0, ("every jar", f" {question}"): -2.0},
+        )
+        state = Agent(model, shelf(), guidance=Guidance()).run(question, max_iterations=3)
+        assert calls(state) == [("list_jars", wanted)]

@@ -322,9 +322,29 @@ def test_list_sensors_gives_names_kinds_and_units(sysfs: FakeSysfs) -> None:
     ]
 
 
+def test_list_sensors_counts_them_all_or_those_of_one_quantity(sysfs: FakeSysfs) -> None:
+    build_mixed(sysfs)
+    sensors = sensors_of(sysfs)
+    assert sensors.list_sensors()["count"] == 3
+    humid = sensors.list_sensors("humidity")
+    assert (humid["count"], humid["quantity"]) == (1, "humidity")
+    assert [s["name"] for s in humid["sensors"]] == ["bme280"]
+    warm = sensors.list_sensors("temperature")
+    assert warm["count"] == 3 and len(warm["sensors"]) == 3
+    # A quantity no sensor measures is an empty list, not an error: none measure it.
+    odd = sensors.list_sensors("x" * 500)
+    assert (odd["count"], odd["sensors"], len(odd["quantity"])) == (0, [], 60)
+    assert [arguments for arguments, _ in sensors.list_calls()] == [
+        {},
+        {"quantity": "temperature"},
+        {"quantity": "humidity"},
+        {"quantity": "pressure"},
+    ]
+
+
 def test_an_empty_tree_lists_nothing_and_says_where_it_looked(sysfs: FakeSysfs) -> None:
     listed = sensors_of(sysfs).list_sensors()
-    assert listed["sensors"] == []
+    assert (listed["sensors"], listed["count"]) == ([], 0)
     assert f"{sysfs.root}/class/thermal" in listed["note"]
     assert f"{sysfs.root}/bus/w1/devices" in listed["note"]
     with pytest.raises(SensorError, match="no sensors were found"):

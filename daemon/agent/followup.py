@@ -126,6 +126,28 @@ def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
     ]
 
 
+def unasked_narrowings(query: str, candidates: Sequence[Candidate]) -> set[tuple[str, str]]:
+    """The keys of the candidates that add arguments to another candidate of their skill
+    (``list_sensors(quantity="humidity")`` to ``list_sensors()``) where the question does not
+    name each added value as a word of its own: a narrower call needs the question to ask for
+    what narrows it."""
+    fixed = [(c, c.arguments) for c in candidates if c.arguments is not None]
+    unasked = set()
+    for candidate, arguments in fixed:
+        for other, fewer in fixed:
+            if other.skill_name != candidate.skill_name or not fewer.items() < arguments.items():
+                continue
+            added = [v for k, v in arguments.items() if k not in fewer]
+            if not all(isinstance(v, str) and _names(query, v) for v in added):
+                unasked.add(candidate.key)
+    return unasked
+
+
+def _names(query: str, value: str) -> bool:
+    """Whether ``query`` holds ``value`` as a word or words of its own (or their plural)."""
+    return re.search(rf"(?<!\w){re.escape(value)}s?(?!\w)", query, re.IGNORECASE) is not None
+
+
 def part_call(
     model: ModelHandle,
     parts: Sequence[str],
@@ -197,4 +219,5 @@ __all__ = [
     "question_parts",
     "second_call",
     "two_parts_answered",
+    "unasked_narrowings",
 ]

@@ -17,7 +17,8 @@ question word.
   its second part after the first result; the answer states a value of each. Otherwise, after
   the first result, a question likelier after the first call's description joined with
   another's than with no skill's gets that second call (:mod:`edge_agent.agent.followup`).
-- **The call it names.** Calls taking the question's head noun as an argument go first.
+- **The call it names.** Calls taking the question's head noun as an argument go first; one
+  narrower than another of its skill's is made only when the question names what narrows it.
 - **Which words.** A skill that takes one free text argument gets a phrase of the question, the
   one the model finds most likely there (a small model otherwise copies its prompt's examples).
 - **Where to look.** A result with several parts (a status with load, memory and disk; a list
@@ -61,6 +62,7 @@ from edge_agent.agent.followup import (
     named_calls,
     question_parts,
     two_parts_answered,
+    unasked_narrowings,
 )
 from edge_agent.agent.phrases import (
     PHRASE_TRIES,
@@ -228,14 +230,15 @@ class Guidance:
         the model itself. Raises what the model raises."""
         events = state.stream.root
         made = [a for a in events if isinstance(a, CallSkillAction)]
-        tried = {_key(a) for a in made}
-        # A candidate whose arguments vary is tried once per run; one filled with a phrase of
-        # the question, up to PHRASE_TRIES phrases and then the whole question while the skill
-        # refuses them.
+        # A call not to make: one made, or one narrower than another the question did not ask
+        # for. One whose arguments vary is tried once per run; one filled with a phrase of the
+        # question, up to PHRASE_TRIES phrases and then the whole question while refused.
+        skip = {(a.skill_name, json.dumps(a.arguments)) for a in made}
+        skip |= unasked_narrowings(state.query, candidates)
         left = [
             c
             for c in candidates
-            if c.key not in tried and not (c.arguments is None and _spent(c, made, events))
+            if c.key not in skip and not (c.arguments is None and _spent(c, made, events))
         ]
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
@@ -382,10 +385,6 @@ def _answer_was_cut(events: Sequence[Event]) -> bool:
         and last.raw is not None
         and last.raw.startswith(ANSWER_HEAD)
     )
-
-
-def _key(action: CallSkillAction) -> tuple[str, str]:
-    return (action.skill_name, json.dumps(action.arguments))
 
 
 __all__ = [
