@@ -168,6 +168,9 @@ def test_a_question_joined_by_and_is_split_into_two_questions() -> None:
     assert question_parts("What is the humidity?") == []
     assert question_parts("What are the CPU and GPU?") == []  # a part of one word
     assert question_parts("a b and c d and e f") == []  # three parts
+    # "between" and "both" pair with the "and": one thing is asked of two.
+    assert question_parts("What is the difference between the CPU and the probe?") == []
+    assert question_parts("Are both the CPU and the probe warm?") == []
 
 
 def test_each_part_chooses_its_call_and_the_answer_states_their_values_in_order() -> None:

@@ -84,6 +84,9 @@ _AND = re.compile(r" ?,? and ", re.IGNORECASE)
 """Matched on the question with its spaces collapsed: on runs of spaces, a pattern with a space
 class on both sides of its optional comma backtracks in cubic time (80 s for 4000 characters)."""
 MIN_PART_WORDS = 2
+_PAIRED = re.compile(r"\b(?:between|both)\b", re.IGNORECASE)
+"""A word that pairs with the "and" after it (a correlative conjunction): the "and" then joins
+two nouns of one part, not two questions."""
 
 
 _ARTICLE = re.compile(r"(?:the|a|an)\s+", re.IGNORECASE)
@@ -91,12 +94,14 @@ _ARTICLE = re.compile(r"(?:the|a|an)\s+", re.IGNORECASE)
 
 def question_parts(query: str) -> list[str]:
     """The two parts of a question joined by "and", each of at least MIN_PART_WORDS words and
-    written as a question of its own; [] for a question in one part, or in more than two. A
-    second part that is only a noun ("What are the CPU temperature and the humidity?") takes
-    the first part's opening: "What are the humidity?"."""
+    written as a question of its own; [] for a question in one part ("between ... and"), or in
+    more than two. A second part that is only a noun ("What are the CPU temperature and the
+    humidity?") takes the first part's opening: "What are the humidity?"."""
     parts = _AND.split(" ".join(query.split()))
     if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
         return []
+    if _PAIRED.search(parts[0]):
+        return []  # "the difference between the CPU and the probe" is one thing asked
     first, second = parts
     opening, article = head_opening(first), _ARTICLE.match(second)
     if opening is not None and article is not None and head_opening(second) is None:
