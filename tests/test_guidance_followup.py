@@ -276,3 +276,45 @@ def test_a_narrower_call_is_made_only_when_the_question_names_what_narrows_it() 
         )
         state = Agent(model, shelf(), guidance=Guidance()).run(question, max_iterations=3)
         assert calls(state) == [("list_jars", wanted)]
+
+
+def test_a_second_part_that_names_a_call_gets_it_however_close_the_scores() -> None:
+    question = "What is the wind and what is the humidity?"
+    scores = {
+        ("the wind in km/h", " What is the wind"): -1.0,
+        ("the wind in km/h", " What is the humidity?"): -2.0,
+        ("the humidity in %RH", " What is the humidity?"): -1.9,  # within the margin
+        ANSWER_HEAD: 0.0,
+    }
+    model = MockModel(
+        ['{"final_answer": "The wind is 12 km/h and the humidity is 41.5."}'], scores=scores
+    )
+    state = Agent(model, station(), guidance=Guidance()).run(question, max_iterations=6)
+    assert calls(state) == [
+        ("read_sensor", {"quantity": "wind"}),
+        ("read_sensor", {"quantity": "humidity"}),
+    ]
+    # A part naming the first call itself gets no second call.
+    model = MockModel(['{"final_answer": "The wind is 12 km/h."}'], scores=scores)
+    again = "What is the wind and what is the wind?"
+    state = Agent(model, station(), guidance=Guidance()).run(again, max_iterations=6)
+    assert calls(state) == [("read_sensor", {"quantity": "wind"})]
+
+
+def station() -> Registry:
+    registry = Registry()
+
+    @registry.skill(
+        calls=lambda: [
+            ({"quantity": "wind"}, "the wind in km/h"),
+            ({"quantity": "humidity"}, "the humidity in %RH"),
+        ]
+    )
+    def read_sensor(quantity: str) -> dict[str, Any]:
+        """Current value of one quantity."""
+        return {
+            "value": 12 if quantity == "wind" else 41.5,
+            "unit": "km/h" if quantity == "wind" else "%",
+        }
+
+    return registry
