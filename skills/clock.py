@@ -160,13 +160,22 @@ def _find_date(words: str, today: dt.date) -> dt.date | None:
 
 def _fixed_day(words: str, today: dt.date) -> dt.date | None:
     """A day of the year named by its name ("christmas eve"): the next one from today, or the
-    one in the year said after it ("this year", "next year", "last year", "2027"). In June,
-    "how many days until Christmas?" asks about the coming one, not the nearer one past."""
+    one in the year said after it, a word or two later at most ("this year", "next year", "last
+    year", "2027", "falls this year"). In June, "how many days until Christmas?" asks about the
+    coming one, not the nearer one past."""
     plain = re.sub(r"['’]s\b", "", words).replace(".", "")
     match = re.fullmatch(r"(.+?)(?: (this|next|last) year| (?:in )?([0-9]{4}))?", plain)
-    if match is None or match.group(1) not in _FIXED_DAYS:
+    if match is None:
         return None
-    month, day = _FIXED_DAYS[match.group(1)]
+    name = match.group(1)
+    if (match.group(2) or match.group(3)) and name not in _FIXED_DAYS:
+        # A verb or two may stand between the day and its year: "halloween falls this year".
+        said = name.split()
+        heads = (" ".join(said[:n]) for n in range(len(said) - 1, len(said) - 3, -1) if n > 0)
+        name = next((head for head in heads if head in _FIXED_DAYS), name)
+    if name not in _FIXED_DAYS:
+        return None
+    month, day = _FIXED_DAYS[name]
     if match.group(3):
         return dt.date(int(match.group(3)), month, day)
     if match.group(2):

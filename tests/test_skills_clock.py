@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edge_agent.agent.registry import Registry
+from edge_agent.skills import register_builtins
 from edge_agent.skills.clock import Clock
 
 TAIPEI = dt.timezone(dt.timedelta(hours=8), "CST")
@@ -77,6 +80,10 @@ def test_now_on_the_real_clock() -> None:
         ("christmas 2030", "2030-12-25"),
         ("What day of the week is Christmas Eve this year?", "2026-12-24"),
         ("What weekday is New Year's Day next year?", "2027-01-01"),
+        # A verb or two between the day and its year, and never a shorter day's name.
+        ("On what day of the week does Halloween fall this year?", "2026-10-31"),
+        ("christmas eve falls on next year", "2027-12-24"),
+        ("Christmas Eve this year", "2026-12-24"),
         # A sentence holding a date: its longest run of words that names one.
         ("What weekday was 1 January 2000?", "2000-01-01"),
         ("what will the date be in 30 days", "2027-01-01"),
@@ -133,3 +140,19 @@ def test_any_text_gives_a_date_or_a_value_error(text: str) -> None:
         return
     date = dt.date.fromisoformat(result["date"])
     assert result["weekday"] == date.strftime("%A")
+
+
+def test_resolve_date_is_registered_as_a_skill_that_reads_whole_questions(tmp_path: Path) -> None:
+    registry = Registry()
+    register_builtins(registry, sysfs_root=tmp_path)
+    readers = [spec.name for spec in registry if spec.reads_sentences]
+    assert readers == ["resolve_date"]
+    # What that promises: the date inside a question, read the way the question means it.
+    today = dt.date(2026, 12, 4)
+    for question, date in (
+        ("What date will it be the day after tomorrow?", dt.date(2026, 12, 6)),
+        ("What weekday was 1 January 2000?", dt.date(2000, 1, 1)),
+        ("What date is it 2 weeks from today?", dt.date(2026, 12, 18)),
+        ("What day of the week is Christmas Eve this year?", dt.date(2026, 12, 24)),
+    ):
+        assert Clock.parse(question, today) == date
