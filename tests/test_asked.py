@@ -131,6 +131,9 @@ def test_the_noun_a_how_many_question_counts_names_its_line() -> None:
     assert head_noun("How many sensors does it have?") == "sensors"
     assert head_noun("How much of the RAM is used?") == "ram"
     assert head_noun("How humid is it?") is None
+    # A possessive stands where an article would: the noun after it is the one asked for.
+    assert head_noun("What is today's date?") == "date"
+    assert head_noun("What is my Pi's uptime?") == "uptime"
 
 
 def test_a_noun_that_ends_several_names_or_none_leaves_the_choice_to_the_scores() -> None:

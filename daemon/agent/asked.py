@@ -77,12 +77,14 @@ def _words(text: str) -> list[str]:
 _HEAD_NOUN = re.compile(
     r"^\s*(?:(?:what|which)(?:'s\s+|\s+(?:(?:is|are|was|were|will\s+be)\s+)?)"
     r"|how\s+(?:many|much)\s+(?:of\s+)?)"
-    r"(?:(?:the|a|an)\s+)?(?!(?:the|a|an|is|are|was|were|will|of)\b)([^\W\d_]+)\b",
+    r"(?:(?:the|a|an|my|your|its|our|their|this|that)\s+)?(?:[^\W\d_]+['’]s\s+)?"
+    r"(?!(?:the|a|an|is|are|was|were|will|of)\b)"
+    r"([^\W\d_]+)\b",
     re.IGNORECASE,
 )
 """The noun a what, which or how-many question opens with: "What date ...", "Which sensors
-...", "What is the humidity ...", "How many hours ...". "What does the probe read?" has none:
-"does" names no line."""
+...", "What is the humidity ...", "How many hours ...", "What is today's date?" (a possessive
+stands where an article would). "What does the probe read?" has none: "does" names no line."""
 
 
 def head_opening(query: str) -> str | None:
