@@ -119,6 +119,9 @@ def register_builtins(
                 source=BUILTIN_SOURCE,
                 examples=EXAMPLES.get(name, ()),
                 calls=ready_calls.get(name),
+                # It finds the date inside a question: "the day after tomorrow" whole, where
+                # a phrase of it ("tomorrow") means another day.
+                reads_sentences=name == "resolve_date",
             )
             added.append(name)
     except BaseException:

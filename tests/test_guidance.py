@@ -224,6 +224,43 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
     assert state.final_answer == "It is 2026-12-11."
 
 
+def test_a_skill_that_reads_sentences_gets_the_whole_question_before_any_phrase() -> None:
+    registry = Registry()
+
+    @registry.skill(reads_sentences=True)
+    def resolve_date(text: str) -> dict[str, Any]:
+        """Turn a date like 'next friday' into YYYY-MM-DD."""
+        if "please" in text:
+            raise ValueError(f"cannot read {text!r} as a date")
+        return {"date": "2026-12-06" if "after" in text else "2026-12-05"}
+
+    def phrase(text: str) -> str:
+        return json.dumps({"skill_name": "resolve_date", "arguments": {"text": text}})
+
+    def ask(question: str) -> tuple[Any, MockModel]:
+        # The model finds "tomorrow" likeliest: a phrase that means another day.
+        scores = {("YYYY-MM-DD", f" {question}"): -1.0, phrase("tomorrow"): -1.0}
+        scores |= {phrase("day after tomorrow"): -5.0, SKILL_HEAD: -9.0}
+        model = MockModel(['{"final_answer": "It is 2026-12-06."}'], scores=scores)
+        return Agent(model, registry, guidance=Guidance()).run(question, max_iterations=3), model
+
+    assert registry.get("resolve_date").reads_sentences  # type: ignore[union-attr]
+    question = "What date is the day after tomorrow?"
+    state, model = ask(question)
+    assert calls(state) == [("resolve_date", {"text": question})]
+    assert not any(o[0].startswith(SKILL_HEAD) for _, o in model.scored)  # no phrase scored
+    # Refused whole, the likeliest phrase comes next, and then up to PHRASE_TRIES phrases.
+    question = "The day after tomorrow, please?"
+    state, model = ask(question)
+    assert calls(state)[:2] == [
+        ("resolve_date", {"text": question}),
+        ("resolve_date", {"text": "tomorrow"}),
+    ]
+    fresh = fresh_phrases(question_phrases(question), ["tomorrow"])
+    assert phrases_to_try(question, [question, "tomorrow"], whole_first=True) == fresh
+    assert phrases_to_try(question, [question, "tomorrow", "day"], whole_first=True) == []
+
+
 def test_a_longer_phrase_nearly_as_likely_as_the_likeliest_is_the_one_taken() -> None:
     phrases = question_phrases("What date is next Friday?")
     scores = {"Friday": -33.3, "next Friday": -33.5, "is next Friday": -34.0, "date": -40.0}

@@ -24,8 +24,8 @@ def register(registry: Registry) -> None:
         \"\"\"Soil moisture of a garden bed, in percent.\"\"\"
         return {"bed": bed, "value": 41.5, "unit": "%"}
 
-    @registry.skill(timeout=5.0, source="garden-kit")
-    def water_level() -> dict:
+    @registry.skill(timeout=5.0, source="garden-kit", reads_sentences=True)
+    def water_level(text: str = "now") -> dict:
         \"\"\"Water left in the rain barrel, in litres.\"\"\"
         return {"value": 120, "unit": "L"}
 """
@@ -75,6 +75,7 @@ def test_a_good_plugin_file_adds_its_skills_with_its_path(
     assert soil.source == str(path)
     assert water.source == "garden-kit"  # a source the plugin named itself is kept
     assert (soil.timeout_s, water.timeout_s) == (2.0, 5.0)
+    assert (soil.reads_sentences, water.reads_sentences) == (False, True)
     assert soil.description == "Soil moisture of a garden bed, in percent."
     assert registry.names()[-2:] == ["soil_moisture", "water_level"]
     assert registry.call(soil, {"bed": "herbs"}) == {"bed": "herbs", "value": 41.5, "unit": "%"}

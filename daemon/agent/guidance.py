@@ -65,9 +65,9 @@ from edge_agent.agent.followup import (
     unasked_narrowings,
 )
 from edge_agent.agent.phrases import (
-    PHRASE_TRIES,
     likeliest_phrase,
     phrases_to_try,
+    spent,
 )
 from edge_agent.agent.prompt import ChatFormat, signature_text
 from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
@@ -114,6 +114,8 @@ class Candidate:
     """The text the question is scored after."""
     text_argument: str | None = None
     """The one required argument, a free string, that a phrase of the question fills."""
+    whole_first: bool = False
+    """The skill reads sentences: its text argument is the whole question before any phrase."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -147,7 +149,9 @@ def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
     properties = spec.parameters_schema.get("properties", {})
     only = next(iter(required)) if len(required) == 1 else None
     is_text = only is not None and properties.get(only, {}).get("type") == "string"
-    return [Candidate(spec.name, None, describe(signature_text(spec)), only if is_text else None)]
+    text = only if is_text else None
+    whole = text is not None and spec.reads_sentences
+    return [Candidate(spec.name, None, describe(signature_text(spec)), text, whole)]
 
 
 def _call_text(skill_name: str, arguments: dict[str, Any]) -> str:
@@ -238,7 +242,8 @@ class Guidance:
         left = [
             c
             for c in candidates
-            if c.key not in skip and not (c.arguments is None and _spent(c, made, events))
+            if c.key not in skip
+            and not (c.arguments is None and spent(c.skill_name, c.text_argument, events))
         ]
         result_last = bool(events) and isinstance(events[-1], SkillResultObservation)
         try:
@@ -280,7 +285,9 @@ class Guidance:
                 for a in made
                 if a.skill_name == best.skill_name
             ]
-            phrases = phrases_to_try(state.query, refused)
+            phrases = phrases_to_try(state.query, refused, whole_first=best.whole_first)
+        if best.text_argument and len(phrases) == 1:
+            return action_text(best.skill_name, {best.text_argument: phrases[0]})
         if best.text_argument and phrases:
             options = [action_text(best.skill_name, {best.text_argument: p}) for p in phrases]
             scores = [sum(s) for s in model.score(prompt, options)]
@@ -359,22 +366,6 @@ class Guidance:
         scores = model.likelihood(prompts, f" {query}")
         best = max(range(len(candidates)), key=scores.__getitem__)
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
-
-
-def _spent(candidate: Candidate, made: Sequence[CallSkillAction], events: Sequence[Event]) -> bool:
-    """Whether a candidate whose arguments vary is not to be called again: its skill was called
-    and answered, or (its argument the model's own) called at all, or refused PHRASE_TRIES
-    phrases and the whole question."""
-    calls = [a for a in made if a.skill_name == candidate.skill_name]
-    if not calls:
-        return False
-    if candidate.text_argument is None:
-        return True
-    answered = any(
-        isinstance(e, SkillResultObservation) and e.skill_name == candidate.skill_name
-        for e in events
-    )
-    return answered or len(calls) > PHRASE_TRIES
 
 
 def _answer_was_cut(events: Sequence[Event]) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from edge_agent.agent.events import CallSkillAction, Event, SkillResultObservation
+
 MAX_PHRASE_WORDS = 4
 
 
@@ -38,16 +40,40 @@ def fresh_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
     return [p for p in phrases if not any(_within(p, r) for r in refused)]
 
 
-def phrases_to_try(query: str, refused: Sequence[str]) -> list[str]:
+def phrases_to_try(query: str, refused: Sequence[str], *, whole_first: bool = False) -> list[str]:
     """The phrases a skill with one free-text argument may be called with next, after it
     refused ``refused``: fresh ones (:func:`fresh_phrases`) up to PHRASE_TRIES, then the whole
     question, once. A skill that reads a thing inside a text (``resolve_date`` finds "christmas
     eve this year" in a sentence) may read it there: the 270M had chosen "What day of the" and
-    "day of the week" of "What day of the week is Christmas Eve this year?"."""
+    "day of the week" of "What day of the week is Christmas Eve this year?". With
+    ``whole_first`` (a skill that reads sentences) the whole question comes first, then fresh
+    phrases up to PHRASE_TRIES: a phrase can mean another thing than the question ("tomorrow"
+    of "the day after tomorrow")."""
+    whole = " ".join(query.split())
+    if whole_first:
+        if whole and whole not in refused:
+            return [whole]
+        # Every phrase is a part of the whole question: only those refused alone are spent.
+        alone = [r for r in refused if r != whole]
+        return fresh_phrases(question_phrases(query), alone) if len(alone) < PHRASE_TRIES else []
     if len(refused) < PHRASE_TRIES:
         return fresh_phrases(question_phrases(query), refused)
-    whole = " ".join(query.split())
     return [whole] if whole and len(refused) == PHRASE_TRIES and whole not in refused else []
+
+
+def spent(skill_name: str, text_argument: str | None, events: Sequence[Event]) -> bool:
+    """Whether a skill whose arguments the run fills is not to be called again: it was called
+    and answered, or (its arguments the model's own) called at all, or, filled with phrases of
+    the question, called more than PHRASE_TRIES times, while it refused them."""
+    calls = [e for e in events if isinstance(e, CallSkillAction) and e.skill_name == skill_name]
+    if not calls:
+        return False
+    if text_argument is None:
+        return True
+    answered = any(
+        isinstance(e, SkillResultObservation) and e.skill_name == skill_name for e in events
+    )
+    return answered or len(calls) > PHRASE_TRIES
 
 
 def _within(inner: str, outer: str) -> bool:
@@ -83,4 +109,5 @@ __all__ = [
     "likeliest_phrase",
     "phrases_to_try",
     "question_phrases",
+    "spent",
 ]

@@ -60,6 +60,9 @@ class SkillSpec:
     calls: ReadyCalls | None = None
     """For a skill whose useful arguments are known only at run time (one call per sensor
     present), a function that lists those calls: ``(arguments, what that call gets)`` pairs."""
+    reads_sentences: bool = False
+    """Its one text argument may be a whole question: the skill finds what it reads inside it
+    (``resolve_date``). A guided small model then passes the question first, not a phrase."""
 
     @functools.cached_property
     def signature(self) -> str:
@@ -157,6 +160,7 @@ class Registry:
         source: str | None = None,
         examples: Iterable[str] = (),
         calls: ReadyCalls | None = None,
+        reads_sentences: bool = False,
     ) -> Callable[[F], F]: ...
 
     def skill(
@@ -169,11 +173,13 @@ class Registry:
         source: str | None = None,
         examples: Iterable[str] = (),
         calls: ReadyCalls | None = None,
+        reads_sentences: bool = False,
     ) -> F | Callable[[F], F]:
         """Register a function as a skill; usable as ``@registry.skill`` or with options.
 
         ``timeout`` is in seconds; ``None`` runs the skill inline with no timeout. ``examples``
-        are questions the skill answers; ``calls`` lists the calls worth making now (see
+        are questions the skill answers; ``calls`` lists the calls worth making now, and
+        ``reads_sentences`` says its text argument may be a whole question (see
         :class:`SkillSpec`).
         """
 
@@ -186,6 +192,7 @@ class Registry:
                 source=source,
                 examples=examples,
                 calls=calls,
+                reads_sentences=reads_sentences,
             )
             return fn
 
@@ -201,6 +208,7 @@ class Registry:
         source: str | None = None,
         examples: Iterable[str] = (),
         calls: ReadyCalls | None = None,
+        reads_sentences: bool = False,
     ) -> SkillSpec:
         if not callable(function):
             raise TypeError(f"a skill must be a function, not {type(function).__name__}")
@@ -227,6 +235,7 @@ class Registry:
             parameters_schema=_parameters_schema(arguments_model),
             examples=tuple(" ".join(e.split()) for e in examples if e.strip()),
             calls=calls,
+            reads_sentences=bool(reads_sentences),
         )
         with self._lock:
             if skill_name in self._skills:

@@ -253,6 +253,7 @@ def _readd(registry: Registry, spec: SkillSpec, source: str) -> None:
         source=spec.source if own else source,
         examples=spec.examples,
         calls=spec.calls,
+        reads_sentences=spec.reads_sentences,
     )
 
 
