@@ -18,7 +18,7 @@ question word.
   the first result, a question likelier after the first call's description joined with
   another's than with no skill's gets that second call (:mod:`edge_agent.agent.followup`).
 - **The call it names.** Calls taking the question's head noun as an argument go first; one
-  narrower than another of its skill's is made only when the question names what narrows it.
+  narrower than its skill's call with no arguments only when the question names what narrows it.
 - **Which words.** A skill that takes one free text argument gets a phrase of the question, the
   one the model finds most likely there (a small model otherwise copies its prompt's examples).
 - **Where to look.** A result with several parts (a status with load, memory and disk; a list
