@@ -158,6 +158,9 @@ def _find_date(words: str, today: dt.date) -> dt.date | None:
     return None
 
 
+_DAY_WORDS = frozenset(word for name in _FIXED_DAYS for word in name.split())
+
+
 def _fixed_day(words: str, today: dt.date) -> dt.date | None:
     """A day of the year named by its name ("christmas eve"): the next one from today, or the
     one in the year said after it, a word or two later at most ("this year", "next year", "last
@@ -170,8 +173,14 @@ def _fixed_day(words: str, today: dt.date) -> dt.date | None:
     name = match.group(1)
     if (match.group(2) or match.group(3)) and name not in _FIXED_DAYS:
         # A verb or two may stand between the day and its year: "halloween falls this year".
+        # Never a word of another day's name: in "halloween before christmas this year" the
+        # year is christmas's, found in a shorter run.
         said = name.split()
-        heads = (" ".join(said[:n]) for n in range(len(said) - 1, len(said) - 3, -1) if n > 0)
+        heads = [
+            " ".join(said[:n])
+            for n in range(len(said) - 1, len(said) - 3, -1)
+            if n > 0 and not _DAY_WORDS.intersection(said[n:])
+        ]
         name = next((head for head in heads if head in _FIXED_DAYS), name)
     if name not in _FIXED_DAYS:
         return None

@@ -113,11 +113,13 @@ class Sensors:
         """Every sensor on this device, or with quantity those that measure it: its name (to pass
         to read_sensor), kind and units, and how many there are."""
         found = self.discover()
+        if quantity is not None:
+            quantity = _known_quantity(quantity)
         measuring = [s for s in found if quantity is None or quantity in s.quantities]
         # How many is said outright: a small model cannot count the list.
         result: dict[str, Any] = {"count": len(measuring)}
         if quantity is not None:
-            result["quantity"] = quantity[:_SHOWN_NAME_CHARS]
+            result["quantity"] = quantity
         result["sensors"] = [s.describe() for s in measuring]
         if not found:
             result["note"] = f"no sensors were found (looked in {self._where()})"
@@ -183,6 +185,18 @@ class Sensors:
 def _called(sensor: Sensor) -> str:
     """A sensor in words: "sensor chip bme280 (iio:device0)"."""
     return f"{KIND_WORDS.get(sensor.kind, sensor.kind)} {sensor.label}"
+
+
+def _known_quantity(asked: str) -> str:
+    """``asked`` as a quantity a sensor can measure ("Humidity", "temperatures" too); a
+    SensorError naming the quantities otherwise: a count of 0 for a word no sensor could
+    measure would read as "none here"."""
+    plain = asked.strip().casefold()
+    for quantity in UNITS:
+        if plain in (quantity, f"{quantity}s"):
+            return quantity
+    shown = asked[:_SHOWN_NAME_CHARS]
+    raise SensorError(f"no quantity named {shown!r}; the quantities are: {', '.join(UNITS)}")
 
 
 def _unknown(name: str, sensors: list[Sensor]) -> SensorError:

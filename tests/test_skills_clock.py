@@ -84,6 +84,7 @@ def test_now_on_the_real_clock() -> None:
         ("On what day of the week does Halloween fall this year?", "2026-10-31"),
         ("christmas eve falls on next year", "2027-12-24"),
         ("Christmas Eve this year", "2026-12-24"),
+        ("Is halloween before christmas this year?", "2026-12-25"),
         # A sentence holding a date: its longest run of words that names one.
         ("What weekday was 1 January 2000?", "2000-01-01"),
         ("what will the date be in 30 days", "2027-01-01"),

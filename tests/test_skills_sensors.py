@@ -331,9 +331,14 @@ def test_list_sensors_counts_them_all_or_those_of_one_quantity(sysfs: FakeSysfs)
     assert [s["name"] for s in humid["sensors"]] == ["bme280"]
     warm = sensors.list_sensors("temperature")
     assert warm["count"] == 3 and len(warm["sensors"]) == 3
-    # A quantity no sensor measures is an empty list, not an error: none measure it.
-    odd = sensors.list_sensors("x" * 500)
-    assert (odd["count"], odd["sensors"], len(odd["quantity"])) == (0, [], 60)
+    # Written as people write it, the quantity is still the one meant.
+    assert sensors.list_sensors(" Humidity")["count"] == 1
+    assert sensors.list_sensors("temperatures")["quantity"] == "temperature"
+    # A known quantity no sensor here measures is a count of 0; a word that is no quantity is
+    # an error naming the quantities, not a count of 0 that would read as "none here".
+    assert sensors.list_sensors("illuminance")["count"] == 0
+    with pytest.raises(SensorError, match="no quantity named 'xxx"):
+        sensors.list_sensors("x" * 500)
     assert [arguments for arguments, _ in sensors.list_calls()] == [
         {},
         {"quantity": "temperature"},
