@@ -134,6 +134,9 @@ def test_the_noun_a_how_many_question_counts_names_its_line() -> None:
     # A possessive stands where an article would: the noun after it is the one asked for.
     assert head_noun("What is today's date?") == "date"
     assert head_noun("What is my Pi's uptime?") == "uptime"
+    # Straight after "what", "'s" is "is": "What time's it?" asks for the time.
+    assert head_noun("What time's it?") == "time"
+    assert head_noun("Which sensor's warmest?") == "sensor"
 
 
 def test_a_noun_that_ends_several_names_or_none_leaves_the_choice_to_the_scores() -> None:
@@ -171,9 +174,7 @@ def test_another_form_of_a_reading_is_stated_only_when_the_question_names_its_un
         assert admits(pattern, "The CPU is at 118.96 °F.")
         assert not admits(pattern, "The CPU is at 48.312 °C.")
     # The line of the other form is a candidate only when its unit is asked for.
-    assert [line.text for line in candidate_lines(CPU, "How hot is it?")] == [
-        "value: 48.312 °C"
-    ]
+    assert [line.text for line in candidate_lines(CPU, "How hot is it?")] == ["value: 48.312 °C"]
     assert "also: 118.96 °F" in [line.text for line in candidate_lines(CPU, "In Fahrenheit?")]
     # The unit's name is no value to state on its own.
     assert "Fahrenheit" not in copyable([CPU], "In Fahrenheit?").stated

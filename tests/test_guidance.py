@@ -259,6 +259,9 @@ def test_a_skill_that_reads_sentences_gets_the_whole_question_before_any_phrase(
     fresh = fresh_phrases(question_phrases(question), ["tomorrow"])
     assert phrases_to_try(question, [question, "tomorrow"], whole_first=True) == fresh
     assert phrases_to_try(question, [question, "tomorrow", "day"], whole_first=True) == []
+    # A short question is one of its own phrases: refused whole, it is not offered again.
+    short = phrases_to_try("Next Friday?", ["Next Friday?"], whole_first=True)
+    assert short == ["Next", "Friday"]
 
 
 def test_a_longer_phrase_nearly_as_likely_as_the_likeliest_is_the_one_taken() -> None:

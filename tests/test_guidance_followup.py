@@ -168,9 +168,13 @@ def test_a_question_joined_by_and_is_split_into_two_questions() -> None:
     assert question_parts("What is the humidity?") == []
     assert question_parts("What are the CPU and GPU?") == []  # a part of one word
     assert question_parts("a b and c d and e f") == []  # three parts
-    # "between" and "both" pair with the "and": one thing is asked of two.
+    # "between" pairs with the "and": one thing is asked of two.
     assert question_parts("What is the difference between the CPU and the probe?") == []
-    assert question_parts("Are both the CPU and the probe warm?") == []
+    # Unless a question opens after the "and".
+    assert question_parts("What is the time between reboots and what is the load?") == [
+        "What is the time between reboots",
+        "What is the load?",
+    ]
 
 
 def test_each_part_chooses_its_call_and_the_answer_states_their_values_in_order() -> None:
@@ -265,6 +269,7 @@ def test_a_narrower_call_is_made_only_when_the_question_names_what_narrows_it() 
     # A word of its own, in any case, or its plural; never a part of a word.
     assert unasked_narrowings("How many Jams are there?", found) == {keys['{"kind": "tea"}']}
     assert unasked_narrowings("Any teapots or jam?", found) == {keys['{"kind": "tea"}']}
+    assert unasked_narrowings("Jam-jars and TEA, please", found) == set()
     # In a run: the jam list fits best, but the question asks for no kind.
     for question, wanted in (
         ("Which jars are there?", {}),

@@ -85,6 +85,16 @@ def test_bad_timeouts_are_refused(timeout: Any) -> None:
         Registry().add(lambda: 1, name="x", timeout=timeout)
 
 
+@pytest.mark.parametrize("flag", ["false", 1, None])
+def test_a_reads_sentences_flag_that_is_no_bool_is_refused(flag: Any) -> None:
+    with pytest.raises(TypeError, match="reads_sentences"):
+        Registry().add(_read, name="x", reads_sentences=flag)
+
+
+def _read(text: str) -> str:
+    return text
+
+
 def test_the_action_schema_is_cached_per_version_and_subset() -> None:
     registry = Registry()
     registry.add(lambda: 1, name="a")

@@ -16,10 +16,11 @@ favour short names), and a line's score is the sum of the two. On the benchmark'
 left the right line alone within the margin for 14 of 23 results with several lines, against 9
 for the first direction alone.
 
-Before any scoring, the question may name the line itself: the noun a *what* or *which*
-question opens with ("What date is next Friday?", "Which sensors are connected?", "What is the
-humidity?") is the thing it asks for, and a line whose own key is that noun, when it is the
-only one, is the asked line (:func:`head_noun`). Both scoring directions had put "days from
+Before any scoring, the question may name the line itself: the noun a *what*, *which* or
+*how many* question opens with ("What date is next Friday?", "Which sensors are connected?",
+"What is the humidity?", "How many hours ...?", "What is today's date?") is the thing it asks
+for, and a line whose own key is that noun, when it is the only one, is the asked line
+(:func:`head_noun`). Both scoring directions had put "days from
 today" before "date" for every "what date" question of the dev half; the 270M then wrote "Next
 Friday is 7 days from today." It is English grammar, not a list of the skills' words: the noun
 is the question's, and the names are whatever the skill's result calls its parts.
@@ -74,12 +75,17 @@ def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
 
 
+_DETERMINER = r"(?:the|a|an|my|your|its|our|their|this|that)\s+"
+_POSSESSIVE = r"[^\W\d_]+['’]s\s+"
 _HEAD_NOUN = re.compile(
-    r"^\s*(?:(?:what|which)(?:'s\s+|\s+(?:(?:is|are|was|were|will\s+be)\s+)?)"
-    r"|how\s+(?:many|much)\s+(?:of\s+)?)"
-    r"(?:(?:the|a|an|my|your|its|our|their|this|that)\s+)?(?:[^\W\d_]+['’]s\s+)?"
-    r"(?!(?:the|a|an|is|are|was|were|will|of)\b)"
-    r"([^\W\d_]+)\b",
+    r"^\s*(?:"
+    # After a verb, a determiner or a possessive may come: "What is today's date?".
+    rf"(?:what|which)(?:['’]s|\s+(?:is|are|was|were|will\s+be))\s+(?:{_DETERMINER})?"
+    rf"(?:{_POSSESSIVE})?"
+    # Straight after "what", "X's" is "X is" ("What time's it?"): no possessive there.
+    rf"|(?:what|which)\s+(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
+    rf"|how\s+(?:many|much)\s+(?:of\s+)?(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
+    r")(?!(?:the|a|an|is|are|was|were|will|of)\b)([^\W\d_]+)\b",
     re.IGNORECASE,
 )
 """The noun a what, which or how-many question opens with: "What date ...", "Which sensors

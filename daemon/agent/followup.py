@@ -84,9 +84,14 @@ _AND = re.compile(r" ?,? and ", re.IGNORECASE)
 """Matched on the question with its spaces collapsed: on runs of spaces, a pattern with a space
 class on both sides of its optional comma backtracks in cubic time (80 s for 4000 characters)."""
 MIN_PART_WORDS = 2
-_PAIRED = re.compile(r"\b(?:between|both)\b", re.IGNORECASE)
-"""A word that pairs with the "and" after it (a correlative conjunction): the "and" then joins
-two nouns of one part, not two questions."""
+_PAIRED = re.compile(r"\bbetween\b", re.IGNORECASE)
+"""A word that pairs with the "and" after it: the "and" then joins the two things one question
+relates ("the difference between the CPU and the probe"), unless a question opens after it.
+Not "both": "What are both the CPU temperature and the humidity?" asks two things."""
+_QUESTION_OPENING = re.compile(
+    r"(?:what|which|how|when|where|who|whose|why|is|are|was|were|does|do|did|can|will)\b",
+    re.IGNORECASE,
+)
 
 
 _ARTICLE = re.compile(r"(?:the|a|an)\s+", re.IGNORECASE)
@@ -100,9 +105,9 @@ def question_parts(query: str) -> list[str]:
     parts = _AND.split(" ".join(query.split()))
     if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
         return []
-    if _PAIRED.search(parts[0]):
-        return []  # "the difference between the CPU and the probe" is one thing asked
     first, second = parts
+    if _PAIRED.search(first) and not _QUESTION_OPENING.match(second):
+        return []  # "the difference between the CPU and the probe" is one thing asked
     opening, article = head_opening(first), _ARTICLE.match(second)
     if opening is not None and article is not None and head_opening(second) is None:
         second = opening + second[article.end() :]
@@ -137,18 +142,27 @@ def unasked_narrowings(query: str, candidates: Sequence[Candidate]) -> set[tuple
     name each of their values as a word of its own: a narrower call needs the question to ask
     for what narrows it. Linear in the candidates, however many a plugin lists."""
     whole = {c.skill_name for c in candidates if c.arguments == {}}
+    words = f" {_word_run(query)} "
     return {
         c.key
         for c in candidates
         if c.arguments
         and c.skill_name in whole
-        and not all(isinstance(v, str) and _names(query, v) for v in c.arguments.values())
+        and not all(isinstance(v, str) and _names(words, v) for v in c.arguments.values())
     }
 
 
-def _names(query: str, value: str) -> bool:
-    """Whether ``query`` holds ``value`` as a word or words of its own (or their plural)."""
-    return re.search(rf"(?<!\w){re.escape(value)}s?(?!\w)", query, re.IGNORECASE) is not None
+def _names(words: str, value: str) -> bool:
+    """Whether ``words`` (:func:`_word_run`'s) holds ``value`` as a word or words of its own,
+    or their plural."""
+    said = _word_run(value)
+    return bool(said) and (f" {said} " in words or f" {said}s " in words)
+
+
+def _word_run(text: str) -> str:
+    """``text``'s words, case folded, one space apart: what is compared, with no pattern to
+    build per value a plugin lists."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def part_call(

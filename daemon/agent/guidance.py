@@ -236,7 +236,8 @@ class Guidance:
         made = [a for a in events if isinstance(a, CallSkillAction)]
         # A call not to make: one made, or one narrower than another the question did not ask
         # for. One whose arguments vary is tried once per run; one filled with a phrase of the
-        # question, up to PHRASE_TRIES phrases and then the whole question while refused.
+        # question, up to PHRASE_TRIES phrases and the whole question while refused (the whole
+        # first, for a skill that reads sentences).
         skip = {(a.skill_name, json.dumps(a.arguments)) for a in made}
         skip |= unasked_narrowings(state.query, candidates)
         left = [

@@ -29,7 +29,8 @@ SPECIFIC_MARGIN = 1.0
 PHRASE_TRIES = 2
 """How many phrases of the question a skill with one free-text argument is called with, while
 it refuses them, before the whole question is tried (``resolve_date`` cannot read "date" of
-"What is today's date?", but can read "today's date")."""
+"What is today's date?", but can read "today's date"); or after it, for a skill that reads
+sentences."""
 
 
 def fresh_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
@@ -53,9 +54,14 @@ def phrases_to_try(query: str, refused: Sequence[str], *, whole_first: bool = Fa
     if whole_first:
         if whole and whole not in refused:
             return [whole]
-        # Every phrase is a part of the whole question: only those refused alone are spent.
+        # Every phrase is a part of the whole question: only those refused alone are spent,
+        # and the whole itself (a short question is one of its own phrases) is not offered.
         alone = [r for r in refused if r != whole]
-        return fresh_phrases(question_phrases(query), alone) if len(alone) < PHRASE_TRIES else []
+        if len(alone) >= PHRASE_TRIES:
+            return []
+        same = whole.strip("?!.,;:\"'()").casefold()
+        fresh = fresh_phrases(question_phrases(query), alone)
+        return [p for p in fresh if p.casefold() != same]
     if len(refused) < PHRASE_TRIES:
         return fresh_phrases(question_phrases(query), refused)
     return [whole] if whole and len(refused) == PHRASE_TRIES and whole not in refused else []

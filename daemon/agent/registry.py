@@ -61,8 +61,9 @@ class SkillSpec:
     """For a skill whose useful arguments are known only at run time (one call per sensor
     present), a function that lists those calls: ``(arguments, what that call gets)`` pairs."""
     reads_sentences: bool = False
-    """Its one text argument may be a whole question: the skill finds what it reads inside it
-    (``resolve_date``). A guided small model then passes the question first, not a phrase."""
+    """Its one required text argument may be a whole question: the skill finds what it reads
+    inside it (``resolve_date``). A guided small model then passes the question first, not a
+    phrase. It means nothing for a skill without exactly one required string argument."""
 
     @functools.cached_property
     def signature(self) -> str:
@@ -223,6 +224,8 @@ class Registry:
         if isinstance(examples, str) or not all(isinstance(e, str) for e in examples):
             raise TypeError(f"skill {skill_name!r}: examples must be a list of questions")
         arguments_model = _arguments_model(skill_name, function)
+        if not isinstance(reads_sentences, bool):
+            raise TypeError(f"skill {skill_name!r}: reads_sentences must be True or False")
         if calls is not None and not callable(calls):
             raise TypeError(f"skill {skill_name!r}: calls must be a function that lists calls")
         spec = SkillSpec(
@@ -235,7 +238,7 @@ class Registry:
             parameters_schema=_parameters_schema(arguments_model),
             examples=tuple(" ".join(e.split()) for e in examples if e.strip()),
             calls=calls,
-            reads_sentences=bool(reads_sentences),
+            reads_sentences=reads_sentences,
         )
         with self._lock:
             if skill_name in self._skills:
