@@ -408,6 +408,23 @@ def test_any_sensor_name_is_looked_up_never_opened(mixed_tree: Sensors, name: st
             mixed_tree.read_sensor(name)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(quantity=st.text(max_size=300) | st.sampled_from([" Humidity ", "PRESSURES", "lux"]))
+def test_any_quantity_lists_its_sensors_or_names_the_quantities(
+    mixed_tree: Sensors, quantity: str
+) -> None:
+    try:
+        listed = mixed_tree.list_sensors(quantity)
+    except SensorError as exc:
+        assert str(exc).endswith("the quantities are: temperature, humidity, pressure, illuminance")
+        return
+    # Read as a known quantity: the count is the list's, and each sensor listed measures it.
+    assert listed["quantity"] in ("temperature", "humidity", "pressure", "illuminance")
+    assert listed["count"] == len(listed["sensors"])
+    for sensor in listed["sensors"]:
+        assert listed["quantity"] in [m["quantity"] for m in sensor["measures"]]
+
+
 contents = st.one_of(
     st.binary(max_size=200),
     st.binary(min_size=4090, max_size=4200),
