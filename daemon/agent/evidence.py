@@ -306,6 +306,12 @@ CANNOT_TELL = "I cannot tell"
 """How an answer that states no value begins, once there are results: the honest way out."""
 
 
+def cannot_tell_pattern() -> str:
+    """The pattern of an answer that says it cannot tell, and states no value: for a question
+    about something the evidence does not know (:mod:`edge_agent.agent.subject`)."""
+    return f"^{CANNOT_TELL}[{PLAIN_CHARS}]*([.!?])?$"
+
+
 def answer_schema(pattern: str) -> dict[str, Any]:
     """The action schema of a final answer held to ``pattern``."""
     return {

@@ -37,7 +37,7 @@ from edge_agent.agent.prompt import ChatFormat
 from edge_agent.agent.protocol import ModelHandle
 
 if TYPE_CHECKING:
-    from edge_agent.agent.guidance import Candidate
+    from edge_agent.agent.candidates import Candidate
 
 log = logging.getLogger(__name__)
 

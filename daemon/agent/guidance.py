@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from edge_agent.agent.asked import asked_lines
+from edge_agent.agent.candidates import Candidate, candidates_for
 from edge_agent.agent.events import (
     AgentState,
     CallSkillAction,
@@ -54,7 +55,13 @@ from edge_agent.agent.events import (
     SkillResultObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable, last_whole
+from edge_agent.agent.evidence import (
+    answer_pattern,
+    answer_schema,
+    cannot_tell_pattern,
+    copyable,
+    last_whole,
+)
 from edge_agent.agent.focus import focused_part
 from edge_agent.agent.followup import (
     content_free,
@@ -69,10 +76,11 @@ from edge_agent.agent.phrases import (
     phrases_to_try,
     spent,
 )
-from edge_agent.agent.prompt import ChatFormat, signature_text
+from edge_agent.agent.prompt import ChatFormat
 from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agent.agent.registry import SkillSpec
 from edge_agent.agent.resultlines import Line
+from edge_agent.agent.subject import asks_unknown
 
 log = logging.getLogger(__name__)
 
@@ -100,64 +108,6 @@ system prompt's last part under guidance, in place of the plain prompt's example
 def action_text(skill_name: str, arguments: dict[str, Any]) -> str:
     """An action as the canonical grammar spells it (``json.dumps``'s separators)."""
     return json.dumps({"skill_name": skill_name, "arguments": arguments}, ensure_ascii=False)
-
-
-@dataclasses.dataclass(frozen=True)
-class Candidate:
-    """A skill the next action may call: with its arguments fixed, or for the model to write."""
-
-    skill_name: str
-    arguments: dict[str, Any] | None
-    """Fixed arguments (none needed, or a call the skill listed as ready); ``None`` when the
-    model writes them."""
-    description: str
-    """The text the question is scored after."""
-    text_argument: str | None = None
-    """The one required argument, a free string, that a phrase of the question fills."""
-    whole_first: bool = False
-    """The skill reads sentences: its text argument is the whole question before any phrase."""
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """What a call of this candidate is, to tell whether it was made already."""
-        return (self.skill_name, json.dumps(self.arguments))
-
-
-def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
-    """The candidates one skill offers: each call it lists as ready, else the skill itself."""
-    listed = "".join(f"\n- {example}" for example in spec.examples)
-
-    def describe(signature: str, extra: str = "") -> str:
-        text = f"The skill {signature}: {spec.description}{extra}\nQuestions it answers:{listed}\n-"
-        return f"{fmt.user_prefix}{fmt.defuse(text)}"
-
-    ready = spec.ready_calls()
-    if ready:
-        return [
-            Candidate(
-                spec.name,
-                arguments,
-                describe(
-                    _call_text(spec.name, arguments), f"\nThis call gets: {what}" if what else ""
-                ),
-            )
-            for arguments, what in ready
-        ]
-    required = set(spec.parameters_schema.get("required", ()))
-    if not required:
-        return [Candidate(spec.name, {}, describe(signature_text(spec)))]
-    properties = spec.parameters_schema.get("properties", {})
-    only = next(iter(required)) if len(required) == 1 else None
-    is_text = only is not None and properties.get(only, {}).get("type") == "string"
-    text = only if is_text else None
-    whole = text is not None and spec.reads_sentences
-    return [Candidate(spec.name, None, describe(signature_text(spec)), text, whole)]
-
-
-def _call_text(skill_name: str, arguments: dict[str, Any]) -> str:
-    """``read_sensor(name="bme280")``: a call as the skill catalogue's signatures read."""
-    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
-    return f"{skill_name}({shown})"
 
 
 @dataclasses.dataclass(eq=False)
@@ -188,6 +138,10 @@ class Guidance:
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the model answers at once. None: always call a skill."""
+    know_subject: bool = True
+    """With ``copy_only``, an answer to a question about something neither the registry nor the
+    results know ("the garage door sensor") begins "I cannot tell" (:mod:`~edge_agent.agent.
+    subject`)."""
     focus_parts: bool = True
     """After a result with several parts, name the part the question asks about."""
     follow_up_margin: float | None = None
@@ -253,7 +207,7 @@ class Guidance:
                 isinstance(e, SkillResultObservation) for e in events
             )
             if last_step or not left or _answer_was_cut(events) or failed_after:
-                return self._answer(model, prompt, generate, state)
+                return self._answer(model, prompt, generate, state, candidates)
             second = follow_up(
                 model, state, candidates, left, self.follow_up_margin, part_margin=self.part_margin
             )
@@ -262,7 +216,7 @@ class Guidance:
                 and second is None
                 and (not self.go_on or self._prefers_answer(model, prompt))
             ):
-                return self._answer(model, prompt, generate, state)
+                return self._answer(model, prompt, generate, state, candidates)
             baseline = self.cannot_tell_margin is not None and not made
             # A question in two parts is first asked its first part; the second comes after.
             parts = question_parts(state.query) if self.part_margin is not None else []
@@ -274,7 +228,7 @@ class Guidance:
             pool = named_calls(asking, left) or left
             best, fits = (second, 0.0) if second else self._best(model, query, pool, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
-                return self._answer(model, prompt, generate, state)
+                return self._answer(model, prompt, generate, state, candidates)
         except ScoringUnsupported:
             return generate(prompt)
         if best.arguments is not None:
@@ -305,7 +259,10 @@ class Guidance:
         return focused_part(model, query, event.skill_name, event.result)
 
     def answer_schema(
-        self, state: AgentState, model: ModelHandle | None = None
+        self,
+        state: AgentState,
+        model: ModelHandle | None = None,
+        candidates: Sequence[Candidate] = (),
     ) -> dict[str, Any] | None:
         """The schema of a copy-only answer to ``state``'s question, from its results so far;
         None without ``copy_only``. With ``model`` and ``state_asked``, the value to state is
@@ -314,6 +271,9 @@ class Guidance:
         (:func:`~edge_agent.agent.evidence.answer_pattern`)."""
         if not self.copy_only:
             return None
+        events = state.stream.root
+        if model and self.know_subject and asks_unknown(model, state.query, events, candidates):
+            return answer_schema(cannot_tell_pattern())
         observed = [e for e in state.stream.root if isinstance(e, SkillResultObservation)]
         results = [e.result for e in observed]
         asked = None
@@ -332,12 +292,17 @@ class Guidance:
         return answer_schema(answer_pattern(evidence, brief=brief))
 
     def _answer(
-        self, model: ModelHandle, prompt: str, generate: Callable[..., str], state: AgentState
+        self,
+        model: ModelHandle,
+        prompt: str,
+        generate: Callable[..., str],
+        state: AgentState,
+        candidates: Sequence[Candidate],
     ) -> str:
         """The model's answer. One it was still writing at ``answer_tokens`` (a small model
         repeats itself) ends after its last whole sentence, else its last whole clause, that
         the copy-only pattern admits: its own words, cut, never added to."""
-        bound = self.answer_schema(state, model)
+        bound = self.answer_schema(state, model, candidates)
         more = {} if bound is None else {"action_schema": bound}
         raw = generate(prompt, prefix=ANSWER_HEAD, max_tokens=self.answer_tokens, **more)
         usage = raw.usage if isinstance(raw, Completion) else None

@@ -1,0 +1,218 @@
+"""What a question is about, and whether the evidence knows it (edge_agent.agent.subject).
+
+MockModel scripts ``likelihood`` by text: a key ``(marker, text)`` scores ``text`` after any
+prompt holding ``marker``, the longest scripted start of ``text`` winning (unscripted: -1000).
+A word's gain is read from the question up to it, and up to the word before it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edge_agent import Agent, MockModel, Registry
+from edge_agent.agent.followup import content_free
+from edge_agent.agent.guidance import ANSWER_HEAD, Guidance
+from edge_agent.agent.prompt import PLAIN
+from edge_agent.agent.protocol import ModelError, ScoringUnsupported
+from edge_agent.agent.subject import (
+    KNOWN_GAIN,
+    WHICH_GAIN,
+    Subject,
+    is_known,
+    known_words,
+    question_subject,
+    unknown_subject,
+)
+
+FREE = content_free(PLAIN)
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("What is the light level in lux?", Subject(("light",), "level")),
+        ("What does the garage door sensor read?", Subject(("garage", "door"), "sensor")),
+        ("What's the weather like outside today?", Subject((), "weather")),
+        ("Is the front door locked?", Subject(("front",), "door")),
+        ("How warm is the CPU?", Subject((), "CPU")),
+        ("How much RAM is free right now?", Subject((), "RAM")),
+        ("How many gigabytes of disk space are free?", Subject((), "gigabytes", ("disk", "space"))),
+        ("What is the ID of the 1-Wire sensor?", Subject((), "ID", ("1-Wire", "sensor"))),
+        ("Tell me the current humidity reading.", Subject(("humidity",), "reading")),
+        ("What is the atmospheric pressure right now?", Subject(("atmospheric",), "pressure")),
+        ("Is my Raspberry Pi's CPU running hot?", Subject(("CPU",), "running")),
+        ("What temperature does the DS18B20 probe read?", Subject((), "temperature")),
+        ("What does the BME280 say the temperature is?", Subject((), "BME280")),
+        ("What will the date be in 30 days?", Subject((), "date")),
+        # No noun phrase to ask about: a pronoun, or an opening the grammar does not read.
+        ("Will it rain tomorrow?", None),
+        ("How humid is it in here?", None),
+        ("On what day of the week does Halloween fall?", None),
+        ("", None),
+        ("?!", None),
+    ],
+)
+def test_the_subject_is_the_noun_phrase_the_question_asks_about(
+    question: str, subject: Subject | None
+) -> None:
+    assert question_subject(question) == subject
+
+
+def test_a_word_is_known_as_itself_its_plural_or_singular_or_a_start_four_letters_long() -> None:
+    vocabulary = known_words(
+        ["Load averages, memory, disk usage and uptime."],
+        [{"memory": {"used_percent": 37.6}, "sensors": [{"name": "bme280", "label": "BME280"}]}],
+    )
+    assert {"memory", "used", "percent", "bme", "label", "sensors"} <= vocabulary
+    assert is_known("memory", vocabulary)
+    assert is_known("Disks", vocabulary)  # a plural
+    assert is_known("sensor", vocabulary)  # a singular
+    assert is_known("percentage", vocabulary)  # begun by "percent"
+    assert is_known("BME280", vocabulary)  # its letters: digits name no thing of their own
+    assert not is_known("RAM", vocabulary)
+    assert not is_known("use", vocabulary)  # three letters: no start is taken for it
+    assert not is_known("garage", vocabulary)
+    assert not is_known("42", vocabulary)  # no letters: nothing to know
+
+
+def gains(description: str, question: str, **gained: float) -> dict[Any, float]:
+    """Scores under which each word of ``question`` named in ``gained`` is that many nats likelier
+    after ``description`` than after the content-free description, the question before it
+    being the same (every start of the question scripted that a word's gain is read from)."""
+    ends = {w: question.index(w) + len(w) for w in gained}
+    starts = [question[: question.index(w)].rstrip() for w in gained]
+    scores: dict[Any, float] = {}
+    for text in [*starts, *(question[:e] for e in ends.values())]:
+        scores[(FREE, f" {text}")] = -float(len(text))
+        won = sum(g for w, g in gained.items() if ends[w] <= len(text))
+        scores[(description, f" {text}")] = -float(len(text)) + won
+    return scores
+
+
+SENSOR = "The skill read_sensor: Current value of one sensor.\nThis call gets: humidity"
+VOCABULARY = known_words([SENSOR], [{"readings": [{"quantity": "humidity", "unit": "%RH"}]}])
+
+
+def test_a_subject_no_word_of_which_the_evidence_knows_cannot_be_told() -> None:
+    question = "What is the light level in lux?"
+    scores = gains(SENSOR, question, light=WHICH_GAIN, level=KNOWN_GAIN - 0.5)
+    assert unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    # Likely enough after the called skill's description, a word is known though no text has it.
+    scores = gains(SENSOR, question, light=WHICH_GAIN, level=KNOWN_GAIN)
+    assert not unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+
+
+def test_a_word_that_says_which_one_must_be_known_too() -> None:
+    question = "What does the garage door sensor read?"
+    scores = gains(SENSOR, question, garage=0.7, door=0.6)
+    # "sensor" is known, but no sensor here is a garage door's.
+    assert unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    question = "What is the relative humidity?"
+    scores = gains(SENSOR, question, relative=WHICH_GAIN)
+    assert not unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+
+
+def test_a_known_subject_or_none_is_never_held_back_and_nothing_is_scored() -> None:
+    for question in ("What is the humidity?", "Will it rain tomorrow?", "How humid is it?"):
+        model = MockModel([])
+        assert not unknown_subject(model, question, VOCABULARY, [SENSOR], FREE)
+        assert model.scored == []
+
+
+class Unscoring(MockModel):
+    def __init__(self, error: Exception) -> None:
+        super().__init__([])
+        self.error = error
+
+    def likelihood(self, prompts: Any, text: str) -> list[float]:
+        raise self.error
+
+
+def test_a_model_that_cannot_score_holds_nothing_back() -> None:
+    question = "What does the garage door sensor read?"
+    for error in (ScoringUnsupported("no scoring"), ModelError("the model failed")):
+        model = Unscoring(error)
+        assert not unknown_subject(model, question, VOCABULARY, [SENSOR], FREE)
+
+
+def house() -> Registry:
+    registry = Registry()
+
+    @registry.skill
+    def read_sensor() -> dict[str, Any]:
+        """Current value of one sensor."""
+        return {"readings": [{"quantity": "humidity", "value": 41.5, "unit": "%RH"}]}
+
+    return registry
+
+
+def answer_pattern(model: MockModel) -> str:
+    pattern = model.calls[-1]["action_schema"]["properties"]["final_answer"]["pattern"]
+    assert isinstance(pattern, str)
+    return pattern
+
+
+def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_tell() -> None:
+    question = "What is the light level in lux?"
+    description = "The skill read_sensor"
+    scores = {
+        (description, f" {question}"): -5.0,  # the skill fits: it is called
+        (FREE, f" {question}"): -20.0,
+        ANSWER_HEAD: 0.0,
+    }
+    scores |= gains(description, question, light=1.0, level=1.0)
+    model = MockModel(
+        ['{"final_answer": "I cannot tell: no result gives the light."}'], scores=scores
+    )
+    state = Agent(model, house(), guidance=Guidance()).run(question)
+    assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
+    assert state.final_answer == "I cannot tell: no result gives the light."
+    pattern = answer_pattern(model)
+    assert re.fullmatch(pattern, "I cannot tell: no result gives the light level.")
+    # The true value of another thing, the answer a 270M model wrote, is no answer now.
+    assert not re.fullmatch(pattern, "The light level in lux is 41.5 %RH.")
+    assert not re.fullmatch(pattern, "I cannot tell, but it is 41.5 %RH.")
+    # Turned off, the answer states a value of the result as before.
+    model = MockModel(['{"final_answer": "It is 41.5 %RH."}'], scores=scores)
+    Agent(model, house(), guidance=Guidance(know_subject=False)).run(question)
+    assert re.fullmatch(answer_pattern(model), "The light level in lux is 41.5 %RH.")
+
+
+def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
+    question = "What is the humidity?"
+    scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
+    model = MockModel(['{"final_answer": "The humidity is 41.5 %RH."}'], scores=scores)
+    state = Agent(model, house(), guidance=Guidance()).run(question)
+    assert state.final_answer == "The humidity is 41.5 %RH."
+    assert re.fullmatch(answer_pattern(model), "The humidity is 41.5 %RH.")
+
+
+@given(st.text(max_size=200))
+def test_any_text_has_a_subject_of_its_own_words_or_none(text: str) -> None:
+    subject = question_subject(text)
+    if subject is not None:
+        assert subject.head
+        for word in subject.words:
+            assert word in text
+
+
+@given(st.text(max_size=120), st.lists(st.text(max_size=40), max_size=4))
+def test_any_question_is_judged_by_which_of_its_subject_words_the_texts_hold(
+    question: str, texts: list[str]
+) -> None:
+    model = MockModel([], scores={})  # unscripted: no word gains anything
+    vocabulary = known_words(texts, [{"a": texts}])
+    subject = question_subject(question)
+    unknown = set()
+    if subject is not None:
+        unknown = {w for w in subject.words if re.search(r"[^\W\d_]", w)}
+        unknown -= {w for w in unknown if is_known(w, vocabulary)}
+    expected = subject is not None and (
+        unknown == set(subject.words) or bool(unknown.intersection(subject.which))
+    )
+    assert unknown_subject(model, question, vocabulary, [SENSOR], FREE) is expected
