@@ -49,8 +49,12 @@ FREE = content_free(PLAIN)
         ("What temperature does the DS18B20 probe read?", Subject((), "temperature")),
         ("What does the BME280 say the temperature is?", Subject((), "BME280")),
         ("What will the date be in 30 days?", Subject((), "date")),
+        # After "it" or "there" with no subject of its own, what follows is asked about.
+        ("Will it rain tomorrow?", Subject((), "rain")),
+        ("Is there a light sensor?", Subject(("light",), "sensor")),
+        ("Is it Friday today?", Subject((), "Friday")),
         # No noun phrase to ask about: a pronoun, or an opening the grammar does not read.
-        ("Will it rain tomorrow?", None),
+        ("Does it have a humidity sensor?", None),
         ("How humid is it in here?", None),
         ("On what day of the week does Halloween fall?", None),
         ("", None),
@@ -118,7 +122,7 @@ def test_a_word_that_says_which_one_must_be_known_too() -> None:
 
 
 def test_a_known_subject_or_none_is_never_held_back_and_nothing_is_scored() -> None:
-    for question in ("What is the humidity?", "Will it rain tomorrow?", "How humid is it?"):
+    for question in ("What is the humidity?", "Is it humid?", "How humid is it?"):
         model = MockModel([])
         assert not unknown_subject(model, question, VOCABULARY, [SENSOR], FREE)
         assert model.scored == []

@@ -118,7 +118,7 @@ def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str
 
 def question_subject(query: str) -> Subject | None:
     """The noun phrase the first sentence of ``query`` asks about, or None when its grammar
-    names none ("Will it rain?", "On what day ...?")."""
+    names none ("How humid is it?", "On what day ...?")."""
     words = _TOKEN.findall(_SENTENCE_END.split(query.strip())[0])
     low = [w.casefold() for w in words]
     if not words:
@@ -142,6 +142,10 @@ def question_subject(query: str) -> Subject | None:
         phrase, end = _phrase(words, start, verb_last=False)
     elif first == "how" and len(low) > 3 and low[2] in _AUXILIARIES:  # "How warm is the CPU?"
         phrase, end = _phrase(words, 3, verb_last=True)
+    elif first in _AUXILIARIES and len(low) > 2 and low[1] in {"it", "there"}:
+        # "Will it rain?", "Is there a light sensor?": with no subject of its own, what the
+        # question asks about comes after the "it" or the "there".
+        phrase, end = _phrase(words, 2, verb_last=False)
     elif first in _AUXILIARIES:  # "Is the front door locked?"
         phrase, end = _phrase(words, 1, verb_last=True)
     else:
