@@ -99,6 +99,7 @@ def discover_probes(root: Root) -> list[Sensor]:
             label=FAMILIES[probe[:2]],
             quantities=("temperature",),
             read=functools.partial(read_probe, root, probe),
+            device_id=probe,
         )
         for probe in root.list_dir(*W1_DIR)
         if _PROBE.fullmatch(probe)

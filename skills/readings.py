@@ -68,6 +68,8 @@ class Sensor:
     label: str
     quantities: tuple[str, ...]
     read: Callable[[], list[Reading]] = dataclasses.field(compare=False, repr=False)
+    device_id: str | None = None
+    """The id its bus gives it, where people ask for one (a 1-Wire probe's ROM id)."""
 
     def describe(self) -> dict[str, Any]:
         return {

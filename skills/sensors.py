@@ -8,6 +8,7 @@ a name from that list; its text is looked up, never joined into a path.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from edge_agent.skills.iio import discover_devices
@@ -137,8 +138,12 @@ class Sensors:
                         f"measures {', '.join(sensor.quantities)}"
                     )
                 readings = [r for r in sensor.read() if quantity in (None, r.quantity)]
+                # A 1-Wire probe's name is its id: said as such, "which ID does it have?" is
+                # asked about a word the result holds (docs/skills.md).
+                found = {"id": sensor.device_id} if sensor.device_id else {}
                 return {
                     "sensor": sensor.name,
+                    **found,
                     "label": sensor.label,
                     "readings": [r.as_dict() for r in readings],
                 }
@@ -209,7 +214,7 @@ def _unknown(name: str, sensors: list[Sensor]) -> SensorError:
 
 
 def _renamed(sensor: Sensor, name: str) -> Sensor:
-    return Sensor(name, sensor.kind, sensor.label, sensor.quantities, sensor.read)
+    return dataclasses.replace(sensor, name=name)
 
 
 __all__ = ["Sensors"]

@@ -223,6 +223,15 @@ def test_ds18b20_reading(sysfs: FakeSysfs) -> None:
     assert listed[0]["measures"] == [{"quantity": "temperature", "unit": "°C"}]
     assert sensors.read_sensor("28-0316a2796eff")["readings"][0]["value"] == 23.125
     assert sensors.read_sensor("28-00000a1b2c3d")["readings"][0]["value"] == -10.125
+    # A probe's name is its 1-Wire id, and its reading says so ("which ID does it have?"); a
+    # sensor whose bus gives it no id has none.
+    assert sensors.read_sensor("28-0316a2796eff")["id"] == "28-0316a2796eff"
+    assert "id" not in listed[0]
+
+
+def test_a_sensor_with_no_bus_id_reads_without_one(sysfs: FakeSysfs) -> None:
+    sysfs.thermal_zone(0, "cpu-thermal", "40000")
+    assert "id" not in sensors_of(sysfs).read_sensor("thermal_zone0")
 
 
 def test_crc_no_is_rejected(sysfs: FakeSysfs) -> None:
