@@ -137,6 +137,12 @@ def test_the_noun_a_how_many_question_counts_names_its_line() -> None:
     # Straight after "what", "'s" is "is": "What time's it?" asks for the time.
     assert head_noun("What time's it?") == "time"
     assert head_noun("Which sensor's warmest?") == "sensor"
+    # With a modal the noun comes before "be"; a pronoun is no noun.
+    assert head_noun("What will the date be in 30 days?") == "date"
+    assert head_noun("Which would the warmest be?") == "warmest"
+    assert head_noun("What will the probe read?") is None
+    assert head_noun("What will it be?") is None
+    assert head_noun("What is it?") is None
 
 
 def test_a_noun_that_ends_several_names_or_none_leaves_the_choice_to_the_scores() -> None:
@@ -264,3 +270,25 @@ def test_no_answer_bound_to_asked_lines_holds_a_number_absent_from_the_evidence(
     allowed = numbers_in(evidence.values)
     for number in answer_numbers(answer):
         assert float(number.replace(",", "")) in allowed, (number, answer, evidence.values)
+
+
+def test_a_how_many_question_about_a_list_states_its_count_not_its_names() -> None:
+    result = {
+        "sensors": [
+            {"name": "thermal_zone0", "kind": "thermal_zone"},
+            {"name": "bme280", "kind": "iio"},
+            {"name": "28-0316a2791bff", "kind": "w1"},
+        ]
+    }
+    model = MockModel([], scores={})
+    question = "How many sensors measure temperature?"
+    asked = asked_lines(model, question, [("list_sensors", result)])
+    assert asked is not None and [(line.name, line.node) for line in asked] == [("sensors", 3)]
+    pattern = answer_pattern(copyable([result], question, asked))
+    assert admits(pattern, "There are 3 sensors.")
+    # The answer the 270M wrote: names, none of them the count asked for.
+    assert not admits(pattern, "The sensors are 28-0316a2791bff, 28-0316a2791bff.")
+    # Asked which, the names are what to state.
+    asked = asked_lines(model, "Which sensors are there?", [("list_sensors", result)])
+    pattern = answer_pattern(copyable([result], "Which sensors are there?", asked))
+    assert admits(pattern, "The sensors are thermal_zone0, bme280, 28-0316a2791bff.")

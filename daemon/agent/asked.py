@@ -33,6 +33,7 @@ model still writes the answer. Built from the result and the question alone, for
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Sequence
@@ -82,15 +83,20 @@ _HEAD_NOUN = re.compile(
     # After a verb, a determiner or a possessive may come: "What is today's date?".
     rf"(?:what|which)(?:['’]s|\s+(?:is|are|was|were|will\s+be))\s+(?:{_DETERMINER})?"
     rf"(?:{_POSSESSIVE})?"
+    # With a modal, "be" comes after the noun: "What will the date be in 30 days?".
+    rf"|(?:what|which)\s+(?:will|would|could|might|should)\s+(?:{_DETERMINER})?"
+    r"(?=[^\W\d_]+\s+be\b)"
     # Straight after "what", "X's" is "X is" ("What time's it?"): no possessive there.
     rf"|(?:what|which)\s+(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
     rf"|how\s+(?:many|much)\s+(?:of\s+)?(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
-    r")(?!(?:the|a|an|is|are|was|were|will|of)\b)([^\W\d_]+)\b",
+    r")(?!(?:the|a|an|is|are|was|were|will|would|could|might|should|of|it)\b)"
+    r"([^\W\d_]+)\b",
     re.IGNORECASE,
 )
 """The noun a what, which or how-many question opens with: "What date ...", "Which sensors
 ...", "What is the humidity ...", "How many hours ...", "What is today's date?" (a possessive
-stands where an article would). "What does the probe read?" has none: "does" names no line."""
+stands where an article would), "What will the date be ...?". "What does the probe read?" has
+none: "does" names no line."""
 
 
 def head_opening(query: str) -> str | None:
@@ -151,7 +157,21 @@ def asked_lines(
         best = max(scores)
         near = zip(lines, scores, strict=True)
         chosen.extend(line for line, score in near if score >= best - ASKED_MARGIN)
+    if _HOW_MANY.match(query):
+        # "How many sensors ...?" asks for a list's count, not its names: the 270M otherwise
+        # wrote "28-0316a2791bff, 28-0316a2791bff, 28-0316a2791bff" for it.
+        chosen = [_count_of(line) for line in chosen]
     return chosen or None
+
+
+_HOW_MANY = re.compile(r"^\s*how\s+many\b", re.IGNORECASE)
+
+
+def _count_of(line: Line) -> Line:
+    """A list's line as its count alone; any other line as it is."""
+    if isinstance(line.node, list):
+        return dataclasses.replace(line, node=len(line.node))
+    return line
 
 
 def answering_gains(
