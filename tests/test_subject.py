@@ -21,6 +21,7 @@ from edge_agent.agent.prompt import PLAIN
 from edge_agent.agent.protocol import ModelError, ScoringUnsupported
 from edge_agent.agent.subject import (
     KNOWN_GAIN,
+    MAX_PHRASE_WORDS,
     WHICH_GAIN,
     Subject,
     is_known,
@@ -67,6 +68,21 @@ def test_the_subject_is_the_noun_phrase_the_question_asks_about(
     assert question_subject(question) == subject
 
 
+def test_a_long_phrase_is_judged_by_its_head_and_the_words_nearest_it() -> None:
+    words = [f"w{i}x" for i in range(500)]
+    subject = question_subject(f"What is the {' '.join(words)} of the {' '.join(words)}?")
+    assert subject is not None
+    assert subject.head == "w499x"
+    assert len(subject.which) == MAX_PHRASE_WORDS - 1
+    assert subject.of == tuple(words[:MAX_PHRASE_WORDS])
+    model = MockModel([])
+    assert unknown_subject(
+        model, "What is the " + " ".join(words) + "?", VOCABULARY, [SENSOR], FREE
+    )
+    # Two scores for each word judged, however long the question.
+    assert len(model.scored) <= 2 * 2 * MAX_PHRASE_WORDS
+
+
 def test_a_word_is_known_as_itself_its_plural_or_singular_or_a_start_four_letters_long() -> None:
     vocabulary = known_words(
         ["Load averages, memory, disk usage and uptime."],
@@ -109,6 +125,18 @@ def test_a_subject_no_word_of_which_the_evidence_knows_cannot_be_told() -> None:
     # Likely enough after the called skill's description, a word is known though no text has it.
     scores = gains(SENSOR, question, light=WHICH_GAIN, level=KNOWN_GAIN)
     assert not unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+
+
+def test_an_unknown_head_needs_another_word_the_evidence_itself_names() -> None:
+    question = "What is the CO2 level in the living room?"
+    # "CO2" is likely after a sensor's description, but no text here names it.
+    scores = gains(SENSOR, question, CO2=KNOWN_GAIN + 1.0, level=0.8)
+    assert unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    # "disk" is a word of the evidence: "disk space" is a thing it knows, "space" or not.
+    question = "How much disk space is free?"
+    vocabulary = known_words(["Disk usage of /."], [{"disk": {"free_gib": 75.9}}])
+    scores = gains(SENSOR, question, space=0.1)
+    assert not unknown_subject(MockModel([], scores=scores), question, vocabulary, [SENSOR], FREE)
 
 
 def test_a_word_that_says_which_one_must_be_known_too() -> None:
@@ -187,6 +215,29 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     assert re.fullmatch(answer_pattern(model), "The light level in lux is 41.5 %RH.")
 
 
+def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
+    registry = house()
+
+    @registry.skill
+    def weather() -> dict[str, Any]:
+        """Today's weather forecast."""
+        raise RuntimeError("the forecast could not be had")
+
+    question = "What is the weather like?"
+    scores = {
+        ("The skill read_sensor", f" {question}"): -5.0,
+        ("The skill weather", f" {question}"): -9.0,
+        (FREE, f" {question}"): -20.0,
+        ANSWER_HEAD: 0.0,
+    }
+    model = MockModel(['{"final_answer": "I cannot tell."}'], scores=scores)
+    state = Agent(model, registry, guidance=Guidance()).run(question)
+    assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
+    # The weather skill's description says "weather", but the result is the sensor's.
+    assert re.fullmatch(answer_pattern(model), "I cannot tell: no result gives the weather.")
+    assert not re.fullmatch(answer_pattern(model), "The weather is 41.5 %RH.")
+
+
 def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
     question = "What is the humidity?"
     scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
@@ -194,6 +245,12 @@ def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
     state = Agent(model, house(), guidance=Guidance()).run(question)
     assert state.final_answer == "The humidity is 41.5 %RH."
     assert re.fullmatch(answer_pattern(model), "The humidity is 41.5 %RH.")
+    # Whether it cannot tell was judged, by its subject: the answer states the value. The 270M
+    # had copied the worked example's "I cannot tell: ..." for questions its result answered.
+    assert not re.fullmatch(answer_pattern(model), "I cannot tell: no result says it.")
+    model = MockModel(['{"final_answer": "I cannot tell."}'], scores=scores)
+    Agent(model, house(), guidance=Guidance(know_subject=False)).run(question)
+    assert re.fullmatch(answer_pattern(model), "I cannot tell: no result says it.")
 
 
 @given(st.text(max_size=200))

@@ -13,14 +13,17 @@ word the skills and their results use.
   preposition, a verb of the question, a pronoun, "current" and other words that say when), with
   the phrase after an "of" that follows it ("the ID of the 1-Wire sensor"). Its last word is its
   head; the words before name which one ("garage door" of "garage door sensor").
-- **A word is known** when a word of the registry (skill names, descriptions, parameter names,
-  ready calls and what they get) or of the results (keys, texts) is it, its plural or singular,
-  or begins with it or is its start (four letters at least: "percentage" and "used_percent").
-  Or when the model finds it likely there: how much likelier the question's word is after a
-  called skill's description than after a description of no skill, the question before it
-  being the same ("RAM" after "memory", +7 nats; "garage" after a sensor's, +0.7).
-- **Cannot tell** when no word of the subject is known at :data:`KNOWN_GAIN`, or when a word
-  that says which one is unknown at :data:`WHICH_GAIN`: the evidence names no such thing.
+- **A word is named** by the evidence when a word of the calls made (the skill's name,
+  description, examples, and what a ready call gets) or of their results (keys, texts) is it,
+  its plural or singular, or begins with it or is its start (four letters at least:
+  "percentage" and "used_percent"). A word is *known* when it is named, or when the model finds
+  it likely there: how much likelier the question's word is after a called skill's
+  description than after a description of no skill, the question before it being the same
+  ("RAM" after "memory", +7 nats; "garage" after a sensor's, +0.7).
+- **Cannot tell** when the head is not known at :data:`KNOWN_GAIN` and no other word of the
+  subject is named ("CO2" of "CO2 level" is likely after any sensor's description, and says
+  nothing of whether this device has one), or when a word that says which one is not known at
+  :data:`WHICH_GAIN`: the evidence names no such thing.
 
 Built from the question, the registry and the results alone, for any skill. The guidance then
 holds the answer to begin "I cannot tell"; the model still writes it.
@@ -51,6 +54,9 @@ least for an answerable subject was 4.3 ("temperature"), the most for one no ski
 WHICH_GAIN = 2.0
 """The same, for a word that says which one ("relative" of "relative humidity", 2.9; "garage"
 of "garage door sensor", 0.7): a thing named by words the evidence lacks is not one it has."""
+MAX_PHRASE_WORDS = 6
+"""The most words of a subject's phrase, and of its "of" phrase, that are judged: the head and
+the words nearest it."""
 
 
 def _set(text: str) -> frozenset[str]:
@@ -155,7 +161,9 @@ def question_subject(query: str) -> Subject | None:
     of: list[str] = []
     if end < len(low) and low[end] == "of":
         of, _ = _phrase(words, end + 1, verb_last=False)
-    return Subject(tuple(phrase[:-1]), phrase[-1], tuple(of))
+    # Each word may be scored: a phrase of hundreds of words costs only its last few.
+    which = phrase[:-1][-(MAX_PHRASE_WORDS - 1) :]
+    return Subject(tuple(which), phrase[-1], tuple(of[:MAX_PHRASE_WORDS]))
 
 
 def _letters(text: str) -> list[str]:
@@ -208,17 +216,17 @@ _TEMPLATE_WORDS = frozenset({"skill", "questions", "answers", "this", "call", "g
 def asks_unknown(
     model: ModelHandle, query: str, events: Sequence[Event], candidates: Sequence[Candidate]
 ) -> bool:
-    """Whether, with the results of ``events`` in hand, ``query`` asks about something neither
-    the registry (``candidates``' descriptions) nor the results know; False before any
-    result."""
+    """Whether, with the results of ``events`` in hand, ``query`` asks about something the
+    evidence does not know: neither the descriptions of the calls made (of ``candidates``) nor
+    their results. A word of a skill not called vouches for nothing its result could say.
+    False before any result."""
     results = [e.result for e in events if isinstance(e, SkillResultObservation)]
     if not results:
         return False
     calls = [e for e in events if isinstance(e, CallSkillAction)]
-    called = {c.description for call in calls if (c := first_candidate(call, candidates))}
-    vocabulary = known_words([c.description for c in candidates], results) - _TEMPLATE_WORDS
-    free = content_free(model.chat_format)
-    return unknown_subject(model, query, vocabulary, sorted(called), free)
+    called = sorted({c.description for call in calls if (c := first_candidate(call, candidates))})
+    vocabulary = known_words(called, results) - _TEMPLATE_WORDS
+    return unknown_subject(model, query, vocabulary, called, content_free(model.chat_format))
 
 
 def unknown_subject(
@@ -246,7 +254,11 @@ def unknown_subject(
     def known(word: str, bar: float) -> bool:
         return word not in gains or gains[word] >= bar
 
-    if not any(known(w, KNOWN_GAIN) for w in subject.words):
+    # The head may be known by the model alone ("RAM" after "memory"); a word before it or
+    # after its "of" only by the evidence's own words: "CO2" is likely after any sensor's
+    # description, and says nothing of whether this device has one.
+    named = [w for w in subject.words if w != subject.head and w not in gains]
+    if not known(subject.head, KNOWN_GAIN) and not named:
         return True
     return not all(known(w, WHICH_GAIN) for w in subject.which)
 
@@ -279,6 +291,7 @@ def _gain(
 
 __all__ = [
     "KNOWN_GAIN",
+    "MAX_PHRASE_WORDS",
     "WHICH_GAIN",
     "Subject",
     "asks_unknown",
