@@ -210,7 +210,7 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else _literal(c) for c in word)
 
 
-def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
+def answer_pattern(evidence: Copyable, *, brief: bool = False, may_decline: bool = True) -> str:
     """A regular expression (``^...$``, in the subset llama.cpp's JSON-schema converter reads:
     groups, alternatives, classes, ``*``) that every answer string under copy-only decoding
     matches, and that no string with a digit not copied from ``evidence`` matches. With values
@@ -220,7 +220,12 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     that repeats a value, "1 January 2000-01-01, 1 January 2000-01-01, ...", or words, "It is
     today, 18:22:49, 2026-12-04, ight, ight, ight, ..."): at most BRIEF_COPIES_BEFORE values
     are copied before the one stated, and one after it, with at most BRIEF_WORDS words before
-    each. Greedy decoding would otherwise write the same loop again."""
+    each. Greedy decoding would otherwise write the same loop again.
+
+    ``may_decline=False``: with values to state, the answer states one; whether it cannot tell
+    was judged already (:mod:`edge_agent.agent.subject`), and a 270M model otherwise copied the
+    worked example's "I cannot tell: no result says how much snow fell." with the date asked
+    for in front of it."""
     plain = f"[{PLAIN_CHARS}]"
     punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
     # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
@@ -265,6 +270,7 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
     # An answer that states a value: at most MAX_WORDS_BEFORE words or copied values, then the
     # value, then anything again. Unbounded, a small model that will not state one writes on
     # ("The CPU is running hot, and it is not overheating, but ...") until the token cap.
+    decline = f"|{CANNOT_TELL}{plain}*" if may_decline else ""
     word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[ ,;:]+"
     run = f"({word}){{0,{MAX_WORDS_BEFORE}}}"
     if not going:
@@ -291,9 +297,9 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False) -> str:
         part_a, part_b = evidence.each
         first_value = _either(going.get(v, _literal(v)) for v in part_a)
         states = f"{first_value}{gap}({stating(part_b, f'{plain}*')})"
-        return f"^({run}({states})|{CANNOT_TELL}{plain}*){end}$"
+        return f"^({run}({states}){decline}){end}$"
     states = stating(evidence.stated, after)
-    return f"^({before}({states})|{CANNOT_TELL}{plain}*){end}$"
+    return f"^({before}({states}){decline}){end}$"
 
 
 def _either(forms: Iterable[str]) -> str:

@@ -289,7 +289,9 @@ class Guidance:
         evidence = copyable(results, state.query, asked, each=[] if brief else each)
         if not self.must_state:
             evidence = dataclasses.replace(evidence, stated=(), each=())
-        return answer_schema(answer_pattern(evidence, brief=brief))
+        # Where the subject was judged, "I cannot tell" was too: the answer states a value.
+        judged = model is not None and self.know_subject
+        return answer_schema(answer_pattern(evidence, brief=brief, may_decline=not judged))
 
     def _answer(
         self,
