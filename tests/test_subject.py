@@ -54,7 +54,11 @@ FREE = content_free(PLAIN)
         ("Will it rain tomorrow?", Subject((), "rain")),
         ("Is there a light sensor?", Subject(("light",), "sensor")),
         ("Is it Friday today?", Subject((), "Friday")),
+        # The question's verb after the phrase is no part of it, wherever the phrase ends.
+        ("What does the probe read in Fahrenheit?", Subject((), "probe")),
+        ("Is the CPU hot right now?", Subject((), "CPU")),
         # No noun phrase to ask about: a pronoun, or an opening the grammar does not read.
+        ("Can you tell me the CO2 level?", None),
         ("Does it have a humidity sensor?", None),
         ("How humid is it in here?", None),
         ("On what day of the week does Halloween fall?", None),
@@ -238,6 +242,59 @@ def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
     assert not re.fullmatch(answer_pattern(model), "The weather is 41.5 %RH.")
 
 
+def test_a_call_that_failed_vouches_for_nothing() -> None:
+    registry = house()
+
+    @registry.skill
+    def weather() -> dict[str, Any]:
+        """Today's weather forecast."""
+        raise RuntimeError("the forecast could not be had")
+
+    question = "What is the weather like?"
+    scores = {
+        ("The skill weather", f" {question}"): -5.0,  # tried first, and it fails
+        ("The skill read_sensor", f" {question}"): -6.0,
+        (FREE, f" {question}"): -20.0,
+        ANSWER_HEAD: 0.0,
+    }
+    model = MockModel(['{"final_answer": "I cannot tell."}'], scores=scores)
+    state = Agent(model, registry, guidance=Guidance()).run(question)
+    assert [e.type for e in state.stream.root][:4] == [
+        "CallSkillAction",
+        "ToolErrorObservation",
+        "CallSkillAction",
+        "SkillResultObservation",
+    ]
+    assert not re.fullmatch(answer_pattern(model), "The weather is 41.5 %RH.")
+    assert re.fullmatch(answer_pattern(model), "I cannot tell: no forecast could be had.")
+
+
+def test_a_question_in_two_parts_is_held_back_only_when_both_ask_the_unknown() -> None:
+    registry = house()
+    question = "What is the light level and what is the humidity?"
+    scores = {
+        ("The skill read_sensor", " What is the light level"): -5.0,
+        (FREE, " What is the light level"): -20.0,
+        ANSWER_HEAD: 0.0,
+    }
+    model = MockModel(['{"final_answer": "The humidity is 41.5 %RH."}'], scores=scores)
+    Agent(model, registry, guidance=Guidance()).run(question)
+    pattern = answer_pattern(model)
+    # One part is answered by the result: the answer is not held to "I cannot tell", and, the
+    # other part unknown, it may still say it cannot tell.
+    assert re.fullmatch(pattern, "The humidity is 41.5 %RH.")
+    assert re.fullmatch(pattern, "I cannot tell the light level.")
+
+
+def test_a_question_with_no_subject_may_still_say_it_cannot_tell() -> None:
+    question = "Can you tell me the CO2 level?"
+    scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
+    model = MockModel(['{"final_answer": "I cannot tell."}'], scores=scores)
+    Agent(model, house(), guidance=Guidance()).run(question)
+    assert re.fullmatch(answer_pattern(model), "I cannot tell: no result gives the level.")
+    assert re.fullmatch(answer_pattern(model), "It is 41.5 %RH.")
+
+
 def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
     question = "What is the humidity?"
     scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
@@ -263,17 +320,26 @@ def test_any_text_has_a_subject_of_its_own_words_or_none(text: str) -> None:
 
 
 @given(st.text(max_size=120), st.lists(st.text(max_size=40), max_size=4))
-def test_any_question_is_judged_by_which_of_its_subject_words_the_texts_hold(
+def test_any_question_is_judged_by_which_of_its_subject_words_the_texts_name(
     question: str, texts: list[str]
 ) -> None:
     model = MockModel([], scores={})  # unscripted: no word gains anything
     vocabulary = known_words(texts, [{"a": texts}])
     subject = question_subject(question)
-    unknown = set()
-    if subject is not None:
-        unknown = {w for w in subject.words if re.search(r"[^\W\d_]", w)}
-        unknown -= {w for w in unknown if is_known(w, vocabulary)}
-    expected = subject is not None and (
-        unknown == set(subject.words) or bool(unknown.intersection(subject.which))
-    )
-    assert unknown_subject(model, question, vocabulary, [SENSOR], FREE) is expected
+    verdict = unknown_subject(model, question, vocabulary, [SENSOR], FREE)
+    if subject is None:
+        assert verdict is None
+        return
+
+    def lettered(word: str) -> bool:
+        return re.search(r"[^\W\d_]", word) is not None
+
+    def named(word: str) -> bool:
+        return lettered(word) and is_known(word, vocabulary)
+
+    if any(lettered(w) and not named(w) for w in subject.which):
+        assert verdict is True  # a which-word nothing names, and the model gains nothing on it
+    elif named(subject.head) or not lettered(subject.head):
+        assert verdict is False
+    else:
+        assert verdict is (not any(named(w) for w in (*subject.which, *subject.of)))

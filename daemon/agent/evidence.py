@@ -377,6 +377,7 @@ __all__ = [
     "answer_numbers",
     "answer_pattern",
     "answer_schema",
+    "cannot_tell_pattern",
     "copyable",
     "last_whole",
     "numbers_in",

@@ -36,6 +36,9 @@ question word.
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
+  After the results, a question whose subject (the noun phrase it asks about) the calls made
+  and their results do not know is answered "I cannot tell ..."; one whose subject they know
+  states a value (:mod:`edge_agent.agent.subject`).
 """
 
 from __future__ import annotations
@@ -139,9 +142,9 @@ class Guidance:
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the model answers at once. None: always call a skill."""
     know_subject: bool = True
-    """With ``copy_only``, an answer to a question about something neither the registry nor the
-    results know ("the garage door sensor") begins "I cannot tell" (:mod:`~edge_agent.agent.
-    subject`)."""
+    """With ``copy_only``, an answer to a question about something neither the calls made nor
+    their results know ("the garage door sensor") begins "I cannot tell"; one whose subject
+    they know states a value (:mod:`~edge_agent.agent.subject`)."""
     focus_parts: bool = True
     """After a result with several parts, name the part the question asks about."""
     follow_up_margin: float | None = None
@@ -272,7 +275,10 @@ class Guidance:
         if not self.copy_only:
             return None
         events = state.stream.root
-        if model and self.know_subject and asks_unknown(model, state.query, events, candidates):
+        judged = None
+        if model is not None and self.know_subject:
+            judged = asks_unknown(model, state.query, events, candidates)
+        if judged:
             return answer_schema(cannot_tell_pattern())
         observed = [e for e in state.stream.root if isinstance(e, SkillResultObservation)]
         results = [e.result for e in observed]
@@ -289,9 +295,9 @@ class Guidance:
         evidence = copyable(results, state.query, asked, each=[] if brief else each)
         if not self.must_state:
             evidence = dataclasses.replace(evidence, stated=(), each=())
-        # Where the subject was judged, "I cannot tell" was too: the answer states a value.
-        judged = model is not None and self.know_subject
-        return answer_schema(answer_pattern(evidence, brief=brief, may_decline=not judged))
+        # Where the subject was judged known, the answer states a value: "I cannot tell" was
+        # judged too. Not judged (no subject, no scores), the model may still say it.
+        return answer_schema(answer_pattern(evidence, brief=brief, may_decline=judged is None))
 
     def _answer(
         self,

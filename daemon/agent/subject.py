@@ -9,36 +9,41 @@ noun phrase the question asks about ("light level", "garage door sensor"), set b
 word the skills and their results use.
 
 - **The subject** is found by English grammar alone: the phrase after "what is", "which",
-  "how many", "how warm is", "is", "tell me", ... up to a word that ends a noun phrase (a
-  preposition, a verb of the question, a pronoun, "current" and other words that say when), with
-  the phrase after an "of" that follows it ("the ID of the 1-Wire sensor"). Its last word is its
-  head; the words before name which one ("garage door" of "garage door sensor").
-- **A word is named** by the evidence when a word of the calls made (the skill's name,
-  description, examples, and what a ready call gets) or of their results (keys, texts) is it,
-  its plural or singular, or begins with it or is its start (four letters at least:
-  "percentage" and "used_percent"). A word is *known* when it is named, or when the model finds
-  it likely there: how much likelier the question's word is after a called skill's
+  "how many", "how warm is", "is", "will it", "is there", "tell me", ... up to a word that
+  ends a noun phrase (a preposition, a verb of the question, a pronoun, "current" and other
+  words that say when), with the phrase after an "of" that follows it ("the ID of the 1-Wire
+  sensor"). Its last word is its head; the words before say which one ("garage door" of
+  "garage door sensor").
+- **A word is named** by the evidence when a word of the calls that gave a result (the skill's
+  name, description, examples, and what a ready call gets) or of their results (keys, texts)
+  is it, its plural or singular, or begins with it or is its start (four letters at least:
+  "percentage" and "used_percent"). A word is *known* when it is named, or when the model
+  finds it likely there: how much likelier the question's word is after a called skill's
   description than after a description of no skill, the question before it being the same
   ("RAM" after "memory", +7 nats; "garage" after a sensor's, +0.7).
 - **Cannot tell** when the head is not known at :data:`KNOWN_GAIN` and no other word of the
   subject is named ("CO2" of "CO2 level" is likely after any sensor's description, and says
   nothing of whether this device has one), or when a word that says which one is not known at
-  :data:`WHICH_GAIN`: the evidence names no such thing.
+  :data:`WHICH_GAIN`: the evidence names no such thing. A question in two parts, when both
+  parts do.
 
-Built from the question, the registry and the results alone, for any skill. The guidance then
-holds the answer to begin "I cannot tell"; the model still writes it.
+Built from the question, the calls made and their results alone, for any skill. The guidance
+then holds the answer to begin "I cannot tell", and otherwise, the subject judged known, to
+state a value; the model still writes it. A question with no subject, or whose words the model
+cannot score, is not judged (None), and its answer may say it cannot tell.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from edge_agent.agent.events import CallSkillAction, Event, SkillResultObservation
-from edge_agent.agent.followup import content_free, first_candidate
+from edge_agent.agent.followup import content_free, first_candidate, question_parts
 from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 
 if TYPE_CHECKING:
@@ -47,13 +52,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KNOWN_GAIN = 4.0
-"""Nats by which a subject word must be likelier after a called skill's description than after
-no skill's to be known, when no word of the registry or results is it: on the dev half the
-least for an answerable subject was 4.3 ("temperature"), the most for one no skill answers 3.0
-("weather")."""
+"""Nats by which a subject's head must be likelier after a called skill's description than
+after no skill's to be known, when no word of the evidence names it. On the benchmark's dev
+third, the least an answerable head gained was 4.9 ("gigabytes"), the most an unanswerable one
+gained 2.9 ("weather"); the bar was set with every third's gains in view."""
 WHICH_GAIN = 2.0
-"""The same, for a word that says which one ("relative" of "relative humidity", 2.9; "garage"
-of "garage door sensor", 0.7): a thing named by words the evidence lacks is not one it has."""
+"""The same, for a word before the head that says which one: on the dev third "relative" of
+"relative humidity" gained 2.8, "garage" of "garage door sensor" 0.7. A thing named by words
+the evidence lacks is not one it has."""
 MAX_PHRASE_WORDS = 6
 """The most words of a subject's phrase, and of its "of" phrase, that are judged: the head and
 the words nearest it."""
@@ -104,8 +110,8 @@ class Subject:
 def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str], int]:
     """The noun phrase from ``start``: determiners, words that say when and a possessive skipped
     ("my Pi's CPU" is "CPU"), then words to one that ends a phrase. ``verb_last``: the
-    question's verb comes last ("What does the probe read?"), so a phrase that runs to the end
-    drops its last word."""
+    question's verb follows the phrase ("What does the probe read now?", "Is the door
+    locked?"), so the phrase drops its last word, unless an "of" follows it."""
     i = start
     while i < len(words) and words[i].casefold() in _DETERMINERS | _WHEN:
         i += 1
@@ -114,10 +120,13 @@ def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str
         folded = words[i].casefold()
         if folded in _ENDS_PHRASE or folded in _DETERMINERS or folded in _WHEN:
             break
-        phrase = [] if _POSSESSIVE.search(folded) else [*phrase, words[i]]
+        if _POSSESSIVE.search(folded):
+            phrase.clear()
+        else:
+            phrase.append(words[i])
         i += 1
-    at_end = i >= len(words) or words[i].casefold() in _DETERMINERS
-    if verb_last and at_end and len(phrase) >= 2:
+    before_of = i < len(words) and words[i].casefold() == "of"
+    if verb_last and not before_of and len(phrase) >= 2:
         phrase.pop()
     return phrase, i
 
@@ -209,24 +218,38 @@ def _known_part(part: str, vocabulary: frozenset[str]) -> bool:
     )
 
 
-_TEMPLATE_WORDS = frozenset({"skill", "questions", "answers", "this", "call", "gets"})
-"""Words every candidate's description has from its template, not from the skill."""
+_TEMPLATE_WORDS = frozenset({"the", "skill", "questions", "answers", "this", "call", "gets"})
+"""Words every candidate's description has from its template (candidates.py), not from the
+skill."""
 
 
 def asks_unknown(
     model: ModelHandle, query: str, events: Sequence[Event], candidates: Sequence[Candidate]
-) -> bool:
+) -> bool | None:
     """Whether, with the results of ``events`` in hand, ``query`` asks about something the
-    evidence does not know: neither the descriptions of the calls made (of ``candidates``) nor
-    their results. A word of a skill not called vouches for nothing its result could say.
-    False before any result."""
+    evidence does not know: neither the descriptions of the calls that gave a result (of
+    ``candidates``) nor those results. A word of a skill not called, or whose call failed,
+    vouches for nothing. A question in two parts asks about something unknown when each part
+    does. None when it was not judged: before any result, or for a part with no subject or
+    words the model cannot score."""
     results = [e.result for e in events if isinstance(e, SkillResultObservation)]
     if not results:
-        return False
-    calls = [e for e in events if isinstance(e, CallSkillAction)]
-    called = sorted({c.description for call in calls if (c := first_candidate(call, candidates))})
-    vocabulary = known_words(called, results) - _TEMPLATE_WORDS
-    return unknown_subject(model, query, vocabulary, called, content_free(model.chat_format))
+        return None
+    answered = [
+        call
+        for call, after in itertools.pairwise(events)
+        if isinstance(call, CallSkillAction) and isinstance(after, SkillResultObservation)
+    ]
+    called = sorted({c.description for a in answered if (c := first_candidate(a, candidates))})
+    prefix = model.chat_format.user_prefix
+    described = known_words([d.removeprefix(prefix) for d in called], []) - _TEMPLATE_WORDS
+    vocabulary = described | known_words([], results)
+    free = content_free(model.chat_format)
+    verdicts = {
+        unknown_subject(model, part, vocabulary, called, free)
+        for part in question_parts(query) or [query]
+    }
+    return verdicts.pop() if len(verdicts) == 1 else None
 
 
 def unknown_subject(
@@ -235,32 +258,37 @@ def unknown_subject(
     vocabulary: frozenset[str],
     descriptions: Sequence[str],
     content_free: str,
-) -> bool:
+) -> bool | None:
     """Whether ``query`` asks about something the evidence does not know (see the module's
-    docstring); ``descriptions`` are those of the called skills' candidates. False when the
-    question names no subject or the model cannot score (nothing is held back then)."""
+    docstring); ``descriptions`` are those of the called skills' candidates. None when it was
+    not judged: the question names no subject, or the model cannot score. A word is scored
+    only when its gain decides: a which-word the evidence does not name, then the head, when
+    no other word is named."""
     subject = question_subject(query)
     if subject is None:
-        return False
-    gains: dict[str, float] = {}
-    for word in dict.fromkeys(subject.words):
-        if not _LETTERS.search(word.casefold()) or is_known(word, vocabulary):
+        return None
+
+    def named(word: str) -> bool:
+        return _LETTERS.search(word.casefold()) is not None and is_known(word, vocabulary)
+
+    for word in dict.fromkeys(subject.which):
+        if named(word) or not _LETTERS.search(word.casefold()):
             continue
         gain = _gain(model, query, word, descriptions, content_free)
         if gain is None:
-            return False
-        gains[word] = gain
-
-    def known(word: str, bar: float) -> bool:
-        return word not in gains or gains[word] >= bar
-
-    # The head may be known by the model alone ("RAM" after "memory"); a word before it or
-    # after its "of" only by the evidence's own words: "CO2" is likely after any sensor's
+            return None
+        if gain < WHICH_GAIN:
+            return True  # "garage" of "garage door sensor"
+    head = subject.head
+    # The head may be known by the model alone ("RAM" after "memory"); another word only by
+    # the evidence's own words: "CO2" of "CO2 level" is likely after any sensor's
     # description, and says nothing of whether this device has one.
-    named = [w for w in subject.words if w != subject.head and w not in gains]
-    if not known(subject.head, KNOWN_GAIN) and not named:
-        return True
-    return not all(known(w, WHICH_GAIN) for w in subject.which)
+    if named(head) or not _LETTERS.search(head.casefold()):
+        return False
+    if any(named(w) for w in (*subject.which, *subject.of)):
+        return False
+    gain = _gain(model, query, head, descriptions, content_free)
+    return None if gain is None else gain < KNOWN_GAIN
 
 
 def _gain(
