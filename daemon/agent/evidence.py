@@ -32,7 +32,6 @@ from edge_agent.agent.resultlines import (
     counted,
     is_number,
     item_label,
-    names_text,
     names_unit,
     reading_text,
     scalar_text,
@@ -159,21 +158,12 @@ def copyable(
             add_value(node, names[-1:])
             add_word(node)
 
-    def state(line: Line) -> None:
-        # A list of named items is stated as its names, copied whole as its line shows them:
-        # one name at a time, a 270M model wrote "28-0316a2791bff, 28-0316a2791bff, ...".
-        names = names_text(line.node) if isinstance(line.node, list) else None
-        if names is not None and DIGIT.search(names) and len(names) <= MAX_VALUE_CHARS:
-            add_value(names, line.name.split())
-        else:
-            walk(line.node, tuple(line.name.split()))
-
     for result in results:
         walk(result, ())
     if asked is not None:
         stating = True
         for line in asked:
-            state(line)
+            walk(line.node, tuple(line.name.split()))
     for match in _QUESTION_NAME.finditer(question):
         after = question[match.end() :].split()[:1]
         add_value(match.group(), after, from_result=False)
@@ -186,7 +176,7 @@ def copyable(
     for group in each:
         stated = {}
         for line in group:
-            state(line)
+            walk(line.node, tuple(line.name.split()))
         groups.append(stated)
     kept = list(values.items())[:MAX_VALUES]
     copied = {v for v, _ in kept}

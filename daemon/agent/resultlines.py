@@ -82,17 +82,10 @@ def count_text(items: list[Any]) -> str:
     """``3 in all``, and their names when each item is an object with one, not a reading
     (``3 in all: cpu, bme280, w1``): "which sensors are there?" is answered by the names, and
     a name shown only inside other lines' names is one a small model does not copy."""
-    names = names_text(items)
-    return f"{len(items)} in all" + (f": {names}" if names is not None else "")
-
-
-def names_text(items: list[Any]) -> str | None:
-    """The names of a list's items as its line shows them (``cpu, bme280, w1``); None when an
-    item has no name, or is a reading (each reading's own line names it)."""
     names = [item_label(item, "", index) for index, item in enumerate(items)]
     if any(name.startswith("[") for name in names) or any(reading_text(i) for i in items):
-        return None
-    return ", ".join(names)
+        return f"{len(items)} in all"  # unnamed, or readings: each one's line names it
+    return f"{len(items)} in all: {', '.join(names)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +161,6 @@ __all__ = [
     "counted",
     "is_number",
     "item_label",
-    "names_text",
     "names_unit",
     "reading_text",
     "result_line_parts",
