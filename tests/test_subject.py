@@ -219,7 +219,7 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     assert re.fullmatch(answer_pattern(model), "The light level in lux is 41.5 %RH.")
 
 
-def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
+def house_with_a_failing_forecast() -> Registry:
     registry = house()
 
     @registry.skill
@@ -227,15 +227,25 @@ def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
         """Today's weather forecast."""
         raise RuntimeError("the forecast could not be had")
 
+    return registry
+
+
+def weather_run(weather: float, sensor: float) -> tuple[MockModel, Any]:
+    """ "What is the weather like?" asked with the forecast and the sensor fitting as scored."""
     question = "What is the weather like?"
     scores = {
-        ("The skill read_sensor", f" {question}"): -5.0,
-        ("The skill weather", f" {question}"): -9.0,
+        ("The skill weather", f" {question}"): weather,
+        ("The skill read_sensor", f" {question}"): sensor,
         (FREE, f" {question}"): -20.0,
         ANSWER_HEAD: 0.0,
     }
     model = MockModel(['{"final_answer": "I cannot tell."}'], scores=scores)
-    state = Agent(model, registry, guidance=Guidance()).run(question)
+    state = Agent(model, house_with_a_failing_forecast(), guidance=Guidance()).run(question)
+    return model, state
+
+
+def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
+    model, state = weather_run(weather=-9.0, sensor=-5.0)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # The weather skill's description says "weather", but the result is the sensor's.
     assert re.fullmatch(answer_pattern(model), "I cannot tell: no result gives the weather.")
@@ -243,22 +253,7 @@ def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
 
 
 def test_a_call_that_failed_vouches_for_nothing() -> None:
-    registry = house()
-
-    @registry.skill
-    def weather() -> dict[str, Any]:
-        """Today's weather forecast."""
-        raise RuntimeError("the forecast could not be had")
-
-    question = "What is the weather like?"
-    scores = {
-        ("The skill weather", f" {question}"): -5.0,  # tried first, and it fails
-        ("The skill read_sensor", f" {question}"): -6.0,
-        (FREE, f" {question}"): -20.0,
-        ANSWER_HEAD: 0.0,
-    }
-    model = MockModel(['{"final_answer": "I cannot tell."}'], scores=scores)
-    state = Agent(model, registry, guidance=Guidance()).run(question)
+    model, state = weather_run(weather=-5.0, sensor=-6.0)  # the forecast first, and it fails
     assert [e.type for e in state.stream.root][:4] == [
         "CallSkillAction",
         "ToolErrorObservation",
