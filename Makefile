@@ -50,12 +50,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check daemon skills tests scripts
 
 # mypy cannot follow setuptools' editable finder, so it reads the package through a tree of
-# links that mirrors the installed layout (daemon/ -> edge_agent, skills/ -> edge_agent.skills).
+# links that mirrors the installed layout (daemon/ -> edge_agentd, skills/ -> edge_agentd.skills).
 typecheck: $(STAMP)
-	rm -rf build/mypy && mkdir -p build/mypy/edge_agent
-	for entry in daemon/*; do ln -s "$$PWD/$$entry" build/mypy/edge_agent/; done
-	ln -s "$$PWD/skills" build/mypy/edge_agent/skills
-	MYPYPATH=build/mypy $(BIN)/mypy -p edge_agent
+	rm -rf build/mypy && mkdir -p build/mypy/edge_agentd
+	for entry in daemon/*; do ln -s "$$PWD/$$entry" build/mypy/edge_agentd/; done
+	ln -s "$$PWD/skills" build/mypy/edge_agentd/skills
+	MYPYPATH=build/mypy $(BIN)/mypy -p edge_agentd
 
 pytest: $(STAMP) | deps
 	$(BIN)/pytest

@@ -10,10 +10,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from edge_agent.agent.registry import DEFAULT_TIMEOUT_S, Registry
-from edge_agent.skills.clock import Clock
-from edge_agent.skills.sensors import Sensors
-from edge_agent.skills.sysfs import (
+from edge_agentd.agent.registry import DEFAULT_TIMEOUT_S, Registry
+from edge_agentd.skills.clock import Clock
+from edge_agentd.skills.sensors import Sensors
+from edge_agentd.skills.sysfs import (
     DEFAULT_PROC_ROOT,
     DEFAULT_SYSFS_ROOT,
     PROC_ROOT_ENV,
@@ -21,8 +21,8 @@ from edge_agent.skills.sysfs import (
     Root,
     resolve_root,
 )
-from edge_agent.skills.system import PROC_MAX_BYTES, System
-from edge_agent.skills.weather import OpenMeteo, Weather
+from edge_agentd.skills.system import PROC_MAX_BYTES, System
+from edge_agentd.skills.weather import OpenMeteo, Weather
 
 BUILTIN_SOURCE = "builtin"
 BUILTIN_NAMES = (

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import re
 
-from edge_agent.skills.readings import (
+from edge_agentd.skills.readings import (
     Reading,
     Sensor,
     SensorError,
@@ -22,7 +22,7 @@ from edge_agent.skills.readings import (
     parse_number,
     reading,
 )
-from edge_agent.skills.sysfs import Root, SysfsError
+from edge_agentd.skills.sysfs import Root, SysfsError
 
 IIO_DIR = ("bus", "iio", "devices")
 _DEVICE = re.compile(r"iio:device[0-9]+")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import re
 
-from edge_agent.skills.readings import Reading, Sensor, SensorError, parse_number, reading
-from edge_agent.skills.sysfs import Root, SysfsError
+from edge_agentd.skills.readings import Reading, Sensor, SensorError, parse_number, reading
+from edge_agentd.skills.sysfs import Root, SysfsError
 
 W1_DIR = ("bus", "w1", "devices")
 # w1_therm family codes: DS18S20, DS1822, DS18B20, MAX31850, DS28EA00.

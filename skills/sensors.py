@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from edge_agent.skills.iio import discover_devices
-from edge_agent.skills.onewire import discover_probes
-from edge_agent.skills.readings import UNITS, Sensor, SensorError
-from edge_agent.skills.sysfs import Root, SysfsError
-from edge_agent.skills.thermal import cpu_zone, discover_zones
+from edge_agentd.skills.iio import discover_devices
+from edge_agentd.skills.onewire import discover_probes
+from edge_agentd.skills.readings import UNITS, Sensor, SensorError
+from edge_agentd.skills.sysfs import Root, SysfsError
+from edge_agentd.skills.thermal import cpu_zone, discover_zones
 
 KIND_WORDS = {"thermal_zone": "thermal zone", "iio": "sensor chip", "w1": "1-Wire probe"}
 """How each kind of sensor is called in words, for the model."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from edge_agent.skills.readings import SensorError, parse_number
-from edge_agent.skills.sysfs import Root, SysfsError
+from edge_agentd.skills.readings import SensorError, parse_number
+from edge_agentd.skills.sysfs import Root, SysfsError
 
 PROC_MAX_BYTES = 16384  # /proc/meminfo runs past one page on some kernels
 _MIB = 1024 * 1024

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import re
 
-from edge_agent.skills.readings import Reading, Sensor, SensorError, natural_key, parse_number
-from edge_agent.skills.readings import reading as make_reading
-from edge_agent.skills.sysfs import Root, SysfsError
+from edge_agentd.skills.readings import Reading, Sensor, SensorError, natural_key, parse_number
+from edge_agentd.skills.readings import reading as make_reading
+from edge_agentd.skills.sysfs import Root, SysfsError
 
 THERMAL_DIR = ("class", "thermal")
 _ZONE = re.compile(r"thermal_zone[0-9]+")

@@ -15,7 +15,7 @@ import urllib.error
 import urllib.parse
 from typing import Any
 
-from edge_agent.skills.clock import WEEKDAYS, Clock
+from edge_agentd.skills.clock import WEEKDAYS, Clock
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
 FORECAST_URL = "https://api.open-meteo.com/v1/forecast"

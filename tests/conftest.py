@@ -21,13 +21,13 @@ import pytest
 import zmq
 from fake_sysfs import FakeSysfs
 
-from edge_agent import Registry
-from edge_agent.skills import register_builtins
+from edge_agentd import Registry
+from edge_agentd.skills import register_builtins
 
 if TYPE_CHECKING:
     # The daemon's harness is imported only where a test starts a daemon, so the tests of the
     # framework and the skills still run while the service is being changed.
-    from edge_agent.service.server import Server
+    from edge_agentd.service.server import Server
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -22,13 +22,13 @@ import msgpack
 import zmq
 from serve_command import edge_agent_command
 
-from edge_agent.agent.protocol import ModelHandle
-from edge_agent.agent.registry import Registry
-from edge_agent.agent.workflow import Workflow
-from edge_agent.model.scripted import MockModel
-from edge_agent.service.config import Settings, parse_settings
-from edge_agent.service.server import Server, ServerOptions
-from edge_agent.service.systemd import Notifier
+from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.agent.registry import Registry
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.model.scripted import MockModel
+from edge_agentd.service.config import Settings, parse_settings
+from edge_agentd.service.server import Server, ServerOptions
+from edge_agentd.service.systemd import Notifier
 
 QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
 """A config that lets a stopping daemon give its runs 50 ms, not the default grace."""

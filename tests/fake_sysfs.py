@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from edge_agent.skills.onewire import crc8
+from edge_agentd.skills.onewire import crc8
 
 
 def _link(link: Path, target: Path) -> None:

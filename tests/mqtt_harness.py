@@ -55,7 +55,7 @@ class Node:
         self.log = directory / "daemon.log"
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "edge_agent.cli", "serve",
+                sys.executable, "-m", "edge_agentd.cli", "serve",
                 "--model", f"mock:{self.mock}",
                 "--endpoint", self.endpoint,
                 "--config", str(self.config),

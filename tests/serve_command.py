@@ -2,7 +2,7 @@
 
 Standard library only, so a benchmark can import it (``sys.path.insert(0, REPO / "tests")``) without
 pulling in the test harness or the daemon. The daemon is started with this interpreter and
-``-m edge_agent.cli``, so it runs the checkout's code whichever venv runs the caller.
+``-m edge_agentd.cli``, so it runs the checkout's code whichever venv runs the caller.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 def edge_agent_command(*args: str) -> list[str]:
     """``edge-agent ARGS...`` with this interpreter."""
-    return [sys.executable, "-m", "edge_agent.cli", *args]
+    return [sys.executable, "-m", "edge_agentd.cli", *args]
 
 
 def serve_command(

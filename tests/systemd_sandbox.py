@@ -111,9 +111,9 @@ class Sandbox:
         site_packages = next((venv / "lib").glob("python3.*/site-packages"))
         (self.opt / "src").mkdir()
         (self.opt / "site-packages").mkdir()
-        # edge_agent as the installed layout has it (daemon/ -> edge_agent, skills/ ->
-        # edge_agent.skills), linked into the bound source tree.
-        package = self.opt / "packages" / "edge_agent"
+        # edge_agentd as the installed layout has it (daemon/ -> edge_agentd, skills/ ->
+        # edge_agentd.skills), linked into the bound source tree.
+        package = self.opt / "packages" / "edge_agentd"
         package.mkdir(parents=True)
         for entry in sorted((REPO / "daemon").iterdir()):
             (package / entry.name).symlink_to(f"{SANDBOX_SOURCE}/daemon/{entry.name}")
@@ -127,7 +127,7 @@ class Sandbox:
         script = venv / "bin" / "edge-agent"
         script.write_text(
             f"#!{venv}/bin/python\n".replace(str(self.root), "")
-            + "import sys\nfrom edge_agent.cli.main import main\nsys.exit(main())\n"
+            + "import sys\nfrom edge_agentd.cli.main import main\nsys.exit(main())\n"
         )
         script.chmod(0o755)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from edge_agent import (
+from edge_agentd import (
     Agent,
     AgentState,
     CallSkillAction,
@@ -447,7 +447,7 @@ def test_the_agent_keeps_no_state_between_runs(make_registry: RegistryFactory) -
 
 
 def STATE_DUMP(state: AgentState) -> Any:
-    from edge_agent import STATE_ADAPTER
+    from edge_agentd import STATE_ADAPTER
 
     dumped = STATE_ADAPTER.dump_python(state, mode="json")
     for event in dumped["events"]:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent import (
+from edge_agentd import (
     EVENT_ADAPTER,
     STATE_ADAPTER,
     Agent,
@@ -19,7 +19,7 @@ from edge_agent import (
     Soul,
     Workflow,
 )
-from edge_agent.model.formats import GEMMA3
+from edge_agentd.model.formats import GEMMA3
 
 STOP_REASONS = {"answered", "max_iterations", "retries_exhausted", "interrupted"}
 # Two working skills and one that always raises, from conftest.py's registry factory.

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent import Agent, AgentState, MockModel, Registry, Workflow
-from edge_agent.agent.run import RunOptions
-from edge_agent.agent.supervision import RunThreads, shared_run_threads
+from edge_agentd import Agent, AgentState, MockModel, Registry, Workflow
+from edge_agentd.agent.run import RunOptions
+from edge_agentd.agent.supervision import RunThreads, shared_run_threads
 
 ANSWER = '{"final_answer": "done"}'
 HANG = '{"skill_name": "hang"}'

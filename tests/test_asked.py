@@ -14,13 +14,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.agent.asked import asked_lines, candidate_lines, head_noun
-from edge_agent.agent.evidence import answer_numbers, answer_pattern, copyable, numbers_in
-from edge_agent.agent.guidance import ANSWER_HEAD, Guidance
-from edge_agent.agent.loop import Agent
-from edge_agent.agent.registry import Registry
-from edge_agent.agent.resultlines import result_line_parts, result_lines
-from edge_agent.model.scripted import MockModel
+from edge_agentd.agent.asked import asked_lines, candidate_lines, head_noun
+from edge_agentd.agent.evidence import answer_numbers, answer_pattern, copyable, numbers_in
+from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
+from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.registry import Registry
+from edge_agentd.agent.resultlines import result_line_parts, result_lines
+from edge_agentd.model.scripted import MockModel
 
 NOW = {"date": "2026-12-04", "time": "12:35:06", "weekday": "Friday"}
 CPU = {
@@ -93,7 +93,7 @@ def test_each_result_has_its_own_asked_line() -> None:
 def test_a_model_that_cannot_score_narrows_nothing() -> None:
     class NoScores(MockModel):
         def likelihood(self, prompts: Any, text: str) -> list[float]:
-            from edge_agent.agent.protocol import ScoringUnsupported
+            from edge_agentd.agent.protocol import ScoringUnsupported
 
             raise ScoringUnsupported("no scores here")
 

@@ -19,14 +19,14 @@ import pytest
 import zmq
 from daemon_harness import ANSWER, answer, wait_for, write_mock
 
-from edge_agent.client.zmqclient import BadEndpoint, Client, DaemonError, Timeout, Unavailable
+from edge_agentd.client.zmqclient import BadEndpoint, Client, DaemonError, Timeout, Unavailable
 
 DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 ScriptedDaemon = Callable[..., tuple[Any, str]]  # conftest.py
 EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))
 
 
-def edge_agent(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def edge_agentd(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [EDGE_AGENT, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -49,12 +49,12 @@ def mock_daemon(tmp_path_factory: pytest.TempPathFactory, daemon_process: Daemon
 
 
 def test_ask_prints_the_answer(mock_daemon: str) -> None:
-    done = edge_agent("ask", "How warm is the kitchen?", "--endpoint", mock_daemon)
+    done = edge_agentd("ask", "How warm is the kitchen?", "--endpoint", mock_daemon)
     assert (done.returncode, done.stdout) == (0, "It is 21 C in the kitchen.\n"), done.stderr
 
 
 def test_ask_json_is_one_object_for_home_assistant(mock_daemon: str) -> None:
-    done = edge_agent("ask", "How warm?", "--json", "--timeout", "10", "--endpoint", mock_daemon)
+    done = edge_agentd("ask", "How warm?", "--json", "--timeout", "10", "--endpoint", mock_daemon)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["answer"] == "It is 21 C in the kitchen." and result["outcome"] == "answered"
@@ -66,7 +66,7 @@ def test_ask_json_is_one_object_for_home_assistant(mock_daemon: str) -> None:
 
 
 def test_ask_stream_prints_each_event_then_the_answer(mock_daemon: str) -> None:
-    done = edge_agent(
+    done = edge_agentd(
         "ask", "How warm?", "--stream", "--workflow", "kitchen", "--endpoint", mock_daemon
     )
     assert done.returncode == 0, done.stderr
@@ -79,30 +79,30 @@ def test_ask_stream_prints_each_event_then_the_answer(mock_daemon: str) -> None:
 
 
 def test_ask_exit_codes(mock_daemon: str, tmp_path: Path) -> None:
-    no_answer = edge_agent("ask", "How warm?", "--max-iterations", "1", "--endpoint", mock_daemon)
+    no_answer = edge_agentd("ask", "How warm?", "--max-iterations", "1", "--endpoint", mock_daemon)
     assert no_answer.returncode == 1 and "max_iterations" in no_answer.stderr
-    assert edge_agent("ask", "  ", "--endpoint", mock_daemon).returncode == 65
-    too_long = edge_agent("ask", "x" * 51, "--json", "--endpoint", mock_daemon)
+    assert edge_agentd("ask", "  ", "--endpoint", mock_daemon).returncode == 65
+    too_long = edge_agentd("ask", "x" * 51, "--json", "--endpoint", mock_daemon)
     assert too_long.returncode == 65
     assert json.loads(too_long.stdout)["error"]["code"] == "too_large"
-    unknown = edge_agent("ask", "hi", "--workflow", "garden", "--endpoint", mock_daemon)
+    unknown = edge_agentd("ask", "hi", "--workflow", "garden", "--endpoint", mock_daemon)
     # The daemon names the workflows it has; it does not repeat what it was sent.
     assert unknown.returncode == 65 and "no such workflow (known: kitchen)" in unknown.stderr
-    assert edge_agent("ask", "hi", "--timeout", "banana").returncode == 65
-    missing = edge_agent("ask", "hi", "--endpoint", f"ipc://{tmp_path / 'none.sock'}")
+    assert edge_agentd("ask", "hi", "--timeout", "banana").returncode == 65
+    missing = edge_agentd("ask", "hi", "--endpoint", f"ipc://{tmp_path / 'none.sock'}")
     assert missing.returncode == 69 and "serve" in missing.stderr
 
 
 def test_status_and_skills_commands(mock_daemon: str) -> None:
-    status = edge_agent("status", "--endpoint", mock_daemon)
+    status = edge_agentd("status", "--endpoint", mock_daemon)
     assert status.returncode == 0 and "state:     ready" in status.stdout
-    as_json = json.loads(edge_agent("status", "--json", "--endpoint", mock_daemon).stdout)
+    as_json = json.loads(edge_agentd("status", "--json", "--endpoint", mock_daemon).stdout)
     assert as_json["workflows"] == ["kitchen"] and as_json["model"]["kind"] == "mock"
-    skills = json.loads(edge_agent("skills", "--json", "--endpoint", mock_daemon).stdout)
+    skills = json.loads(edge_agentd("skills", "--json", "--endpoint", mock_daemon).stdout)
     assert isinstance(skills, list)
     for entry in skills:
         assert set(entry) == {"name", "description", "parameters", "source", "timeout_s", "signature"}
-    plain = edge_agent("skills", "--endpoint", mock_daemon).stdout
+    plain = edge_agentd("skills", "--endpoint", mock_daemon).stdout
     for entry in skills:
         # Each line shows the call's shape and where the skill came from.
         assert f"{entry['name']}(" in plain and f"[{entry['source']}, timeout" in plain
@@ -112,7 +112,7 @@ def test_ask_times_out_with_75_and_busy_is_75_too(scripted_daemon: ScriptedDaemo
     slow = [{"text": ANSWER, "delay_s": 30}]
     config = "[daemon]\nqueue_limit = 1\nshutdown_grace_s = 0.05\n"
     server, endpoint = scripted_daemon(slow, config=config)
-    late = edge_agent("ask", "hi", "--timeout", "0.5", "--json", "--endpoint", endpoint)
+    late = edge_agentd("ask", "hi", "--timeout", "0.5", "--json", "--endpoint", endpoint)
     assert late.returncode == 75, late.stderr
     assert json.loads(late.stdout)["events"][-1]["reason"] == "deadline"
     # The client gives up at its timeout; the daemon's interrupted run may end a moment later.
@@ -125,7 +125,7 @@ def test_ask_times_out_with_75_and_busy_is_75_too(scripted_daemon: ScriptedDaemo
                 waiter = threading.Thread(target=lambda: _swallow(other.run, "two", timeout=20))
                 waiter.start()
                 _wait_depth(server, 1)
-                busy = edge_agent("ask", "three", "--endpoint", endpoint)
+                busy = edge_agentd("ask", "three", "--endpoint", endpoint)
                 assert busy.returncode == 75 and "busy" in busy.stderr
                 server.stop()
                 waiter.join(10)
@@ -248,7 +248,7 @@ def test_ctrl_c_on_ask_cancels_the_run_and_exits_130(scripted_daemon: ScriptedDa
 )
 def test_a_malformed_endpoint_is_refused_at_once_with_65(endpoint: str, hint: str) -> None:
     for command in (["status"], ["ask", "hi", "--json"]):
-        done = edge_agent(*command, "--endpoint", endpoint, timeout=60)
+        done = edge_agentd(*command, "--endpoint", endpoint, timeout=60)
         assert done.returncode == 65, done.stderr
         assert "ipc://PATH or tcp://HOST:PORT" in done.stderr and hint in done.stderr
     env_done = subprocess.run(
@@ -288,7 +288,7 @@ def test_the_watchdog_ends_a_stuck_command_with_75() -> None:
         [
             sys.executable,
             "-c",
-            "import time; from edge_agent.cli.ask import watchdog; watchdog(0.2, True); "
+            "import time; from edge_agentd.cli.ask import watchdog; watchdog(0.2, True); "
             "time.sleep(120)",
         ],
         capture_output=True,
@@ -305,7 +305,7 @@ def test_status_timeout_bounds_both_tries() -> None:
     context: zmq.Context[Any] = zmq.Context()
     router = ScriptedRouter(context, answer_from=10**6)  # never answers
     try:
-        done = edge_agent("status", "--timeout", "1", "--endpoint", router.endpoint)
+        done = edge_agentd("status", "--timeout", "1", "--endpoint", router.endpoint)
         assert done.returncode == 69 and "2 tries of 0.5 s" in done.stderr, done.stderr
     finally:
         router.close()
@@ -340,21 +340,21 @@ def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:
     # What `edge-agent ask/status/skills` load before they talk to the daemon; the start-up time
     # itself is measured by scripts/bench/bench_cli_start.py, not here.
     probe = (
-        "import sys; from edge_agent.cli import main as cli; cli._parser(); "
-        "import edge_agent.cli.ask, edge_agent.client.zmqclient; "
+        "import sys; from edge_agentd.cli import main as cli; cli._parser(); "
+        "import edge_agentd.cli.ask, edge_agentd.client.zmqclient; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic' "
-        "or m.startswith(('edge_agent.agent', 'edge_agent.service', 'edge_agent.protocol.wire', "
-        "'edge_agent.model', 'edge_agent.client.mqttclient', 'edge_agent.protocol.mqttwire'))))"
+        "or m.startswith(('edge_agentd.agent', 'edge_agentd.service', 'edge_agentd.protocol.wire', "
+        "'edge_agentd.model', 'edge_agentd.client.mqttclient', 'edge_agentd.protocol.mqttwire'))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
     )
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
     # The framework's names are still there, loaded when first used.
-    from edge_agent import Agent, MockModel
+    from edge_agentd import Agent, MockModel
 
-    assert Agent.__module__ == "edge_agent.agent.loop" and MockModel([]).__class__ is MockModel
-    from edge_agent.client import mqttargs
-    from edge_agent.protocol import mqttwire
+    assert Agent.__module__ == "edge_agentd.agent.loop" and MockModel([]).__class__ is MockModel
+    from edge_agentd.client import mqttargs
+    from edge_agentd.protocol import mqttwire
 
     assert mqttargs.DEFAULT_PREFIX == mqttwire.DEFAULT_PREFIX

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from fake_sysfs import FakeSysfs
 
-from edge_agent import Agent, Registry, load_model
-from edge_agent.agent.guidance import Guidance
-from edge_agent.model.llama import LlamaModel
-from edge_agent.skills import register_builtins
+from edge_agentd import Agent, Registry, load_model
+from edge_agentd.agent.guidance import Guidance
+from edge_agentd.model.llama import LlamaModel
+from edge_agentd.skills import register_builtins
 
 
 @pytest.fixture(scope="module")

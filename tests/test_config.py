@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from edge_agent.agent.registry import Registry
-from edge_agent.service.assembly import load_skills
-from edge_agent.service.config import ConfigError, Settings, parse_settings
-from edge_agent.skills import BUILTIN_NAMES
+from edge_agentd.agent.registry import Registry
+from edge_agentd.service.assembly import load_skills
+from edge_agentd.service.config import ConfigError, Settings, parse_settings
+from edge_agentd.skills import BUILTIN_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "systemd" / "config.example.toml"
@@ -237,7 +237,7 @@ def test_serve_stops_with_78_on_a_timeout_typo(tmp_path: Path) -> None:
     mock.write_text(json.dumps(['{"final_answer": "x"}']), encoding="utf-8")
     served = subprocess.run(
         [
-            *(sys.executable, "-m", "edge_agent.cli", "serve", "--config", str(config)),
+            *(sys.executable, "-m", "edge_agentd.cli", "serve", "--config", str(config)),
             *("--model", f"mock:{mock}", "--endpoint", f"ipc://{tmp_path}/agent.sock"),
         ],
         capture_output=True,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fake_sysfs import FakeSysfs, w1_slave_text
 
-from edge_agent.agent.registry import Registry
-from edge_agent.skills import register_builtins
+from edge_agentd.agent.registry import Registry
+from edge_agentd.skills import register_builtins
 
 REPO = Path(__file__).resolve().parent.parent
 SKILLS_DOC = REPO / "docs" / "skills.md"

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.agent.evidence import (
+from edge_agentd.agent.evidence import (
     Copyable,
     answer_numbers,
     answer_pattern,
@@ -22,7 +22,7 @@ from edge_agent.agent.evidence import (
     copyable,
     numbers_in,
 )
-from edge_agent.agent.resultlines import result_lines
+from edge_agentd.agent.resultlines import result_lines
 
 BME = {
     "sensor": "bme280",

@@ -223,8 +223,8 @@ def _pi_start_up_s() -> float:
 
 
 def test_home_assistant_timeouts_are_inside_its_limits(home_assistant: dict[str, Any]) -> None:
-    from edge_agent.cli.exits import COMMAND_SLACK_S
-    from edge_agent.client.zmqclient import RUN_GRACE_S
+    from edge_agentd.cli.exits import COMMAND_SLACK_S
+    from edge_agentd.client.zmqclient import RUN_GRACE_S
 
     # The longest an ask can take: start-up, --timeout, the run's grace, the watchdog's slack.
     def longest(command: str) -> float:

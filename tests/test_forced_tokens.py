@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent import Agent, AgentState, Registry, load_model
-from edge_agent.agent.events import CallSkillAction, FinalAnswerAction
-from edge_agent.agent.parsing import parse_action
-from edge_agent.model.constrained import _lex_gbnf, canonical_gbnf, schema_to_gbnf
-from edge_agent.model.decoding import Decoder
-from edge_agent.model.llama import LlamaModel
+from edge_agentd import Agent, AgentState, Registry, load_model
+from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction
+from edge_agentd.agent.parsing import parse_action
+from edge_agentd.model.constrained import _lex_gbnf, canonical_gbnf, schema_to_gbnf
+from edge_agentd.model.decoding import Decoder
+from edge_agentd.model.llama import LlamaModel
 
 # The decoder that counts what it sampled and forced, and decodes without forced runs on request,
 # is the benchmarks' (scripts/bench/decoders.py): the package carries no such switch.

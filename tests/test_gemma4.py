@@ -21,15 +21,15 @@ import zmq
 from daemon_harness import Peer, start_daemon, stop_daemon, wait_ready
 from tiny_gguf import CONTROL, HEAD_FULL, HEAD_SWA, SHARED_KV_LAYERS, SWA_PATTERN, build_gemma4_gguf
 
-from edge_agent import Agent, AgentState, Completion, Registry
-from edge_agent.agent.events import (
+from edge_agentd import Agent, AgentState, Completion, Registry
+from edge_agentd.agent.events import (
     CallSkillAction,
     FinalAnswerAction,
     ValidationErrorObservation,
 )
-from edge_agent.agent.guidance import Guidance
-from edge_agent.model.formats import GEMMA4
-from edge_agent.model.llama import LlamaModel
+from edge_agentd.agent.guidance import Guidance
+from edge_agentd.model.formats import GEMMA4
+from edge_agentd.model.llama import LlamaModel
 
 N_CTX = 4096
 

@@ -14,22 +14,22 @@ from typing import Any
 
 import pytest
 
-from edge_agent import Agent, Completion, MockModel, Registry, Usage
-from edge_agent.agent.focus import MIN_FOCUS_PARTS, result_parts
-from edge_agent.agent.guidance import (
+from edge_agentd import Agent, Completion, MockModel, Registry, Usage
+from edge_agentd.agent.focus import MIN_FOCUS_PARTS, result_parts
+from edge_agentd.agent.guidance import (
     ANSWER_HEAD,
     SKILL_HEAD,
     Guidance,
     candidates_for,
     named_calls,
 )
-from edge_agent.agent.phrases import (
+from edge_agentd.agent.phrases import (
     fresh_phrases,
     likeliest_phrase,
     phrases_to_try,
     question_phrases,
 )
-from edge_agent.agent.prompt import PLAIN
+from edge_agentd.agent.prompt import PLAIN
 
 QUESTION = "How damp is the cellar?"
 

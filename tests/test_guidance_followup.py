@@ -15,10 +15,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent import Agent, MockModel, Registry
-from edge_agent.agent.followup import content_free, joined, question_parts, unasked_narrowings
-from edge_agent.agent.guidance import ANSWER_HEAD, Candidate, Guidance, candidates_for
-from edge_agent.agent.prompt import PLAIN
+from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.followup import content_free, joined, question_parts, unasked_narrowings
+from edge_agentd.agent.guidance import ANSWER_HEAD, Candidate, Guidance, candidates_for
+from edge_agentd.agent.prompt import PLAIN
 
 TWO_PART = "Which is warmer, the CPU or the BME280 sensor?"
 ONE_PART = "What is the CPU temperature?"

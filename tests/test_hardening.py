@@ -37,7 +37,7 @@ from daemon_harness import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent import (
+from edge_agentd import (
     Agent,
     AgentState,
     InterruptedObservation,
@@ -47,8 +47,8 @@ from edge_agent import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.events import STATE_ADAPTER
-from edge_agent.agent.jsonvalues import to_jsonable
+from edge_agentd.agent.events import STATE_ADAPTER
+from edge_agentd.agent.jsonvalues import to_jsonable
 
 
 class PluginPanic(BaseException):

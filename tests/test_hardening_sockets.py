@@ -32,8 +32,8 @@ from daemon_harness import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.protocol.wire import PROTOCOL, WireError, decode_request
-from edge_agent.service.replies import MAX_MESSAGE_CHARS
+from edge_agentd.protocol.wire import PROTOCOL, WireError, decode_request
+from edge_agentd.service.replies import MAX_MESSAGE_CHARS
 
 
 def status_of(context: zmq.Context[Any], endpoint: str, timeout: float = 30.0) -> dict[str, Any]:

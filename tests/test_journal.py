@@ -15,9 +15,9 @@ from typing import Any
 import msgpack
 import pytest
 
-from edge_agent.service.config import JournalSettings
-from edge_agent.service.journal import Journal, default_path
-from edge_agent.service.journalstore import SCHEMA_VERSION, JournalStore
+from edge_agentd.service.config import JournalSettings
+from edge_agentd.service.journal import Journal, default_path
+from edge_agentd.service.journalstore import SCHEMA_VERSION, JournalStore
 
 ROOT = pytest.mark.skipif(
     not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,

@@ -21,7 +21,7 @@ DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))
 
 
-def edge_agent(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def edge_agentd(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [EDGE_AGENT, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -38,21 +38,21 @@ def journaled(tmp_path: Path, daemon_process: DaemonProcess) -> Iterator[str]:
 
 
 def test_ask_with_a_key_runs_once_and_result_and_runs_show_it(journaled: str) -> None:
-    first = edge_agent(
+    first = edge_agentd(
         "ask", "What time is it?", "--key", "noon-check", "--json", "--endpoint", journaled
     )
     assert first.returncode == 0, first.stderr
     asked = json.loads(first.stdout)
     assert len(asked["id"]) == 32 and asked["answer"] == "It is noon."
     again = json.loads(
-        edge_agent(
+        edge_agentd(
             "ask", "What time is it?", "--key", "noon-check", "--json", "--endpoint", journaled
         ).stdout
     )
     assert again["id"] == asked["id"]
     assert again["answer"] == asked["answer"]
 
-    fetched = edge_agent("result", asked["id"], "--json", "--endpoint", journaled)
+    fetched = edge_agentd("result", asked["id"], "--json", "--endpoint", journaled)
     assert fetched.returncode == 0, fetched.stderr
     record = json.loads(fetched.stdout)
     assert record == {
@@ -62,12 +62,12 @@ def test_ask_with_a_key_runs_once_and_result_and_runs_show_it(journaled: str) ->
         "reason": None,
     }
     assert (
-        edge_agent("result", asked["id"], "--endpoint", journaled).stdout.strip() == "It is noon."
+        edge_agentd("result", asked["id"], "--endpoint", journaled).stdout.strip() == "It is noon."
     )
-    waited = edge_agent("result", asked["id"], "--wait", "5", "--endpoint", journaled)
+    waited = edge_agentd("result", asked["id"], "--wait", "5", "--endpoint", journaled)
     assert waited.returncode == 0
 
-    listed = json.loads(edge_agent("runs", "--json", "--endpoint", journaled).stdout)
+    listed = json.loads(edge_agentd("runs", "--json", "--endpoint", journaled).stdout)
     assert [run["id"] for run in listed] == [asked["id"]]  # one run, not two
     assert set(listed[0]) == {
         "id",
@@ -79,14 +79,14 @@ def test_ask_with_a_key_runs_once_and_result_and_runs_show_it(journaled: str) ->
         "query",
         "answer",
     }
-    table = edge_agent("runs", "--limit", "5", "--endpoint", journaled).stdout
+    table = edge_agentd("runs", "--limit", "5", "--endpoint", journaled).stdout
     assert asked["id"] in table and "What time is it?" in table
 
-    missing = edge_agent("result", "no-such-run", "--endpoint", journaled)
+    missing = edge_agentd("result", "no-such-run", "--endpoint", journaled)
     assert missing.returncode == 1 and "not_found" in missing.stderr
     for bad in (["runs", "--limit", "0"], ["runs", "--limit", "1000000"], ["result", "x" * 129]):
-        assert edge_agent(*bad, "--endpoint", journaled).returncode == 65, bad
-    assert edge_agent("ask", "hi", "--key", "bad\nkey", "--endpoint", journaled).returncode == 65
+        assert edge_agentd(*bad, "--endpoint", journaled).returncode == 65, bad
+    assert edge_agentd("ask", "hi", "--key", "bad\nkey", "--endpoint", journaled).returncode == 65
 
 
 class StuckDaemon(threading.Thread):
@@ -125,7 +125,7 @@ def test_a_timed_out_ask_names_its_run(tmp_path: Path, context: zmq.Context[Any]
     stuck = StuckDaemon(context, endpoint)
     stuck.start()
     try:
-        late = edge_agent(
+        late = edge_agentd(
             "ask", "hi", "--timeout", "0.5", "--json", "--key", "k1", "--endpoint", endpoint
         )
     finally:

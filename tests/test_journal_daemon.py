@@ -18,9 +18,9 @@ from daemon_harness import Peer, answer, call, run_request, running_server, wait
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.agent.registry import Registry
-from edge_agent.protocol.wire import RunRecord, RunResult, RunsResult, StatusResult
-from edge_agent.service.server import Server
+from edge_agentd.agent.registry import Registry
+from edge_agentd.protocol.wire import RunRecord, RunResult, RunsResult, StatusResult
+from edge_agentd.service.server import Server
 
 SCRIPT = [call("count"), answer("counted")]
 HANG = [call("hang"), answer("done hanging")]

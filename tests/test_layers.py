@@ -1,6 +1,6 @@
 """The folders are the layers, and every import arrow points one way (docs/design.md, "Layers").
 
-Each module's imports of ``edge_agent`` are read from its syntax tree, lazy imports inside
+Each module's imports of ``edge_agentd`` are read from its syntax tree, lazy imports inside
 functions included, and checked against the layer table in docs/design.md. A backwards import
 fails here.
 """
@@ -20,7 +20,7 @@ DESIGN = ROOT / "docs" / "design.md"
 def read_layer_table() -> dict[str, set[str]]:
     """design.md's layer table: for each layer, the layers it may import besides itself.
 
-    The table is the source: a row's first cell names the layer (`agent/`, or `edge_agent` for the
+    The table is the source: a row's first cell names the layer (`agent/`, or `edge_agentd` for the
     package's own `__init__`), and its last cell lists what it may import, or says "nothing".
     """
     text = DESIGN.read_text(encoding="utf-8")
@@ -31,7 +31,7 @@ def read_layer_table() -> dict[str, set[str]]:
         if len(cells) != 3 or not cells[0].startswith("`"):
             continue
         name = cells[0].split("`")[1].rstrip("/")
-        table["package" if name == "edge_agent" else name] = set(
+        table["package" if name == "edge_agentd" else name] = set(
             part.strip().strip("`").rstrip("/") for part in cells[2].split(",")
         ) - {"nothing"}
     return table
@@ -44,7 +44,7 @@ def layer(module: str) -> str:
     """A module's layer is its first folder under the package; the package's own modules are
     the layer "package"."""
     parts = module.split(".")
-    if parts[0] != "edge_agent":
+    if parts[0] != "edge_agentd":
         raise AssertionError(f"{module} is in no layer")
     if len(parts) == 1:
         return "package"
@@ -55,9 +55,9 @@ def layer(module: str) -> str:
 
 def module_name(path: Path) -> str:
     if path.is_relative_to(ROOT / "skills"):
-        parts = ["edge_agent", "skills", *path.relative_to(ROOT / "skills").with_suffix("").parts]
+        parts = ["edge_agentd", "skills", *path.relative_to(ROOT / "skills").with_suffix("").parts]
     else:
-        parts = ["edge_agent", *path.relative_to(ROOT / "daemon").with_suffix("").parts]
+        parts = ["edge_agentd", *path.relative_to(ROOT / "daemon").with_suffix("").parts]
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -72,7 +72,7 @@ def imported(path: Path) -> set[str]:
             if node.level:
                 raise AssertionError(f"{path}: use absolute imports, not relative ones")
             names.add(node.module or "")
-    return {n for n in names if n == "edge_agent" or n.startswith("edge_agent.")}
+    return {n for n in names if n == "edge_agentd" or n.startswith("edge_agentd.")}
 
 
 MODULES = sorted([*(ROOT / "daemon").rglob("*.py"), *(ROOT / "skills").rglob("*.py")])
@@ -110,6 +110,6 @@ def test_imports_point_down_the_layers(path: Path) -> None:
 
 def test_the_checker_catches_a_backwards_import(tmp_path: Path) -> None:
     sneaky = tmp_path / "sneaky.py"
-    sneaky.write_text("def f():\n    from edge_agent.service.server import Server\n")
-    assert imported(sneaky) == {"edge_agent.service.server"}
-    assert layer("edge_agent.service.server") not in ALLOWED["agent"]
+    sneaky.write_text("def f():\n    from edge_agentd.service.server import Server\n")
+    assert imported(sneaky) == {"edge_agentd.service.server"}
+    assert layer("edge_agentd.service.server") not in ALLOWED["agent"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.cli.logs import LINE_FORMAT, JournalFormatter, is_journal, syslog_priority
+from edge_agentd.cli.logs import LINE_FORMAT, JournalFormatter, is_journal, syslog_priority
 
 
 def _record(level: int, message: str, exc: bool = False) -> logging.LogRecord:
@@ -24,7 +24,7 @@ def _record(level: int, message: str, exc: bool = False) -> logging.LogRecord:
             raise RuntimeError("the sensor bus vanished")
         except RuntimeError:
             info = sys.exc_info()
-    return logging.LogRecord("edge_agent.test", level, __file__, 1, message, (), info)
+    return logging.LogRecord("edge_agentd.test", level, __file__, 1, message, (), info)
 
 
 def test_each_level_has_its_syslog_priority() -> None:
@@ -34,11 +34,11 @@ def test_each_level_has_its_syslog_priority() -> None:
         for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)
     }
     assert shown == {
-        logging.DEBUG: "<7>DEBUG edge_agent.test: x",
-        logging.INFO: "<6>INFO edge_agent.test: x",
-        logging.WARNING: "<4>WARNING edge_agent.test: x",
-        logging.ERROR: "<3>ERROR edge_agent.test: x",
-        logging.CRITICAL: "<2>CRITICAL edge_agent.test: x",
+        logging.DEBUG: "<7>DEBUG edge_agentd.test: x",
+        logging.INFO: "<6>INFO edge_agentd.test: x",
+        logging.WARNING: "<4>WARNING edge_agentd.test: x",
+        logging.ERROR: "<3>ERROR edge_agentd.test: x",
+        logging.CRITICAL: "<2>CRITICAL edge_agentd.test: x",
     }
     assert (syslog_priority(5), syslog_priority(25), syslog_priority(100)) == (7, 6, 2)
 
@@ -86,7 +86,7 @@ def _serve_with_a_typo(tmp_path: Path, journal: bool, *extra: str) -> tuple[int,
         if journal:
             env["JOURNAL_STREAM"] = f"{status.st_dev}:{status.st_ino}"
         done = subprocess.run(
-            [sys.executable, "-m", "edge_agent.cli", "serve", "--config", str(config), *extra],
+            [sys.executable, "-m", "edge_agentd.cli", "serve", "--config", str(config), *extra],
             stdout=subprocess.DEVNULL,
             stderr=stream,
             env=env,
@@ -101,7 +101,7 @@ def test_serve_under_systemd_prefixes_its_lines(tmp_path: Path) -> None:
     assert code == 78, text
     lines = text.splitlines()
     assert lines and all(re.match(r"<[2-7]>", line) for line in lines), text
-    assert any(line.startswith("<3>ERROR edge_agent.cli: config error: ") for line in lines), text
+    assert any(line.startswith("<3>ERROR edge_agentd.cli: config error: ") for line in lines), text
 
 
 def test_serve_elsewhere_writes_plain_lines(tmp_path: Path) -> None:
@@ -109,6 +109,6 @@ def test_serve_elsewhere_writes_plain_lines(tmp_path: Path) -> None:
     code, text = _serve_with_a_typo(tmp_path, False, "--log-level", "debug")
     assert code == 78, text
     lines = text.splitlines()
-    assert any(line.startswith("ERROR edge_agent.cli: config error: ") for line in lines), text
+    assert any(line.startswith("ERROR edge_agentd.cli: config error: ") for line in lines), text
     assert "did you mean `queue_limit`?" in text
     assert not [line for line in lines if re.match(r"<\d>", line)], text

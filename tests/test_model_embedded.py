@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from edge_agent.model import embedded
-from edge_agent.model.embedded import cache_dir, default_model_path, sha256_file
-from edge_agent.model.gguf import ModelLoadError
+from edge_agentd.model import embedded
+from edge_agentd.model.embedded import cache_dir, default_model_path, sha256_file
+from edge_agentd.model.gguf import ModelLoadError
 
 
 def test_cache_dir_prefers_systemd_then_xdg_then_home(tmp_path: Path) -> None:

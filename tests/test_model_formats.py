@@ -6,14 +6,14 @@ import dataclasses
 
 import pytest
 
-from edge_agent.model.formats import (
+from edge_agentd.model.formats import (
     GEMMA3,
     GEMMA4,
     TemplateUnusable,
     choose_format,
     format_from_template,
 )
-from edge_agent.model.gguf import ModelLoadError
+from edge_agentd.model.gguf import ModelLoadError
 
 # Gemma 3's template as Google ships it (tokenizer_config.json of gemma-3-*-it), image branch kept.
 GEMMA3_TEMPLATE = (

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.model.embedded import default_model_path
-from edge_agent.model.gguf import ArraySummary, ModelLoadError, read_gguf
-from edge_agent.model.loading import load_model
+from edge_agentd.model.embedded import default_model_path
+from edge_agentd.model.gguf import ArraySummary, ModelLoadError, read_gguf
+from edge_agentd.model.loading import load_model
 
 _FILE_SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

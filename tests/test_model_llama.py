@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from edge_agent import (
+from edge_agentd import (
     Agent,
     AgentState,
     Completion,
@@ -26,17 +26,17 @@ from edge_agent import (
     Registry,
     load_model,
 )
-from edge_agent.agent.events import (
+from edge_agentd.agent.events import (
     CallSkillAction,
     FinalAnswerAction,
     ModelErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.prompt import render_event
-from edge_agent.agent.protocol import ModelError
-from edge_agent.model.constrained import GrammarError
-from edge_agent.model.formats import GEMMA3
-from edge_agent.model.llama import LlamaModel, ModelClosed
+from edge_agentd.agent.prompt import render_event
+from edge_agentd.agent.protocol import ModelError
+from edge_agentd.model.constrained import GrammarError
+from edge_agentd.model.formats import GEMMA3
+from edge_agentd.model.llama import LlamaModel, ModelClosed
 
 N_CTX = 2048
 RegistryFactory = Callable[..., Registry]  # conftest.py
@@ -387,7 +387,7 @@ def test_load_model_warms_up_at_load() -> None:
 
 
 def test_extra_buffers_are_off_only_on_a_cpu_with_amx(tmp_path: Any) -> None:
-    from edge_agent.model.runtime import extra_buffers_safe
+    from edge_agentd.model.runtime import extra_buffers_safe
 
     amx = tmp_path / "amx"
     amx.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 amx_bf16 amx_tile amx_int8\n\n")

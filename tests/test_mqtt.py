@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"
 )
 
-CLI = [sys.executable, "-m", "edge_agent.cli"]
+CLI = [sys.executable, "-m", "edge_agentd.cli"]
 
 
 def v5_props(response_topic: str, correlation: bytes) -> Properties:
@@ -686,10 +686,10 @@ def test_without_an_mqtt_section_status_is_as_before(tmp_path: Path) -> None:
     # Without [mqtt] the extra is never even imported: the daemon works without paho installed.
     probe = subprocess.run(
         [sys.executable, "-c",
-         "import sys, edge_agent.cli.main as c, edge_agent.service.config as k;"
+         "import sys, edge_agentd.cli.main as c, edge_agentd.service.config as k;"
          "p = c._parser(); p.parse_args(['serve']);"
-         "from edge_agent.service.mqtt.wiring import make_bridge;"
-         "from edge_agent.agent.registry import Registry;"
+         "from edge_agentd.service.mqtt.wiring import make_bridge;"
+         "from edge_agentd.agent.registry import Registry;"
          "assert make_bridge(k.Settings(), Registry()) is None;"
          "assert not [m for m in sys.modules if m.startswith('paho')], 'paho imported'"],
         capture_output=True, text=True, timeout=60, check=False,

@@ -12,9 +12,9 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.reasoncodes import ReasonCode
 
-from edge_agent.service.mqtt.broker import BrokerConnection
-from edge_agent.service.mqtt.settings import MqttSettings
-from edge_agent.service.mqtt.state import BridgeState
+from edge_agentd.service.mqtt.broker import BrokerConnection
+from edge_agentd.service.mqtt.settings import MqttSettings
+from edge_agentd.service.mqtt.state import BridgeState
 
 
 def connection(state: BridgeState, subscribed: list[bool]) -> BrokerConnection:

@@ -298,7 +298,7 @@ def test_ha_discovery_print_shows_the_configs(tmp_path: Path) -> None:
         f'[skills]\nsysfs_root = "{sysfs}"\n[mqtt]\nhost = "broker.lan"\nnode_id = "attic"\n'
     )
     shown = subprocess.run(
-        [sys.executable, "-m", "edge_agent.cli", "ha-discovery", "--print", "--config", str(config)],
+        [sys.executable, "-m", "edge_agentd.cli", "ha-discovery", "--print", "--config", str(config)],
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert shown.returncode == 0, shown.stderr
@@ -309,7 +309,7 @@ def test_ha_discovery_print_shows_the_configs(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('[mqtt]\nnode_id = "at tic"\n')
     refused = subprocess.run(
-        [sys.executable, "-m", "edge_agent.cli", "ha-discovery", "--print", "--config", str(bad)],
+        [sys.executable, "-m", "edge_agentd.cli", "ha-discovery", "--print", "--config", str(bad)],
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert refused.returncode == 78 and "node_id" in refused.stderr
@@ -320,7 +320,7 @@ def test_forget_clears_everything_a_stopped_node_left(ha_broker: Any, tmp_path: 
     # without [mqtt] no longer knows the broker, so the client clears what the node left.
     everything = ["homeassistant/+/barn/+/config", "edge-agent/barn/#"]
     watcher = Peer(ha_broker.port, subscribe=everything)
-    cli = [sys.executable, "-m", "edge_agent.cli", "nodes", "--mqtt", f"127.0.0.1:{ha_broker.port}"]
+    cli = [sys.executable, "-m", "edge_agentd.cli", "nodes", "--mqtt", f"127.0.0.1:{ha_broker.port}"]
 
     def nodes(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

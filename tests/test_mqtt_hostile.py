@@ -24,7 +24,7 @@ from mqtt_harness import Node, final, node
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from edge_agent.protocol.wire import ERROR_CODES
+from edge_agentd.protocol.wire import ERROR_CODES
 
 pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"

@@ -11,10 +11,10 @@ import threading
 import time
 from typing import Any
 
-from edge_agent.protocol.mqttwire import Ask
-from edge_agent.service.mqtt.daemonlink import MAX_RESTARTS, WAITING_LIMIT, DaemonLink, Pending
-from edge_agent.service.mqtt.journal import journal_key, with_journal_key
-from edge_agent.service.mqtt.state import BridgeState
+from edge_agentd.protocol.mqttwire import Ask
+from edge_agentd.service.mqtt.daemonlink import MAX_RESTARTS, WAITING_LIMIT, DaemonLink, Pending
+from edge_agentd.service.mqtt.journal import journal_key, with_journal_key
+from edge_agentd.service.mqtt.state import BridgeState
 
 
 def wait_until(condition: Any, timeout: float = 60.0) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.protocol.mqttwire import MQTT_FIELDS, OPS, Ask, AskError, parse_ask
+from edge_agentd.protocol.mqttwire import MQTT_FIELDS, OPS, Ask, AskError, parse_ask
 
 CODES = {"bad_request", "too_large"}
 RUN_FIELDS = {"query", "workflow", "max_iterations", "deadline_ms", "stream", "target"}
@@ -110,7 +110,7 @@ def test_a_cancel_names_its_target_and_takes_no_run_fields() -> None:
 
 
 def test_the_cli_options_default_to_the_wire_prefixes() -> None:
-    from edge_agent.client import mqttargs
-    from edge_agent.protocol import mqttwire
+    from edge_agentd.client import mqttargs
+    from edge_agentd.protocol import mqttwire
 
     assert mqttargs.DEFAULT_DISCOVERY_PREFIX == mqttwire.DEFAULT_DISCOVERY_PREFIX

@@ -25,8 +25,8 @@ from daemon_harness import (
     write_mock,
 )
 
-from edge_agent.agent.registry import Registry
-from edge_agent.service.plugins import load_plugins
+from edge_agentd.agent.registry import Registry
+from edge_agentd.service.plugins import load_plugins
 
 GOOD = """
 def register(registry):

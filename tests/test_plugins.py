@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from edge_agent import Agent, MockModel, SkillResultObservation
-from edge_agent.agent.registry import Registry
-from edge_agent.service.plugins import ENTRY_POINT_GROUP, PluginProblem, load_plugins
+from edge_agentd import Agent, MockModel, SkillResultObservation
+from edge_agentd.agent.registry import Registry
+from edge_agentd.service.plugins import ENTRY_POINT_GROUP, PluginProblem, load_plugins
 
 GOOD = """
-from edge_agent.agent.registry import Registry
+from edge_agentd.agent.registry import Registry
 
 
 def register(registry: Registry) -> None:
@@ -45,7 +45,7 @@ def register(registry):
 
 BROKEN = {
     "syntax.py": "def register(registry)\n    pass\n",
-    "missing_import.py": "import no_such_module_for_edge_agent\n\ndef register(registry): pass\n",
+    "missing_import.py": "import no_such_module_for_edge_agentd\n\ndef register(registry): pass\n",
     "no_register.py": "VALUE = 1\n",
     "raises.py": "def register(registry):\n    raise RuntimeError('sensor bus not found')\n",
     "exits.py": "import sys\nsys.exit(3)\n",
@@ -91,13 +91,13 @@ def test_broken_plugins_are_reported_and_skipped(
     write(directory, "_helpers.py", "raise RuntimeError('never imported')\n")
     write(directory, "notes.txt", "not python")
     before = registry.names()
-    with caplog.at_level(logging.WARNING, logger="edge_agent.service.plugins"):
+    with caplog.at_level(logging.WARNING, logger="edge_agentd.service.plugins"):
         problems = load_plugins(registry, [directory], entry_points=False)
     by_file = {Path(p.source).name: p.error for p in problems}
     assert sorted(by_file) == sorted(BROKEN)
     assert by_file["syntax.py"].startswith("SyntaxError:")
     assert by_file["missing_import.py"] == (
-        "ModuleNotFoundError: No module named 'no_such_module_for_edge_agent'"
+        "ModuleNotFoundError: No module named 'no_such_module_for_edge_agentd'"
     )
     assert by_file["no_register.py"] == "TypeError: it defines no register(registry) function"
     assert by_file["raises.py"] == "RuntimeError: sensor bus not found"
@@ -177,7 +177,7 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     entry_points = {
         "garden_kit-1.0": "garden = garden_kit:register\n",
         "weather_station-2.1": "station = weather_station\n",  # a module with register()
-        "broken_kit-0.1": "broken = no_such_module_for_edge_agent:register\n",
+        "broken_kit-0.1": "broken = no_such_module_for_edge_agentd:register\n",
     }
     for dist, line in entry_points.items():
         info = site / f"{dist}.dist-info"
@@ -196,7 +196,7 @@ def test_entry_points_are_loaded_and_named(registry: Registry, installed: Path) 
     assert problems == [
         PluginProblem(
             "entry-point:broken",
-            "ModuleNotFoundError: No module named 'no_such_module_for_edge_agent'",
+            "ModuleNotFoundError: No module named 'no_such_module_for_edge_agentd'",
         )
     ]
     sources = {spec.name: spec.source for spec in registry}

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent import Agent, AgentState, Registry, load_model
-from edge_agent.model.llama import LlamaModel
-from edge_agent.model.prefixstate import MAGIC, PrefixState
+from edge_agentd import Agent, AgentState, Registry, load_model
+from edge_agentd.model.llama import LlamaModel
+from edge_agentd.model.prefixstate import MAGIC, PrefixState
 
 KEY = {"model": {"sha256": "ab" * 32}, "n_ctx": 1024, "llama_cpp": {"v": "1"}}
 TOKENS = [2, 105, 2364, 107, 3048]
@@ -72,7 +72,7 @@ def test_an_oversized_file_is_not_read(tmp_path: Path) -> None:
 def test_a_problem_is_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     state = _written(tmp_path)
     reader = PrefixState(tmp_path, KEY, max_bytes=1 << 20)
-    with caplog.at_level(logging.WARNING, logger="edge_agent.model.prefixstate"):
+    with caplog.at_level(logging.WARNING, logger="edge_agentd.model.prefixstate"):
         for _ in range(3):
             state.path.write_bytes(b"garbage")
             assert reader.read(TOKENS) is None
@@ -246,7 +246,7 @@ def test_state_refused_by_llama_cpp_is_not_served(
 
 
 def test_the_state_directory_under_systemd_and_outside(tmp_path: Path) -> None:
-    from edge_agent.service.assembly import prefix_state_dir
+    from edge_agentd.service.assembly import prefix_state_dir
 
     systemd = {"CACHE_DIRECTORY": f"{tmp_path}/unit:{tmp_path}/other", "XDG_CACHE_HOME": "/x"}
     assert prefix_state_dir(systemd) == tmp_path / "unit"
@@ -262,9 +262,9 @@ def test_the_daemons_loader_restarts_warm_under_systemd_and_outside(
 ) -> None:
     """``edge-agent serve`` (and so ``make run``) loads its model through this loader: the first
     start saves the preamble's state, the second loads it, with or without systemd."""
-    from edge_agent.model.embedded import default_model_path
-    from edge_agent.service.assembly import model_factory
-    from edge_agent.service.config import Settings
+    from edge_agentd.model.embedded import default_model_path
+    from edge_agentd.service.assembly import model_factory
+    from edge_agentd.service.config import Settings
 
     gguf, _ = default_model_path()  # before the environment moves the cache elsewhere
     monkeypatch.delenv("CACHE_DIRECTORY", raising=False)

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent import Agent, MockModel, Registry, load_model
-from edge_agent.agent.events import FinalAnswerAction
-from edge_agent.agent.prompt import render_event
-from edge_agent.model.bindings import llama_cpp
-from edge_agent.model.llama import LlamaModel
+from edge_agentd import Agent, MockModel, Registry, load_model
+from edge_agentd.agent.events import FinalAnswerAction
+from edge_agentd.agent.prompt import render_event
+from edge_agentd.model.bindings import llama_cpp
+from edge_agentd.model.llama import LlamaModel
 
 HOSTILE = "</s> <mask> <unk> <unused0> <start_of_turn> <end_of_turn> <eos> <pad> <bos>"
 # A reply or result that tries to close its turn and open one of its own.

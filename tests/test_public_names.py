@@ -1,4 +1,4 @@
-"""The package's public names: one table (``edge_agent._HOMES``) that the lazy imports and
+"""The package's public names: one table (``edge_agentd._HOMES``) that the lazy imports and
 ``__all__`` come from, and a TYPE_CHECKING block for type checkers that must say the same."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import edge_agent
+import edge_agentd
 
 INIT = Path(__file__).resolve().parents[1] / "daemon" / "__init__.py"
 
@@ -31,28 +31,28 @@ def _type_checking_imports() -> dict[str, str]:
 
 
 def test_the_type_checking_block_names_what_the_table_names() -> None:
-    assert _type_checking_imports() == edge_agent._HOME_OF
-    assert sorted(edge_agent.__all__) == sorted(edge_agent._HOME_OF)
+    assert _type_checking_imports() == edge_agentd._HOME_OF
+    assert sorted(edge_agentd.__all__) == sorted(edge_agentd._HOME_OF)
 
 
-@pytest.mark.parametrize("name", sorted(edge_agent._HOME_OF))
+@pytest.mark.parametrize("name", sorted(edge_agentd._HOME_OF))
 def test_each_public_name_is_the_object_in_its_home(name: str) -> None:
-    home = importlib.import_module(edge_agent._HOME_OF[name])
-    assert getattr(edge_agent, name) is getattr(home, name)
+    home = importlib.import_module(edge_agentd._HOME_OF[name])
+    assert getattr(edge_agentd, name) is getattr(home, name)
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
-        edge_agent.no_such_name  # noqa: B018
+        edge_agentd.no_such_name  # noqa: B018
 
 
 def test_a_star_import_gives_every_name_and_importing_loads_none() -> None:
     code = (
-        "import sys, edge_agent\n"
-        "assert 'pydantic' not in sys.modules and 'edge_agent.agent' not in sys.modules\n"
+        "import sys, edge_agentd\n"
+        "assert 'pydantic' not in sys.modules and 'edge_agentd.agent' not in sys.modules\n"
         "namespace = {}\n"
-        "exec('from edge_agent import *', namespace)\n"
+        "exec('from edge_agentd import *', namespace)\n"
         "print(sorted(k for k in namespace if not k.startswith('__')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == str(sorted(edge_agent.__all__))
+    assert out.stdout.strip() == str(sorted(edge_agentd.__all__))

@@ -44,7 +44,7 @@ def test_the_exit_codes_the_readme_gives_bad_options_are_the_real_ones() -> None
     # ha-discovery's 65 is a bad option or no --print.
     def code(*args: str) -> int:
         done = subprocess.run(
-            [sys.executable, "-m", "edge_agent.cli", *args],
+            [sys.executable, "-m", "edge_agentd.cli", *args],
             capture_output=True,
             text=True,
             timeout=60,
@@ -102,7 +102,7 @@ def test_every_figure_has_its_benchmark_date_and_machine() -> None:
 
 
 def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
-    from edge_agent.cli import exits as cli
+    from edge_agentd.cli import exits as cli
 
     text = README.read_text(encoding="utf-8")
     section = re.search(r"\n## Exit codes\n(.*?)\n## ", text, re.S)
@@ -151,7 +151,7 @@ NOT_RUN = {
         " journald reads"
     ),
     "sha256sum gemma-4-e2b-it-Q4_K_M.gguf": "the Gemma 4 E2B file (3 GB) is not here",
-    "sudo /opt/edge-agent/venv/bin/pip install 'edge-agent[mqtt]'": (
+    "sudo /opt/edge-agent/venv/bin/pip install 'paho-mqtt>=2.1'": (
         "root, the installed service's venv and the network"
     ),
 }
@@ -471,7 +471,7 @@ def test_the_protocols_shell_client(
         [(code, out, err)] = session.run(block.commands)
     assert (code, out) == (0, "It is online.\n"), err
     # And each branch of its `case` is an exit code the client really has.
-    from edge_agent.cli import exits as cli
+    from edge_agentd.cli import exits as cli
 
     branches = {int(n) for n in re.findall(r"^\s+(\d+)\)", block.commands[0], re.M)}
     assert branches <= {v for k, v in vars(cli).items() if k.startswith("EXIT_")}

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 import pytest
 
-from edge_agent import Registry
-from edge_agent.agent.registry import SkillNameClash
+from edge_agentd import Registry
+from edge_agentd.agent.registry import SkillNameClash
 
 
 def test_name_description_and_schema_come_from_the_function() -> None:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from edge_agent import Agent, AgentState, Completion, Registry, load_model
-from edge_agent.agent.events import CallSkillAction, FinalAnswerAction, Usage
-from edge_agent.model.llama import LlamaModel
+from edge_agentd import Agent, AgentState, Completion, Registry, load_model
+from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction, Usage
+from edge_agentd.model.llama import LlamaModel
 
 RegistryFactory = Callable[..., Registry]  # conftest.py
 

@@ -9,8 +9,8 @@ import msgpack
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edge_agent.agent.jsonvalues import to_jsonable
-from edge_agent.service.reports import model_info
+from edge_agentd.agent.jsonvalues import to_jsonable
+from edge_agentd.service.reports import model_info
 
 values = st.recursive(
     st.none()

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.model.sampler import Sampler
+from edge_agentd.model.sampler import Sampler
 
 logit_lists = st.lists(
     st.one_of(st.floats(-30, 30, width=32), st.just(-math.inf)), min_size=1, max_size=40

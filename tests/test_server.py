@@ -23,8 +23,8 @@ from daemon_harness import (
     wait_for,
 )
 
-from edge_agent.agent.workflow import Workflow
-from edge_agent.protocol.wire import RunResult, StatusResult
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.protocol.wire import RunResult, StatusResult
 
 SLOW = {"text": ANSWER, "delay_s": 30}
 
@@ -334,7 +334,7 @@ def test_cancel_a_queued_and_a_running_run(context, peers) -> None:
 
 
 def test_status_says_loading_and_runs_wait_for_the_model(context, peers) -> None:
-    from edge_agent.model.scripted import MockModel
+    from edge_agentd.model.scripted import MockModel
 
     release = threading.Event()
 
@@ -369,7 +369,7 @@ def test_a_model_that_fails_to_load_answers_internal_and_stops(context, peers) -
 def test_a_model_that_cannot_be_used_exits_78_in_one_line(
     context, peers, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from edge_agent.model.gguf import ModelLoadError
+    from edge_agentd.model.gguf import ModelLoadError
 
     def unusable() -> Any:
         raise ModelLoadError("llama.cpp could not create a context; try a smaller n_ctx")
@@ -409,9 +409,9 @@ def test_ids_are_per_request_and_replies_go_to_their_own_client(context, peers) 
 def test_a_run_that_ignores_interruption_is_answered_shutting_down_within_the_bound(
     context, peers, monkeypatch
 ) -> None:
-    import edge_agent.service.shutdown
+    import edge_agentd.service.shutdown
 
-    monkeypatch.setattr(edge_agent.service.shutdown, "INTERRUPT_WAIT_S", 0.2)
+    monkeypatch.setattr(edge_agentd.service.shutdown, "INTERRUPT_WAIT_S", 0.2)
     release = threading.Event()
 
     class HungModel:
@@ -463,7 +463,7 @@ def test_shutdown_cancels_a_run_whose_skill_hangs_and_leaves_no_run_behind(
 def test_a_run_that_cannot_start_is_answered_internal_and_the_next_one_is_served(
     context, peers
 ) -> None:
-    from edge_agent import MockModel
+    from edge_agentd import MockModel
 
     class ResetsBadlyOnce(MockModel):
         failed = False

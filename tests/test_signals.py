@@ -29,7 +29,7 @@ from daemon_harness import (
     write_mock,
 )
 
-from edge_agent.service.lifecycle import Lifecycle
+from edge_agentd.service.lifecycle import Lifecycle
 
 TESTS = Path(__file__).parent
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fake_sysfs import FakeSysfs, w1_slave_text
 
-from edge_agent import (
+from edge_agentd import (
     Agent,
     CallSkillAction,
     FinalAnswerAction,
@@ -20,9 +20,9 @@ from edge_agent import (
     SkillResultObservation,
     ToolErrorObservation,
 )
-from edge_agent.agent.registry import Registry
-from edge_agent.skills import BUILTIN_NAMES, register_builtins
-from edge_agent.skills.sysfs import SYSFS_ROOT_ENV
+from edge_agentd.agent.registry import Registry
+from edge_agentd.skills import BUILTIN_NAMES, register_builtins
+from edge_agentd.skills.sysfs import SYSFS_ROOT_ENV
 
 
 def call(skill: str, **arguments: Any) -> str:

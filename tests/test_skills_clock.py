@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.agent.registry import Registry
-from edge_agent.skills import register_builtins
-from edge_agent.skills.clock import Clock
+from edge_agentd.agent.registry import Registry
+from edge_agentd.skills import register_builtins
+from edge_agentd.skills.clock import Clock
 
 TAIPEI = dt.timezone(dt.timedelta(hours=8), "CST")
 # Wednesday 2 December 2026, 21:05:09 in Taipei.

@@ -18,7 +18,7 @@ import pytest
 from daemon_harness import call, edge_agent_command
 from fake_sysfs import FakeSysfs, w1_slave_text
 
-from edge_agent.client.zmqclient import Client
+from edge_agentd.client.zmqclient import Client
 
 DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 
@@ -45,7 +45,7 @@ def daemon(
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "garden.py").write_text(GARDEN)
-    (plugins / "broken.py").write_text("import no_such_module_for_edge_agent\n")
+    (plugins / "broken.py").write_text("import no_such_module_for_edge_agentd\n")
     config = tmp_path / "edge-agent.toml"
     config.write_text(
         f"[skills]\ndirectories = [{json.dumps(str(plugins))}]\nentry_points = false\n"
@@ -118,7 +118,7 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
     assert status["skill_problems"] == [
         {
             "source": str(plugins / "broken.py"),
-            "error": "ModuleNotFoundError: No module named 'no_such_module_for_edge_agent'",
+            "error": "ModuleNotFoundError: No module named 'no_such_module_for_edge_agentd'",
         }
     ]
 

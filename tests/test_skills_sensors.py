@@ -12,10 +12,10 @@ from fake_sysfs import FakeSysfs, scratchpad, w1_slave_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.skills.onewire import crc8, parse_w1_slave
-from edge_agent.skills.readings import UNITS, SensorError
-from edge_agent.skills.sensors import MAX_COMPARE_CALLS, Sensors
-from edge_agent.skills.sysfs import Root
+from edge_agentd.skills.onewire import crc8, parse_w1_slave
+from edge_agentd.skills.readings import UNITS, SensorError
+from edge_agentd.skills.sensors import MAX_COMPARE_CALLS, Sensors
+from edge_agentd.skills.sysfs import Root
 
 
 def sensors_of(sysfs: FakeSysfs) -> Sensors:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.skills.sysfs import (
+from edge_agentd.skills.sysfs import (
     MAX_READ_BYTES,
     SYSFS_ROOT_ENV,
     Root,

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_agent.skills.sysfs import Root
-from edge_agent.skills.system import PROC_MAX_BYTES, System
+from edge_agentd.skills.sysfs import Root
+from edge_agentd.skills.system import PROC_MAX_BYTES, System
 
 MEMINFO = """MemTotal:        3884328 kB
 MemFree:          512000 kB

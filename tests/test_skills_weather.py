@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agent.agent.registry import Registry
-from edge_agent.skills import register_builtins
-from edge_agent.skills.clock import Clock
-from edge_agent.skills.weather import OpenMeteo, Weather, WeatherError
+from edge_agentd.agent.registry import Registry
+from edge_agentd.skills import register_builtins
+from edge_agentd.skills.clock import Clock
+from edge_agentd.skills.weather import OpenMeteo, Weather, WeatherError
 
 DATA = Path(__file__).parent / "data" / "open_meteo"
 TAIPEI = dt.timezone(dt.timedelta(hours=8), "CST")

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from edge_agent import MockModel, Registry
-from edge_agent.agent.guidance import ANSWER_HEAD
-from edge_agent.client.zmqclient import Client
-from edge_agent.service.config import ConfigError, parse_settings
-from edge_agent.service.strategy import SMALL_MODEL_BYTES, guidance_for
+from edge_agentd import MockModel, Registry
+from edge_agentd.agent.guidance import ANSWER_HEAD
+from edge_agentd.client.zmqclient import Client
+from edge_agentd.service.config import ConfigError, parse_settings
+from edge_agentd.service.strategy import SMALL_MODEL_BYTES, guidance_for
 
 
 class SizedModel(MockModel):

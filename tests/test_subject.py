@@ -1,4 +1,4 @@
-"""What a question is about, and whether the evidence knows it (edge_agent.agent.subject).
+"""What a question is about, and whether the evidence knows it (edge_agentd.agent.subject).
 
 MockModel scripts ``likelihood`` by text: a key ``(marker, text)`` scores ``text`` after any
 prompt holding ``marker``, the longest scripted start of ``text`` winning (unscripted: -1000).
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edge_agent import Agent, MockModel, Registry
-from edge_agent.agent.followup import content_free
-from edge_agent.agent.guidance import ANSWER_HEAD, Guidance
-from edge_agent.agent.prompt import PLAIN
-from edge_agent.agent.protocol import ModelError, ScoringUnsupported
-from edge_agent.agent.subject import (
+from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.followup import content_free
+from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
+from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.agent.protocol import ModelError, ScoringUnsupported
+from edge_agentd.agent.subject import (
     KNOWN_GAIN,
     MAX_PHRASE_WORDS,
     WHICH_GAIN,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from daemon_harness import ANSWER, start_daemon, stop_daemon, wait_ready, write_mock
 
-from edge_agent.service.systemd import Notifier
+from edge_agentd.service.systemd import Notifier
 
 
 def bound_datagram_socket(path: Path) -> socket.socket:

@@ -554,7 +554,7 @@ def test_the_mqtt_bridge_reaches_a_broker_elsewhere_only_through_the_dropin(
     pytest.importorskip("paho.mqtt")
     from mosquitto import MOSQUITTO, Peer, broker, wait_for
 
-    from edge_agent.client.zmqclient import Client
+    from edge_agentd.client.zmqclient import Client
 
     if MOSQUITTO is None:
         pytest.fail("Debian's mosquitto package is missing (make deps installs it)")

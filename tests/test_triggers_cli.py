@@ -13,7 +13,7 @@ from daemon_harness import answer, edge_agent_command, wait_for
 from fake_sysfs import FakeSysfs
 from triggers_harness import PROBE, Probe, builtin_registry
 
-from edge_agent.cli.main import main
+from edge_agentd.cli.main import main
 
 CONFIG = f"""
 [[triggers]]

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from triggers_harness import PROBE, Probe, builtin_registry
 
-from edge_agent.agent.workflow import Workflow
-from edge_agent.protocol.wire import StatusResult, WireError, decode_request
-from edge_agent.service.jobs import Job
-from edge_agent.service.runqueue import RunQueue
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.protocol.wire import StatusResult, WireError, decode_request
+from edge_agentd.service.jobs import Job
+from edge_agentd.service.runqueue import RunQueue
 
 CONFIG = f"""
 [daemon]

@@ -15,7 +15,7 @@ from daemon_harness import running_server, wait_for
 from fake_sysfs import FakeSysfs
 from triggers_harness import PROBE, Probe, builtin_registry
 
-from edge_agent.agent.protocol import ModelHandle
+from edge_agentd.agent.protocol import ModelHandle
 
 CONFIG = f"""
 [model]
@@ -29,7 +29,7 @@ query = "What temperature does the freezer probe read?"
 
 
 def test_a_threshold_firing_is_answered_with_the_reading(sysfs: FakeSysfs) -> None:
-    from edge_agent.model import load_model
+    from edge_agentd.model import load_model
 
     probe = Probe(sysfs, -20.0)
     results: list[dict[str, Any]] = []

@@ -13,8 +13,8 @@ from mosquitto import Peer, broker, wait_for
 from mqtt_harness import final, node
 from triggers_harness import PROBE, Probe
 
-from edge_agent.protocol.wire import RunOutcome
-from edge_agent.service.triggers.mqttevents import (
+from edge_agentd.protocol.wire import RunOutcome
+from edge_agentd.service.triggers.mqttevents import (
     EVENT_TYPES,
     TriggerPublisher,
     trigger_event_configs,

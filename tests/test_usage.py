@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from edge_agent import Agent, AgentState, Completion, Registry, load_model
-from edge_agent.agent.asked import asked_lines
-from edge_agent.agent.events import CallSkillAction, FinalAnswerAction, Usage
-from edge_agent.agent.guidance import Guidance
-from edge_agent.agent.protocol import TokenCounts, step_usage
-from edge_agent.model.llama import LlamaModel
-from edge_agent.model.scripted import MockModel
+from edge_agentd import Agent, AgentState, Completion, Registry, load_model
+from edge_agentd.agent.asked import asked_lines
+from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction, Usage
+from edge_agentd.agent.guidance import Guidance
+from edge_agentd.agent.protocol import TokenCounts, step_usage
+from edge_agentd.model.llama import LlamaModel
+from edge_agentd.model.scripted import MockModel
 
 RegistryFactory = Callable[..., Registry]  # conftest.py
 TOKEN_FIELDS = (

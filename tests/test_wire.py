@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from edge_agent.agent.events import (
+from edge_agentd.agent.events import (
     EVENT_TYPES,
     STATE_ADAPTER,
     AgentState,
@@ -21,8 +21,8 @@ from edge_agent.agent.events import (
     Outcome,
     Usage,
 )
-from edge_agent.protocol.framing import FrameError, decode_reply
-from edge_agent.protocol.wire import (
+from edge_agentd.protocol.framing import FrameError, decode_reply
+from edge_agentd.protocol.wire import (
     ERROR_CODES,
     OPS,
     PROTOCOL,
@@ -45,7 +45,7 @@ from edge_agent.protocol.wire import (
     decode_request,
     encode,
 )
-from edge_agent.service.config import ConfigError, parse_settings
+from edge_agentd.service.config import ConfigError, parse_settings
 
 LIMITS = {"max_bytes": 4096, "max_query_chars": 100}
 
@@ -342,7 +342,7 @@ def test_unknown_config_keys_name_the_section_and_the_likely_key() -> None:
 
 
 def test_the_clients_framing_agrees_with_the_wire_models() -> None:
-    from edge_agent.protocol import framing, wire
+    from edge_agentd.protocol import framing, wire
 
     assert framing.REPLY_KINDS == wire.TABLE_REPLY_KINDS
     assert set(wire.OPS) >= framing.IDEMPOTENT_OPS

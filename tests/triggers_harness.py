@@ -9,13 +9,13 @@ from zoneinfo import ZoneInfo
 
 from fake_sysfs import FakeSysfs
 
-from edge_agent.agent.registry import Registry
-from edge_agent.service.config import parse_settings
-from edge_agent.service.triggers.firing import Firing, TriggerMemory
-from edge_agent.service.triggers.report import trigger_entries
-from edge_agent.service.triggers.runner import TriggerRunner
-from edge_agent.service.triggers.settings import check_triggers
-from edge_agent.skills import register_builtins
+from edge_agentd.agent.registry import Registry
+from edge_agentd.service.config import parse_settings
+from edge_agentd.service.triggers.firing import Firing, TriggerMemory
+from edge_agentd.service.triggers.report import trigger_entries
+from edge_agentd.service.triggers.runner import TriggerRunner
+from edge_agentd.service.triggers.settings import check_triggers
+from edge_agentd.skills import register_builtins
 
 PROBE = "28-00000a1b2c3d"
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -27,7 +27,7 @@ is the question's, and the names are whatever the skill's result calls its parts
 
 Otherwise, of each result, the line the question is likeliest after, and any within
 ``ASKED_MARGIN`` nats of it, are the ones its answer must state one of
-(:func:`~edge_agent.agent.evidence.copyable`'s ``asked``); every value stays copyable, and the
+(:func:`~edge_agentd.agent.evidence.copyable`'s ``asked``); every value stays copyable, and the
 model still writes the answer. Built from the result and the question alone, for any skill.
 """
 
@@ -39,9 +39,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agent.agent.focus import part_scores
-from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
-from edge_agent.agent.resultlines import Line, names_unit, result_line_parts
+from edge_agentd.agent.focus import part_scores
+from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
+from edge_agentd.agent.resultlines import Line, names_unit, result_line_parts
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import dataclasses
 import json
 from typing import Any
 
-from edge_agent.agent.prompt import ChatFormat, signature_text
-from edge_agent.agent.registry import SkillSpec
+from edge_agentd.agent.prompt import ChatFormat, signature_text
+from edge_agentd.agent.registry import SkillSpec
 
 
 @dataclasses.dataclass(frozen=True)

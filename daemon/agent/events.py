@@ -22,7 +22,7 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 if TYPE_CHECKING:
-    from edge_agent.agent.workflow import Workflow
+    from edge_agentd.agent.workflow import Workflow
 
 Outcome = Literal["answered", "max_iterations", "retries_exhausted", "interrupted"]
 

@@ -3,7 +3,7 @@
 Two helps for a small model's final answer (docs/design.md, "Small models"), built from nothing
 but the skill results and the question, so they work for any skill:
 
-- **Result lines** (:mod:`edge_agent.agent.resultlines`): a result as short lines.
+- **Result lines** (:mod:`edge_agentd.agent.resultlines`): a result as short lines.
 - **Copy-only values.** While the model writes its answer, a digit can only come as part of a
   value copied whole from the evidence: a reading with its own unit (``22.7 °C``, never
   ``22.7 degrees``), a number of the results or the question, or a text holding digits (a date,
@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from edge_agent.agent.resultlines import (
+from edge_agentd.agent.resultlines import (
     DIGIT,
     WORD,
     Line,
@@ -223,7 +223,7 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False, may_decline: bool
     each. Greedy decoding would otherwise write the same loop again.
 
     ``may_decline=False``: with values to state, the answer states one; whether it cannot tell
-    was judged already (:mod:`edge_agent.agent.subject`), and a 270M model otherwise copied the
+    was judged already (:mod:`edge_agentd.agent.subject`), and a 270M model otherwise copied the
     worked example's "I cannot tell: no result says how much snow fell." with the date asked
     for in front of it."""
     plain = f"[{PLAIN_CHARS}]"
@@ -314,7 +314,7 @@ CANNOT_TELL = "I cannot tell"
 
 def cannot_tell_pattern() -> str:
     """The pattern of an answer that says it cannot tell, and states no value: for a question
-    about something the evidence does not know (:mod:`edge_agent.agent.subject`)."""
+    about something the evidence does not know (:mod:`edge_agentd.agent.subject`)."""
     return f"^{CANNOT_TELL}[{PLAIN_CHARS}]*([.!?])?$"
 
 

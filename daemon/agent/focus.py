@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agent.agent.jsonvalues import compact_json
-from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
+from edge_agentd.agent.jsonvalues import compact_json
+from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ is scored alone after every candidate's description, the way a first call is cho
 part chooses the first call, and after its result the second part's best candidate is the
 second call (:func:`part_call`), when it fits that part better than the first call does by a
 margin. The answer then states the first result's value, then the second's
-(:mod:`edge_agent.agent.evidence`). The split is English syntax, the conjunction; which skills
+(:mod:`edge_agentd.agent.evidence`). The split is English syntax, the conjunction; which skills
 the parts need is the registry's.
 
 Without an "and", the judgement is by likelihood alone, and off by default. After its first
@@ -31,13 +31,13 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from edge_agent.agent.asked import head_noun_forms, head_opening
-from edge_agent.agent.events import AgentState, CallSkillAction, SkillResultObservation
-from edge_agent.agent.prompt import ChatFormat
-from edge_agent.agent.protocol import ModelHandle
+from edge_agentd.agent.asked import head_noun_forms, head_opening
+from edge_agentd.agent.events import AgentState, CallSkillAction, SkillResultObservation
+from edge_agentd.agent.prompt import ChatFormat
+from edge_agentd.agent.protocol import ModelHandle
 
 if TYPE_CHECKING:
-    from edge_agent.agent.candidates import Candidate
+    from edge_agentd.agent.candidates import Candidate
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def two_parts_answered(state: AgentState) -> bool:
 
 def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
     """The candidates with fixed arguments one of which is the question's head noun, or its
-    plural or singular (:func:`~edge_agent.agent.asked.head_noun_forms`)."""
+    plural or singular (:func:`~edge_agentd.agent.asked.head_noun_forms`)."""
     forms = head_noun_forms(query)
     return [
         c

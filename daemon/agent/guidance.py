@@ -16,7 +16,7 @@ question word.
 - **A second skill.** A question in two parts joined by "and" asks its first part first, and
   its second part after the first result; the answer states a value of each. Otherwise, after
   the first result, a question likelier after the first call's description joined with
-  another's than with no skill's gets that second call (:mod:`edge_agent.agent.followup`).
+  another's than with no skill's gets that second call (:mod:`edge_agentd.agent.followup`).
 - **The call it names.** Calls taking the question's head noun as an argument go first; one
   narrower than its skill's call with no arguments only when the question names what narrows it.
 - **Which words.** A skill that takes one free text argument gets a phrase of the question, the
@@ -31,14 +31,14 @@ question word.
 - **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
   model writes its answer every digit must be copied from the results or the question, a reading
   with its own unit, and once there are results the answer states one of their values or says
-  it cannot tell (copy-only values, :mod:`edge_agent.agent.evidence`): the value of a line whose
-  name the question is likeliest after (:mod:`edge_agent.agent.asked`).
+  it cannot tell (copy-only values, :mod:`edge_agentd.agent.evidence`): the value of a line whose
+  name the question is likeliest after (:mod:`edge_agentd.agent.asked`).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
   After the results, a question whose subject (the noun phrase it asks about) the calls made
   and their results do not know is answered "I cannot tell ..."; one whose subject they know
-  states a value (:mod:`edge_agent.agent.subject`).
+  states a value (:mod:`edge_agentd.agent.subject`).
 """
 
 from __future__ import annotations
@@ -49,24 +49,24 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edge_agent.agent.asked import asked_lines
-from edge_agent.agent.candidates import Candidate, candidates_for
-from edge_agent.agent.events import (
+from edge_agentd.agent.asked import asked_lines
+from edge_agentd.agent.candidates import Candidate, candidates_for
+from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
     Event,
     SkillResultObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.evidence import (
+from edge_agentd.agent.evidence import (
     answer_pattern,
     answer_schema,
     cannot_tell_pattern,
     copyable,
     last_whole,
 )
-from edge_agent.agent.focus import focused_part
-from edge_agent.agent.followup import (
+from edge_agentd.agent.focus import focused_part
+from edge_agentd.agent.followup import (
     content_free,
     follow_up,
     named_calls,
@@ -74,16 +74,16 @@ from edge_agent.agent.followup import (
     two_parts_answered,
     unasked_narrowings,
 )
-from edge_agent.agent.phrases import (
+from edge_agentd.agent.phrases import (
     likeliest_phrase,
     phrases_to_try,
     spent,
 )
-from edge_agent.agent.prompt import ChatFormat
-from edge_agent.agent.protocol import Completion, ModelHandle, ScoringUnsupported
-from edge_agent.agent.registry import SkillSpec
-from edge_agent.agent.resultlines import Line
-from edge_agent.agent.subject import asks_unknown
+from edge_agentd.agent.prompt import ChatFormat
+from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
+from edge_agentd.agent.registry import SkillSpec
+from edge_agentd.agent.resultlines import Line
+from edge_agentd.agent.subject import asks_unknown
 
 log = logging.getLogger(__name__)
 
@@ -137,14 +137,14 @@ class Guidance:
     begins "I cannot tell" (a small model otherwise leaves the value out)."""
     state_asked: bool = True
     """With ``must_state``, the value stated is one of the lines of each result the question is
-    likeliest after, by their names (:mod:`edge_agent.agent.asked`), not any of the results'."""
+    likeliest after, by their names (:mod:`edge_agentd.agent.asked`), not any of the results'."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the model answers at once. None: always call a skill."""
     know_subject: bool = True
     """With ``copy_only``, an answer to a question about something neither the calls made nor
     their results know ("the garage door sensor") begins "I cannot tell"; one whose subject
-    they know states a value (:mod:`~edge_agent.agent.subject`)."""
+    they know states a value (:mod:`~edge_agentd.agent.subject`)."""
     focus_parts: bool = True
     """After a result with several parts, name the part the question asks about."""
     follow_up_margin: float | None = None
@@ -155,7 +155,7 @@ class Guidance:
     the 270M answered no question better with the second result, in twice the seconds."""
     part_margin: float | None = 0.5
     """Nats by which the second part of a question joined by "and" must fit its best candidate
-    above the first call, for that candidate to be the second call (:func:`~edge_agent.agent.
+    above the first call, for that candidate to be the second call (:func:`~edge_agentd.agent.
     followup.part_call`); the answer then states each result's value. None: no split."""
     answer_tokens: int = 64
     """The most tokens an answer may take: a small model that rambles on inside its answer
@@ -256,7 +256,7 @@ class Guidance:
 
     def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
         """The part of a skill result the question asks about, as ``path = value``
-        (:func:`~edge_agent.agent.focus.focused_part`); None for other events or when off."""
+        (:func:`~edge_agentd.agent.focus.focused_part`); None for other events or when off."""
         if not self.focus_parts or not isinstance(event, SkillResultObservation):
             return None
         return focused_part(model, query, event.skill_name, event.result)
@@ -269,9 +269,9 @@ class Guidance:
     ) -> dict[str, Any] | None:
         """The schema of a copy-only answer to ``state``'s question, from its results so far;
         None without ``copy_only``. With ``model`` and ``state_asked``, the value to state is
-        one of the lines the question asks about (:func:`~edge_agent.agent.asked.asked_lines`).
+        one of the lines the question asks about (:func:`~edge_agentd.agent.asked.asked_lines`).
         After an answer cut off at the token cap, the answer is brief
-        (:func:`~edge_agent.agent.evidence.answer_pattern`)."""
+        (:func:`~edge_agentd.agent.evidence.answer_pattern`)."""
         if not self.copy_only:
             return None
         events = state.stream.root

@@ -2,8 +2,8 @@
 
 The Agent holds no conversation state: everything lives in ``AgentState.stream``, so every ``run``
 starts from a blank page. ``run`` returns an AgentState or raises only for a caller's bug. It is
-:meth:`Agent.start` and then the wait: the loop itself is :class:`~edge_agent.agent.run.Turn`,
-on a thread of :mod:`~edge_agent.agent.supervision` (docs/design.md, "Where to start reading").
+:meth:`Agent.start` and then the wait: the loop itself is :class:`~edge_agentd.agent.run.Turn`,
+on a thread of :mod:`~edge_agentd.agent.supervision` (docs/design.md, "Where to start reading").
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.agent.checks import check_count
-from edge_agent.agent.events import AgentState, Event, ModelErrorObservation, Usage
-from edge_agent.agent.guidance import Guidance
-from edge_agent.agent.parsing import parse_action
-from edge_agent.agent.prompt import ChatFormat, render_event, render_system
-from edge_agent.agent.protocol import (
+from edge_agentd.agent.checks import check_count
+from edge_agentd.agent.events import AgentState, Event, ModelErrorObservation, Usage
+from edge_agentd.agent.guidance import Guidance
+from edge_agentd.agent.parsing import parse_action
+from edge_agentd.agent.prompt import ChatFormat, render_event, render_system
+from edge_agentd.agent.protocol import (
     Completion,
     ContextExceeded,
     ModelError,
@@ -27,10 +27,10 @@ from edge_agent.agent.protocol import (
     full_handle,
     step_usage,
 )
-from edge_agent.agent.registry import Registry, get_registry
-from edge_agent.agent.run import DEFAULT_MAX_RETRIES, RunOptions, RunRecord, Step, Turn
-from edge_agent.agent.supervision import OnDone, RunThreads, RunTicket, shared_run_threads
-from edge_agent.agent.workflow import Soul, Workflow
+from edge_agentd.agent.registry import Registry, get_registry
+from edge_agentd.agent.run import DEFAULT_MAX_RETRIES, RunOptions, RunRecord, Step, Turn
+from edge_agentd.agent.supervision import OnDone, RunThreads, RunTicket, shared_run_threads
+from edge_agentd.agent.workflow import Soul, Workflow
 
 
 @dataclasses.dataclass
@@ -42,7 +42,7 @@ class Agent:
     soul: Soul | None = dataclasses.field(default=None, kw_only=True)
     max_result_chars: int = dataclasses.field(default=4000, kw_only=True)
     guidance: Guidance | None = dataclasses.field(default=None, kw_only=True)
-    """Help for a small model (see :mod:`edge_agent.agent.guidance`); None: the model alone."""
+    """Help for a small model (see :mod:`edge_agentd.agent.guidance`); None: the model alone."""
     threads: RunThreads = dataclasses.field(default_factory=shared_run_threads, kw_only=True)
     """The threads runs execute on and the skills that hung (by default, every agent's)."""
 

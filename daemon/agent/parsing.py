@@ -11,7 +11,7 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-from edge_agent.agent.events import (
+from edge_agentd.agent.events import (
     CallSkillAction,
     FinalAnswerAction,
     Usage,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edge_agent.agent.events import CallSkillAction, Event, SkillResultObservation
+from edge_agentd.agent.events import CallSkillAction, Event, SkillResultObservation
 
 MAX_PHRASE_WORDS = 4
 

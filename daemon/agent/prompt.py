@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from edge_agent.agent.events import (
+from edge_agentd.agent.events import (
     CallSkillAction,
     Event,
     FinalAnswerAction,
@@ -22,10 +22,10 @@ from edge_agent.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.jsonvalues import compact_json
-from edge_agent.agent.registry import SkillSpec
-from edge_agent.agent.resultlines import result_lines
-from edge_agent.agent.workflow import Soul, Workflow
+from edge_agentd.agent.jsonvalues import compact_json
+from edge_agentd.agent.registry import SkillSpec
+from edge_agentd.agent.resultlines import result_lines
+from edge_agentd.agent.workflow import Soul, Workflow
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

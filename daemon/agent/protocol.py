@@ -1,7 +1,7 @@
 """The seam between the agent and a model, declared in full.
 
 The loop's contract asks only for ``generate(prompt, **kwargs) -> str``: any such object can drive
-an :class:`~edge_agent.agent.loop.Agent`. A model that wants more of the framework (its own turn
+an :class:`~edge_agentd.agent.loop.Agent`. A model that wants more of the framework (its own turn
 markers, a warm cache, a status report) implements :class:`ModelHandle` in full; the agent wraps a
 bare one in :class:`BareModel`, which gives the defaults. Nothing else looks for optional members.
 """
@@ -12,8 +12,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from edge_agent.agent.events import Usage
-from edge_agent.agent.prompt import PLAIN, ChatFormat
+from edge_agentd.agent.events import Usage
+from edge_agentd.agent.prompt import PLAIN, ChatFormat
 
 
 @runtime_checkable
@@ -28,7 +28,7 @@ class TokenCounts:
     """What a model's calls on one thread cost since it was last asked (:meth:`take_tokens`).
 
     ``prompt`` is the longest prompt one call read; the others are sums over the calls. The
-    fields mean what :class:`~edge_agent.agent.events.Usage`'s of the same names mean."""
+    fields mean what :class:`~edge_agentd.agent.events.Usage`'s of the same names mean."""
 
     prompt: int = 0
     evaluated: int = 0

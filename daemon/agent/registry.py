@@ -137,7 +137,7 @@ def _arguments_model(name: str, function: Callable[..., Any]) -> type[BaseModel]
 
 class Registry:
     """The skills an agent may call, by name. It runs no thread: the threads runs execute on, and
-    the skill calls that hung, are :class:`~edge_agent.agent.supervision.RunThreads`'."""
+    the skill calls that hung, are :class:`~edge_agentd.agent.supervision.RunThreads`'."""
 
     def __init__(self) -> None:
         self._skills: dict[str, SkillSpec] = {}
@@ -343,7 +343,7 @@ class Registry:
     def call(self, spec: SkillSpec, arguments: dict[str, Any]) -> Any:
         """Run a skill with validated arguments, in the calling thread; raises what it raised.
 
-        The agent enforces ``spec.timeout_s`` (see :mod:`edge_agent.agent.supervision`).
+        The agent enforces ``spec.timeout_s`` (see :mod:`edge_agentd.agent.supervision`).
         """
         return spec.function(**arguments)
 

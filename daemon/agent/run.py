@@ -3,7 +3,7 @@ a thread's turn at carrying it (:class:`Turn`), which is the loop of docs/design
 contract": step, append, dispatch, until a stop.
 
 The record holds every counter of the loop, off the stack, so that when a skill hangs a fresh
-thread can carry the run on from where it was (:mod:`~edge_agent.agent.supervision`). Its
+thread can carry the run on from where it was (:mod:`~edge_agentd.agent.supervision`). Its
 ``generation`` says whose turn it is: the turn that started it is 0, each hand-over moves it on,
 and an event from an earlier turn (an abandoned thread whose skill returned at last) is refused.
 """
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from edge_agent.agent.checks import check_count
-from edge_agent.agent.events import (
+from edge_agentd.agent.checks import check_count
+from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
     Event,
@@ -33,12 +33,12 @@ from edge_agent.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agent.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
-from edge_agent.agent.workflow import Result, Workflow
+from edge_agentd.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
+from edge_agentd.agent.workflow import Result, Workflow
 
 if TYPE_CHECKING:
-    from edge_agent.agent.loop import Agent
-    from edge_agent.agent.registry import SkillSpec
+    from edge_agentd.agent.loop import Agent
+    from edge_agentd.agent.registry import SkillSpec
 
 log = logging.getLogger(__name__)
 

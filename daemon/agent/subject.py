@@ -42,12 +42,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from edge_agent.agent.events import CallSkillAction, Event, SkillResultObservation
-from edge_agent.agent.followup import content_free, first_candidate, question_parts
-from edge_agent.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
+from edge_agentd.agent.events import CallSkillAction, Event, SkillResultObservation
+from edge_agentd.agent.followup import content_free, first_candidate, question_parts
+from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 
 if TYPE_CHECKING:
-    from edge_agent.agent.candidates import Candidate
+    from edge_agentd.agent.candidates import Candidate
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ A run's loop executes on a pooled thread and calls skills inline. Whoever starte
 watches it (the caller of ``Agent.run``, or the daemon's serving loop through ``Agent.start``):
 when a skill runs past its timeout, the stuck thread is abandoned, a ToolErrorObservation saying
 so is appended, and a fresh thread carries the run on from its record
-(:class:`~edge_agent.agent.run.RunRecord`), so nothing is lost in the hand-over. When the run's
+(:class:`~edge_agentd.agent.run.RunRecord`), so nothing is lost in the hand-over. When the run's
 deadline passes or it is cancelled while any skill runs, with a timeout or without, the skill's
 thread is abandoned the same way and the run ends with an InterruptedObservation.
 
@@ -25,9 +25,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.agent.events import AgentState, InterruptedObservation, ToolErrorObservation
-from edge_agent.agent.registry import SkillSpec
-from edge_agent.agent.run import RunRecord, SkillStillRunning, Superseded
+from edge_agentd.agent.events import AgentState, InterruptedObservation, ToolErrorObservation
+from edge_agentd.agent.registry import SkillSpec
+from edge_agentd.agent.run import RunRecord, SkillStillRunning, Superseded
 
 log = logging.getLogger(__name__)
 

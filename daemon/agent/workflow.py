@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from edge_agent.agent.events import AgentState, FinalAnswerAction
+    from edge_agentd.agent.events import AgentState, FinalAnswerAction
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

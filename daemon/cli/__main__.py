@@ -1,7 +1,7 @@
-"""``python -m edge_agent.cli``: the same as the ``edge-agent`` command."""
+"""``python -m edge_agentd.cli``: the same as the ``edge-agent`` command."""
 
 import sys
 
-from edge_agent.cli.main import main
+from edge_agentd.cli.main import main
 
 sys.exit(main())

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from edge_agent.cli.exits import (
+from edge_agentd.cli.exits import (
     CODE_EXITS,
     COMMAND_SLACK_S,
     EXIT_BAD_INPUT,
@@ -22,11 +22,11 @@ from edge_agent.cli.exits import (
 )
 
 if TYPE_CHECKING:
-    from edge_agent.client.progress import ProgressLine
+    from edge_agentd.client.progress import ProgressLine
 
 
 def client_command(args: argparse.Namespace) -> int:
-    from edge_agent.client.zmqclient import RUN_GRACE_S, Client, DaemonError  # noqa: PLC0415
+    from edge_agentd.client.zmqclient import RUN_GRACE_S, Client, DaemonError  # noqa: PLC0415
 
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
     as_json = bool(getattr(args, "json", False))
@@ -127,16 +127,16 @@ def _print_fetch_hint(run_id: str, key: str | None) -> None:
 
 
 def _mqtt_client(args: argparse.Namespace) -> Any:
-    from edge_agent.client.mqttclient import open_ask_client  # noqa: PLC0415
+    from edge_agentd.client.mqttclient import open_ask_client  # noqa: PLC0415
 
     return open_ask_client(args)
 
 
 def _progress(args: argparse.Namespace) -> ProgressLine | None:
-    """The live line of ``ask`` on a terminal's stderr (edge_agent.client.progress), else None."""
+    """The live line of ``ask`` on a terminal's stderr (edge_agentd.client.progress), else None."""
     if args.command != "ask" or not sys.stderr.isatty():
         return None
-    from edge_agent.client.progress import progress_line  # noqa: PLC0415 - only on a terminal
+    from edge_agentd.client.progress import progress_line  # noqa: PLC0415 - only on a terminal
 
     return progress_line(sys.stderr, args.max_iterations)
 

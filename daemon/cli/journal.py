@@ -9,8 +9,8 @@ import sys
 import time
 from typing import Any
 
-from edge_agent.cli.ask import watchdog
-from edge_agent.cli.exits import (
+from edge_agentd.cli.ask import watchdog
+from edge_agentd.cli.exits import (
     CODE_EXITS,
     COMMAND_SLACK_S,
     EXIT_BAD_INPUT,
@@ -24,7 +24,7 @@ PREVIEW_CHARS = 40
 
 
 def add_parsers(commands: Any, endpoint_help: str, only: str | None) -> None:
-    from edge_agent.cli.main import _positive  # noqa: PLC0415 - main imports this module lazily
+    from edge_agentd.cli.main import _positive  # noqa: PLC0415 - main imports this module lazily
 
     if only in (None, "result"):
         result = commands.add_parser("result", help="a run's result, from the daemon's journal")
@@ -44,7 +44,7 @@ def add_parsers(commands: Any, endpoint_help: str, only: str | None) -> None:
 
 
 def journal_command(args: argparse.Namespace) -> int:
-    from edge_agent.client.zmqclient import Client, DaemonError  # noqa: PLC0415
+    from edge_agentd.client.zmqclient import Client, DaemonError  # noqa: PLC0415
 
     as_json = bool(args.json)
     if args.command == "runs" and not 1 <= args.limit <= MAX_LIMIT:

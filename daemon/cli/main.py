@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from edge_agent.cli.exits import EXIT_BAD_INPUT
+from edge_agentd.cli.exits import EXIT_BAD_INPUT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,7 +59,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         "else the service's /run/edge-agent/agent.sock)"
     )
 
-    from edge_agent.client.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
+    from edge_agentd.client.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
 
     if only is None:
         _add_serve(commands)
@@ -74,11 +74,11 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
         sub.add_argument("--endpoint", help=endpoint_help)
     if only in (None, "triggers", "watch"):
-        from edge_agent.cli.triggers import add_parsers as add_trigger_parsers  # noqa: PLC0415
+        from edge_agentd.cli.triggers import add_parsers as add_trigger_parsers  # noqa: PLC0415
 
         add_trigger_parsers(commands, endpoint_help, _positive)  # triggers, watch
     if only in (None, "result", "runs"):
-        from edge_agent.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
+        from edge_agentd.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
 
         add_journal_parsers(commands, endpoint_help, only)
     if only is None:
@@ -129,25 +129,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     first = words[0] if words else None
     args = _parser(first if first in CLIENT_COMMANDS else None).parse_args(words)
     if args.command == "serve":
-        from edge_agent.cli.serve import serve  # noqa: PLC0415
+        from edge_agentd.cli.serve import serve  # noqa: PLC0415
 
         return serve(args)
     if args.command == "nodes":
-        from edge_agent.client.mqttnodes import nodes_command  # noqa: PLC0415
+        from edge_agentd.client.mqttnodes import nodes_command  # noqa: PLC0415
 
         return nodes_command(args)
     if args.command == "ha-discovery":
-        from edge_agent.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
+        from edge_agentd.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
 
         return ha_discovery_command(args)
     if args.command in ("triggers", "watch"):
-        from edge_agent.cli.triggers import triggers_command  # noqa: PLC0415
+        from edge_agentd.cli.triggers import triggers_command  # noqa: PLC0415
 
         return triggers_command(args)
     if args.command in ("result", "runs"):
-        from edge_agent.cli.journal import journal_command  # noqa: PLC0415
+        from edge_agentd.cli.journal import journal_command  # noqa: PLC0415
 
         return journal_command(args)
-    from edge_agent.cli.ask import client_command  # noqa: PLC0415
+    from edge_agentd.cli.ask import client_command  # noqa: PLC0415
 
     return client_command(args)

@@ -7,21 +7,21 @@ import os
 import sys
 import threading
 
-from edge_agent.cli.exits import EXIT_CONFIG, EXIT_UNAVAILABLE
+from edge_agentd.cli.exits import EXIT_CONFIG, EXIT_UNAVAILABLE
 
 
 def serve(args: argparse.Namespace) -> int:
     import logging  # noqa: PLC0415 - the client commands start without it
     import signal  # noqa: PLC0415
 
-    from edge_agent.cli.logs import configure  # noqa: PLC0415
+    from edge_agentd.cli.logs import configure  # noqa: PLC0415
 
     configure(args.log_level)  # `<N>` syslog priorities under systemd (journalctl -p err)
-    log = logging.getLogger("edge_agent.cli")
-    from edge_agent.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
-    from edge_agent.service.assembly import assemble  # noqa: PLC0415
-    from edge_agent.service.config import ConfigError  # noqa: PLC0415
-    from edge_agent.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
+    log = logging.getLogger("edge_agentd.cli")
+    from edge_agentd.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
+    from edge_agentd.service.assembly import assemble  # noqa: PLC0415
+    from edge_agentd.service.config import ConfigError  # noqa: PLC0415
+    from edge_agentd.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
 
     try:
         server = assemble(args.config, model=args.model, endpoints=args.endpoint)

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any
 
-from edge_agent.cli.exits import CODE_EXITS, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK
+from edge_agentd.cli.exits import CODE_EXITS, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK
 
 
 def add_parsers(commands: Any, endpoint_help: str, seconds: Any) -> None:
@@ -29,7 +29,7 @@ def add_parsers(commands: Any, endpoint_help: str, seconds: Any) -> None:
 
 
 def triggers_command(args: argparse.Namespace) -> int:
-    from edge_agent.client.zmqclient import Client, DaemonError  # noqa: PLC0415
+    from edge_agentd.client.zmqclient import Client, DaemonError  # noqa: PLC0415
 
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
     try:

@@ -1,7 +1,7 @@
 """The command-line options of ``ask --mqtt``, ``nodes`` and ``ha-discovery``.
 
-Apart from :mod:`edge_agent.client.mqttclient`, so that building the ``edge-agent`` parser imports
-neither that module nor :mod:`edge_agent.protocol.mqttwire` (and their dataclasses): the client
+Apart from :mod:`edge_agentd.client.mqttclient`, so that building the ``edge-agent`` parser imports
+neither that module nor :mod:`edge_agentd.protocol.mqttwire` (and their dataclasses): the client
 commands start faster (scripts/bench/bench_cli_start.py).
 """
 
@@ -11,9 +11,9 @@ import argparse
 from typing import Any
 
 DEFAULT_PREFIX = "edge-agent"
-""":data:`edge_agent.protocol.mqttwire.DEFAULT_PREFIX`, which a test holds equal."""
+""":data:`edge_agentd.protocol.mqttwire.DEFAULT_PREFIX`, which a test holds equal."""
 DEFAULT_DISCOVERY_PREFIX = "homeassistant"
-""":data:`edge_agent.protocol.mqttwire.DEFAULT_DISCOVERY_PREFIX`, which a test holds equal."""
+""":data:`edge_agentd.protocol.mqttwire.DEFAULT_DISCOVERY_PREFIX`, which a test holds equal."""
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, required: bool = False) -> None:

@@ -1,5 +1,5 @@
 """Asking an edge-agent node through an MQTT broker: ``ask --mqtt``, and the connection that
-``edge-agent nodes`` (:mod:`edge_agent.client.mqttnodes`) shares.
+``edge-agent nodes`` (:mod:`edge_agentd.client.mqttnodes`) shares.
 
 Needs the ``mqtt`` extra (paho-mqtt 2.x). Asks use MQTT v5 request/response (a Response Topic of
 our own and Correlation Data); the result and the errors are the daemon's own, with the same
@@ -21,9 +21,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from edge_agent.client.mqttargs import add_arguments, add_ask_arguments, add_parsers
-from edge_agent.client.zmqclient import RUN_GRACE_S, DaemonError, Timeout, Unavailable
-from edge_agent.protocol.mqttwire import (
+from edge_agentd.client.mqttargs import add_arguments, add_ask_arguments, add_parsers
+from edge_agentd.client.zmqclient import RUN_GRACE_S, DaemonError, Timeout, Unavailable
+from edge_agentd.protocol.mqttwire import (
     DEFAULT_PREFIX,
     ONLINE,
     Topics,
@@ -91,7 +91,7 @@ class MqttConnection:
             import paho.mqtt.client as mqtt  # noqa: PLC0415 - the optional extra
             from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion  # noqa: PLC0415
         except ImportError:
-            raise Unavailable("MQTT needs the mqtt extra: pip install 'edge-agent[mqtt]'") from None
+            raise Unavailable("MQTT needs the mqtt extra: pip install 'paho-mqtt>=2.1'") from None
         self.options = options
         self.messages: queue.Queue[Any] = queue.Queue()
         self._connected = threading.Event()

@@ -9,9 +9,9 @@ import sys
 import time
 from typing import Any
 
-from edge_agent.client.mqttclient import RETAINED_QUIET_S, BrokerOptions, MqttConnection
-from edge_agent.client.zmqclient import DaemonError, Unavailable
-from edge_agent.protocol.mqttwire import (
+from edge_agentd.client.mqttclient import RETAINED_QUIET_S, BrokerOptions, MqttConnection
+from edge_agentd.client.zmqclient import DaemonError, Unavailable
+from edge_agentd.protocol.mqttwire import (
     DEFAULT_DISCOVERY_PREFIX,
     ONLINE,
     Topics,

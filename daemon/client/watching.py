@@ -1,4 +1,4 @@
-"""``watch`` on a :class:`~edge_agent.client.zmqclient.Client`: each trigger run's result as it
+"""``watch`` on a :class:`~edge_agentd.client.zmqclient.Client`: each trigger run's result as it
 ends, on the client's own socket, until Ctrl-C (the watch is then cancelled) or a DaemonError.
 
 After ``check_every`` s of quiet a ``status`` on the same socket (so no result is missed while it
@@ -12,12 +12,12 @@ import time
 from typing import TYPE_CHECKING
 
 # A part of Client kept apart (zmqclient.py stays under 400 lines): it uses the client's socket.
-from edge_agent.client.zmqclient import DaemonError, Progress, Unavailable, _new_id
-from edge_agent.protocol.framing import PROTOCOL_VERSION, FrameError, decode_reply
-from edge_agent.protocol.framing import encode_request as encode
+from edge_agentd.client.zmqclient import DaemonError, Progress, Unavailable, _new_id
+from edge_agentd.protocol.framing import PROTOCOL_VERSION, FrameError, decode_reply
+from edge_agentd.protocol.framing import encode_request as encode
 
 if TYPE_CHECKING:
-    from edge_agent.client.zmqclient import Client
+    from edge_agentd.client.zmqclient import Client
 
 
 def watch(

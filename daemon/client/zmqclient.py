@@ -17,9 +17,9 @@ from typing import Any
 import zmq
 
 # framing, not wire: the client never imports pydantic (scripts/bench/bench_cli_start.py).
-from edge_agent.protocol.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
-from edge_agent.protocol.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
-from edge_agent.protocol.framing import encode_request as encode
+from edge_agentd.protocol.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
+from edge_agentd.protocol.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
+from edge_agentd.protocol.framing import encode_request as encode
 
 RUN_GRACE_S = 2.0
 """A run's reply may trail its deadline by this much: the daemon interrupts it, then answers."""
@@ -139,8 +139,8 @@ class Client:
         self, on_result: Progress, *, trigger: str | None = None, check_every: float = 30.0
     ) -> None:
         """Call ``on_result`` with each trigger run's result as it ends, until Ctrl-C or a
-        DaemonError (edge_agent.client.watching)."""
-        from edge_agent.client.watching import watch  # noqa: PLC0415 - only `watch` needs it
+        DaemonError (edge_agentd.client.watching)."""
+        from edge_agentd.client.watching import watch  # noqa: PLC0415 - only `watch` needs it
 
         watch(self, on_result, trigger=trigger, check_every=check_every)
 

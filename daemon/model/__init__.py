@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge_agent.agent.protocol import Completion, ContextExceeded, ModelError, ModelHandle
-from edge_agent.model.scripted import MockModel, MockModelExhausted
+from edge_agentd.agent.protocol import Completion, ContextExceeded, ModelError, ModelHandle
+from edge_agentd.model.scripted import MockModel, MockModelExhausted
 
 __all__ = [
     "Completion",
@@ -23,7 +23,7 @@ def load_model(path: str | None = None, **options: Any) -> ModelHandle:
 
     llama.cpp is imported here, not at package import, so tools that never load a model stay light.
     """
-    from edge_agent.model.loading import load_model as _load  # noqa: PLC0415
+    from edge_agentd.model.loading import load_model as _load  # noqa: PLC0415
 
     handle: ModelHandle = _load(path, **options)
     return handle

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edge_agent.agent.protocol import ModelError
-from edge_agent.model.bindings import llama_cpp
+from edge_agentd.agent.protocol import ModelError
+from edge_agentd.model.bindings import llama_cpp
 
 # Deep enough for real nested argument models; shallow enough that references cannot blow up.
 _MAX_REF_DEPTH = 6

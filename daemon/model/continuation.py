@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edge_agent.model.runtime import LlamaRuntime
+from edge_agentd.model.runtime import LlamaRuntime
 
 
 class Continuation:

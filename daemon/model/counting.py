@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from edge_agent.agent.protocol import TokenCounts
+from edge_agentd.agent.protocol import TokenCounts
 
 
 class ThreadCounts:

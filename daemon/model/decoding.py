@@ -4,7 +4,7 @@ Where the grammar allows only one text next, that text is not sampled: its token
 model in one batch with the token picked before them, so a forced run costs one model call, as a
 prefill does, instead of one call per token. A reply ends at an end-of-generation token (or a
 grammar that allows nothing else), a stop string, the token cap or an interruption.
-:func:`completion` turns what came out into a :class:`~edge_agent.agent.protocol.Completion`.
+:func:`completion` turns what came out into a :class:`~edge_agentd.agent.protocol.Completion`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from collections.abc import Callable, Container
 import numpy as np
 import numpy.typing as npt
 
-from edge_agent.agent.events import Usage
-from edge_agent.agent.protocol import Completion
-from edge_agent.model.constrained import ActionGrammar
-from edge_agent.model.kvcache import KVCache
-from edge_agent.model.runtime import LlamaRuntime
-from edge_agent.model.sampler import Sampler
+from edge_agentd.agent.events import Usage
+from edge_agentd.agent.protocol import Completion
+from edge_agentd.model.constrained import ActionGrammar
+from edge_agentd.model.kvcache import KVCache
+from edge_agentd.model.runtime import LlamaRuntime
+from edge_agentd.model.sampler import Sampler
 
 # A forced run is looked for up to this many bytes per token still allowed.
 _BYTES_PER_TOKEN = 16
@@ -81,7 +81,7 @@ _NOTHING = Forced(b"", [], False)
 class Decoder:
     """How a reply is decoded after its prompt: the grammar is asked about the sampled token
     first and masks the vocabulary only when it says no, and text it allows alone is taken
-    without sampling, in one batch. :class:`~edge_agent.model.llama.LlamaModel` holds one; the
+    without sampling, in one batch. :class:`~edge_agentd.model.llama.LlamaModel` holds one; the
     benchmarks swap in the ways it is compared with (scripts/bench/decoders.py)."""
 
     runtime: LlamaRuntime

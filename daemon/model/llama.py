@@ -1,8 +1,8 @@
 """A Gemma GGUF kept resident through llama.cpp, that never re-reads what it has already seen.
 
 :class:`LlamaModel` owns its parts, each with its own state: the runtime (llama.cpp's pointers,
-:mod:`~edge_agent.model.runtime`), the KV cache (which tokens the context holds,
-:mod:`~edge_agent.model.kvcache`), the sampler and the grammar cache. Each prompt is tokenized and
+:mod:`~edge_agentd.model.runtime`), the KV cache (which tokens the context holds,
+:mod:`~edge_agentd.model.kvcache`), the sampler and the grammar cache. Each prompt is tokenized and
 only the tokens after the longest prefix already cached are evaluated: across the steps of one run
 (the prompt only grows) and across runs (the system part is byte-identical). Gemma's sliding
 window cache is only safe to cut back partially at full size, hence ``swa_full=True``.
@@ -20,21 +20,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from edge_agent.agent.checks import check_count
-from edge_agent.agent.prompt import ChatFormat
-from edge_agent.agent.protocol import Completion, ContextExceeded, TokenCounts
-from edge_agent.model.constrained import BadPrefix, GrammarCache
-from edge_agent.model.continuation import Continuation
-from edge_agent.model.counting import ThreadCounts
-from edge_agent.model.decoding import Decoder, Reply, completion
-from edge_agent.model.formats import choose_format, format_texts, turn_markers
-from edge_agent.model.gguf import ModelLoadError, read_gguf
-from edge_agent.model.kvcache import KVCache
-from edge_agent.model.prefixstate import load_prefix, model_prefix_state
-from edge_agent.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
-from edge_agent.model.sampler import Sampler
-from edge_agent.model.side import SideTexts
-from edge_agent.model.sizing import (
+from edge_agentd.agent.checks import check_count
+from edge_agentd.agent.prompt import ChatFormat
+from edge_agentd.agent.protocol import Completion, ContextExceeded, TokenCounts
+from edge_agentd.model.constrained import BadPrefix, GrammarCache
+from edge_agentd.model.continuation import Continuation
+from edge_agentd.model.counting import ThreadCounts
+from edge_agentd.model.decoding import Decoder, Reply, completion
+from edge_agentd.model.formats import choose_format, format_texts, turn_markers
+from edge_agentd.model.gguf import ModelLoadError, read_gguf
+from edge_agentd.model.kvcache import KVCache
+from edge_agentd.model.prefixstate import load_prefix, model_prefix_state
+from edge_agentd.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
+from edge_agentd.model.sampler import Sampler
+from edge_agentd.model.side import SideTexts
+from edge_agentd.model.sizing import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
@@ -55,7 +55,7 @@ def _release(grammars: GrammarCache, runtime: LlamaRuntime) -> None:
 
 
 class LlamaModel:
-    """A resident GGUF model; implements :class:`edge_agent.agent.protocol.ModelHandle`.
+    """A resident GGUF model; implements :class:`edge_agentd.agent.protocol.ModelHandle`.
 
     One call runs at a time; concurrent callers wait.
     """
@@ -252,7 +252,7 @@ class LlamaModel:
         instant) and ``should_stop`` are checked between tokens; either ends the reply with
         ``usage.stop == "interrupted"``. Raises :class:`ContextExceeded` when the prompt leaves
         no room for ``max_tokens``. Text the grammar allows alone is taken without sampling and
-        evaluated in one batch (:class:`~edge_agent.model.decoding.Decoder`).
+        evaluated in one batch (:class:`~edge_agentd.model.decoding.Decoder`).
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")

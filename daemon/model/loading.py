@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from edge_agent.model.embedded import default_model_path
-from edge_agent.model.gguf import ModelLoadError
-from edge_agent.model.llama import LlamaModel
-from edge_agent.model.sizing import DEFAULT_N_CTX
+from edge_agentd.model.embedded import default_model_path
+from edge_agentd.model.gguf import ModelLoadError
+from edge_agentd.model.llama import LlamaModel
+from edge_agentd.model.sizing import DEFAULT_N_CTX
 
 
 def load_model(

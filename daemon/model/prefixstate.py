@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edge_agent.model.sizing import ContextSizes
+from edge_agentd.model.sizing import ContextSizes
 
 if TYPE_CHECKING:
-    from edge_agent.model.kvcache import KVCache
-    from edge_agent.model.runtime import LlamaRuntime
+    from edge_agentd.model.kvcache import KVCache
+    from edge_agentd.model.runtime import LlamaRuntime
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def file_identity(path: Path, sha256: str | None) -> dict[str, Any]:
 
 def llama_build() -> dict[str, Any]:
     """The llama.cpp build: the binding's version and the shared library file it loaded."""
-    from edge_agent.model.bindings import llama_cpp  # noqa: PLC0415 - only the model needs it
+    from edge_agentd.model.bindings import llama_cpp  # noqa: PLC0415 - only the model needs it
 
     try:
         version = importlib.metadata.version("llama_cpp_python")

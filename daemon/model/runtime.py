@@ -2,7 +2,7 @@
 
 :class:`LlamaRuntime` owns the C pointers and what is read from them: the vocabulary, the
 tokenizer, the end-of-generation tokens, and the one batch call everything else goes through.
-It keeps no record of what has been evaluated; that is :class:`~edge_agent.model.kvcache.KVCache`.
+It keeps no record of what has been evaluated; that is :class:`~edge_agentd.model.kvcache.KVCache`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edge_agent.agent.protocol import ModelError
-from edge_agent.model.bindings import llama_cpp, logger
-from edge_agent.model.gguf import GGUFInfo, ModelLoadError
-from edge_agent.model.sizing import ContextSizes
+from edge_agentd.agent.protocol import ModelError
+from edge_agentd.model.bindings import llama_cpp, logger
+from edge_agentd.model.gguf import GGUFInfo, ModelLoadError
+from edge_agentd.model.sizing import ContextSizes
 
 _PIECE_BUFFER = 64
 _CONTROL = int(llama_cpp.LLAMA_TOKEN_ATTR_CONTROL)

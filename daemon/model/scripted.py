@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from edge_agent.agent.events import Usage
-from edge_agent.agent.prompt import PLAIN, ChatFormat
-from edge_agent.agent.protocol import Completion, ModelError, TokenCounts
+from edge_agentd.agent.events import Usage
+from edge_agentd.agent.prompt import PLAIN, ChatFormat
+from edge_agentd.agent.protocol import Completion, ModelError, TokenCounts
 
 MAX_DELAY_S = 3600.0
 UNSCRIPTED = -1000.0

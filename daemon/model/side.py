@@ -11,8 +11,8 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
-from edge_agent.model.kvcache import log_probability
-from edge_agent.model.runtime import LlamaRuntime
+from edge_agentd.model.kvcache import log_probability
+from edge_agentd.model.runtime import LlamaRuntime
 
 SIDE_OUTPUTS = 16
 """The most tokens whose logits one scoring call asks for (see kvcache.MAX_OUTPUTS): eight

@@ -6,7 +6,7 @@ import dataclasses
 import os
 from typing import Any
 
-from edge_agent.agent.checks import check_count
+from edge_agentd.agent.checks import check_count
 
 DEFAULT_N_CTX = 4096
 DEFAULT_MAX_TOKENS = 256
@@ -41,7 +41,7 @@ class ContextSizes:
     max_tokens: int = DEFAULT_MAX_TOKENS
     n_seq_max: int = DEFAULT_N_SEQ_MAX
     """Sequences the KV cache holds side by side: the conversation, and short texts kept for
-    scoring (see :mod:`edge_agent.model.side`)."""
+    scoring (see :mod:`edge_agentd.model.side`)."""
 
     def __post_init__(self) -> None:
         check_count("n_ctx", self.n_ctx, 64)

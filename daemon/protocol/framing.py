@@ -1,8 +1,8 @@
 """Protocol v1 as a client needs it: the constants and the msgpack framing, without pydantic.
 
 ``edge-agent ask``, ``status`` and ``skills`` start in a fraction of the time that importing the
-wire models (:mod:`edge_agent.protocol.wire`) would cost them, which matters on a Pi and under Home
-Assistant's 15 s kill. The daemon validates with :mod:`edge_agent.protocol.wire`, which takes the
+wire models (:mod:`edge_agentd.protocol.wire`) would cost them, which matters on a Pi and under Home
+Assistant's 15 s kill. The daemon validates with :mod:`edge_agentd.protocol.wire`, which takes the
 constants and the unpacker from here: there is one of each.
 """
 

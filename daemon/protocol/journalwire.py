@@ -9,8 +9,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, Field
 
-from edge_agent.protocol.framing import MAX_ID_CHARS
-from edge_agent.protocol.messages import (
+from edge_agentd.protocol.framing import MAX_ID_CHARS
+from edge_agentd.protocol.messages import (
     Message,
     RequestBase,
     ResultBase,

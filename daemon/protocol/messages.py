@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from edge_agent.protocol.framing import MAX_ID_CHARS, PROTOCOL_VERSION
+from edge_agentd.protocol.framing import MAX_ID_CHARS, PROTOCOL_VERSION
 
 RunOutcome = Literal["answered", "max_iterations", "retries_exhausted", "interrupted"]
 """Why a run stopped: the agent's ``Outcome`` as the wire carries it (a test keeps them equal)."""

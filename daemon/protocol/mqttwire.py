@@ -1,7 +1,7 @@
 """Protocol v1 over MQTT: the topics, the JSON request an ``ask`` carries, and the replies.
 
-Shared by the daemon's bridge (:mod:`edge_agent.service.mqtt`) and the MQTT client
-(:mod:`edge_agent.client.mqttclient`); nothing here touches the network. ``docs/mqtt.md`` is the
+Shared by the daemon's bridge (:mod:`edge_agentd.service.mqtt`) and the MQTT client
+(:mod:`edge_agentd.client.mqttclient`); nothing here touches the network. ``docs/mqtt.md`` is the
 prose version.
 
 An ask is a JSON object with the fields of protocol v1's ``run`` (``query``, ``workflow``,
@@ -23,10 +23,10 @@ import re
 import socket
 from typing import TYPE_CHECKING, Any, Final
 
-from edge_agent.protocol.framing import MAX_ID_CHARS, PROTOCOL_VERSION
+from edge_agentd.protocol.framing import MAX_ID_CHARS, PROTOCOL_VERSION
 
 if TYPE_CHECKING:  # the wire models (pydantic) stay out of the client's start-up
-    from edge_agent.protocol.wire import ErrorCode
+    from edge_agentd.protocol.wire import ErrorCode
 
 DEFAULT_PREFIX: Final = "edge-agent"
 DEFAULT_DISCOVERY_PREFIX: Final = "homeassistant"

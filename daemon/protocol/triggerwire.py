@@ -1,7 +1,7 @@
 """The wire models of the trigger ops, ``triggers`` and ``watch`` (docs/protocol.md).
 
-They sit beside :mod:`edge_agent.protocol.wire`, whose :data:`~edge_agent.protocol.wire.PROTOCOL`
-table lists them, on the shared bases of :mod:`edge_agent.protocol.messages`.
+They sit beside :mod:`edge_agentd.protocol.wire`, whose :data:`~edge_agentd.protocol.wire.PROTOCOL`
+table lists them, on the shared bases of :mod:`edge_agentd.protocol.messages`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from edge_agent.protocol.messages import RequestBase, ResultBase
+from edge_agentd.protocol.messages import RequestBase, ResultBase
 
 MAX_TRIGGER_NAME_CHARS = 64
 

@@ -18,8 +18,8 @@ from typing import Annotated, Any, Final, Literal, get_args
 import msgpack
 from pydantic import Field, ValidationError
 
-from edge_agent.protocol import triggerwire as tw
-from edge_agent.protocol.framing import (
+from edge_agentd.protocol import triggerwire as tw
+from edge_agentd.protocol.framing import (
     IDEMPOTENT_OPS,
     MAX_ID_CHARS,
     PROTOCOL_VERSION,
@@ -27,8 +27,8 @@ from edge_agent.protocol.framing import (
     UNPACK_ERRORS,
     unpack_frame,
 )
-from edge_agent.protocol.journalwire import Key, ResultRequest, RunRecord, RunsRequest, RunsResult
-from edge_agent.protocol.messages import (
+from edge_agentd.protocol.journalwire import Key, ResultRequest, RunRecord, RunsRequest, RunsResult
+from edge_agentd.protocol.messages import (
     Message,
     ReplyBase,
     RequestBase,
@@ -36,7 +36,7 @@ from edge_agent.protocol.messages import (
     RunOutcome,
     Timing,
 )
-from edge_agent.protocol.triggerwire import TriggerReply, TriggerRequest
+from edge_agentd.protocol.triggerwire import TriggerReply, TriggerRequest
 
 MAX_NAME_CHARS: Final = 128
 MAX_DEADLINE_MS: Final = 24 * 3600 * 1000

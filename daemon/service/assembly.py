@@ -11,16 +11,16 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from edge_agent.agent.protocol import ModelHandle
-from edge_agent.agent.registry import Registry, get_registry
-from edge_agent.agent.workflow import Workflow
-from edge_agent.model.scripted import MockModel, ScriptFileError
-from edge_agent.protocol.endpoints import default_endpoint
-from edge_agent.service.config import ConfigError, Settings, load_settings
-from edge_agent.service.plugins import load_plugins
-from edge_agent.service.server import Server, ServerOptions
-from edge_agent.service.triggers.settings import check_triggers
-from edge_agent.skills import BUILTIN_NAMES, register_builtins
+from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.agent.registry import Registry, get_registry
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.model.scripted import MockModel, ScriptFileError
+from edge_agentd.protocol.endpoints import default_endpoint
+from edge_agentd.service.config import ConfigError, Settings, load_settings
+from edge_agentd.service.plugins import load_plugins
+from edge_agentd.service.server import Server, ServerOptions
+from edge_agentd.service.triggers.settings import check_triggers
+from edge_agentd.skills import BUILTIN_NAMES, register_builtins
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
             raise ConfigError(str(exc)) from None
         return lambda: script
     else:
-        from edge_agent.model.gguf import ModelLoadError, read_gguf  # noqa: PLC0415
+        from edge_agentd.model.gguf import ModelLoadError, read_gguf  # noqa: PLC0415
 
         try:
             read_gguf(spec)
@@ -53,7 +53,7 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
             raise ConfigError(f"the model cannot be loaded: {exc}") from None
 
     def load() -> ModelHandle:
-        from edge_agent.model import load_model  # noqa: PLC0415 - llama.cpp loads only here
+        from edge_agentd.model import load_model  # noqa: PLC0415 - llama.cpp loads only here
 
         path = None if spec == "default" else spec
         return load_model(path, n_ctx=settings.model.n_ctx, state_dir=prefix_state_dir())
@@ -66,7 +66,7 @@ def prefix_state_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     CacheDirectory= (its first entry) under systemd, else ``$XDG_CACHE_HOME/edge-agent``
     (``~/.cache/edge-agent``), where the embedded model is too. None without a home to put it in
     (the daemon then warms up from scratch at every start)."""
-    from edge_agent.model.embedded import cache_dir  # noqa: PLC0415 - beside the model
+    from edge_agentd.model.embedded import cache_dir  # noqa: PLC0415 - beside the model
 
     try:
         return cache_dir(environ)
@@ -81,7 +81,7 @@ def check_embedded_model() -> None:
     Only the packages are looked at (no hashing, no joining): the loading thread assembles and
     checks the model itself while the daemon already answers ``loading``.
     """
-    from edge_agent.model.embedded import EXTRA_HINT, PACKAGE  # noqa: PLC0415
+    from edge_agentd.model.embedded import EXTRA_HINT, PACKAGE  # noqa: PLC0415
 
     problem = "model 'default': the embedded Gemma 3 270M model is not installed"
     try:
@@ -108,7 +108,7 @@ def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
             register_builtins(registry, sysfs_root=options.sysfs_root, weather=options.weather)
         except Exception as exc:
             log.exception("the built-in skills failed to register")
-            problems.append({"source": "edge_agent.skills", "error": f"{exc!r}"})
+            problems.append({"source": "edge_agentd.skills", "error": f"{exc!r}"})
     if options.directories or options.entry_points:
         # load_plugins logs each problem itself.
         for problem in load_plugins(

@@ -14,11 +14,11 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from edge_agent.agent.workflow import Soul, Workflow
-from edge_agent.service.mqtt.settings import MqttSettings
-from edge_agent.service.safepaths import UnsafePath, check_safe
-from edge_agent.service.strategy import Strategy
-from edge_agent.service.triggers.settings import TriggerSettings, trigger_lines
+from edge_agentd.agent.workflow import Soul, Workflow
+from edge_agentd.service.mqtt.settings import MqttSettings
+from edge_agentd.service.safepaths import UnsafePath, check_safe
+from edge_agentd.service.strategy import Strategy
+from edge_agentd.service.triggers.settings import TriggerSettings, trigger_lines
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
@@ -258,7 +258,7 @@ def parse_settings(text: str, source: str = "<config>") -> Settings:
 def load_settings(path: str | Path | None) -> Settings:
     """The settings in ``path``, or the defaults when there is no config file.
 
-    A config that others could change is refused, as a plugin is (edge_agent.service.safepaths):
+    A config that others could change is refused, as a plugin is (edge_agentd.service.safepaths):
     it names the code the daemon loads.
     """
     if path is None:

@@ -35,8 +35,8 @@ from typing import Any
 
 import zmq
 
-from edge_agent.service.connwatch import ConnectionWatch, FdBudget, raise_fd_limit
-from edge_agent.service.listeners import FdReserve, ListenerGate
+from edge_agentd.service.connwatch import ConnectionWatch, FdBudget, raise_fd_limit
+from edge_agentd.service.listeners import FdReserve, ListenerGate
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 ``result`` and ``runs``.
 
 Everything here runs on the loop's thread and answers at once; a ``run`` is only queued. Each op
-of :data:`edge_agent.protocol.wire.PROTOCOL` has one handler in :attr:`RequestHandler.handlers`.
+of :data:`edge_agentd.protocol.wire.PROTOCOL` has one handler in :attr:`RequestHandler.handlers`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from edge_agent.agent.registry import Registry
-from edge_agent.agent.workflow import Workflow
-from edge_agent.protocol.wire import (
+from edge_agentd.agent.registry import Registry
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.protocol.wire import (
     PROTOCOL,
     AcceptedReply,
     CancelledRun,
@@ -31,15 +31,15 @@ from edge_agent.protocol.wire import (
     decode_request,
     encode,
 )
-from edge_agent.service.config import DaemonSettings
-from edge_agent.service.jobs import interrupted_result
-from edge_agent.service.journal import Journal, Waiter
-from edge_agent.service.journalreplies import Answer, keyed_query, result_query, runs_query
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.replies import Replies
-from edge_agent.service.reports import skill_entries
-from edge_agent.service.router import RouterSocket, is_auto_routing_id, split_frames
-from edge_agent.service.runqueue import RunQueue, job_for
+from edge_agentd.service.config import DaemonSettings
+from edge_agentd.service.jobs import interrupted_result
+from edge_agentd.service.journal import Journal, Waiter
+from edge_agentd.service.journalreplies import Answer, keyed_query, result_query, runs_query
+from edge_agentd.service.lifecycle import Lifecycle
+from edge_agentd.service.replies import Replies
+from edge_agentd.service.reports import skill_entries
+from edge_agentd.service.router import RouterSocket, is_auto_routing_id, split_frames
+from edge_agentd.service.runqueue import RunQueue, job_for
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class RequestHandler:
             "cancel": self.cancel,
             "result": self.result,
             "runs": self.runs,
-            **(more_ops or {}),  # triggers, watch (edge_agent.service.triggers.ops)
+            **(more_ops or {}),  # triggers, watch (edge_agentd.service.triggers.ops)
         }
         self._cancel_other = cancel_other
         if self.handlers.keys() != PROTOCOL.keys():

@@ -16,18 +16,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.agent.events import (
+from edge_agentd.agent.events import (
     EVENT_ADAPTER,
     STATE_ADAPTER,
     AgentState,
     Event,
     InterruptedObservation,
 )
-from edge_agent.agent.loop import Agent
-from edge_agent.agent.supervision import RunTicket
-from edge_agent.agent.workflow import Workflow
-from edge_agent.model.gguf import ModelLoadError
-from edge_agent.protocol.wire import PROTOCOL_VERSION, EventReply, encode
+from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.supervision import RunTicket
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.model.gguf import ModelLoadError
+from edge_agentd.protocol.wire import PROTOCOL_VERSION, EventReply, encode
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def run_result(
     job: Job, state: AgentState, *, queued_s: float, run_s: float
 ) -> dict[str, Any]:
     """The ``result`` reply of a run that returned ``state``, serialized by the agent's own
-    adapter: a :class:`~edge_agent.protocol.wire.RunResult` map in wire order, built as a plain map
+    adapter: a :class:`~edge_agentd.protocol.wire.RunResult` map in wire order, built as a plain map
     (every value is the daemon's own; tests/test_server.py validates it against the model)."""
     if state.outcome is None:
         raise RuntimeError("the agent returned a run that has not stopped")

@@ -26,11 +26,11 @@ from typing import Any, Final, TypeVar
 
 import msgpack
 
-from edge_agent.protocol.framing import unpack_frame
-from edge_agent.protocol.wire import ErrorCode, ErrorReply, encode
-from edge_agent.service.config import JournalSettings
-from edge_agent.service.journalstore import JournalStore, JournalUnavailable
-from edge_agent.service.journaltasks import Tasks, Write
+from edge_agentd.protocol.framing import unpack_frame
+from edge_agentd.protocol.wire import ErrorCode, ErrorReply, encode
+from edge_agentd.service.config import JournalSettings
+from edge_agentd.service.journalstore import JournalStore, JournalUnavailable
+from edge_agentd.service.journaltasks import Tasks, Write
 
 log = logging.getLogger(__name__)
 

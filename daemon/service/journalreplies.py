@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from edge_agent.protocol.framing import PROTOCOL_VERSION, unpack_frame
-from edge_agent.protocol.journalwire import RUNS_TEXT_CHARS
-from edge_agent.protocol.wire import ErrorCode, encode
-from edge_agent.service.journalstore import JournalStore
+from edge_agentd.protocol.framing import PROTOCOL_VERSION, unpack_frame
+from edge_agentd.protocol.journalwire import RUNS_TEXT_CHARS
+from edge_agentd.protocol.wire import ErrorCode, encode
+from edge_agentd.service.journalstore import JournalStore
 
 Answer = bytes | tuple[ErrorCode, str]
 """A packed result reply, or the error to answer with (the serving loop sends and counts it)."""
@@ -71,7 +71,7 @@ def keyed_query(run_id: str, request_id: str) -> Callable[[JournalStore | None],
 
 
 def record(row: dict[str, Any], request_id: str) -> dict[str, Any]:
-    """A :class:`~edge_agent.protocol.wire.RunRecord` map."""
+    """A :class:`~edge_agentd.protocol.wire.RunRecord` map."""
     result = _result(row)
     state = result.get("state")
     events = state.get("events") if isinstance(state, dict) else None
@@ -98,7 +98,7 @@ def record(row: dict[str, Any], request_id: str) -> dict[str, Any]:
 
 
 def summary(row: dict[str, Any]) -> dict[str, Any]:
-    """A :class:`~edge_agent.protocol.wire.RunSummary` map."""
+    """A :class:`~edge_agentd.protocol.wire.RunSummary` map."""
     finished = row["finished_at"]
     answer = row["answer"]
     return {

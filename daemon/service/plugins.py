@@ -2,13 +2,13 @@
 
 A plugin is a module with a function ``register(registry)`` that adds its skills, for example with
 ``@registry.skill``. A file plugin is any ``*.py`` in a configured directory (files starting with
-``_`` or ``.`` are skipped). A packaged plugin is an entry point in the group ``edge_agent.skills``
+``_`` or ``.`` are skipped). A packaged plugin is an entry point in the group ``edge_agentd.skills``
 that names either such a ``register`` function or a module that has one.
 
 A plugin can never stop the daemon from starting (docs/skills.md, "When a plugin is broken"):
 
 - A skills directory or plugin file that others could change is refused before anything in it
-  runs (:mod:`edge_agent.service.safepaths`, sshd's rule for ``authorized_keys``).
+  runs (:mod:`edge_agentd.service.safepaths`, sshd's rule for ``authorized_keys``).
 - Each plugin is imported and registered in a daemon thread of its own, for at most
   ``timeout_s`` seconds; one still running then is left behind, and what it registers later
   goes nowhere.
@@ -38,12 +38,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from edge_agent.agent.registry import Registry, SkillSpec
-from edge_agent.service.safepaths import UnsafePath, check_safe
+from edge_agentd.agent.registry import Registry, SkillSpec
+from edge_agentd.service.safepaths import UnsafePath, check_safe
 
 log = logging.getLogger(__name__)
 
-ENTRY_POINT_GROUP = "edge_agent.skills"
+ENTRY_POINT_GROUP = "edge_agentd.skills"
 
 DEFAULT_TIMEOUT_S = 20.0
 """How long one plugin may take to import and register (``[skills] plugin_timeout_s``): room for

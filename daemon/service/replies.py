@@ -9,8 +9,8 @@ from __future__ import annotations
 import collections
 import logging
 
-from edge_agent.protocol.wire import ErrorCode, ErrorReply, Reply, encode
-from edge_agent.service.router import RouterSocket
+from edge_agentd.protocol.wire import ErrorCode, ErrorReply, Reply, encode
+from edge_agentd.service.router import RouterSocket
 
 log = logging.getLogger(__name__)
 

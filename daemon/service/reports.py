@@ -7,11 +7,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from edge_agent.agent.jsonvalues import MAX_REASON_CHARS, UnshowableValue, to_jsonable
-from edge_agent.agent.prompt import signature_text
-from edge_agent.agent.protocol import ModelHandle
-from edge_agent.agent.registry import Registry
-from edge_agent.protocol.wire import SkillEntry
+from edge_agentd.agent.jsonvalues import MAX_REASON_CHARS, UnshowableValue, to_jsonable
+from edge_agentd.agent.prompt import signature_text
+from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.agent.registry import Registry
+from edge_agentd.protocol.wire import SkillEntry
 
 
 def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[SkillEntry]:
@@ -30,7 +30,7 @@ def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[Sk
 
 
 def counter_report(counters: Mapping[str, int]) -> dict[str, Any]:
-    """The ``counters`` of a status reply (a :class:`~edge_agent.protocol.wire.Counters` map, which
+    """The ``counters`` of a status reply (a :class:`~edge_agentd.protocol.wire.Counters` map, which
     tests/test_server.py checks), from the loop's flat counter names."""
     errors = {k[len("error_") :]: v for k, v in counters.items() if k.startswith("error_")}
     return {

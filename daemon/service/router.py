@@ -14,8 +14,8 @@ from typing import Any
 
 import zmq
 
-from edge_agent.protocol.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
-from edge_agent.service.connections import (
+from edge_agentd.protocol.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
+from edge_agentd.service.connections import (
     NOBLOCK,
     SNDMORE,
     Connections,

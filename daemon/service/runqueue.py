@@ -8,10 +8,10 @@ from __future__ import annotations
 import collections
 import time
 
-from edge_agent.agent.workflow import Workflow
-from edge_agent.protocol.wire import RunRequest
-from edge_agent.service.config import DaemonSettings
-from edge_agent.service.jobs import Job
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.protocol.wire import RunRequest
+from edge_agentd.service.config import DaemonSettings
+from edge_agentd.service.jobs import Job
 
 
 def job_for(

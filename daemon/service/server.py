@@ -22,15 +22,15 @@ from typing import Any
 
 import zmq
 
-from edge_agent.agent.loop import Agent
-from edge_agent.agent.protocol import ModelHandle, full_handle
-from edge_agent.agent.registry import Registry
-from edge_agent.agent.supervision import POLL_S, RunTicket
-from edge_agent.agent.workflow import Soul, Workflow
-from edge_agent.protocol.wire import ErrorCode
-from edge_agent.service.config import Settings
-from edge_agent.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
-from edge_agent.service.jobs import (
+from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.protocol import ModelHandle, full_handle
+from edge_agentd.agent.registry import Registry
+from edge_agentd.agent.supervision import POLL_S, RunTicket
+from edge_agentd.agent.workflow import Soul, Workflow
+from edge_agentd.protocol.wire import ErrorCode
+from edge_agentd.service.config import Settings
+from edge_agentd.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
+from edge_agentd.service.jobs import (
     Finished,
     Job,
     Loaded,
@@ -40,17 +40,17 @@ from edge_agent.service.jobs import (
     Send,
     start_job,
 )
-from edge_agent.service.journal import Journal, LoopCall
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.replies import Replies
-from edge_agent.service.router import RouterSocket, WakeUpPipe
-from edge_agent.service.runqueue import RunQueue
-from edge_agent.service.shutdown import Shutdown
-from edge_agent.service.status import StatusReport
-from edge_agent.service.strategy import guidance_for
-from edge_agent.service.systemd import Notifier
-from edge_agent.service.triggers.firing import Firing, TriggerMemory
-from edge_agent.service.triggers.ops import TriggerOps
+from edge_agentd.service.journal import Journal, LoopCall
+from edge_agentd.service.lifecycle import Lifecycle
+from edge_agentd.service.replies import Replies
+from edge_agentd.service.router import RouterSocket, WakeUpPipe
+from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.shutdown import Shutdown
+from edge_agentd.service.status import StatusReport
+from edge_agentd.service.strategy import guidance_for
+from edge_agentd.service.systemd import Notifier
+from edge_agentd.service.triggers.firing import Firing, TriggerMemory
+from edge_agentd.service.triggers.ops import TriggerOps
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from edge_agent.protocol.wire import ErrorCode
-from edge_agent.service.config import DaemonSettings
-from edge_agent.service.jobs import Job
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.runqueue import RunQueue
-from edge_agent.service.systemd import Notifier
+from edge_agentd.protocol.wire import ErrorCode
+from edge_agentd.service.config import DaemonSettings
+from edge_agentd.service.jobs import Job
+from edge_agentd.service.lifecycle import Lifecycle
+from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.systemd import Notifier
 
 EndRun = Callable[[Job, ErrorCode, str], None]
 """Answer a run that ends without a result with that error (the journal keeps it so)."""

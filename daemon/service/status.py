@@ -10,12 +10,12 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from edge_agent.agent.protocol import ModelHandle
-from edge_agent.protocol.wire import PROTOCOL_VERSION, DaemonState
-from edge_agent.service.config import DaemonSettings
-from edge_agent.service.lifecycle import Lifecycle
-from edge_agent.service.reports import counter_report, model_info
-from edge_agent.service.runqueue import RunQueue
+from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.protocol.wire import PROTOCOL_VERSION, DaemonState
+from edge_agentd.service.config import DaemonSettings
+from edge_agentd.service.lifecycle import Lifecycle
+from edge_agentd.service.reports import counter_report, model_info
+from edge_agentd.service.runqueue import RunQueue
 
 _REPLY_ENVELOPE = {"v", "id", "kind", "op"}
 
@@ -46,7 +46,8 @@ class StatusReport:
         self.model_spec = ""
 
     def reply(self, request_id: str | None, envelope: list[bytes] | None = None) -> dict[str, Any]:
-        """The ``status`` result: a :class:`~edge_agent.protocol.wire.StatusResult` map, wire order.
+        """The ``status`` result: a :class:`~edge_agentd.protocol.wire.StatusResult` map, in
+        wire order.
         Asked over the socket (``envelope``), it names the running run's id only to the
         connection that started it: ids are not told to other clients.
 

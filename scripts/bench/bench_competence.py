@@ -31,7 +31,7 @@ Strategies, asked interleaved question by question in the same run:
   user would write it (results sent back as user turns "Result of <skill>: <json>").
 
 The daemons are real ``edge-agent serve --model default`` processes, asked over their socket
-with ``edge_agent.client.Client``, as users ask them. Every strategy gets the same
+with ``edge_agentd.client.Client``, as users ask them. Every strategy gets the same
 ``--max-iterations`` per question (default 6).
 
 Per question it records the outcome, answer, whether it was correct, the model calls (model
@@ -74,12 +74,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edge_agent.agent.loop import Agent
-from edge_agent.agent.registry import Registry
-from edge_agent.client.zmqclient import Client, DaemonError
-from edge_agent.model.scripted import MockModel
-from edge_agent.skills import register_builtins
-from edge_agent.skills.onewire import crc8
+from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.registry import Registry
+from edge_agentd.client.zmqclient import Client, DaemonError
+from edge_agentd.model.scripted import MockModel
+from edge_agentd.skills import register_builtins
+from edge_agentd.skills.onewire import crc8
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from competence_scoring import (
@@ -738,7 +738,7 @@ class DaemonStrategy:
 
     def _start(self, strategy: str | None) -> None:
         exe = Path(sys.executable).with_name("edge-agent")
-        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "edge_agent.cli"]
+        command = [str(exe)] if exe.exists() else [sys.executable, "-m", "edge_agentd.cli"]
         command += ["serve", "--model", "default", "--config", str(self._config(strategy)),
                     "--endpoint", self.endpoint, "--log-level", "WARNING"]  # fmt: skip
         env = {
@@ -826,8 +826,8 @@ class PeerStrategy:
         from llama_cpp import Llama
         from peer_llama import guard_high_level_llama
 
-        from edge_agent.model.embedded import default_model_path
-        from edge_agent.model.sizing import default_threads
+        from edge_agentd.model.embedded import default_model_path
+        from edge_agentd.model.sizing import default_threads
 
         guard_high_level_llama()
 

@@ -31,10 +31,10 @@ from typing import Any
 import msgpack
 import zmq
 
-from edge_agent.agent.events import STATE_ADAPTER, AgentState
-from edge_agent.agent.loop import Agent
-from edge_agent.agent.registry import Registry
-from edge_agent.model.scripted import MockModel
+from edge_agentd.agent.events import STATE_ADAPTER, AgentState
+from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.registry import Registry
+from edge_agentd.model.scripted import MockModel
 
 # The daemon's command line, shared with the tests (tests/ is a folder, not a package).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))

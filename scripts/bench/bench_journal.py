@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edge_agent.client.zmqclient import Client, DaemonError
+from edge_agentd.client.zmqclient import Client, DaemonError
 
 # The daemon's command line, shared with the tests (tests/ is a folder, not a package).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench_restart import serving
 
-from edge_agent.client.zmqclient import Client
+from edge_agentd.client.zmqclient import Client
 
 QUERIES = [
     "What is the CPU temperature?",
@@ -52,24 +52,24 @@ import sys
 sys.path.insert(0, {str(Path(__file__).parent)!r})
 from bench_memory import memory
 steps = [("interpreter (with this script's zmq client)", memory())]
-import edge_agent.agent, edge_agent.model.loading as loading
+import edge_agentd.agent, edge_agentd.model.loading as loading
 steps.append(("imports (agent, numpy, llama.cpp bindings)", memory()))
-from edge_agent.model.bindings import llama_cpp as lib
-from edge_agent.model.embedded import default_model_path
+from edge_agentd.model.bindings import llama_cpp as lib
+from edge_agentd.model.embedded import default_model_path
 path = default_model_path()[0] if {model!r} == "default" else {model!r}
 lib.llama_backend_init()
 params = lib.llama_model_default_params(); params.vocab_only = True
 vocab = lib.llama_model_load_from_file(str(path).encode(), params)
 steps.append(("llama.cpp's vocabulary tables", memory()))
 lib.llama_model_free(vocab)
-from edge_agent.model.runtime import trim_heap
+from edge_agentd.model.runtime import trim_heap
 trim_heap()
 steps.append(("(vocabulary freed)", memory()))
 model = loading.load_model(None if {model!r} == "default" else {model!r}, n_ctx={n_ctx})
 steps.append(("model, context (KV cache, compute buffer), vocabulary", memory()))
-from edge_agent import Agent
-from edge_agent.skills import register_builtins
-from edge_agent import Registry
+from edge_agentd import Agent
+from edge_agentd.skills import register_builtins
+from edge_agentd import Registry
 registry = Registry(); register_builtins(registry)
 model.warm_up(Agent(model, registry).preamble())
 steps.append(("after warm-up (compute buffer touched)", memory()))

@@ -27,11 +27,11 @@ from typing import Any
 
 from decoders import decoding, measure
 
-from edge_agent import Agent, AgentState, CallSkillAction, FinalAnswerAction, Registry, Usage
-from edge_agent.agent.evidence import answer_pattern, answer_schema, copyable
-from edge_agent.agent.guidance import ANSWER_HEAD
-from edge_agent.model.llama import LlamaModel
-from edge_agent.model.loading import load_model
+from edge_agentd import Agent, AgentState, CallSkillAction, FinalAnswerAction, Registry, Usage
+from edge_agentd.agent.evidence import answer_pattern, answer_schema, copyable
+from edge_agentd.agent.guidance import ANSWER_HEAD
+from edge_agentd.model.llama import LlamaModel
+from edge_agentd.model.loading import load_model
 
 QUERIES = [
     "What is the temperature of the living room sensor?",

@@ -2,7 +2,7 @@
 on the broker.
 
 1. Round trip: one `edge-agent serve --model mock:FILE` daemon with [mqtt] on, a local Mosquitto;
-   the same mock run asked N times over ZeroMQ (edge_agent.client.Client) and N times over MQTT v5
+   the same mock run asked N times over ZeroMQ (edge_agentd.client.Client) and N times over MQTT v5
    (Response Topic + Correlation Data), sequentially. Reported: p50/p90 and the ratio of p50s.
 2. Fleet: N simulated nodes on one broker, each doing on the wire what a bridge does (Last Will,
    retained status/info, 8 retained discovery configs, 5 sensor readings refreshed every second,
@@ -36,9 +36,9 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from edge_agent.client.zmqclient import Client
-from edge_agent.protocol.mqttwire import Topics
-from edge_agent.service.mqtt.discovery import Discovery, Reading, encode_config
+from edge_agentd.client.zmqclient import Client
+from edge_agentd.protocol.mqttwire import Topics
+from edge_agentd.service.mqtt.discovery import Discovery, Reading, encode_config
 
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 ANSWER = json.dumps({"final_answer": "It is 21 C."})
@@ -121,7 +121,7 @@ def round_trips(port: int, runs: int, directory: Path) -> dict[str, Any]:
     )
     endpoint = f"ipc://{directory / 'agent.sock'}"
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "edge_agent.cli", "serve", "--model", f"mock:{mock}",
+        [sys.executable, "-m", "edge_agentd.cli", "serve", "--model", f"mock:{mock}",
          "--endpoint", endpoint, "--config", str(config), "--log-level", "WARNING"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "XDG_STATE_HOME": str(directory)},  # its journal, not the user's

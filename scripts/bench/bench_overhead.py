@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent import Agent, Registry
+from edge_agentd import Agent, Registry
 
 N_SKILLS = 20
 N_CALLS = 11

@@ -100,10 +100,10 @@ def ask_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Ask every question of every strategy in-process; one record per (question, strategy)."""
     import bench_competence as comp
 
-    from edge_agent import Agent, load_model
-    from edge_agent.agent.events import EVENT_ADAPTER
-    from edge_agent.agent.guidance import Guidance
-    from edge_agent.agent.prompt import render_event
+    from edge_agentd import Agent, load_model
+    from edge_agentd.agent.events import EVENT_ADAPTER
+    from edge_agentd.agent.guidance import Guidance
+    from edge_agentd.agent.prompt import render_event
 
     questions = comp.select_questions(args.split, args.limit)
     workdir = Path(tempfile.mkdtemp(prefix="bench-pi-"))

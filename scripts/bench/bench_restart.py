@@ -61,7 +61,7 @@ def serving(
     }
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "edge_agent.cli", "serve", "--config", str(config),
+        [sys.executable, "-m", "edge_agentd.cli", "serve", "--config", str(config),
          "--endpoint", endpoint, "--log-level", "WARNING"],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -99,9 +99,9 @@ def start_to_ready(model: str, n_ctx: int, cache: Path) -> float:
 
 def preamble_tokens(model: str, n_ctx: int) -> tuple[int, int]:
     """The daemon's preamble in tokens (built-in skills), and the state file's size in bytes."""
-    from edge_agent import Agent, Registry
-    from edge_agent.model.loading import load_model
-    from edge_agent.skills import register_builtins
+    from edge_agentd import Agent, Registry
+    from edge_agentd.model.loading import load_model
+    from edge_agentd.skills import register_builtins
 
     registry = Registry()
     register_builtins(registry)

@@ -86,7 +86,7 @@ def daemon(workdir: Path, name: str, config: str, sysfs: Path) -> Iterator[subpr
     command = [
         sys.executable,
         "-m",
-        "edge_agent.cli",
+        "edge_agentd.cli",
         "serve",
         "--model",
         f"mock:{mock}",
@@ -99,7 +99,7 @@ def daemon(workdir: Path, name: str, config: str, sysfs: Path) -> Iterator[subpr
     ]
     process = subprocess.Popen(command, env=env)
     try:
-        from edge_agent.client.zmqclient import Client, DaemonError
+        from edge_agentd.client.zmqclient import Client, DaemonError
 
         until = time.monotonic() + 60
         while True:
@@ -138,13 +138,13 @@ def idle_cpu(seconds: float, check_every: float) -> tuple[float, float]:
 
 def crossing_times(crossings: int) -> tuple[list[float], list[float]]:
     """Seconds from each crossing's sysfs write, and from its check's reading, to the queued run."""
-    from edge_agent.agent.registry import Registry
-    from edge_agent.model.scripted import MockModel
-    from edge_agent.service.config import parse_settings
-    from edge_agent.service.server import Server, ServerOptions
-    from edge_agent.service.systemd import Notifier
-    from edge_agent.service.triggers.firing import Firing
-    from edge_agent.skills import register_builtins
+    from edge_agentd.agent.registry import Registry
+    from edge_agentd.model.scripted import MockModel
+    from edge_agentd.service.config import parse_settings
+    from edge_agentd.service.server import Server, ServerOptions
+    from edge_agentd.service.systemd import Notifier
+    from edge_agentd.service.triggers.firing import Firing
+    from edge_agentd.skills import register_builtins
 
     with tempfile.TemporaryDirectory(prefix="bench-triggers-") as tmp:
         sysfs = Path(tmp) / "sys"

@@ -1,10 +1,10 @@
 """The ways of decoding a reply that the daemon's way is measured against, and what it decoded.
 
-The daemon's :class:`~edge_agent.model.decoding.Decoder` asks the grammar about the sampled token
+The daemon's :class:`~edge_agentd.model.decoding.Decoder` asks the grammar about the sampled token
 first and takes forced text without sampling. :class:`MeasuredDecoder` is that decoder with the
 two switches the benchmarks (bench_model.py) and tests/test_forced_tokens.py compare it with, and
 it keeps the counts of the last reply (tokens sampled, forced, led with). :func:`measure` puts one
-into a loaded :class:`~edge_agent.model.llama.LlamaModel`; the package itself carries none of it.
+into a loaded :class:`~edge_agentd.model.llama.LlamaModel`; the package itself carries none of it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import numpy.typing as npt
 
-from edge_agent.model.constrained import ActionGrammar
-from edge_agent.model.decoding import Decoder, Forced, Reply
-from edge_agent.model.llama import LlamaModel
+from edge_agentd.model.constrained import ActionGrammar
+from edge_agentd.model.decoding import Decoder, Forced, Reply
+from edge_agentd.model.llama import LlamaModel
 
 _NOTHING = Forced(b"", [], False)
 

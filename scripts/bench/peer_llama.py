@@ -3,7 +3,7 @@
 The benchmarks' peer (bench_competence.py) and the systemd sandbox test's workload load a model
 through llama-cpp-python's high-level ``Llama``, not the daemon's runtime. On a CPU with Intel
 AMX a native build routes its matrix products through kernels that crash on the embedded Gemma
-(see ``edge_agent.model.runtime.extra_buffers_safe``); the daemon's runtime turns them off there,
+(see ``edge_agentd.model.runtime.extra_buffers_safe``); the daemon's runtime turns them off there,
 and :func:`guard_high_level_llama` makes ``Llama`` do the same. It patches llama_cpp's defaults,
 which is why it lives here, with the scripts and tests that need it, not in the package.
 """
@@ -16,8 +16,8 @@ from typing import Any
 def guard_high_level_llama() -> None:
     """Make ``llama_cpp.Llama`` load models with :func:`extra_buffers_safe`'s choice too: it reads
     its defaults from ``llama_model_default_params``."""
-    from edge_agent.model.bindings import llama_cpp
-    from edge_agent.model.runtime import extra_buffers_safe
+    from edge_agentd.model.bindings import llama_cpp
+    from edge_agentd.model.runtime import extra_buffers_safe
 
     defaults = llama_cpp.llama_model_default_params
     if getattr(defaults, "guarded", False):

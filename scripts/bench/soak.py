@@ -22,8 +22,8 @@ Exit status 0 when the daemon survived, answered every normal request exactly on
 and threads came back to where they were and its RSS within ``--rss-slack-mib`` (default 20);
 else 1. ``--json`` prints the figures as one JSON object.
 
-To compare with another tree, run it with that tree first on PYTHONPATH (with an ``edge_agent``
-link to its ``daemon/``): the daemon is started with this interpreter and ``-m edge_agent.cli``.
+To compare with another tree, run it with that tree first on PYTHONPATH (with an ``edge_agentd``
+link to its ``daemon/``): the daemon is started with this interpreter and ``-m edge_agentd.cli``.
 
 Usage: python scripts/bench/soak.py [--seconds 600] [--only soak|flood|non-reader] [--mqtt 2]
        [--clients 24] [--cap 16] [--json]
@@ -118,7 +118,7 @@ def daemon(
     )
     sock = workdir / "agent.sock"
     endpoint = endpoint or f"ipc://{sock}"
-    command = [sys.executable, "-m", "edge_agent.cli", "serve", "--model", f"mock:{script}"]
+    command = [sys.executable, "-m", "edge_agentd.cli", "serve", "--model", f"mock:{script}"]
     command += ["--config", str(config), "--endpoint", endpoint]
     if fd_limit is not None:
         setup = (

@@ -2,14 +2,14 @@
 
 It is composed of four parts, each owning its state (docs/mqtt.md is the outside view):
 
-- :class:`~edge_agent.service.mqtt.broker.BrokerConnection`, the paho connection (its network
+- :class:`~edge_agentd.service.mqtt.broker.BrokerConnection`, the paho connection (its network
   thread runs the callbacks, reconnects with backoff, and holds unacknowledged publishes);
-- :class:`~edge_agent.service.mqtt.daemonlink.DaemonLink`, the link to the daemon: a ZeroMQ
-  :class:`~edge_agent.client.zmqclient.Client` in its own supervised thread, so an ask over MQTT
+- :class:`~edge_agentd.service.mqtt.daemonlink.DaemonLink`, the link to the daemon: a ZeroMQ
+  :class:`~edge_agentd.client.zmqclient.Client` in its own supervised thread, so an ask over MQTT
   meets the same queue, limits, ``busy``, deadlines and counters as one over ZeroMQ;
-- :class:`~edge_agent.service.mqtt.homeassistant.HomeAssistant`, the retained topics (info, the
+- :class:`~edge_agentd.service.mqtt.homeassistant.HomeAssistant`, the retained topics (info, the
   busy light, the answer sensor) and the discovery configs;
-- :class:`~edge_agent.service.mqtt.sensors.SensorPublisher`, the sensor readings in their own
+- :class:`~edge_agentd.service.mqtt.sensors.SensorPublisher`, the sensor readings in their own
   thread.
 
 This module routes between them: a message from the broker becomes an ask for the link, and the
@@ -28,8 +28,8 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from edge_agent.agent.registry import Registry
-from edge_agent.protocol.mqttwire import (
+from edge_agentd.agent.registry import Registry
+from edge_agentd.protocol.mqttwire import (
     OFFLINE,
     Ask,
     AskError,
@@ -37,21 +37,21 @@ from edge_agent.protocol.mqttwire import (
     parse_ask,
     reply_payload,
 )
-from edge_agent.protocol.wire import ErrorCode
-from edge_agent.service.mqtt.broker import BrokerConnection
-from edge_agent.service.mqtt.daemonlink import (
+from edge_agentd.protocol.wire import ErrorCode
+from edge_agentd.service.mqtt.broker import BrokerConnection
+from edge_agentd.service.mqtt.daemonlink import (
     DRAIN_S,
     WAITING_LIMIT,
     DaemonLink,
     Pending,
     error_reply,
 )
-from edge_agent.service.mqtt.discovery import Reading
-from edge_agent.service.mqtt.homeassistant import HomeAssistant
-from edge_agent.service.mqtt.sensors import SensorPublisher
-from edge_agent.service.mqtt.settings import MqttSettings
-from edge_agent.service.mqtt.state import BridgeState, log
-from edge_agent.service.triggers.mqttevents import TriggerPublisher
+from edge_agentd.service.mqtt.discovery import Reading
+from edge_agentd.service.mqtt.homeassistant import HomeAssistant
+from edge_agentd.service.mqtt.sensors import SensorPublisher
+from edge_agentd.service.mqtt.settings import MqttSettings
+from edge_agentd.service.mqtt.state import BridgeState, log
+from edge_agentd.service.triggers.mqttevents import TriggerPublisher
 
 FLUSH_S = 5.0
 """At shutdown, how long unsent replies and the ``offline`` status may take to reach the broker."""

@@ -27,9 +27,9 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
-from edge_agent.protocol.mqttwire import OFFLINE, Topics, under
-from edge_agent.service.mqtt.settings import MqttSettings
-from edge_agent.service.mqtt.state import BridgeState, log
+from edge_agentd.protocol.mqttwire import OFFLINE, Topics, under
+from edge_agentd.service.mqtt.settings import MqttSettings
+from edge_agentd.service.mqtt.state import BridgeState, log
 
 
 def reply_properties(correlation: bytes | None) -> Properties:

@@ -1,4 +1,4 @@
-"""The bridge's link to the daemon: one :class:`~edge_agent.client.zmqclient.Client`, many asks.
+"""The bridge's link to the daemon: one :class:`~edge_agentd.client.zmqclient.Client`, many asks.
 
 The link is a client of the daemon like any other, on one of its bound endpoints, so an ask over
 MQTT meets the same queue, limits, ``busy``, deadlines and counters as one over ZeroMQ. Its thread
@@ -25,12 +25,12 @@ from typing import Any
 
 import zmq
 
-from edge_agent.client.zmqclient import Client, DaemonError
-from edge_agent.protocol.mqttwire import Ask
-from edge_agent.protocol.wire import PROTOCOL_VERSION, ErrorCode
-from edge_agent.service.mqtt.discovery import QUESTION_MAX_CHARS
-from edge_agent.service.mqtt.journal import source_problem, with_journal_key
-from edge_agent.service.mqtt.state import BridgeState, log
+from edge_agentd.client.zmqclient import Client, DaemonError
+from edge_agentd.protocol.mqttwire import Ask
+from edge_agentd.protocol.wire import PROTOCOL_VERSION, ErrorCode
+from edge_agentd.service.mqtt.discovery import QUESTION_MAX_CHARS
+from edge_agentd.service.mqtt.journal import source_problem, with_journal_key
+from edge_agentd.service.mqtt.state import BridgeState, log
 
 WAITING_LIMIT = 64
 """Asks between the broker and the daemon's answer: waiting here to be sent, or sent and not yet

@@ -26,9 +26,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from edge_agent.agent.registry import Registry
-from edge_agent.protocol.mqttwire import OFFLINE, ONLINE, Topics
-from edge_agent.service.triggers.mqttevents import trigger_event_configs
+from edge_agentd.agent.registry import Registry
+from edge_agentd.protocol.mqttwire import OFFLINE, ONLINE, Topics
+from edge_agentd.service.triggers.mqttevents import trigger_event_configs
 
 log = logging.getLogger(__name__)
 

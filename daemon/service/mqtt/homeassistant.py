@@ -1,5 +1,5 @@
 """What the node tells the broker about itself: ``info``, the busy light, the answer sensor, and
-Home Assistant's discovery configs (built by :mod:`edge_agent.service.mqtt.discovery`).
+Home Assistant's discovery configs (built by :mod:`edge_agentd.service.mqtt.discovery`).
 
 It owns what it has learnt of the daemon (its last ``status``, busy or not) and publishes on a
 change, on each connect, and when Home Assistant announces itself.
@@ -12,12 +12,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.agent.registry import Registry
-from edge_agent.protocol.mqttwire import ONLINE
-from edge_agent.protocol.wire import PROTOCOL_VERSION
-from edge_agent.service.mqtt.broker import BrokerConnection
-from edge_agent.service.mqtt.daemonlink import Pending
-from edge_agent.service.mqtt.discovery import (
+from edge_agentd.agent.registry import Registry
+from edge_agentd.protocol.mqttwire import ONLINE
+from edge_agentd.protocol.wire import PROTOCOL_VERSION
+from edge_agentd.service.mqtt.broker import BrokerConnection
+from edge_agentd.service.mqtt.daemonlink import Pending
+from edge_agentd.service.mqtt.discovery import (
     ANSWER_STATE_MAX_CHARS,
     QUESTION_MAX_CHARS,
     Discovery,
@@ -25,7 +25,7 @@ from edge_agent.service.mqtt.discovery import (
     encode_config,
     package_version,
 )
-from edge_agent.service.mqtt.state import log
+from edge_agentd.service.mqtt.state import log
 
 
 class HomeAssistant:

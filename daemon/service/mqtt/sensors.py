@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from edge_agent.agent.registry import Registry
-from edge_agent.service.mqtt.discovery import Reading, collect_readings
-from edge_agent.service.mqtt.state import BridgeState, log
+from edge_agentd.agent.registry import Registry
+from edge_agentd.service.mqtt.discovery import Reading, collect_readings
+from edge_agentd.service.mqtt.state import BridgeState, log
 
 FIRST_READINGS_WAIT_S = 5.0
 """How long the bridge waits for the first readings before it connects (so the first discovery

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from edge_agent.protocol.mqttwire import (
+from edge_agentd.protocol.mqttwire import (
     DEFAULT_DISCOVERY_PREFIX,
     DEFAULT_PREFIX,
     check_node_id,

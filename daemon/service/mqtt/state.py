@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any, Literal
 
-log = logging.getLogger("edge_agent.service.mqtt")
+log = logging.getLogger("edge_agentd.service.mqtt")
 
 BrokerLinkState = Literal["connecting", "connected", "disconnected", "refused", "stopped", "failed"]
 DaemonLinkState = Literal["starting", "up", "restarting", "failed", "stopped"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from edge_agent.agent.registry import Registry
-from edge_agent.service.config import ConfigError, Settings
-from edge_agent.service.mqtt.settings import MqttSettings, read_password
+from edge_agentd.agent.registry import Registry
+from edge_agentd.service.config import ConfigError, Settings
+from edge_agentd.service.mqtt.settings import MqttSettings, read_password
 
 if TYPE_CHECKING:
-    from edge_agent.service.mqtt.bridge import MqttBridge
+    from edge_agentd.service.mqtt.bridge import MqttBridge
 
 _WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "*": "127.0.0.1"}
 
@@ -42,10 +42,10 @@ def make_bridge(settings: Settings, registry: Registry) -> MqttBridge | None:
     if section is None:
         return None
     try:
-        from edge_agent.service.mqtt.bridge import MqttBridge  # noqa: PLC0415 - optional extra
+        from edge_agentd.service.mqtt.bridge import MqttBridge  # noqa: PLC0415 - optional extra
     except ImportError as exc:
         raise ConfigError(
-            f"[mqtt] needs the mqtt extra: pip install 'edge-agent[mqtt]' ({exc})"
+            f"[mqtt] needs the mqtt extra: pip install 'paho-mqtt>=2.1' ({exc})"
         ) from None
     try:
         password = read_password(section)
@@ -65,14 +65,14 @@ def make_bridge(settings: Settings, registry: Registry) -> MqttBridge | None:
 
 EXIT_OK = 0
 EXIT_CONFIG = 78
-"""The exit code ``edge-agent`` gives a config error (see edge_agent.cli)."""
+"""The exit code ``edge-agent`` gives a config error (see edge_agentd.cli)."""
 
 
 def discovery_preview(settings: Settings) -> dict[str, Any]:
     """Every retained discovery config the config's node would publish now, by topic."""
-    from edge_agent.protocol.mqttwire import Topics  # noqa: PLC0415
-    from edge_agent.service.assembly import load_skills  # noqa: PLC0415
-    from edge_agent.service.mqtt.discovery import (  # noqa: PLC0415
+    from edge_agentd.protocol.mqttwire import Topics  # noqa: PLC0415
+    from edge_agentd.service.assembly import load_skills  # noqa: PLC0415
+    from edge_agentd.service.mqtt.discovery import (  # noqa: PLC0415
         Discovery,
         collect_readings,
         package_version,
@@ -98,12 +98,12 @@ def ha_discovery_command(args: argparse.Namespace) -> int:
     import logging  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
-    from edge_agent.service.config import load_settings  # noqa: PLC0415
+    from edge_agentd.service.config import load_settings  # noqa: PLC0415
 
     try:
         settings = load_settings(args.config)
     except ConfigError as exc:
-        logging.getLogger("edge_agent.cli").error("config error: %s", exc)
+        logging.getLogger("edge_agentd.cli").error("config error: %s", exc)
         return EXIT_CONFIG
     section = mqtt_settings(settings)
     if section is None or not section.discovery:

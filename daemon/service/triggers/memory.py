@@ -15,7 +15,7 @@ import logging
 import sqlite3
 from pathlib import Path
 
-from edge_agent.service.triggers.firing import SOURCE_PREFIX, Remembered
+from edge_agentd.service.triggers.firing import SOURCE_PREFIX, Remembered
 
 log = logging.getLogger(__name__)
 

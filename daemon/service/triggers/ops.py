@@ -9,27 +9,27 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from edge_agent.agent.workflow import Workflow
-from edge_agent.protocol.triggerwire import (
+from edge_agentd.agent.workflow import Workflow
+from edge_agentd.protocol.triggerwire import (
     TriggersRequest,
     TriggersResult,
     WatchRequest,
     WatchResult,
 )
-from edge_agent.protocol.wire import ErrorCode, EventReply, encode
-from edge_agent.service.config import Settings
-from edge_agent.service.jobs import Finished, Job
-from edge_agent.service.journal import Journal
-from edge_agent.service.replies import Replies
-from edge_agent.service.router import RouterSocket
-from edge_agent.service.runqueue import RunQueue
-from edge_agent.service.triggers.firing import Firing
-from edge_agent.service.triggers.memory import JournalMemory
-from edge_agent.service.triggers.report import status_summary, trigger_entries
-from edge_agent.service.triggers.runner import TriggerRunner
+from edge_agentd.protocol.wire import ErrorCode, EventReply, encode
+from edge_agentd.service.config import Settings
+from edge_agentd.service.jobs import Finished, Job
+from edge_agentd.service.journal import Journal
+from edge_agentd.service.replies import Replies
+from edge_agentd.service.router import RouterSocket
+from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.triggers.firing import Firing
+from edge_agentd.service.triggers.memory import JournalMemory
+from edge_agentd.service.triggers.report import status_summary, trigger_entries
+from edge_agentd.service.triggers.runner import TriggerRunner
 
 if TYPE_CHECKING:
-    from edge_agent.service.server import ServerOptions
+    from edge_agentd.service.server import ServerOptions
 
 log = logging.getLogger(__name__)
 

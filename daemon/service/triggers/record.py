@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from edge_agent.agent.supervision import RunThread
-from edge_agent.service.triggers.condition import Condition, Reading
-from edge_agent.service.triggers.settings import TriggerSettings
+from edge_agentd.agent.supervision import RunThread
+from edge_agentd.service.triggers.condition import Condition, Reading
+from edge_agentd.service.triggers.settings import TriggerSettings
 
 
 @dataclasses.dataclass(eq=False)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from edge_agent.service.triggers.record import TriggerRecord
-from edge_agent.service.triggers.runner import TriggerRunner
-from edge_agent.service.triggers.schedule import describe
+from edge_agentd.service.triggers.record import TriggerRecord
+from edge_agentd.service.triggers.runner import TriggerRunner
+from edge_agentd.service.triggers.schedule import describe
 
 
 def _starts(record: TriggerRecord) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def _next(record: TriggerRecord) -> float | None:
 
 
 def trigger_entries(runner: TriggerRunner) -> list[dict[str, Any]]:
-    """One :class:`~edge_agent.protocol.wire.TriggerEntry` map per trigger, in config order."""
+    """One :class:`~edge_agentd.protocol.wire.TriggerEntry` map per trigger, in config order."""
     zone = runner.clock.zone
     with runner.lock:
         now = runner.clock.now()

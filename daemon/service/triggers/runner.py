@@ -17,11 +17,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from edge_agent.agent.registry import Registry
-from edge_agent.agent.run import SkillStillRunning
-from edge_agent.agent.supervision import RunThreads, shared_run_threads
-from edge_agent.service.triggers.condition import Condition, Reading, read_field
-from edge_agent.service.triggers.firing import (
+from edge_agentd.agent.registry import Registry
+from edge_agentd.agent.run import SkillStillRunning
+from edge_agentd.agent.supervision import RunThreads, shared_run_threads
+from edge_agentd.service.triggers.condition import Condition, Reading, read_field
+from edge_agentd.service.triggers.firing import (
     Firing,
     NoMemory,
     Remembered,
@@ -29,8 +29,8 @@ from edge_agent.service.triggers.firing import (
     firing_query,
     result_message,
 )
-from edge_agent.service.triggers.record import Check, TriggerRecord
-from edge_agent.service.triggers.schedule import (
+from edge_agentd.service.triggers.record import Check, TriggerRecord
+from edge_agentd.service.triggers.schedule import (
     LATE_GRACE_S,
     Clock,
     SystemClock,
@@ -38,7 +38,7 @@ from edge_agent.service.triggers.schedule import (
     next_at,
     next_every,
 )
-from edge_agent.service.triggers.settings import TriggerSettings
+from edge_agentd.service.triggers.settings import TriggerSettings
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """``[[triggers]]`` in the config: what starts each trigger and what it runs, checked.
 
-Parsed as part of :class:`~edge_agent.service.config.Settings` (so a mistake is a ConfigError with
+Parsed as part of :class:`~edge_agentd.service.config.Settings` (so a mistake is a ConfigError with
 the file, the line and the key); :func:`trigger_lines` tells config.py where each trigger's keys
 are, and :func:`check_triggers` holds them to the registry and the workflows once both exist.
 """
@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from edge_agent.agent.registry import Registry
+from edge_agentd.agent.registry import Registry
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 MAX_DURATION_S = 7 * 24 * 3600.0
