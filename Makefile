@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # llama-cpp-python compiles llama.cpp on first install; both cores make that about twice as fast.
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: test deps venv-deps lint typecheck pytest run bench clean
+.PHONY: test deps venv-deps lint typecheck pytest run demo bench clean
 
 # What pip cannot bring comes from apt-get: the venv module (python3-venv), a C++ compiler for
 # llama-cpp-python when pip has no wheel for it, and for the tests Debian's systemd (systemd-analyze,
@@ -62,6 +62,10 @@ pytest: $(STAMP) | deps
 
 run: $(STAMP)
 	$(BIN)/edge-agent serve --model default
+
+# The same on a simulated Raspberry Pi's sensors, for a machine that has none (README, "Try it").
+demo: $(STAMP)
+	$(BIN)/edge-agent serve --model default --demo
 
 # Each benchmark exits non-zero when a budget is missed; every one in scripts/bench/ runs, each
 # verdict is printed, and make fails if any missed.

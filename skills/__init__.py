@@ -12,6 +12,7 @@ from typing import Any
 
 from edge_agentd.agent.registry import DEFAULT_TIMEOUT_S, Registry
 from edge_agentd.skills.clock import Clock
+from edge_agentd.skills.demo import DEMO_NOTE
 from edge_agentd.skills.sensors import Sensors
 from edge_agentd.skills.sysfs import (
     DEFAULT_PROC_ROOT,
@@ -69,6 +70,7 @@ def register_builtins(
     proc_root: str | os.PathLike[str] | None = None,
     disk_path: str | os.PathLike[str] = "/",
     clock: Clock | None = None,
+    demo: bool = False,
 ) -> None:
     """Add the built-in skills to ``registry``.
 
@@ -77,7 +79,8 @@ def register_builtins(
     place asked about off the device: pass True, or an :class:`OpenMeteo` to point it elsewhere.
     ``timeouts`` maps skill names to seconds, replacing the 2 s default.
     Raises ``SkillNameClash`` when a built-in name is already taken, and ``ValueError`` for a
-    timeout naming no built-in skill.
+    timeout naming no built-in skill. ``demo`` says ``sysfs_root`` is the demo device's tree
+    (:mod:`edge_agentd.skills.demo`): each sensor result then says it is simulated.
     """
     if not isinstance(registry, Registry):
         raise TypeError(f"register_builtins needs a Registry, not {type(registry).__name__}")
@@ -85,7 +88,10 @@ def register_builtins(
     unknown = sorted(set(timeouts) - set(BUILTIN_NAMES))
     if unknown:
         raise ValueError(f"timeouts name no built-in skill: {', '.join(unknown)}")
-    sensors = Sensors(Root(resolve_root(sysfs_root, SYSFS_ROOT_ENV, DEFAULT_SYSFS_ROOT)))
+    sensors = Sensors(
+        Root(resolve_root(sysfs_root, SYSFS_ROOT_ENV, DEFAULT_SYSFS_ROOT)),
+        demo_note=DEMO_NOTE if demo else None,
+    )
     system = System(
         Root(resolve_root(proc_root, PROC_ROOT_ENV, DEFAULT_PROC_ROOT), PROC_MAX_BYTES),
         disk_path,

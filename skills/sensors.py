@@ -26,10 +26,18 @@ scored against, and a house of 1-Wire probes has many pairs."""
 
 
 class Sensors:
-    """The sensors under one sysfs root, and the skills that read them."""
+    """The sensors under one sysfs root, and the skills that read them.
 
-    def __init__(self, root: Root) -> None:
+    ``demo_note``, for the demo device's tree, goes into every result under ``demo``: an answer
+    drawn from it must never pass for this machine's own reading."""
+
+    def __init__(self, root: Root, demo_note: str | None = None) -> None:
         self.root = root
+        self.demo_note = demo_note
+
+    def _said(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result``, marked as the demo device's when it is."""
+        return result if self.demo_note is None else {**result, "demo": self.demo_note}
 
     def discover(self) -> list[Sensor]:
         """Every sensor found, with names made unique (a second ``bme280`` is ``bme280_2``)."""
@@ -108,7 +116,7 @@ class Sensors:
                 "device reports no CPU temperature"
             )
         (value,) = zone.read()
-        return {"sensor": zone.name, "label": zone.label, **value.as_dict()}
+        return self._said({"sensor": zone.name, "label": zone.label, **value.as_dict()})
 
     def list_sensors(self, quantity: str | None = None) -> dict[str, Any]:
         """Every sensor on this device, or with quantity those that measure it: its name (to pass
@@ -124,7 +132,7 @@ class Sensors:
         result["sensors"] = [s.describe() for s in measuring]
         if not found:
             result["note"] = f"no sensors were found (looked in {self._where()})"
-        return result
+        return self._said(result)
 
     def read_sensor(self, name: str, quantity: str | None = None) -> dict[str, Any]:
         """Current value of one sensor, with units; name is a name given by list_sensors, and
@@ -141,12 +149,14 @@ class Sensors:
                 # A 1-Wire probe's name is its id: said as such, "which ID does it have?" is
                 # asked about a word the result holds (docs/skills.md).
                 found = {"id": sensor.device_id} if sensor.device_id else {}
-                return {
-                    "sensor": sensor.name,
-                    **found,
-                    "label": sensor.label,
-                    "readings": [r.as_dict() for r in readings],
-                }
+                return self._said(
+                    {
+                        "sensor": sensor.name,
+                        **found,
+                        "label": sensor.label,
+                        "readings": [r.as_dict() for r in readings],
+                    }
+                )
         raise _unknown(name, sensors)
 
     def compare_sensors(
@@ -184,7 +194,7 @@ class Sensors:
         if a.value != b.value:
             higher, lower = (one, other) if a.value > b.value else (other, one)
             result["higher"], result["lower"] = higher.name, lower.name
-        return result
+        return self._said(result)
 
 
 def _called(sensor: Sensor) -> str:

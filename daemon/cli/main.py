@@ -94,6 +94,11 @@ def _add_serve(commands: Any) -> None:
         "--endpoint", action="append", help="bind here (repeatable; overrides config)"
     )
     serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="the sensor skills read a simulated Raspberry Pi (for a machine with no sensors)",
+    )
+    serve.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,  # `debug` as well as `DEBUG`

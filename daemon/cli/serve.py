@@ -6,25 +6,42 @@ import argparse
 import os
 import sys
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edge_agentd.cli.exits import EXIT_CONFIG, EXIT_UNAVAILABLE
+
+if TYPE_CHECKING:
+    import logging
 
 
 def serve(args: argparse.Namespace) -> int:
     import logging  # noqa: PLC0415 - the client commands start without it
-    import signal  # noqa: PLC0415
 
     from edge_agentd.cli.logs import configure  # noqa: PLC0415
 
     configure(args.log_level)  # `<N>` syslog priorities under systemd (journalctl -p err)
     log = logging.getLogger("edge_agentd.cli")
+    if not args.demo:
+        return _serve(args, log, None)
+    from edge_agentd.service.assembly import demo_device  # noqa: PLC0415
+
+    with demo_device() as tree:
+        return _serve(args, log, tree)
+
+
+def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | None) -> int:
+    import signal  # noqa: PLC0415
+
     from edge_agentd.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
     from edge_agentd.service.assembly import assemble  # noqa: PLC0415
     from edge_agentd.service.config import ConfigError  # noqa: PLC0415
     from edge_agentd.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
 
     try:
-        server = assemble(args.config, model=args.model, endpoints=args.endpoint)
+        server = assemble(
+            args.config, model=args.model, endpoints=args.endpoint, demo_device=demo_device
+        )
         bridge = make_bridge(server.settings, server.options.registry)  # None without [mqtt]
     except ConfigError as exc:
         log.error("config error: %s", exc)

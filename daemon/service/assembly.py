@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from edge_agentd.agent.protocol import ModelHandle
@@ -21,6 +23,7 @@ from edge_agentd.service.plugins import load_plugins
 from edge_agentd.service.server import Server, ServerOptions
 from edge_agentd.service.triggers.settings import check_triggers
 from edge_agentd.skills import BUILTIN_NAMES, register_builtins
+from edge_agentd.skills.demo import write_demo_device
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +97,13 @@ def check_embedded_model() -> None:
         raise ConfigError(f"{problem} whole ({', '.join(missing)} missing); {EXTRA_HINT}")
 
 
-def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
+def load_skills(
+    registry: Registry, settings: Settings, demo_device: Path | None = None
+) -> list[dict[str, str]]:
     """Register the built-in skills and the plugins, then apply ``[skills.timeouts]``.
 
+    With ``demo_device`` (the tree :func:`~edge_agentd.skills.demo.write_demo_device` wrote), the
+    sensor skills read it instead of ``[skills] sysfs_root``, and say so in every result.
     A problem registering is logged and returned, never raised (a broken plugin must not stop
     the daemon); a timeout naming no registered skill is a ConfigError (a typo must not go
     unnoticed, nor leave a skill on its default).
@@ -105,7 +112,12 @@ def load_skills(registry: Registry, settings: Settings) -> list[dict[str, str]]:
     options = settings.skills
     if options.builtins:
         try:
-            register_builtins(registry, sysfs_root=options.sysfs_root, weather=options.weather)
+            register_builtins(
+                registry,
+                sysfs_root=options.sysfs_root if demo_device is None else demo_device,
+                weather=options.weather,
+                demo=demo_device is not None,
+            )
         except Exception as exc:
             log.exception("the built-in skills failed to register")
             problems.append({"source": "edge_agentd.skills", "error": f"{exc!r}"})
@@ -161,13 +173,29 @@ def check_workflows(settings: Settings, registry: Registry, workflows: dict[str,
                 )
 
 
+@contextlib.contextmanager
+def demo_device() -> Iterator[Path]:
+    """The demo device's sysfs tree (``serve --demo``), in a directory of its own that is gone
+    with the daemon (but for SIGKILL, or the rare exit that cannot wait for its threads)."""
+    with tempfile.TemporaryDirectory(prefix="edge-agent-demo-") as place:
+        tree = write_demo_device(Path(place) / "sys")
+        log.warning(
+            "demo device: the sensor skills read a simulated Raspberry Pi under %s, not this "
+            "machine's sensors; every sensor result says so",
+            tree,
+        )
+        yield tree
+
+
 def assemble(
     config: str | Path | None,
     *,
     model: str | None = None,
     endpoints: list[str] | None = None,
+    demo_device: Path | None = None,
 ) -> Server:
-    """The daemon, ready to bind: ``model`` and ``endpoints`` override the config's.
+    """The daemon, ready to bind: ``model`` and ``endpoints`` override the config's, and
+    ``demo_device`` (``serve --demo``) its sensors.
 
     Raises ConfigError for anything wrong in the config, the model spec or the workflows.
     """
@@ -175,7 +203,7 @@ def assemble(
     spec = model or settings.model.path
     load_model = model_factory(spec, settings)  # first: a model that cannot load stops it all
     registry = get_registry()
-    problems = load_skills(registry, settings)
+    problems = load_skills(registry, settings, demo_device)
     workflows = settings.make_workflows()
     check_workflows(settings, registry, workflows)
     check_triggers(settings.triggers, registry, workflows, settings.problem)
@@ -196,6 +224,7 @@ __all__ = [
     "assemble",
     "check_embedded_model",
     "check_workflows",
+    "demo_device",
     "load_skills",
     "model_factory",
     "prefix_state_dir",
