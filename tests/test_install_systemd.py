@@ -13,6 +13,8 @@ import contextlib
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +30,7 @@ MODELS = "/opt/edge-agent/models"
 REPLIES = f"{MODELS}/replies.json"
 ASKER = "pi-user"
 ANSWER = "Answered by the installed service."
+SYSTEM_PYTHON = "/usr/bin/python3"  # install.sh's
 
 
 def _sandbox_unavailable() -> str | None:
@@ -35,6 +38,17 @@ def _sandbox_unavailable() -> str | None:
         return "booting a systemd in private namespaces needs root (CI runs as root)"
     if host_runs_systemd():
         return "the host runs systemd itself; a second manager must not share its cgroups"
+    ours = f"{sys.version_info.major}.{sys.version_info.minor}"
+    theirs = subprocess.run(
+        [SYSTEM_PYTHON, "-c", "import sys; print(*sys.version_info[:2], sep='.')"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+    if theirs != ours:
+        # The wheelhouse holds the compiled wheels of this interpreter's version.
+        return f"install.sh builds its venv from {SYSTEM_PYTHON} ({theirs}), the tests run {ours}"
     return None
 
 
@@ -58,15 +72,11 @@ def machine(tmp_path: Path) -> Iterator[InstallSandbox]:
         box.shutdown()
 
 
-def _install(
-    machine: InstallSandbox, wheelhouse: Path, *args: str
-) -> tuple[int, str]:
+def _install(machine: InstallSandbox, wheelhouse: Path, *args: str) -> tuple[int, str]:
     """install.sh as root on the machine, with pip finding its packages in the wheelhouse."""
     pip = offline_pip_env(wheelhouse)
     env = {name: pip[name] for name in pip if name.startswith("PIP_")}
-    done = machine.run(
-        "bash", str(machine.installer), *args, env=env, timeout_s=INSTALL_LIMIT_S
-    )
+    done = machine.run("bash", str(machine.installer), *args, env=env, timeout_s=INSTALL_LIMIT_S)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -74,7 +84,13 @@ def _ask(machine: InstallSandbox, user: str) -> tuple[int, str, str]:
     """`edge-agent ask` as a user of the machine would type it: the client on PATH, no
     endpoint (it finds the service's socket)."""
     done = machine.run(
-        "edge-agent", "ask", "--json", "--timeout", "120", "Are you there?", user=user,
+        "edge-agent",
+        "ask",
+        "--json",
+        "--timeout",
+        "120",
+        "Are you there?",
+        user=user,
         timeout_s=300,
     )
     return done.returncode, done.stdout, done.stderr
@@ -93,9 +109,7 @@ def test_install_sh_installs_a_service_that_answers_and_uninstalls_cleanly(
     models = machine.root / "opt" / "edge-agent" / "models"
     models.mkdir(parents=True, mode=0o755)
     models.parent.chmod(0o755)
-    (models / "replies.json").write_text(
-        json.dumps([json.dumps({"final_answer": ANSWER})] * 8)
-    )
+    (models / "replies.json").write_text(json.dumps([json.dumps({"final_answer": ANSWER})] * 8))
 
     status, output = _install(
         machine, wheelhouse, "--model", f"mock:{REPLIES}", "--add-user", ASKER, "--yes"
@@ -155,9 +169,6 @@ def test_install_sh_installs_a_service_that_answers_and_uninstalls_cleanly(
     # The run journal stays, with both runs in it.
     journal = machine.root / "var" / "lib" / "edge-agent" / "journal.sqlite3"
     with contextlib.closing(sqlite3.connect(f"file:{journal}?mode=ro", uri=True)) as db:
-        kept = {
-            row[0]: row[1:]
-            for row in db.execute("SELECT id, state, answer FROM runs")
-        }
+        kept = {row[0]: row[1:] for row in db.execute("SELECT id, state, answer FROM runs")}
     assert kept[first["id"]] == ("done", ANSWER), kept
     assert kept[second["id"]] == ("done", ANSWER), kept

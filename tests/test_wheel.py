@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -100,9 +101,11 @@ def test_the_wheel_holds_every_file_of_the_tree(wheel: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def installed(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def installed(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The bin folder of a fresh venv holding the wheel, as a user's pip installs it."""
-    return fresh_venv(tmp_path_factory.mktemp("installed") / "venv", wheelhouse)
+    venv = tmp_path_factory.mktemp("installed") / "venv"
+    yield fresh_venv(venv, wheelhouse)
+    shutil.rmtree(venv)  # about 200 MB, and pytest keeps the last three runs' folders
 
 
 def _outside_env(state: Path) -> dict[str, str]:

@@ -14,6 +14,7 @@ seconds, with nothing from the checkout: the wheel's own files and its declared 
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -88,11 +89,8 @@ def build_wheelhouse(directory: Path) -> Path:
     )
     shutil.rmtree(source)
     wheel = only_wheel(directory)
-    # The versions the tests ran with, so pip takes llama-cpp-python's cached wheel.
     constraints = directory.parent / "constraints.txt"
-    constraints.write_text(
-        _run([sys.executable, "-m", "pip", "freeze", "--all", "--exclude-editable"])
-    )
+    constraints.write_text("".join(f"{pin}\n" for pin in tested_versions()))
     _run(
         [
             sys.executable,
@@ -108,6 +106,19 @@ def build_wheelhouse(directory: Path) -> Path:
         ]
     )
     return wheel
+
+
+def tested_versions() -> list[str]:
+    """``name==version`` of every package in the test venv but edge-agentd: the versions the
+    tests ran with, so pip takes the same releases (llama-cpp-python's from pip's cache).
+    Read from the installed metadata, since `pip freeze` writes ``name @ URL`` for a package
+    installed from a file, which pip refuses as a constraint."""
+    pins = {
+        f"{dist.metadata['Name']}=={dist.version}"
+        for dist in importlib.metadata.distributions()
+        if dist.metadata["Name"] and dist.metadata["Name"].lower() != "edge-agentd"
+    }
+    return sorted(pins)
 
 
 def only_wheel(directory: Path) -> Path:
