@@ -512,7 +512,13 @@ _ARGUMENT_TEXT = st.text(
 
 
 @settings(max_examples=60, deadline=None)
-@given(model=st.one_of(_ARGUMENT_TEXT, _ARGUMENT_TEXT.map(lambda s: f"/opt/edge-agent/{s}.gguf")))
+@given(
+    model=st.one_of(
+        _ARGUMENT_TEXT,
+        _ARGUMENT_TEXT.map(lambda s: f"/opt/edge-agent/{s}.gguf"),
+        _ARGUMENT_TEXT.map(lambda s: f"mock:/opt/edge-agent/{s}.json"),
+    )
+)
 def test_any_model_argument_is_refused_clearly_or_taken_safely(model: str) -> None:
     result = _install("--dry-run", "--model", model)
     assert result.returncode in {0, 1}, result.stderr

@@ -209,14 +209,16 @@ check_model() {
     if [[ $MODEL == default ]]; then
         return
     fi
+    local kind=GGUF
+    [[ $MODEL == mock:* ]] && kind="replies file"
     if [[ ! -r $MODEL_FILE ]]; then
         if [[ $DRY_RUN -eq 1 ]]; then
-            printf '! %s does not exist yet; copy the GGUF there before the service starts\n' "$MODEL_FILE"
+            printf '! %s does not exist yet; copy the %s there before the service starts\n' "$MODEL_FILE" "$kind"
             return
         fi
-        die "cannot read $MODEL_FILE; copy the GGUF there first"
+        die "cannot read $MODEL_FILE; copy the $kind there first"
     fi
-    [[ -f $MODEL_FILE ]] || die "$MODEL_FILE is not a file; pass the path of a .gguf file"
+    [[ -f $MODEL_FILE ]] || die "$MODEL_FILE is not a file; pass the path of a $kind"
     if [[ $MODEL == mock:* ]]; then
         return  # the daemon reads the replies at start, and stops with the reason if they are bad
     fi
