@@ -3,6 +3,7 @@
 The real runs happen in a private mount namespace over copies of /etc, /opt and /var, with real
 useradd/groupadd/install/sed/systemd-analyze; only the steps that need the network or a booted
 systemd (apt-get, python3 -m venv, pip, systemctl) are stand-ins that record their arguments.
+tests/test_install_systemd.py runs those for real too, once, under a booted systemd.
 """
 
 from __future__ import annotations
