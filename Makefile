@@ -11,7 +11,9 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 # What pip cannot bring comes from apt-get: the venv module (python3-venv), a C++ compiler for
 # llama-cpp-python when pip has no wheel for it, and for the tests Debian's systemd (systemd-analyze,
 # and a systemd the service tests boot in private namespaces, from the distribution's python3,
-# and Mosquitto, the real MQTT broker the MQTT tests run).
+# and Mosquitto, the real MQTT broker the MQTT tests run). As root, also the Debian packages
+# scripts/deploy/install.sh checks for (its APT_PACKAGES): tests/test_install_systemd.py runs it
+# for real, as root only, with apt-get standing in.
 # As root, as in CI, whatever is missing is installed; otherwise make names it and stops.
 APT_INSTALL = \
 	if [ -z "$$missing" ]; then :; \
@@ -36,6 +38,12 @@ deps: venv-deps
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v mosquitto >/dev/null || [ -x /usr/sbin/mosquitto ] || missing="$$missing mosquitto"; \
 	[ -x /usr/bin/python3 ] || missing="$$missing python3 python3-venv"; \
+	if [ "$$(id -u)" = 0 ]; then \
+		for package in $$(sed -n -E 's/^readonly APT_PACKAGES=\((.*)\)$$/\1/p' scripts/deploy/install.sh); do \
+			dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q 'install ok installed' \
+				|| missing="$$missing $$package"; \
+		done; \
+	fi; \
 	$(APT_INSTALL)
 
 $(STAMP): pyproject.toml | venv-deps

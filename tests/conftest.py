@@ -173,3 +173,17 @@ def context() -> Iterator[zmq.Context[Any]]:
     ctx: zmq.Context[Any] = zmq.Context()
     yield ctx
     ctx.destroy(linger=0)
+
+
+# -- the package as pip ships it ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """edge-agentd's wheel built from this tree, beside the wheels it needs (wheel_harness);
+    built once a session, for the tests that install the daemon as a user would."""
+    from wheel_harness import build_wheelhouse
+
+    directory = tmp_path_factory.mktemp("wheelhouse") / "wheels"
+    build_wheelhouse(directory)
+    return directory

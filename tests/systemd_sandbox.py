@@ -146,6 +146,9 @@ class Sandbox:
         ]
         (dropins / TEST_DROPIN).write_text("\n".join(lines) + "\n")
 
+    # The script that lays out the namespaces and starts the manager (install_sandbox has its own).
+    inner_script = _INNER
+
     def boot(self) -> None:
         self.write_dropin()
         self.cgroups_before = manager_cgroups()
@@ -171,7 +174,7 @@ class Sandbox:
                 "private",
                 "bash",
                 "-c",
-                _INNER,
+                self.inner_script,
             ],
             env=environment,
             stdin=subprocess.DEVNULL,

@@ -3,6 +3,7 @@
 The real runs happen in a private mount namespace over copies of /etc, /opt and /var, with real
 useradd/groupadd/install/sed/systemd-analyze; only the steps that need the network or a booted
 systemd (apt-get, python3 -m venv, pip, systemctl) are stand-ins that record their arguments.
+tests/test_install_systemd.py runs those for real too, once, under a booted systemd.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 INSTALLER = REPO / "scripts" / "deploy" / "install.sh"
 MODEL_NAME = "gemma-4-e2b-it-Q4_K_M.gguf"  # as README.md names it
 MODEL = f"/opt/edge-agent/models/{MODEL_NAME}"
+# Where a dry run says pip builds from: a fresh copy of the checkout (mktemp's template).
+BUILD_COPY = "/tmp/edge-agent-build.XXXXXX/source"
 
 
 def _install(*args: str) -> subprocess.CompletedProcess[str]:
@@ -58,7 +61,10 @@ def test_dry_run_prints_every_install_step_and_changes_nothing() -> None:
         "useradd --system --gid edge-agent",
         "install -d -m 0755 -o root -g root /opt/edge-agent /opt/edge-agent/models",
         "/usr/bin/python3 -m venv /opt/edge-agent/venv",
-        f"/opt/edge-agent/venv/bin/python -m pip install --quiet --upgrade {REPO}",
+        # pip builds a copy, never the checkout itself (test_install_systemd.py mounts it
+        # read-only).
+        f"copy_source {REPO} {BUILD_COPY}",
+        f"/opt/edge-agent/venv/bin/python -m pip install --quiet --upgrade {BUILD_COPY}",
         "ln -sfn /opt/edge-agent/venv/bin/edge-agent /usr/local/bin/edge-agent",
         "install -d -m 0755 -o root -g root /etc/edge-agent",
         f"install -m 0644 -o root -g root {REPO}/systemd/config.example.toml "
@@ -107,6 +113,10 @@ def test_dry_run_uninstall_of_nothing_says_so() -> None:
         (["--model", "/opt/edge-agent/models/my gemma.gguf"], "without spaces or quotes"),
         (["--model", '/opt/x"; rm -rf /; ".gguf'], "without spaces or quotes"),
         (["--model"], "--model needs a path"),
+        (["--model", "mock:replies.json"], "needs an absolute path"),
+        (["--model", "mock:/tmp/replies.json"], "(ProtectHome/PrivateTmp)"),
+        (["--model", "mock:/opt/edge-agent/models/replies.gguf"], "mock: takes a JSON file"),
+        (["--model", "mock:/opt/edge-agent/my replies.json"], "without spaces or quotes"),
         (["--purge"], "--purge only goes with --uninstall"),
         (["--frobnicate"], "unknown argument: --frobnicate"),
         (["--add-user", "no-such-user-here"], "no user no-such-user-here"),
@@ -132,7 +142,7 @@ def test_dry_run_with_mqtt_adds_the_extra_the_host_and_the_drop_in() -> None:
     assert result.returncode == 0, result.stderr
     steps = _steps(result.stdout)
     pip = [s for s in steps if s.startswith("/opt/edge-agent/venv/bin/python -m pip install")]
-    assert pip[-1].endswith(f"{REPO}\\[default-model\\,mqtt\\]"), pip
+    assert pip[-1].endswith(f"{BUILD_COPY}\\[default-model\\,mqtt\\]"), pip
     dropin = "/etc/systemd/system/edge-agent.service.d/mqtt-broker.conf"
     expected_in_order = [
         f"install -m 0644 -o root -g root {REPO}/systemd/config.example.toml",
@@ -425,6 +435,33 @@ def test_mqtt_turns_the_bridge_on_and_survives_reinstalls(machine: Machine) -> N
     assert not dropin.exists()
 
 
+def test_a_mock_model_installs_and_a_reinstall_keeps_it(machine: Machine) -> None:
+    # The config example documents `mock:FILE` (scripted replies, for demos and tests); a config
+    # that names one must survive a reinstall, which reads the model from the config.
+    replies = "/opt/edge-agent/models/replies.json"
+    missing = machine.install("--model", f"mock:{replies}", "--yes")
+    assert missing.returncode == 1 and f"cannot read {replies}" in missing.stderr
+    assert _steps(missing.stdout) == []
+    models = machine.root / "opt" / "edge-agent" / "models"
+    models.mkdir(parents=True)
+    (models / "replies.json").write_text('["{\\"final_answer\\": \\"ok\\"}"]')
+    first = machine.install("--model", f"mock:{replies}", "--yes")
+    assert first.returncode == 0, first.stdout + first.stderr
+    config_file = machine.root / "etc" / "edge-agent" / "config.toml"
+    assert tomllib.loads(config_file.read_text())["model"]["path"] == f"mock:{replies}"
+    pip = [c for c in machine.calls() if c.startswith("python -m pip install --quiet --upgrade /")]
+    assert pip[-1].endswith("/source"), pip  # no extra: the embedded model is not needed
+
+    second = machine.install("--yes")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert f"= model mock:{replies}, from /etc/edge-agent/config.toml" in second.stdout
+    assert tomllib.loads(config_file.read_text())["model"]["path"] == f"mock:{replies}"
+    # Its file is checked as a GGUF's is: the service's user must be able to read it.
+    (models / "replies.json").chmod(0o600)
+    private = machine.install("--yes")
+    assert private.returncode == 1 and "user edge-agent cannot read" in private.stderr
+
+
 def test_the_script_and_the_readme_name_the_same_model_file() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     header = INSTALLER.read_text(encoding="utf-8").split("\nset -euo")[0]
@@ -476,7 +513,13 @@ _ARGUMENT_TEXT = st.text(
 
 
 @settings(max_examples=60, deadline=None)
-@given(model=st.one_of(_ARGUMENT_TEXT, _ARGUMENT_TEXT.map(lambda s: f"/opt/edge-agent/{s}.gguf")))
+@given(
+    model=st.one_of(
+        _ARGUMENT_TEXT,
+        _ARGUMENT_TEXT.map(lambda s: f"/opt/edge-agent/{s}.gguf"),
+        _ARGUMENT_TEXT.map(lambda s: f"mock:/opt/edge-agent/{s}.json"),
+    )
+)
 def test_any_model_argument_is_refused_clearly_or_taken_safely(model: str) -> None:
     result = _install("--dry-run", "--model", model)
     assert result.returncode in {0, 1}, result.stderr
@@ -484,9 +527,12 @@ def test_any_model_argument_is_refused_clearly_or_taken_safely(model: str) -> No
         assert result.stderr.startswith("install.sh: ") and result.stderr.count("\n") == 1
         assert _steps(result.stdout) == []
         return
-    # Taken: a plain absolute GGUF path outside what the service cannot see, or "default".
-    safe = re.fullmatch(r"/[A-Za-z0-9._/+-]+\.gguf", model) is not None
-    assert model in {"default", ""} or (safe and not model.startswith(("/home/", "/tmp/"))), model
+    # Taken: "default", a plain absolute GGUF path outside what the service cannot see, or
+    # mock: and such a path of a JSON file.
+    plain = r"/[A-Za-z0-9._/+-]+"
+    safe = re.fullmatch(rf"{plain}\.gguf|mock:{plain}\.json", model) is not None
+    hidden = model.removeprefix("mock:").startswith(("/home/", "/tmp/"))
+    assert model in {"default", ""} or (safe and not hidden), model
 
 
 @settings(max_examples=40, deadline=None)

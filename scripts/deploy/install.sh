@@ -3,6 +3,7 @@
 #
 #   sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf
 #   sudo scripts/deploy/install.sh --model ... --mqtt 192.168.1.10   # with the MQTT bridge
+#   sudo scripts/deploy/install.sh --model mock:/opt/edge-agent/models/replies.json   # no model
 #   sudo scripts/deploy/install.sh --uninstall [--purge]
 #   scripts/deploy/install.sh --dry-run ...        # prints every step, changes nothing, needs no root
 #
@@ -35,6 +36,10 @@ readonly SYSTEM_PYTHON=/usr/bin/python3
 
 SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODEL=""
+# The file $MODEL names: the GGUF, or for mock:FILE the scripted replies; empty for the embedded.
+MODEL_FILE=""
+# The copy of the checkout pip builds from (copy_source); removed when the script ends.
+BUILD_DIR=""
 MQTT_HOST=""
 # The broker's addresses for the drop-in; empty for a broker on loopback, which needs none.
 MQTT_ADDRESSES=""
@@ -46,7 +51,7 @@ ASSUME_YES=0
 
 usage() {
     cat <<EOF
-Usage: $0 [--model PATH|default] [--add-user NAME]... [--mqtt HOST]
+Usage: $0 [--model PATH|default|mock:FILE] [--add-user NAME]... [--mqtt HOST]
           [--source DIR] [--yes] [--dry-run]
        $0 --uninstall [--purge] [--dry-run]
 
@@ -57,6 +62,9 @@ $UNIT_PATH, and starts it.
                    embedded Gemma 3 270M. Asked for when omitted on a terminal. Keep the file
                    outside /home, /root and /tmp: the service cannot see those (ProtectHome,
                    PrivateTmp). $MODELS_DIR/ is the place for it.
+                   'mock:FILE' serves the scripted replies of a JSON file instead of a
+                   model (systemd/config.example.toml): for trying the service and its
+                   clients before a model is there, and for tests.
   --add-user NAME  lets NAME ask the daemon (adds it to group $SERVICE). Repeatable. NAME
                    must log out and in again before the group counts.
   --mqtt HOST      turns on the MQTT bridge (docs/mqtt.md) to the broker at HOST, an address or
@@ -165,6 +173,7 @@ choose_model() {
         # A reinstall serves what the config already names, without asking again.
         MODEL=$(sed -n -E '/^\[model\]/,/^\[/ s/^path *= *"(.*)"/\1/p' "$CONFIG" | head -n 1)
         MODEL=${MODEL:-default}
+        [[ $MODEL == default ]] || MODEL_FILE=${MODEL#mock:}
         skip "model $MODEL, from $CONFIG"
         return
     fi
@@ -178,15 +187,20 @@ choose_model() {
     if [[ $MODEL == default ]]; then
         return
     fi
-    [[ $MODEL == /* ]] || die "--model needs an absolute path, got: $MODEL"
-    case $MODEL in
+    MODEL_FILE=${MODEL#mock:}
+    [[ $MODEL_FILE == /* ]] || die "--model needs an absolute path, got: $MODEL"
+    case $MODEL_FILE in
         /home/* | /root/* | /run/user/* | /tmp/* | /var/tmp/*)
-            die "the service cannot read $MODEL (ProtectHome/PrivateTmp); move it to $MODELS_DIR/"
+            die "the service cannot read $MODEL_FILE (ProtectHome/PrivateTmp); move it to $MODELS_DIR/"
             ;;
     esac
-    [[ $MODEL == *.gguf ]] || die "not a GGUF file name: $MODEL"
+    if [[ $MODEL == mock:* ]]; then
+        [[ $MODEL_FILE == *.json ]] || die "mock: takes a JSON file of scripted replies, got: $MODEL"
+    else
+        [[ $MODEL == *.gguf ]] || die "not a GGUF file name: $MODEL"
+    fi
     # The path goes into TOML and a sed expression: plain characters only.
-    [[ $MODEL =~ ^[A-Za-z0-9._/+-]+$ ]] || die "rename the file without spaces or quotes: $MODEL"
+    [[ $MODEL_FILE =~ ^[A-Za-z0-9._/+-]+$ ]] || die "rename the file without spaces or quotes: $MODEL"
 }
 
 # The model must be there and readable by the service's user before anything is installed or
@@ -195,14 +209,19 @@ check_model() {
     if [[ $MODEL == default ]]; then
         return
     fi
-    if [[ ! -r $MODEL ]]; then
+    local kind=GGUF
+    [[ $MODEL == mock:* ]] && kind="replies file"
+    if [[ ! -r $MODEL_FILE ]]; then
         if [[ $DRY_RUN -eq 1 ]]; then
-            printf '! %s does not exist yet; copy the GGUF there before the service starts\n' "$MODEL"
+            printf '! %s does not exist yet; copy the %s there before the service starts\n' "$MODEL_FILE" "$kind"
             return
         fi
-        die "cannot read $MODEL; copy the GGUF there first"
+        die "cannot read $MODEL_FILE; copy the $kind there first"
     fi
-    [[ -f $MODEL ]] || die "$MODEL is not a file; pass the path of a .gguf file"
+    [[ -f $MODEL_FILE ]] || die "$MODEL_FILE is not a file; pass the path of a $kind"
+    if [[ $MODEL == mock:* ]]; then
+        return  # the daemon reads the replies at start, and stops with the reason if they are bad
+    fi
     [[ $(head -c 4 "$MODEL") == GGUF ]] || die "$MODEL is not a GGUF file (it does not start with GGUF); download it again"
 }
 
@@ -221,19 +240,19 @@ others_can_read() {
 
 # The service's user must be able to read the model: root can read what it may not.
 check_model_access() {
-    if [[ $MODEL == default || ! -r $MODEL ]]; then
+    if [[ $MODEL == default || ! -r $MODEL_FILE ]]; then
         return  # the embedded model, or a dry run (check_model stops a real one without a file)
     fi
     local readable
     if [[ $EUID -eq 0 ]] && getent passwd "$SERVICE" >/dev/null; then
-        setpriv --reuid "$SERVICE" --regid "$SERVICE" --clear-groups -- test -r "$MODEL" \
+        setpriv --reuid "$SERVICE" --regid "$SERVICE" --clear-groups -- test -r "$MODEL_FILE" \
             && readable=1 || readable=0
     else
         # Not created yet (or no root to become it): a new system user reads what others may.
-        others_can_read "$MODEL" && readable=1 || readable=0
+        others_can_read "$MODEL_FILE" && readable=1 || readable=0
     fi
     [[ $readable -eq 1 ]] \
-        || die "user $SERVICE cannot read $MODEL; make it readable: chmod 0644 the file and 0755 its directories"
+        || die "user $SERVICE cannot read $MODEL_FILE; make it readable: chmod 0644 the file and 0755 its directories"
 }
 
 check_source() {
@@ -339,6 +358,23 @@ extras() {
     [[ ${#wanted[@]} -eq 0 ]] || printf '[%s]' "${wanted[*]}"
 }
 
+# The checkout as a fresh clone has it, in $2: without what builds, venvs and tools leave in it
+# (as .gitignore lists them). pip builds a source folder where it is: built in the checkout, it
+# would leave root-owned build/ and *.egg-info there, and an earlier install's build/lib would
+# ship modules the checkout no longer has.
+copy_source() {
+    mkdir -- "$2"
+    tar -C "$1" --exclude=./.git --exclude=./.venv --exclude=./build --exclude='*.egg-info' \
+        --exclude=__pycache__ --exclude=./.mypy_cache --exclude=./.pytest_cache \
+        --exclude=./.ruff_cache --exclude=./.hypothesis -cf - . | tar -C "$2" -xf -
+}
+
+remove_build_dir() {
+    if [[ -n $BUILD_DIR && -d $BUILD_DIR ]]; then
+        rm -rf -- "$BUILD_DIR"
+    fi
+}
+
 install_venv() {
     step install -d -m 0755 -o root -g root "$PREFIX" "$MODELS_DIR"
     if [[ -x $VENV/bin/python ]]; then
@@ -347,11 +383,21 @@ install_venv() {
         step "$SYSTEM_PYTHON" -m venv "$VENV"
     fi
     step "$VENV/bin/python" -m pip install --quiet --upgrade "pip>=24" "setuptools>=77"
+    if [[ $DRY_RUN -eq 1 ]]; then
+        BUILD_DIR=/tmp/edge-agent-build.XXXXXX
+    else
+        trap remove_build_dir EXIT
+        BUILD_DIR=$(mktemp -d /tmp/edge-agent-build.XXXXXX)
+    fi
+    step copy_source "$SOURCE_DIR" "$BUILD_DIR/source"
     local target
-    target=$SOURCE_DIR$(extras)
+    target=$BUILD_DIR/source$(extras)
     # A regular (non-editable) install: the service must not depend on the checkout staying put.
     # The first install compiles llama.cpp from source: expect it to take a while on a Pi.
     step "$VENV/bin/python" -m pip install --quiet --upgrade "$target"
+    if [[ $DRY_RUN -eq 0 ]]; then
+        remove_build_dir
+    fi
     step ln -sfn "$VENV/bin/$SERVICE" "$CLIENT_LINK"
 }
 
