@@ -508,9 +508,9 @@ def test_make_run_serves_where_the_client_looks(
     shell: Callable[..., Shell], tmp_path: Path
 ) -> None:
     # `make run` for real: the embedded Gemma 3 270M, in the foreground, stopped with Ctrl-C (SIGINT
-    # to its process group). `make test` in the same block is this suite (NOT_RUN).
-    block = block_with("make test")
-    assert [_bare(c) for c in block.commands] == ["make test", "make run"]
+    # to its process group).
+    block = block_with("make run")
+    assert [_bare(c) for c in block.commands] == ["make run"]
     # `make run` would first reinstall the venv if pyproject.toml changed since: `make test` does.
     plan = subprocess.run(
         ["make", "-n", "run"], cwd=REPO, capture_output=True, text=True, check=True
@@ -518,7 +518,7 @@ def test_make_run_serves_where_the_client_looks(
     assert "pip install" not in plan.stdout, "the venv is older than pyproject.toml: make test"
     session = shell()
     make = subprocess.Popen(
-        ["bash", "-c", f"cd {shlex.quote(str(REPO))} && {block.commands[1]}"],
+        ["bash", "-c", f"cd {shlex.quote(str(REPO))} && {block.commands[0]}"],
         env=session.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -569,7 +569,7 @@ def test_mqtt_fleet_blocks(shell: Callable[..., Shell], tmp_path: Path) -> None:
 
 # The test that runs each block, by its doc and its first command.
 RUNNERS = {
-    ("README.md", "make test"): "test_make_run_serves_where_the_client_looks",
+    ("README.md", "make run"): "test_make_run_serves_where_the_client_looks",
     ("README.md", 'export PATH="$PWD/.venv/bin:$PATH"'): (
         "test_the_path_line_puts_this_checkouts_client_first"
     ),
