@@ -117,6 +117,14 @@ def test_an_ask_published_twice_is_run_once(shared_broker: Any, tmp_path: Path) 
             peer.publish("edge-agent/twice/ask", ask, properties=v5_props("replies/t", b"c-2"))
             final_for(peer, "replies/t")
             assert n.status()["counters"]["runs_finished"] == 2
+            # The same correlation with another question is not that ask: never its answer.
+            peer.seen.clear()
+            other = {"query": "What is the load average?", "deadline_ms": 30000}
+            peer.publish("edge-agent/twice/ask", other, properties=v5_props("replies/t", b"c-1"))
+            refused = final_for(peer, "replies/t")
+            assert (refused["kind"], refused["code"]) == ("error", "key_conflict"), refused
+            assert "21 C." not in json.dumps(refused)
+            assert n.status()["counters"]["runs_finished"] == 2
         finally:
             peer.close()
 
