@@ -49,8 +49,10 @@ def test_the_default_path_says_which_daemon_it_belongs_to(tmp_path: Path) -> Non
     state = tmp_path / "edge-agent"
     # The daemon on the default endpoint keeps the file it always had.
     assert default_path(default_endpoint(env), env) == state / "journal.sqlite3"
+    # The service's state directory is its unit's own: its file, whatever its endpoints.
     service = {"STATE_DIRECTORY": "/var/lib/edge-agent", "RUNTIME_DIRECTORY": str(tmp_path)}
-    assert default_path(default_endpoint(service), service).name == "journal.sqlite3"
+    for endpoint in (default_endpoint(service), "tcp://127.0.0.1:5555"):
+        assert default_path(endpoint, service) == Path("/var/lib/edge-agent/journal.sqlite3")
     # Any other endpoint has a file of its own, named after it, and never another's.
     endpoints = [
         "tcp://127.0.0.1:5555",

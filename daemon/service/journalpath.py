@@ -1,10 +1,12 @@
 """One daemon, one journal: where a daemon's run journal lives by default, and the lock that keeps
 a journal file to the one daemon that opened it (docs/protocol.md, "The run journal").
 
-Two daemons of one user (a service and a test daemon, two models on two endpoints) share the state
-directory, so the default file is named after the daemon's endpoint: the daemon on the default
-endpoint keeps ``journal.sqlite3`` (so an existing journal stays where it was), any other endpoint
-gets ``journal-<endpoint>-<digest>.sqlite3``. Keys, runs and ``runs`` listings therefore never
+Two daemons of one user (a daemon of one's own and a test daemon, two models on two endpoints)
+share the XDG state directory, so there the default file is named after the daemon's endpoint: the
+daemon on the default endpoint keeps ``journal.sqlite3`` (so an existing journal stays where it
+was), any other endpoint gets ``journal-<endpoint>-<digest>.sqlite3``. Under systemd the state
+directory is the unit's own (``StateDirectory=``), so the service keeps ``journal.sqlite3`` on
+whatever endpoints its config names. Keys, runs and ``runs`` listings therefore never
 cross daemons. Two daemons given the same file anyway (one ``[journal] path`` in two configs) are
 kept apart by an exclusive lock on ``<file>.lock``: the second one's journal is ``degraded`` and
 says which process holds it, rather than read the first one's keys or mark its runs interrupted.
@@ -30,16 +32,16 @@ READABLE_CHARS: Final = 40
 
 
 def default_path(endpoint: str | None = None, environ: Mapping[str, str] | None = None) -> Path:
-    """The journal of the daemon on ``endpoint`` (its first): in ``$STATE_DIRECTORY`` under
-    systemd, else ``$XDG_STATE_HOME/edge-agent/`` (``~/.local/state/edge-agent/``)."""
+    """The journal of the daemon on ``endpoint`` (its first): ``$STATE_DIRECTORY/journal.sqlite3``
+    under systemd, else in ``$XDG_STATE_HOME/edge-agent/`` (``~/.local/state/edge-agent/``), named
+    after the endpoint unless it is the default one."""
     env = os.environ if environ is None else environ
     state_directory = env.get("STATE_DIRECTORY", "").split(":")[0]
     if state_directory:
-        directory = Path(state_directory)
-    else:
-        xdg = env.get("XDG_STATE_HOME", "")
-        base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
-        directory = base / "edge-agent"
+        return Path(state_directory) / FILE_NAME
+    xdg = env.get("XDG_STATE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    directory = base / "edge-agent"
     if endpoint is None or endpoint == default_endpoint(env):
         return directory / FILE_NAME
     return directory / f"journal-{endpoint_tag(endpoint)}.sqlite3"
