@@ -4,11 +4,16 @@ key go. Through a real daemon in this process, and on the journal alone across a
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import zmq
 from daemon_harness import Peer, run_request
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from journal_harness import HANG, SCRIPT, ask, daemon, journal_at, payload, record, result
 
 from edge_agentd.protocol.wire import ErrorReply
@@ -105,3 +110,52 @@ def test_a_peer_on_another_connection_gets_the_conflict_too(
         finally:
             other.close()
         assert (reply["kind"], reply["code"]) == ("error", "key_conflict")
+
+
+def test_the_conflict_names_a_holder_with_an_unprintable_id_escaped(tmp_path: Path) -> None:
+    with daemon(tmp_path, SCRIPT) as (_, _, _, peer):
+        ask(peer, run_request("how warm?", id="\x1b]0;owned\x07", key="K1"))
+        reply = ask(peer, run_request("how cold?", id="mine", key="K1"))
+        assert (reply["kind"], reply["code"]) == ("error", "key_conflict")
+        assert reply["message"].isprintable()
+        assert "\\x1b]0;owned\\x07" in reply["message"]
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+    with daemon(tmp_path_factory.mktemp("keyed"), SCRIPT) as (_, _, _, peer):
+        yield peer
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    asks=st.lists(
+        st.tuples(st.sampled_from("abc"), st.sampled_from(["how warm?", "how cold?", "load?"])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_a_keyed_run_answers_its_own_question_or_says_key_conflict(
+    keyed: Peer, asks: list[tuple[str, str]]
+) -> None:
+    """Whatever the order of keys and queries, a reply is this query's or ``key_conflict``."""
+    scope = uuid.uuid4().hex  # each example's keys are its own
+    holders: dict[str, tuple[str, str]] = {}
+    for number, (key, query) in enumerate(asks):
+        request_id = f"{scope}-{number}"
+        reply = ask(keyed, run_request(query, id=request_id, key=f"{scope}-{key}"))
+        holder = holders.get(key)
+        if holder is None:
+            holders[key] = (request_id, query)
+            assert (reply["kind"], reply["run_id"]) == ("result", request_id), reply
+        elif holder[1] == query:
+            assert (reply["kind"], reply["run_id"]) == ("result", holder[0]), reply
+        else:
+            assert (reply["kind"], reply["code"]) == ("error", "key_conflict"), reply
+            assert holder[0] in reply["message"]
+        if reply["kind"] == "result":
+            assert reply["state"]["query"] == query  # never another question's answer

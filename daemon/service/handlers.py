@@ -180,9 +180,11 @@ class RequestHandler:
         else:
             # Never another question's answer under this one's name: the caller reused a key.
             self._journal.counts["key_conflicts"] += 1
+            # Another client chose that id: shown escaped unless printable, for a terminal.
+            shown = holder.run_id if holder.run_id.isprintable() else ascii(holder.run_id)
             message = (
-                f"this key belongs to run {holder.run_id}, which asked another query or"
-                " workflow: a new question needs a new key"
+                f"this key belongs to run {shown}, which asked another query or workflow:"
+                " a new question needs a new key"
             )
             self._replies.fail(envelope, request.id, "key_conflict", message, connection)
 
