@@ -68,20 +68,62 @@ class TlsFiles:
                 [OPENSSL, *args], check=True, capture_output=True, cwd=directory, timeout=60
             )
 
-        ssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            "-keyout", str(self.ca_key), "-out", str(self.ca), "-subj", "/CN=edge-agent test CA")
+        ssl(
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            str(self.ca_key),
+            "-out",
+            str(self.ca),
+            "-subj",
+            "/CN=edge-agent test CA",
+        )
         for name, cert, key, ext in (
-            ("server", self.server_cert, self.server_key,
-             "subjectAltName=IP:127.0.0.1,DNS:localhost"),
+            (
+                "server",
+                self.server_cert,
+                self.server_key,
+                "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            ),
             ("client", self.client_cert, self.client_key, "extendedKeyUsage=clientAuth"),
         ):
             csr = directory / f"{name}.csr"
             extfile = directory / f"{name}.ext"
             extfile.write_text(ext + "\n")
-            ssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr),
-                "-subj", f"/CN={name}")
-            ssl("x509", "-req", "-in", str(csr), "-CA", str(self.ca), "-CAkey", str(self.ca_key),
-                "-CAcreateserial", "-days", "2", "-out", str(cert), "-extfile", str(extfile))
+            ssl(
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                str(key),
+                "-out",
+                str(csr),
+                "-subj",
+                f"/CN={name}",
+            )
+            ssl(
+                "x509",
+                "-req",
+                "-in",
+                str(csr),
+                "-CA",
+                str(self.ca),
+                "-CAkey",
+                str(self.ca_key),
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                str(cert),
+                "-extfile",
+                str(extfile),
+            )
 
 
 class Broker:
@@ -153,8 +195,9 @@ class Broker:
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"mosquitto exited: {self.output()}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                (self.host, self.port), timeout=0.5
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection((self.host, self.port), timeout=0.5),
             ):
                 return
             if time.monotonic() > until:
@@ -249,7 +292,12 @@ class Peer:
         self.connected.set()
 
     def publish(
-        self, topic: str, payload: Any, *, properties: Any = None, qos: int = 1,
+        self,
+        topic: str,
+        payload: Any,
+        *,
+        properties: Any = None,
+        qos: int = 1,
         retain: bool = False,
     ) -> None:
         if isinstance(payload, dict | list):
@@ -279,8 +327,9 @@ class Peer:
                 return message
         raise TimeoutError("no matching MQTT message arrived")
 
-    def on_topic(self, topic: str, timeout: float = 30.0,
-                 payload: Callable[[bytes], bool] | None = None) -> mqtt.MQTTMessage:
+    def on_topic(
+        self, topic: str, timeout: float = 30.0, payload: Callable[[bytes], bool] | None = None
+    ) -> mqtt.MQTTMessage:
         return self.wait(
             lambda m: m.topic == topic and (payload is None or payload(m.payload)), timeout
         )

@@ -55,11 +55,18 @@ class Node:
         self.log = directory / "daemon.log"
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "edge_agentd.cli", "serve",
-                "--model", f"mock:{self.mock}",
-                "--endpoint", self.endpoint,
-                "--config", str(self.config),
-                "--log-level", log_level,
+                sys.executable,
+                "-m",
+                "edge_agentd.cli",
+                "serve",
+                "--model",
+                f"mock:{self.mock}",
+                "--endpoint",
+                self.endpoint,
+                "--config",
+                str(self.config),
+                "--log-level",
+                log_level,
             ],
             stdin=subprocess.DEVNULL,
             stdout=self.log.open("wb"),

@@ -69,7 +69,11 @@ def types(state: AgentState) -> list[str]:
         ('{"thought": "hmm"}', "action_parse", "missing_field"),
         ('{"skill_name": "teleport", "arguments": {}}', "action_parse", "unknown_skill"),
         ('{"final_answer": "   \\n "}', "non_empty_final_answer", None),
-        ('{"final_answer": "x", "skill_name": "cpu_temperature"}', "action_parse", "ambiguous_action"),
+        (
+            '{"final_answer": "x", "skill_name": "cpu_temperature"}',
+            "action_parse",
+            "ambiguous_action",
+        ),
         ("[1, 2, 3]", "action_parse", "missing_field"),
         ('"just a string"', "action_parse", "missing_field"),
         ('{"skill_name": "cpu_temperature", "args": {}}', "action_parse", "unknown_field"),
@@ -104,7 +108,11 @@ def test_arguments_may_be_left_out_and_thought_is_kept(make_registry: RegistryFa
     reply = '{"thought": "need data", "skill_name": "cpu_temperature"}'
     event = Agent(MockModel([reply]), make_registry()).step(AgentState(query="q"))
     assert isinstance(event, CallSkillAction)
-    assert (event.skill_name, event.arguments, event.thought) == ("cpu_temperature", {}, "need data")
+    assert (event.skill_name, event.arguments, event.thought) == (
+        "cpu_temperature",
+        {},
+        "need data",
+    )
 
 
 def test_unparseable_text_never_becomes_an_answer(run: Run) -> None:
@@ -204,7 +212,9 @@ def test_tool_error_shows_the_error_and_lists_the_skills(run: Run) -> None:
     assert state.outcome == "answered"
 
 
-def test_a_skill_gone_at_dispatch_time_is_a_tool_error_with_the_skills(make_registry: RegistryFactory) -> None:
+def test_a_skill_gone_at_dispatch_time_is_a_tool_error_with_the_skills(
+    make_registry: RegistryFactory,
+) -> None:
     registry = make_registry()
 
     class RacingModel:
@@ -275,7 +285,9 @@ def test_usage_and_timing_are_recorded_on_each_action(make_registry: RegistryFac
 def test_a_reply_cut_at_the_token_cap_is_reported_as_such(make_registry: RegistryFactory) -> None:
     class Cut:
         def generate(self, prompt: str, **kwargs: Any) -> str:
-            return Completion('{"final_answer": "It is 4', Usage(generated_tokens=256, stop="length"))
+            return Completion(
+                '{"final_answer": "It is 4', Usage(generated_tokens=256, stop="length")
+            )
 
     state = Agent(Cut(), make_registry()).run("q", max_retries=0)
     error = state.stream[0]
@@ -484,7 +496,9 @@ def test_the_soul_is_the_top_of_the_system_prompt(make_registry: RegistryFactory
         Agent(model, make_registry(), soul="Hestia")  # type: ignore[arg-type]
 
 
-def test_a_workflow_limits_skills_adds_instructions_and_checks_answers(make_registry: RegistryFactory) -> None:
+def test_a_workflow_limits_skills_adds_instructions_and_checks_answers(
+    make_registry: RegistryFactory,
+) -> None:
     def mentions_celsius(action: FinalAnswerAction, state: AgentState) -> Result:
         return Result("°C" in action.answer, "Give the temperature in °C.")
 
@@ -505,7 +519,10 @@ def test_a_workflow_limits_skills_adds_instructions_and_checks_answers(make_regi
     assert isinstance(first, ValidationErrorObservation) and first.error_type == "unknown_skill"
     check = state.stream[2]
     assert isinstance(check, ValidationErrorObservation)
-    assert (check.validator_name, check.feedback) == ("mentions_celsius", "Give the temperature in °C.")
+    assert (check.validator_name, check.feedback) == (
+        "mentions_celsius",
+        "Give the temperature in °C.",
+    )
     assert state.outcome == "answered"
     assert model.calls[0]["action_schema"]["oneOf"][0]["properties"]["skill_name"] == {
         "const": "read_sensor"
@@ -519,7 +536,9 @@ def test_a_workflow_sets_the_default_iterations(make_registry: RegistryFactory) 
     assert state.stream[-1].iterations == 2  # type: ignore[union-attr]
 
 
-def test_a_validator_that_crashes_is_a_failed_check_not_an_escape(make_registry: RegistryFactory) -> None:
+def test_a_validator_that_crashes_is_a_failed_check_not_an_escape(
+    make_registry: RegistryFactory,
+) -> None:
     def broken(action: FinalAnswerAction, state: AgentState) -> Result:
         raise KeyError("oops")
 
@@ -544,7 +563,9 @@ def test_bad_workflows_are_refused(kwargs: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
-def test_non_json_constants_are_json_syntax_errors(make_registry: RegistryFactory, constant: str) -> None:
+def test_non_json_constants_are_json_syntax_errors(
+    make_registry: RegistryFactory, constant: str
+) -> None:
     reply = f'{{"skill_name": "read_sensor", "arguments": {{"name": {constant}}}}}'
     event = Agent(MockModel([reply]), make_registry()).step(AgentState(query="q"))
     assert isinstance(event, ValidationErrorObservation)
@@ -577,7 +598,9 @@ def test_a_hung_skill_that_returns_late_never_touches_the_finished_run() -> None
     assert seen == types(state)
 
 
-def test_an_on_event_callback_that_raises_is_the_callers_bug(make_registry: RegistryFactory) -> None:
+def test_an_on_event_callback_that_raises_is_the_callers_bug(
+    make_registry: RegistryFactory,
+) -> None:
     def refuse(event: object) -> None:
         raise LookupError("the caller's callback broke")
 

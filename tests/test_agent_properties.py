@@ -34,15 +34,18 @@ def shared(make_registry: Callable[..., Registry]) -> Registry:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=12,
 )
 actions = st.one_of(
     st.builds(
         lambda name, args: json.dumps({"skill_name": name, "arguments": args}),
         st.sampled_from(["cpu_temperature", "read_sensor", "fail", "nope", ""]),
-        st.dictionaries(st.sampled_from(["name", "precise", "reason", "x"]), json_values, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["name", "precise", "reason", "x"]), json_values, max_size=3
+        ),
     ),
     st.builds(lambda a: json.dumps({"final_answer": a}), st.text(max_size=30)),
 )
@@ -59,13 +62,13 @@ def test_any_model_replies_end_in_a_defined_stop_reason(
     shared: Registry, scripted: list[str], max_iterations: int, max_retries: int
 ) -> None:
     model = MockModel(scripted)
-    state = Agent(model, shared).run(
-        "q", max_iterations=max_iterations, max_retries=max_retries
-    )
+    state = Agent(model, shared).run("q", max_iterations=max_iterations, max_retries=max_retries)
     assert isinstance(state, AgentState)
     assert state.outcome in STOP_REASONS
     assert len(model.prompts) <= max_iterations
-    failures = [e for e in state.stream if e.type in {"ValidationErrorObservation", "ModelErrorObservation"}]
+    failures = [
+        e for e in state.stream if e.type in {"ValidationErrorObservation", "ModelErrorObservation"}
+    ]
     assert len(failures) <= max_retries + 1
     if state.outcome == "answered":
         assert state.final_answer is not None and state.final_answer.strip()

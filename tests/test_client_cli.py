@@ -33,7 +33,9 @@ def edge_agentd(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[
 
 
 @pytest.fixture(scope="module")
-def mock_daemon(tmp_path_factory: pytest.TempPathFactory, daemon_process: DaemonProcess) -> Iterator[str]:
+def mock_daemon(
+    tmp_path_factory: pytest.TempPathFactory, daemon_process: DaemonProcess
+) -> Iterator[str]:
     """``edge-agent serve --model mock:FILE`` on an ipc socket, as the README runs it."""
     directory = tmp_path_factory.mktemp("daemon")
     mock = write_mock(directory / "mock.json", ["not json", answer("It is 21 C in the kitchen.")])
@@ -101,7 +103,14 @@ def test_status_and_skills_commands(mock_daemon: str) -> None:
     skills = json.loads(edge_agentd("skills", "--json", "--endpoint", mock_daemon).stdout)
     assert isinstance(skills, list)
     for entry in skills:
-        assert set(entry) == {"name", "description", "parameters", "source", "timeout_s", "signature"}
+        assert set(entry) == {
+            "name",
+            "description",
+            "parameters",
+            "source",
+            "timeout_s",
+            "signature",
+        }
     plain = edge_agentd("skills", "--endpoint", mock_daemon).stdout
     for entry in skills:
         # Each line shows the call's shape and where the skill came from.

@@ -105,8 +105,9 @@ def test_actions_are_canonical_json_and_mostly_forced(
     model: LlamaModel, agent: Agent, query: str
 ) -> None:
     schema = agent.registry.action_schema()
-    reply = model.generate(agent.render_prompt(AgentState(query=query)), action_schema=schema,
-                           max_tokens=64)
+    reply = model.generate(
+        agent.render_prompt(AgentState(query=query)), action_schema=schema, max_tokens=64
+    )
     stats = _decoder(model).last
     assert stats is not None
     assert reply.usage is not None

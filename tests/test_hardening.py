@@ -83,7 +83,9 @@ def test_a_skill_raising_a_base_exception_is_a_tool_error(raised: type[BaseExcep
 
     state = Agent(MockModel([call("rogue"), ANSWER]), registry).run("q")
     assert types(state) == [
-        "CallSkillAction", "ToolErrorObservation", "FinalAnswerAction",
+        "CallSkillAction",
+        "ToolErrorObservation",
+        "FinalAnswerAction",
     ]
     error = state.stream[1]
     assert isinstance(error, ToolErrorObservation)
@@ -137,7 +139,9 @@ def test_the_serving_loop_times_out_a_skill_and_the_run_streams_on(
             events = [reply for reply in replies if reply["kind"] == "event"]
             assert [e["seq"] for e in events] == list(range(len(events)))
             assert [e["event"]["type"] for e in events] == [
-                "CallSkillAction", "ToolErrorObservation", "FinalAnswerAction",
+                "CallSkillAction",
+                "ToolErrorObservation",
+                "FinalAnswerAction",
             ]
             assert "timeout" in events[1]["event"]["error"]
             final = replies[-1]
@@ -176,7 +180,9 @@ def test_runs_are_answered_after_wedging_skills(context: zmq.Context[Any], wedge
     try:
         with running_server([call("trouble"), ANSWER], registry=registry) as (server, endpoint):
             peer = Peer(context, endpoint)
-            peer.send(run_request(id="r1", **({"deadline_ms": 1500} if wedge == "deadline" else {})))
+            peer.send(
+                run_request(id="r1", **({"deadline_ms": 1500} if wedge == "deadline" else {}))
+            )
             if wedge == "cancel":
                 assert entered.wait(30)
                 peer.send({"v": 1, "id": "c1", "op": "cancel", "target": "r1"})
@@ -201,7 +207,11 @@ def test_runs_are_answered_after_wedging_skills(context: zmq.Context[Any], wedge
                 # ToolErrorObservation saying so); either way they are answered.
                 peer.send(run_request(id=f"r{n}"))
                 later = peer.recv(30)
-                assert (later["kind"], later["id"], later["outcome"]) == ("result", f"r{n}", "answered")
+                assert (later["kind"], later["id"], later["outcome"]) == (
+                    "result",
+                    f"r{n}",
+                    "answered",
+                )
                 assert later["state"]["events"][1]["type"] == "ToolErrorObservation"
             assert peer.silent(0.1)
             assert server.status()["state"] == "ready"
@@ -313,14 +323,20 @@ def test_a_result_that_cannot_be_shown_is_the_skills_failure_naming_type_and_err
 
 
 LEAVES = (
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text()
     | st.integers(min_value=2**63, max_value=2**200)
 )
 JSONISH: st.SearchStrategy[Any] = st.deferred(
-    lambda: LEAVES
-    | st.lists(JSONISH, max_size=3)
-    | st.tuples(JSONISH, JSONISH)
-    | st.dictionaries(st.text(max_size=4) | st.integers(), JSONISH, max_size=3)
+    lambda: (
+        LEAVES
+        | st.lists(JSONISH, max_size=3)
+        | st.tuples(JSONISH, JSONISH)
+        | st.dictionaries(st.text(max_size=4) | st.integers(), JSONISH, max_size=3)
+    )
 )
 
 
@@ -369,7 +385,9 @@ DEEP = b"\x91" * 1000 + b"\xc0"
 def nested_frame(field: str) -> bytes:
     request = {"v": 1, "id": "deep", "op": "status"}
     request[field] = 0
-    return msgpack.packb(request).replace(msgpack.packb(field) + b"\x00", msgpack.packb(field) + DEEP)
+    return msgpack.packb(request).replace(
+        msgpack.packb(field) + b"\x00", msgpack.packb(field) + DEEP
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,70 +8,22 @@ import logging
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
+from journal_harness import journal_at, record
 
-from edge_agentd.service.config import JournalSettings
-from edge_agentd.service.journal import Journal, default_path
+from edge_agentd.protocol.endpoints import default_endpoint
+from edge_agentd.service.journalpath import default_path
 from edge_agentd.service.journalstore import SCHEMA_VERSION, JournalStore
 
 ROOT = pytest.mark.skipif(
     not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
     reason="mounting a tmpfs needs root",
 )
-
-
-def payload(run_id: str, answer: str = "21 C") -> bytes:
-    """A run's packed ``result`` reply, as the daemon sends it."""
-    events = [{"type": "FinalAnswerAction", "answer": answer, "thought": None, "raw": "{}"}]
-    packed: bytes = msgpack.packb(
-        {
-            "v": 1,
-            "id": run_id,
-            "kind": "result",
-            "op": "run",
-            "workflow": None,
-            "timing": {"queued_ms": 0.1, "run_ms": 2.0},
-            "outcome": "answered",
-            "answer": answer,
-            "state": {"query": "how warm?", "events": events},
-            "run_id": run_id,
-        }
-    )
-    return packed
-
-
-class Sent:
-    """Stands in for the serving loop: runs what the journal posts, records what it sends."""
-
-    def __init__(self) -> None:
-        self.replies: list[tuple[list[bytes], dict[str, Any]]] = []
-
-    def post(self, call: Callable[[], None]) -> None:
-        call()
-
-    def send(self, envelope: list[bytes], data: bytes, connection: Any) -> None:
-        self.replies.append((envelope, msgpack.unpackb(data)))
-
-
-@contextlib.contextmanager
-def journal_at(path: Path, **settings: Any) -> Iterator[Journal]:
-    sent = Sent()
-    journal = Journal(JournalSettings(**settings), post=sent.post, send=sent.send, path=path)
-    try:
-        yield journal
-    finally:
-        journal.close()
-
-
-def record(journal: Journal, run_id: str, *, key: str | None = None, answer: str = "21 C") -> None:
-    journal.queued(run_id, source="zmq", query="how warm?", key=key)
-    journal.started(run_id)
-    journal.finished(run_id, payload(run_id, answer), outcome="answered", answer=answer)
 
 
 def rows(path: Path) -> dict[str, dict[str, Any]]:
@@ -81,15 +33,41 @@ def rows(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_the_default_path_follows_systemd_then_xdg(tmp_path: Path) -> None:
-    assert default_path({"STATE_DIRECTORY": "/var/lib/edge-agent"}) == Path(
+    assert default_path(None, {"STATE_DIRECTORY": "/var/lib/edge-agent"}) == Path(
         "/var/lib/edge-agent/journal.sqlite3"
     )
-    assert default_path({"XDG_STATE_HOME": str(tmp_path)}) == (
+    assert default_path(None, {"XDG_STATE_HOME": str(tmp_path)}) == (
         tmp_path / "edge-agent" / "journal.sqlite3"
     )
-    assert default_path({"XDG_STATE_HOME": "relative"}) == (
+    assert default_path(None, {"XDG_STATE_HOME": "relative"}) == (
         Path.home() / ".local/state/edge-agent/journal.sqlite3"
     )
+
+
+def test_the_default_path_says_which_daemon_it_belongs_to(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    state = tmp_path / "edge-agent"
+    # The daemon on the default endpoint keeps the file it always had.
+    assert default_path(default_endpoint(env), env) == state / "journal.sqlite3"
+    # The service's state directory is its unit's own: its file, whatever its endpoints.
+    service = {"STATE_DIRECTORY": "/var/lib/edge-agent", "RUNTIME_DIRECTORY": str(tmp_path)}
+    for endpoint in (default_endpoint(service), "tcp://127.0.0.1:5555"):
+        assert default_path(endpoint, service) == Path("/var/lib/edge-agent/journal.sqlite3")
+    # Any other endpoint has a file of its own, named after it, and never another's.
+    endpoints = [
+        "tcp://127.0.0.1:5555",
+        "tcp://127.0.0.1:5556",
+        "tcp://[::1]:5555",
+        f"ipc://{tmp_path}/other.sock",
+        f"ipc://{tmp_path}/other/sock",
+        "ipc:///" + "x" * 300,
+        "ipc://../../../etc/passwd",
+    ]
+    paths = [default_path(endpoint, env) for endpoint in endpoints]
+    assert len(set(paths)) == len(endpoints)
+    assert all(path.parent == state and path.name.startswith("journal-") for path in paths)
+    assert all(len(path.name) <= 80 and "/" not in path.name for path in paths)
+    assert "127.0.0.1-5555" in paths[0].name
 
 
 def test_a_run_is_kept_with_its_result_and_times(tmp_path: Path) -> None:
@@ -152,8 +130,7 @@ def test_a_flood_of_distinct_keys_stays_within_keep_runs(tmp_path: Path) -> None
                 assert journal.flush()
         assert journal.flush()
         assert journal.status()["runs"] <= 50
-        with journal._keys_lock:
-            assert len(journal._keys) <= 50
+        assert len(journal._keys) <= 50
         assert journal.run_for_key("key-599") == "run-599"  # the newest are the ones kept
         assert journal.run_for_key("key-0") is None
     kept = rows(path)

@@ -89,6 +89,24 @@ def test_ask_with_a_key_runs_once_and_result_and_runs_show_it(journaled: str) ->
     assert edge_agentd("ask", "hi", "--key", "bad\nkey", "--endpoint", journaled).returncode == 65
 
 
+def test_ask_with_a_key_another_question_holds_exits_65_and_names_its_run(
+    journaled: str,
+) -> None:
+    asked = edge_agentd("ask", "What time is it?", "--key", "K1", "--json", "--endpoint", journaled)
+    holder = json.loads(asked.stdout)["id"]
+    other = edge_agentd("ask", "What is the load average?", "--key", "K1", "--endpoint", journaled)
+    assert other.returncode == 65, other
+    assert other.stdout == ""  # never the other question's answer
+    assert "key_conflict" in other.stderr and holder in other.stderr
+    as_json = edge_agentd(
+        "ask", "What is the load average?", "--key", "K1", "--json", "--endpoint", journaled
+    )
+    assert as_json.returncode == 65
+    printed = json.loads(as_json.stdout)
+    assert (printed["answer"], printed["error"]["code"]) == (None, "key_conflict")
+    assert holder in printed["error"]["message"]
+
+
 class StuckDaemon(threading.Thread):
     """A ROUTER that says ``ready`` to ``status`` and never answers a ``run``: a wedged daemon."""
 

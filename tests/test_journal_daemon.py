@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,77 +13,13 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
-from daemon_harness import Peer, answer, call, run_request, running_server, wait_for
+from daemon_harness import Peer, run_request, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from journal_harness import HANG, SCRIPT, ask, daemon, result
 
-from edge_agentd.agent.registry import Registry
 from edge_agentd.protocol.wire import RunRecord, RunResult, RunsResult, StatusResult
 from edge_agentd.service.server import Server
-
-SCRIPT = [call("count"), answer("counted")]
-HANG = [call("hang"), answer("done hanging")]
-
-
-class Counting:
-    """A registry whose ``count`` skill counts its calls, and whose ``hang`` waits for release."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.registry = Registry()
-
-        @self.registry.skill(timeout=None)
-        def count() -> int:
-            """Count one more call."""
-            self.calls += 1
-            return self.calls
-
-        @self.registry.skill(timeout=None)
-        def hang() -> str:
-            """Return only once released."""
-            self.calls += 1
-            self.entered.set()
-            self.release.wait(30)
-            return "released"
-
-
-@contextlib.contextmanager
-def daemon(
-    tmp_path: Path, script: list[str], config: str = "", path: Path | None = None
-) -> Iterator[tuple[Server, str, Counting, Peer]]:
-    skills = Counting()
-    journal = path or tmp_path / "journal.sqlite3"
-    config = f"[journal]\npath = '{journal}'\n{config}"
-    context: zmq.Context[Any] = zmq.Context()
-    try:
-        with running_server(list(script), config=config, registry=skills.registry) as (
-            server,
-            endpoint,
-        ):
-            peer = Peer(context, endpoint)
-            try:
-                yield server, endpoint, skills, peer
-            finally:
-                skills.release.set()
-                peer.close()
-    finally:
-        context.destroy(linger=0)
-
-
-def ask(peer: Peer, request: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
-    """Send ``request`` and return its reply, passing over replies to earlier requests."""
-    peer.send(request)
-    while True:
-        reply = peer.recv(timeout)
-        reply.pop("_frames", None)
-        if reply["id"] in (request["id"], None):
-            return reply
-
-
-def result(peer: Peer, target: str) -> dict[str, Any]:
-    return ask(peer, {"v": 1, "id": f"result-{target}", "op": "result", "target": target})
 
 
 def test_a_second_run_with_the_same_key_gets_the_first_runs_result(tmp_path: Path) -> None:
@@ -253,7 +188,7 @@ def test_hostile_new_fields_get_one_clear_reply(
     field = {"result": "target", "runs": "limit", "run": "key"}[op]
     request: dict[str, Any] = {"v": 1, "id": "h", "op": op, field: value, **(extra or {})}
     if op == "run":
-        request["query"] = "how warm?"
+        request["query"] = run_request()["query"]  # the known run's: its key answers with it
     reply = ask(peer, request)
     valid = {
         "result": valid_text(value, printable=False),

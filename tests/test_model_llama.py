@@ -292,7 +292,9 @@ def test_a_closed_model_refuses_work_without_crashing(make_registry: RegistryFac
     assert handle.closed
     with pytest.raises(ModelClosed):
         handle.generate("hello")
-    state = Agent(handle, make_registry(read_sensor, clock)).run("hello", max_iterations=1, max_retries=0)
+    state = Agent(handle, make_registry(read_sensor, clock)).run(
+        "hello", max_iterations=1, max_retries=0
+    )
     last = state.stream.last
     assert isinstance(last, ModelErrorObservation) and last.code == "model_closed"
 

@@ -117,6 +117,14 @@ def test_an_ask_published_twice_is_run_once(shared_broker: Any, tmp_path: Path) 
             peer.publish("edge-agent/twice/ask", ask, properties=v5_props("replies/t", b"c-2"))
             final_for(peer, "replies/t")
             assert n.status()["counters"]["runs_finished"] == 2
+            # The same correlation with another question is not that ask: never its answer.
+            peer.seen.clear()
+            other = {"query": "What is the load average?", "deadline_ms": 30000}
+            peer.publish("edge-agent/twice/ask", other, properties=v5_props("replies/t", b"c-1"))
+            refused = final_for(peer, "replies/t")
+            assert (refused["kind"], refused["code"]) == ("error", "key_conflict"), refused
+            assert "21 C." not in json.dumps(refused)
+            assert n.status()["counters"]["runs_finished"] == 2
         finally:
             peer.close()
 
@@ -128,7 +136,9 @@ def test_the_journal_records_where_each_run_was_asked(shared_broker: Any, tmp_pa
         peer = Peer(shared_broker.port, v5=False, subscribe=["origin/#"])
         try:
             n.wait_link("connected")
-            peer.publish("edge-agent/origin/ask", {"query": "Asked by MQTT", "reply_to": "origin/r"})
+            peer.publish(
+                "edge-agent/origin/ask", {"query": "Asked by MQTT", "reply_to": "origin/r"}
+            )
             assert final_for(peer, "origin/r")["answer"] == "Yes."
             direct = n.request({"v": 1, "id": "z-1", "op": "run", "query": "Asked by ZeroMQ"})
             assert direct["answer"] == "Yes.", direct
@@ -419,13 +429,16 @@ def test_ask_over_mqtt_cancels_its_run_on_ctrl_c_and_on_timeout(
     shared_broker: Any, tmp_path: Path
 ) -> None:
     slow = {"text": final("Never seen."), "delay_s": 60}
-    with node(tmp_path / "d", port=shared_broker.port, node="patient-ask",
-              replies=[slow, slow]) as n:
+    with node(
+        tmp_path / "d", port=shared_broker.port, node="patient-ask", replies=[slow, slow]
+    ) as n:
         n.wait_link("connected")
         base = [*CLI, "ask", "--mqtt", f"127.0.0.1:{shared_broker.port}", "--node", "patient-ask"]
         asking = subprocess.Popen(
             [*base, "--timeout", "120", "slow?"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             wait_for(lambda: n.status()["state"] == "busy", 60, "the run started")
@@ -440,7 +453,10 @@ def test_ask_over_mqtt_cancels_its_run_on_ctrl_c_and_on_timeout(
 
         timed_out = subprocess.run(
             [*base, "--timeout", "2", "slow again?"],
-            capture_output=True, text=True, timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert timed_out.returncode == 75, timed_out.stderr
         wait_for(lambda: n.status()["state"] == "ready", 60, "the model freed again")
@@ -457,16 +473,27 @@ def test_two_nodes_answer_only_their_own_and_the_cli_finds_them(
 ) -> None:
     port = str(shared_broker.port)
     with (
-        node(tmp_path / "k", port=shared_broker.port, node="kitchen-pi",
-             replies=[final("Kitchen here.")]) as kitchen,
-        node(tmp_path / "g", port=shared_broker.port, node="garage-pi",
-             replies=[final("Garage here.")]) as garage,
+        node(
+            tmp_path / "k",
+            port=shared_broker.port,
+            node="kitchen-pi",
+            replies=[final("Kitchen here.")],
+        ) as kitchen,
+        node(
+            tmp_path / "g",
+            port=shared_broker.port,
+            node="garage-pi",
+            replies=[final("Garage here.")],
+        ) as garage,
     ):
         kitchen.wait_link("connected")
         garage.wait_link("connected")
         listing = subprocess.run(
             [*CLI, "nodes", "--mqtt", f"127.0.0.1:{port}", "--json"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert listing.returncode == 0, listing.stderr
         nodes = {entry["node"]: entry for entry in json.loads(listing.stdout)}
@@ -477,7 +504,10 @@ def test_two_nodes_answer_only_their_own_and_the_cli_finds_them(
         for name, expected in (("kitchen-pi", "Kitchen here."), ("garage-pi", "Garage here.")):
             asked = subprocess.run(
                 [*CLI, "ask", "--mqtt", f"127.0.0.1:{port}", "--node", name, "Who are you?"],
-                capture_output=True, text=True, timeout=90, check=False,
+                capture_output=True,
+                text=True,
+                timeout=90,
+                check=False,
             )
             assert asked.returncode == 0, asked.stderr
             assert asked.stdout.strip() == expected
@@ -486,28 +516,52 @@ def test_two_nodes_answer_only_their_own_and_the_cli_finds_them(
 
         as_json = subprocess.run(
             [*CLI, "ask", "--mqtt", f"127.0.0.1:{port}", "--node", "garage-pi", "--json", "q"],
-            capture_output=True, text=True, timeout=90, check=False,
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
         )
         assert as_json.returncode == 0 and json.loads(as_json.stdout)["answer"] == "Garage here."
         bad = subprocess.run(
-            [*CLI, "ask", "--mqtt", f"127.0.0.1:{port}", "--node", "garage-pi",
-             "--workflow", "nope", "q"],
-            capture_output=True, text=True, timeout=90, check=False,
+            [
+                *CLI,
+                "ask",
+                "--mqtt",
+                f"127.0.0.1:{port}",
+                "--node",
+                "garage-pi",
+                "--workflow",
+                "nope",
+                "q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
         )
         assert bad.returncode == 65, bad.stderr
     gone = subprocess.run(
         [*CLI, "ask", "--mqtt", f"127.0.0.1:{port}", "--node", "garage-pi", "--timeout", "5", "q"],
-        capture_output=True, text=True, timeout=90, check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
     assert gone.returncode == 69 and "offline" in gone.stderr
     nobody = subprocess.run(
         [*CLI, "ask", "--mqtt", f"127.0.0.1:{port}", "--node", "shed-pi", "--timeout", "2", "q"],
-        capture_output=True, text=True, timeout=90, check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
     assert nobody.returncode == 69
     listing = subprocess.run(
         [*CLI, "nodes", "--mqtt", f"127.0.0.1:{port}"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert "kitchen-pi" not in listing.stdout  # offline nodes are listed only with --all
 
@@ -652,9 +706,20 @@ def test_config_errors_stop_the_daemon_before_it_serves(tmp_path: Path) -> None:
         config = tmp_path / f"{name}.toml"
         config.write_text(f'[mqtt]\nhost = "127.0.0.1"\nport = 1\n{body}')
         result = subprocess.run(
-            [*CLI, "serve", "--model", f"mock:{mock}", "--config", str(config),
-             "--endpoint", f"ipc://{tmp_path}/{name}.sock"],
-            capture_output=True, text=True, timeout=60, check=False,
+            [
+                *CLI,
+                "serve",
+                "--model",
+                f"mock:{mock}",
+                "--config",
+                str(config),
+                "--endpoint",
+                f"ipc://{tmp_path}/{name}.sock",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert result.returncode == 78, (name, result.stderr)
         assert "inline" not in result.stderr
@@ -685,13 +750,19 @@ def test_without_an_mqtt_section_status_is_as_before(tmp_path: Path) -> None:
     assert "mqtt:" not in output
     # Without [mqtt] the extra is never even imported: the daemon works without paho installed.
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import sys, edge_agentd.cli.main as c, edge_agentd.service.config as k;"
-         "p = c._parser(); p.parse_args(['serve']);"
-         "from edge_agentd.service.mqtt.wiring import make_bridge;"
-         "from edge_agentd.agent.registry import Registry;"
-         "assert make_bridge(k.Settings(), Registry()) is None;"
-         "assert not [m for m in sys.modules if m.startswith('paho')], 'paho imported'"],
-        capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-c",
+            "import sys, edge_agentd.cli.main as c, edge_agentd.service.config as k;"
+            "p = c._parser(); p.parse_args(['serve']);"
+            "from edge_agentd.service.mqtt.wiring import make_bridge;"
+            "from edge_agentd.agent.registry import Registry;"
+            "assert make_bridge(k.Settings(), Registry()) is None;"
+            "assert not [m for m in sys.modules if m.startswith('paho')], 'paho imported'",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert probe.returncode == 0, probe.stderr

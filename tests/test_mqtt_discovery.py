@@ -95,8 +95,18 @@ SCHEMA: dict[str, dict[str, Any]] = {
 }
 REQUIRED = {"text": {"command_topic"}, "sensor": {"state_topic"}, "binary_sensor": {"state_topic"}}
 DEVICE_KEYS = {
-    "configuration_url", "connections", "hw_version", "identifiers", "manufacturer", "model",
-    "model_id", "name", "serial_number", "suggested_area", "sw_version", "via_device",
+    "configuration_url",
+    "connections",
+    "hw_version",
+    "identifiers",
+    "manufacturer",
+    "model",
+    "model_id",
+    "name",
+    "serial_number",
+    "suggested_area",
+    "sw_version",
+    "via_device",
 }
 ORIGIN_KEYS = {"name", "sw_version", "support_url"}
 STATE_CLASSES = {"measurement", "measurement_angle", "total", "total_increasing"}
@@ -108,10 +118,34 @@ SENSOR_UNITS = {
     "illuminance": {"lx"},
 }
 BINARY_SENSOR_CLASSES = {
-    "battery", "battery_charging", "carbon_monoxide", "cold", "connectivity", "door",
-    "garage_door", "gas", "heat", "light", "lock", "moisture", "motion", "moving", "occupancy",
-    "opening", "plug", "power", "presence", "problem", "running", "safety", "smoke", "sound",
-    "tamper", "update", "vibration", "window",
+    "battery",
+    "battery_charging",
+    "carbon_monoxide",
+    "cold",
+    "connectivity",
+    "door",
+    "garage_door",
+    "gas",
+    "heat",
+    "light",
+    "lock",
+    "moisture",
+    "motion",
+    "moving",
+    "occupancy",
+    "opening",
+    "plug",
+    "power",
+    "presence",
+    "problem",
+    "running",
+    "safety",
+    "smoke",
+    "sound",
+    "tamper",
+    "update",
+    "vibration",
+    "window",
 }
 DISCOVERY_TOPIC = re.compile(
     r"homeassistant/(text|sensor|binary_sensor)/([A-Za-z0-9_-]+)/([A-Za-z0-9_-]+)/config"
@@ -212,8 +246,16 @@ def test_discovery_configs_match_home_assistants_schema(ha_broker: Any, tmp_path
                 check_config(topic, config, "edge-agent/greenhouse/status")
                 for topic, config in configs.items()
             ]
-            assert sorted(components) == ["binary_sensor", "sensor", "sensor", "sensor", "sensor",
-                                          "sensor", "sensor", "text"]
+            assert sorted(components) == [
+                "binary_sensor",
+                "sensor",
+                "sensor",
+                "sensor",
+                "sensor",
+                "sensor",
+                "sensor",
+                "text",
+            ]
             assert len({c["unique_id"] for c in configs.values()}) == len(configs)
             assert len({json.dumps(c["device"], sort_keys=True) for c in configs.values()}) == 1
             by_class: dict[str, list[dict[str, Any]]] = {}
@@ -277,8 +319,10 @@ def test_discovery_off_clears_what_was_published(ha_broker: Any, tmp_path: Path)
         ) as n:
             n.wait_link("connected")
             wait_for(
-                lambda: {m.topic for m in watcher.quiet(0.2) if not m.payload} >= set(published)
-                or {m.topic for m in watcher.seen if not m.payload} >= set(published),
+                lambda: (
+                    {m.topic for m in watcher.quiet(0.2) if not m.payload} >= set(published)
+                    or {m.topic for m in watcher.seen if not m.payload} >= set(published)
+                ),
                 60,
                 "every config cleared",
             )
@@ -298,8 +342,19 @@ def test_ha_discovery_print_shows_the_configs(tmp_path: Path) -> None:
         f'[skills]\nsysfs_root = "{sysfs}"\n[mqtt]\nhost = "broker.lan"\nnode_id = "attic"\n'
     )
     shown = subprocess.run(
-        [sys.executable, "-m", "edge_agentd.cli", "ha-discovery", "--print", "--config", str(config)],
-        capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "edge_agentd.cli",
+            "ha-discovery",
+            "--print",
+            "--config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert shown.returncode == 0, shown.stderr
     configs = json.loads(shown.stdout)
@@ -310,7 +365,10 @@ def test_ha_discovery_print_shows_the_configs(tmp_path: Path) -> None:
     bad.write_text('[mqtt]\nnode_id = "at tic"\n')
     refused = subprocess.run(
         [sys.executable, "-m", "edge_agentd.cli", "ha-discovery", "--print", "--config", str(bad)],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert refused.returncode == 78 and "node_id" in refused.stderr
 
@@ -320,7 +378,14 @@ def test_forget_clears_everything_a_stopped_node_left(ha_broker: Any, tmp_path: 
     # without [mqtt] no longer knows the broker, so the client clears what the node left.
     everything = ["homeassistant/+/barn/+/config", "edge-agent/barn/#"]
     watcher = Peer(ha_broker.port, subscribe=everything)
-    cli = [sys.executable, "-m", "edge_agentd.cli", "nodes", "--mqtt", f"127.0.0.1:{ha_broker.port}"]
+    cli = [
+        sys.executable,
+        "-m",
+        "edge_agentd.cli",
+        "nodes",
+        "--mqtt",
+        f"127.0.0.1:{ha_broker.port}",
+    ]
 
     def nodes(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -358,7 +423,9 @@ def test_forget_clears_everything_a_stopped_node_left(ha_broker: Any, tmp_path: 
         finally:
             late.close()
         listing = nodes("--all", "--json")
-        assert listing.returncode == 0 and "barn" not in {e["node"] for e in json.loads(listing.stdout)}
+        assert listing.returncode == 0 and "barn" not in {
+            e["node"] for e in json.loads(listing.stdout)
+        }
         again = nodes("--forget", "barn")
         assert again.returncode == 0 and "nothing retained" in again.stdout
         assert nodes("--forget", "ba rn").returncode == 65

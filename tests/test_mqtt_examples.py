@@ -57,7 +57,10 @@ def test_home_assistant_automation_asks_and_notifies(example_broker: Any, tmp_pa
     home_assistant = Peer(example_broker.port, v5=False, subscribe=[reply_trigger["topic"]])
     try:
         with node(
-            tmp_path / "d", port=example_broker.port, node=node_name, replies=[final(ANSWER)],
+            tmp_path / "d",
+            port=example_broker.port,
+            node=node_name,
+            replies=[final(ANSWER)],
             extra='[workflows.vents]\ninstructions = "x"\n',
         ) as n:
             n.wait_link("connected")
@@ -79,9 +82,7 @@ def test_home_assistant_automation_asks_and_notifies(example_broker: Any, tmp_pa
             # A failure takes the other branch, with the protocol's code in the notification.
             bad = dict(ask, workflow="no-such-workflow", id="bad-1")
             home_assistant.publish(publish["data"]["topic"], json.dumps(bad))
-            failed = home_assistant.wait(
-                lambda m: json.loads(m.payload).get("id") == "bad-1", 60
-            )
+            failed = home_assistant.wait(lambda m: json.loads(m.payload).get("id") == "bad-1", 60)
             trigger = {"payload_json": json.loads(failed.payload)}
             assert render(branch["if"][0]["value_template"], trigger=trigger) == "False"
             message = render(branch["else"][0]["data"]["message"], trigger=trigger)
@@ -99,7 +100,10 @@ def _run_function(func: str, msg: dict[str, Any]) -> dict[str, Any]:
     )
     result = subprocess.run(
         [shutil.which("node") or "node", "-e", script],
-        capture_output=True, text=True, timeout=30, check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
     )
     out: dict[str, Any] = json.loads(result.stdout)
     return out
@@ -108,7 +112,10 @@ def _run_function(func: str, msg: dict[str, Any]) -> dict[str, Any]:
 def test_node_red_flow_asks_and_routes_the_reply(example_broker: Any, tmp_path: Path) -> None:
     if shutil.which("node") is None:
         pytest.skip("needs Node.js to run the flow's function node")
-    nodes = {entry["id"]: entry for entry in json.loads((EXAMPLES / "node-red-mqtt-flow.json").read_text())}
+    nodes = {
+        entry["id"]: entry
+        for entry in json.loads((EXAMPLES / "node-red-mqtt-flow.json").read_text())
+    }
     for entry in nodes.values():
         for output in entry.get("wires", []):
             assert all(target in nodes for target in output), entry["id"]
@@ -123,13 +130,18 @@ def test_node_red_flow_asks_and_routes_the_reply(example_broker: Any, tmp_path: 
     node_red = Peer(example_broker.port, v5=False, subscribe=[mqtt_in["topic"]])
     try:
         with node(
-            tmp_path / "d", port=example_broker.port, node=node_name, replies=[final(ANSWER)],
+            tmp_path / "d",
+            port=example_broker.port,
+            node=node_name,
+            replies=[final(ANSWER)],
             daemon="queue_limit = 1",
         ) as n:
             n.wait_link("connected")
             msg = _run_function(make_ask["func"], {"payload": inject["payload"], "_msgid": "m1"})
             # The mqtt out node sends an object payload as its JSON.
-            node_red.publish(mqtt_out["topic"], json.dumps(msg["payload"]), qos=int(mqtt_out["qos"]))
+            node_red.publish(
+                mqtt_out["topic"], json.dumps(msg["payload"]), qos=int(mqtt_out["qos"])
+            )
             reply = json.loads(node_red.on_topic(mqtt_in["topic"], 60).payload)
             assert reply["id"] == "m1"
             routed = _switch(switch, reply)

@@ -179,8 +179,19 @@ def test_the_node_survived_every_case(hostile: tuple[Node, Peer, int]) -> None:
 # -- any payload, end to end -------------------------------------------------------------------
 # Raw JSON text, so that what json.dumps would refuse to write (2,000-deep nesting, lone
 # surrogates, integers past 64 bits) still reaches the bridge.
-KEYS = ["query", "workflow", "max_iterations", "deadline_ms", "stream", "id", "reply_to", "v",
-        "op", "target", EVIL + "x" * 300]
+KEYS = [
+    "query",
+    "workflow",
+    "max_iterations",
+    "deadline_ms",
+    "stream",
+    "id",
+    "reply_to",
+    "v",
+    "op",
+    "target",
+    EVIL + "x" * 300,
+]
 FRAGMENTS = st.one_of(
     st.integers(min_value=-(10**40), max_value=10**40).map(str),
     st.sampled_from(["1" + "0" * 400, "1e400", "-1e400", "0.5", "true", "null", "[]", "{}"]),

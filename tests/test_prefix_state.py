@@ -161,10 +161,14 @@ def _answers(model: LlamaModel, agent: Agent) -> list[list[int]]:
     out = []
     for query in QUERIES:
         prompt = agent.render_prompt(AgentState(query=query))
-        out.append(model.tokenize(model.generate(prompt, action_schema=schema, max_tokens=24),
-                                  add_bos=False))
-        out.append(model.tokenize(model.generate(prompt, constrained=False, max_tokens=8),
-                                  add_bos=False))
+        out.append(
+            model.tokenize(
+                model.generate(prompt, action_schema=schema, max_tokens=24), add_bos=False
+            )
+        )
+        out.append(
+            model.tokenize(model.generate(prompt, constrained=False, max_tokens=8), add_bos=False)
+        )
     return out
 
 
@@ -289,4 +293,3 @@ def test_the_daemons_loader_restarts_warm_under_systemd_and_outside(
     assert statuses == ["saved", "loaded"]
     assert [p.suffix for p in expected.iterdir()] == [".kvstate"]
     assert not (tmp_path / "not-here").exists()
-

@@ -90,7 +90,9 @@ def test_every_figure_has_its_benchmark_date_and_machine() -> None:
         assert (REPO / command.group(1)).is_file(), row
         used.add(command.group(1))
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cells[6]) and cells[7], row
-    benchmarks = {f"scripts/bench/{p.name}" for p in (REPO / "scripts" / "bench").glob("bench_*.py")}
+    benchmarks = {
+        f"scripts/bench/{p.name}" for p in (REPO / "scripts" / "bench").glob("bench_*.py")
+    }
     assert used == benchmarks
     readme = README.read_text(encoding="utf-8")
     summary = readme.split("\n## How it performs\n", 1)[1].split("\n## ", 1)[0]

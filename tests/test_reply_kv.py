@@ -50,9 +50,7 @@ def test_each_step_evaluates_only_what_is_new_since_the_reply(
     agent = Agent(model, make_registry(read_sensor, clock))
     model.warm_up(agent.preamble())
     state = agent.run("What time is it?", max_iterations=4)
-    usages = [
-        e.usage for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)
-    ]
+    usages = [e.usage for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)]
     assert len(usages) >= 2, state.stream
     for before, after in itertools.pairwise(usages):
         assert before is not None and after is not None and after.evaluated_tokens is not None

@@ -37,7 +37,9 @@ def peers(context: zmq.Context[Any]) -> Iterator[list[Peer]]:
         peer.close()
 
 
-def open_peer(context: zmq.Context[Any], peers: list[Peer], endpoint: str, kind: int = zmq.DEALER) -> Peer:
+def open_peer(
+    context: zmq.Context[Any], peers: list[Peer], endpoint: str, kind: int = zmq.DEALER
+) -> Peer:
     peer = Peer(context, endpoint, kind)
     peers.append(peer)
     return peer
@@ -90,13 +92,15 @@ def test_status_and_skills(context, peers) -> None:
         skills = {s["name"]: s for s in dealer.recv()["skills"]}
         assert set(skills) == {"add", "room_temperature"}
         assert skills["add"]["parameters"]["required"] == ["a", "b"]
-        assert skills["add"]["timeout_s"] == 2.0 and skills["add"]["description"] == "Add two integers."
+        assert (
+            skills["add"]["timeout_s"] == 2.0
+            and skills["add"]["description"] == "Add two integers."
+        )
         dealer.send({"v": 1, "id": "sk2", "op": "skills", "workflow": "math"})
         assert [s["name"] for s in dealer.recv()["skills"]] == ["add"]
         dealer.send({"v": 1, "id": "sk3", "op": "skills", "workflow": "nope"})
         error = dealer.recv()
         assert (error["kind"], error["code"], error["id"]) == ("error", "bad_request", "sk3")
-
 
 
 def test_status_and_run_replies_are_their_models_in_wire_order(context, peers) -> None:
@@ -247,9 +251,7 @@ def test_busy_when_the_queue_is_full(context, peers) -> None:
         assert status["state"] == "busy" and status["queue_depth"] == 2
 
 
-def test_an_idle_model_takes_one_run_beyond_the_queue_limit_even_in_a_burst(
-    context, peers
-) -> None:
+def test_an_idle_model_takes_one_run_beyond_the_queue_limit_even_in_a_burst(context, peers) -> None:
     """Requests read in one wake-up, before the first is started, must not see a free model as
     busy: the limit counts the runs that wait, not the one about to run."""
     config = "[daemon]\nqueue_limit = 1\nshutdown_grace_s = 0.05\n"
@@ -312,12 +314,20 @@ def test_cancel_a_queued_and_a_running_run(context, peers) -> None:
         second.send({"v": 1, "id": "c1", "op": "cancel", "target": "run-b"})
         replies_b = {reply["id"]: reply for reply in (second.recv(), second.recv())}
         assert replies_b["c1"] | {"_frames": 0} == {
-            "v": 1, "id": "c1", "kind": "result", "op": "cancel", "target": "run-b",
-            "cancelled": True, "was": "queued", "_frames": 0,
+            "v": 1,
+            "id": "c1",
+            "kind": "result",
+            "op": "cancel",
+            "target": "run-b",
+            "cancelled": True,
+            "was": "queued",
+            "_frames": 0,
         }
         queued = replies_b["run-b"]
         assert queued["outcome"] == "interrupted"
-        assert queued["state"]["events"] == [{"type": "InterruptedObservation", "reason": "cancelled"}]
+        assert queued["state"]["events"] == [
+            {"type": "InterruptedObservation", "reason": "cancelled"}
+        ]
 
         first.send({"v": 1, "id": "c2", "op": "cancel", "target": "run-a"})
         replies = [first.recv()]
@@ -429,15 +439,17 @@ def test_a_run_that_ignores_interruption_is_answered_shutting_down_within_the_bo
             # The model stays stuck for 30 s: a reply at all means the bound, not the model,
             # ended the wait.
             reply = dealer.recv(15)
-            assert (reply["kind"], reply["code"], reply["id"]) == ("error", "shutting_down", "stuck")
+            assert (reply["kind"], reply["code"], reply["id"]) == (
+                "error",
+                "shutting_down",
+                "stuck",
+            )
             assert not release.is_set()
     finally:
         release.set()
 
 
-def test_shutdown_cancels_a_run_whose_skill_hangs_and_leaves_no_run_behind(
-    context, peers
-) -> None:
+def test_shutdown_cancels_a_run_whose_skill_hangs_and_leaves_no_run_behind(context, peers) -> None:
     """Shutdown's cancel reaches a skill with no timeout through the serving loop's watch: the
     client gets its run back interrupted, and no run is left for exit to wait on."""
     release, entered = threading.Event(), threading.Event()
@@ -451,9 +463,14 @@ def test_shutdown_cancels_a_run_whose_skill_hangs_and_leaves_no_run_behind(
             assert server.worker_alive
             server.stop()
             reply = dealer.recv(10)
-            assert (reply["kind"], reply["id"], reply["outcome"]) == ("result", "hung", "interrupted")
+            assert (reply["kind"], reply["id"], reply["outcome"]) == (
+                "result",
+                "hung",
+                "interrupted",
+            )
             assert reply["state"]["events"][-1] == {
-                "type": "InterruptedObservation", "reason": "cancelled",
+                "type": "InterruptedObservation",
+                "reason": "cancelled",
             }
         assert not server.worker_alive
     finally:

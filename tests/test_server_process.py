@@ -233,9 +233,7 @@ def test_a_bad_model_is_one_line_and_exit_78_before_any_socket(tmp_path: Path, k
     truncated = tmp_path / "model.gguf"
     # The GGUF magic, version 3, no tensors, one metadata key that the file ends inside.
     truncated.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 100) + b"gene")
-    model = {"missing": str(tmp_path / "nope.gguf"), "truncated": str(truncated)}.get(
-        kind, "gemma"
-    )
+    model = {"missing": str(tmp_path / "nope.gguf"), "truncated": str(truncated)}.get(kind, "gemma")
     config = tmp_path / "edge.toml"
     config.write_text("[skills]\nbuiltins = false\n", encoding="utf-8")  # only the model speaks
     endpoint = f"ipc://{tmp_path / 'agent.sock'}"

@@ -79,7 +79,12 @@ def test_valid_requests_decode_to_their_op() -> None:
     [
         (b"", "bad_request", None, "msgpack"),
         (b"\x92\x01\x02", "bad_request", None, "map"),
-        (msgpack.packb({"v": 1, "id": "r1", "op": "status"}) + b"\x00", "bad_request", None, "follow"),
+        (
+            msgpack.packb({"v": 1, "id": "r1", "op": "status"}) + b"\x00",
+            "bad_request",
+            None,
+            "follow",
+        ),
         (msgpack.packb({1: 1}), "bad_request", None, "map key"),
         (msgpack.packb({b"v": 1, "id": "r1"}), "bad_request", "r1", "string"),
         (msgpack.packb({"id": "r1", "op": "status"}), "bad_request", "r1", "'v'"),
@@ -147,7 +152,9 @@ def test_config_errors_name_the_key_and_the_line() -> None:
 
 
 def test_config_rejects_unknown_keys_and_bad_toml() -> None:
-    with pytest.raises(ConfigError, match=r"line 3: unknown key `gguf` in \[model\] \(known keys: "):
+    with pytest.raises(
+        ConfigError, match=r"line 3: unknown key `gguf` in \[model\] \(known keys: "
+    ):
         parse_settings("[model]\npath = 'default'\ngguf = 'x'\n")
     with pytest.raises(ConfigError, match=r"not valid TOML.*line 1"):
         parse_settings("[daemon\n")
@@ -178,9 +185,7 @@ def section(heading: str) -> str:
     """The text under ``heading`` up to the next heading of the same or a higher level."""
     level = heading.split(" ", maxsplit=1)[0]
     start = DOC.index(f"\n{heading}\n")
-    ends = [
-        DOC.find(f"\n{'#' * n} ", start + len(heading) + 2) for n in range(1, len(level) + 1)
-    ]
+    ends = [DOC.find(f"\n{'#' * n} ", start + len(heading) + 2) for n in range(1, len(level) + 1)]
     return DOC[start : min([e for e in ends if e != -1], default=len(DOC))]
 
 

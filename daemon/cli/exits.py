@@ -18,6 +18,7 @@ CODE_EXITS = {
     "bad_request": EXIT_BAD_INPUT,
     "too_large": EXIT_BAD_INPUT,
     "unsupported_version": EXIT_BAD_INPUT,
+    "key_conflict": EXIT_BAD_INPUT,
     "busy": EXIT_TEMPFAIL,
     "deadline": EXIT_TEMPFAIL,
     "shutting_down": EXIT_TEMPFAIL,

@@ -2,12 +2,13 @@
 
 Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 1 no answer (max
 iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input (including a
-malformed endpoint); 69 the daemon is unavailable; 75 busy, shutting down, or out of time (the whole
-command ends within ``--timeout`` plus a few seconds, whatever happens); 130 Ctrl-C (the run is
-cancelled too). ``serve`` exits 0 after a clean shutdown, 1 on an unexpected failure, 65 on a bad
-option, 69 when another daemon holds the endpoint, 78 on a config error or a model that cannot be
-loaded. ``triggers`` exits as ``status``; ``watch`` exits 0 on Ctrl-C. Every command exits 65 on
-a bad option (README.md, "Exit codes").
+malformed endpoint, and a ``--key`` another question holds); 69 the daemon is unavailable; 75
+busy, shutting down, or out of time (the whole command ends within ``--timeout`` plus a few
+seconds, whatever happens); 130 Ctrl-C (the run is cancelled too). ``serve`` exits 0 after a
+clean shutdown, 1 on an unexpected failure, 65 on a bad option, 69 when another daemon holds the
+endpoint, 78 on a config error or a model that cannot be loaded. ``triggers`` exits as
+``status``; ``watch`` exits 0 on Ctrl-C. Every command exits 65 on a bad option (README.md, "Exit
+codes").
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask.add_argument(
         "--key",
         help="an idempotency key (1-128 printable characters): a second ask with the same key "
-        "gets the first run's result, never a second run",
+        "and question gets the first run's result, never a second run; with another question, "
+        "key_conflict (exit 65)",
     )
     ask.add_argument("--endpoint", help=endpoint_help)
 

@@ -176,8 +176,10 @@ class Client:
         """Run the agent on ``query`` and return the ``result`` reply.
 
         With ``key`` (an idempotency key), a run the daemon already has for the key is not run
-        again: its result comes back (``run_id`` names it). A keyed run that times out here is
-        left to finish, so its result can be fetched (:meth:`result`) or asked for again.
+        again: its result comes back (``run_id`` names it); if that run asked another query or
+        workflow, DaemonError ``key_conflict`` (its message names the run). A keyed run that
+        times out here is left to finish, so its result can be fetched (:meth:`result`) or asked
+        for again.
 
         The daemon is given the timeout as the run's deadline, so it interrupts the run and still
         answers; ``on_event`` (which asks for streaming) sees each event as it is appended, and

@@ -49,6 +49,7 @@ ErrorCode = Literal[
     "shutting_down",
     "not_found",
     "no_journal",
+    "key_conflict",
     "internal",
 ]
 ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)

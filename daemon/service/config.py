@@ -100,7 +100,8 @@ class JournalSettings(_Section):
 
     enabled: bool = True
     path: Annotated[str, Field(min_length=1)] | None = None
-    """None: ``$STATE_DIRECTORY/journal.sqlite3`` under systemd, else the XDG state directory."""
+    """None: ``$STATE_DIRECTORY/journal.sqlite3`` under systemd, else the XDG state directory;
+    a daemon on another endpoint than the default gets a file of its own (journalpath)."""
     keep_runs: Annotated[int, Field(ge=1, le=10_000_000)] = 10_000
     keep_days: Annotated[float, Field(gt=0, le=36_500, allow_inf_nan=False)] = 30.0
 

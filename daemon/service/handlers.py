@@ -172,11 +172,21 @@ class RequestHandler:
         if self._lifecycle.stopping:
             self._replies.fail(envelope, request.id, "shutting_down", "the daemon is shutting down")
             return
-        earlier = None if request.key is None else self._journal.run_for_key(request.key)
-        if earlier is not None:
-            self._answer_from(earlier, envelope, request, stream, connection)
-            return
-        self._queue(envelope, request, stream, connection)
+        holder = None if request.key is None else self._journal.key_holder(request.key)
+        if holder is None:
+            self._queue(envelope, request, stream, connection)
+        elif holder.asks(request.query, request.workflow):
+            self._answer_from(holder.run_id, envelope, request, stream, connection)
+        else:
+            # Never another question's answer under this one's name: the caller reused a key.
+            self._journal.counts["key_conflicts"] += 1
+            # Another client chose that id: shown escaped unless printable, for a terminal.
+            shown = holder.run_id if holder.run_id.isprintable() else ascii(holder.run_id)
+            message = (
+                f"this key belongs to run {shown}, which asked another query or workflow:"
+                " a new question needs a new key"
+            )
+            self._replies.fail(envelope, request.id, "key_conflict", message, connection)
 
     def _queue(
         self,

@@ -6,9 +6,13 @@ task on the journal thread's queue, so the loop never waits on the disk. A write
 (disk full, read-only) never fails the run: the journal is ``degraded`` in ``status``, the log
 says why once, and the next write that works clears it.
 
-The journal also holds, in memory, which run each idempotency key belongs to (bounded like the
-file: a key goes when its run is pruned), and the requests waiting on a keyed run that is still
-going: they are answered from the run's own final reply, not from the disk.
+The journal also holds, in memory, which run each idempotency key belongs to and what that run
+asked (journalkeys; bounded like the file: a key goes when its run is pruned, or ends
+``interrupted``), and the requests waiting on a keyed run that is still going: they are answered
+from the run's own final reply, not from the disk.
+
+The file is bounded by ``keep_runs`` whatever the burst: runs past it are pruned inside the very
+transaction that wrote the batch, and their pages are given back to the disk before it commits.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -29,12 +32,13 @@ import msgpack
 from edge_agentd.protocol.framing import unpack_frame
 from edge_agentd.protocol.wire import ErrorCode, ErrorReply, encode
 from edge_agentd.service.config import JournalSettings
+from edge_agentd.service.journalkeys import KeyHolder, Keys
+from edge_agentd.service.journalpath import JournalLock, default_path
 from edge_agentd.service.journalstore import JournalStore, JournalUnavailable
 from edge_agentd.service.journaltasks import Tasks, Write
 
 log = logging.getLogger(__name__)
 
-FILE_NAME: Final = "journal.sqlite3"
 PRUNE_EVERY_S: Final = 600.0
 """keep_days is enforced this often (and at start); keep_runs on every write that passes it."""
 REOPEN_EVERY_S: Final = 30.0
@@ -45,15 +49,12 @@ LoopCall = Callable[[], None]
 Send = Callable[[list[bytes], bytes, "tuple[int, int] | None"], None]
 
 
-def default_path(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
-    """``$STATE_DIRECTORY/journal.sqlite3`` under systemd, else ``$XDG_STATE_HOME/edge-agent/``
-    (``~/.local/state/edge-agent/``)."""
-    state_directory = environ.get("STATE_DIRECTORY", "").split(":")[0]
-    if state_directory:
-        return Path(state_directory) / FILE_NAME
-    xdg = environ.get("XDG_STATE_HOME", "")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
-    return base / "edge-agent" / FILE_NAME
+@dataclasses.dataclass(frozen=True)
+class Pruned:
+    """What one prune deleted: how many runs, and ``(id, key)`` of those that held a key."""
+
+    count: int
+    keyed: list[tuple[str, str]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,15 +77,17 @@ class Journal:
         post: Callable[[LoopCall], None],
         send: Send,
         path: Path | None = None,
+        endpoint: str | None = None,
     ) -> None:
         self.settings = settings
         self.enabled = settings.enabled
-        self.path = path or (Path(settings.path) if settings.path else default_path())
+        self.path = path or (Path(settings.path) if settings.path else default_path(endpoint))
+        """``[journal] path``, else the default for the daemon on ``endpoint`` (journalpath)."""
+        self._lock = JournalLock(self.path)
         self._post = post
         self._send = send
         self._tasks = Tasks()
-        self._keys: dict[str, str] = {}
-        self._keys_lock = threading.Lock()
+        self._keys = Keys()
         self._waiters: dict[str, list[Waiter]] = {}
         """Loop thread only: run id -> the keyed requests waiting on it."""
         self._live_keys: dict[str, str] = {}
@@ -99,7 +102,8 @@ class Journal:
         self.problem: str | None = None
         """Why the journal is degraded, or None."""
         self.counts: collections.Counter[str] = collections.Counter()
-        """``writes``, ``write_errors``, ``recovered``, ``pruned``, ``deduplicated``."""
+        """``writes``, ``write_errors``, ``recovered``, ``pruned``, ``deduplicated``,
+        ``key_conflicts``."""
         self._thread: threading.Thread | None = None
         if self.enabled:
             self._open()  # here, not on the thread: the keys must be known before any request
@@ -122,8 +126,7 @@ class Journal:
         if not self.enabled:
             return
         if key is not None:
-            with self._keys_lock:
-                self._keys[key] = run_id
+            self._keys.hold(key, run_id, query, workflow)
             self._live_keys[run_id] = key
         row = {
             "id": run_id,
@@ -146,8 +149,12 @@ class Journal:
     def finished(
         self, run_id: str, payload: bytes, *, outcome: str | None, answer: str | None
     ) -> None:
-        """The run's final ``result`` reply, as packed and sent: it is kept as it is."""
-        self._live_keys.pop(run_id, None)
+        """The run's final ``result`` reply, as packed and sent: it is kept as it is. A run
+        that ended ``interrupted`` (cancelled, out of time, stopped) never got to its answer, so
+        it lets its key go: the next ``run`` with the key is run."""
+        key = self._live_keys.pop(run_id, None)
+        if key is not None and outcome == "interrupted":
+            self._keys.release(key, run_id)
         self._answer_waiters(run_id, payload)
         if self.enabled:
             fields = {
@@ -166,9 +173,7 @@ class Journal:
         reason. Its key is let go: a new run may take it."""
         key = self._live_keys.pop(run_id, None)
         if key is not None:
-            with self._keys_lock:
-                if self._keys.get(key) == run_id:
-                    del self._keys[key]
+            self._keys.release(key, run_id)
         if run_id in self._waiters:
             self._answer_waiters(run_id, encode(ErrorReply(id=None, code=code, message=message)))
         if self.enabled:
@@ -183,8 +188,12 @@ class Journal:
 
     def run_for_key(self, key: str) -> str | None:
         """The retained run that holds ``key``, if any."""
-        with self._keys_lock:
-            return self._keys.get(key)
+        holder = self._keys.get(key)
+        return None if holder is None else holder.run_id
+
+    def key_holder(self, key: str) -> KeyHolder | None:
+        """The retained run that holds ``key`` and what it asked, if any (any thread)."""
+        return self._keys.get(key)
 
     def wait_on(self, run_id: str, waiter: Waiter) -> None:
         """Answer ``waiter`` with the final reply of ``run_id`` (still queued or running)."""
@@ -243,6 +252,7 @@ class Journal:
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._lock.release()
 
     def _answer_waiters(self, run_id: str, payload: bytes) -> None:
         waiters = self._waiters.pop(run_id, None)
@@ -277,6 +287,7 @@ class Journal:
     def _open(self) -> None:
         self._next_open = time.monotonic() + REOPEN_EVERY_S
         try:
+            self._lock.acquire()  # before the file is read: its keys and runs are one daemon's
             store = JournalStore(self.path)
             recovered = store.recover(time.time())
             keys = store.keys()
@@ -285,8 +296,7 @@ class Journal:
             self._degrade(f"cannot open the journal: {exc}")
             return
         self._store = store
-        with self._keys_lock:
-            self._keys.update(keys)
+        self._keys.load(keys)
         if recovered:
             self.counts["recovered"] += recovered
             log.warning(
@@ -296,7 +306,7 @@ class Journal:
             )
         log.info("journal: %s (%d runs kept)", self.path, self._rows)
         self._recovered()
-        self._prune(force=True)
+        self._prune_at_open()
 
     def _usable_store(self) -> JournalStore | None:
         if self._store is None and time.monotonic() >= self._next_open:
@@ -314,46 +324,64 @@ class Journal:
             with store.batch():
                 for write in writes:
                     write.apply(store)
+                # In this transaction, before it commits: a burst never reaches the file.
+                gone = self._prune_in(store)
         except sqlite3.Error as exc:
             self.counts["write_errors"] += len(writes)
             self._degrade(f"a write failed: {exc}")
             return
         self.counts["writes"] += len(writes)
         self._recovered()
-        self._prune()
+        self._pruned(store, gone)
 
     def _insert(self, store: JournalStore, row: dict[str, Any]) -> None:
         store.queued(row)
         self._rows += 1
 
-    def _prune(self, *, force: bool = False) -> None:
+    def _prune_at_open(self) -> None:
         store = self._store
         if store is None:
             return
+        try:
+            with store.batch():
+                gone = self._prune_in(store, force=True)
+        except sqlite3.Error as exc:
+            self._degrade(f"pruning failed: {exc}")
+            return
+        self._pruned(store, gone)
+
+    def _prune_in(self, store: JournalStore, *, force: bool = False) -> Pruned | None:
+        """Prune inside the caller's transaction when a bound is passed (``keep_runs``) or due
+        (``keep_days``, every PRUNE_EVERY_S), and give the freed pages back; what went, or None
+        when nothing was due."""
         now = time.monotonic()
         over = self._rows > self.settings.keep_runs
         if not (force or over or now >= self._next_prune):
-            return
+            return None
         self._next_prune = now + PRUNE_EVERY_S
         # Past keep_runs, prune a tenth below it, so a full journal is not pruned on every write.
         keep = self.settings.keep_runs
         if over:
             keep = max(1, keep - keep // 10)
+        count, keyed = store.prune(
+            keep_runs=keep, older_than=time.time() - self.settings.keep_days * 86400
+        )
+        if count:
+            store.give_back_pages()
+        self._rows = store.count()
+        return Pruned(count, keyed)
+
+    def _pruned(self, store: JournalStore, gone: Pruned | None) -> None:
+        """After the commit: count what was pruned, let its keys go, and fold the WAL back."""
+        if gone is None or not gone.count:
+            return
+        self.counts["pruned"] += gone.count
+        for run_id, key in gone.keyed:
+            self._keys.release(key, run_id)
         try:
-            gone = store.prune(
-                keep_runs=keep, older_than=time.time() - self.settings.keep_days * 86400
-            )
-            self._rows = store.count()
             store.checkpoint()
         except sqlite3.Error as exc:
-            self._degrade(f"pruning failed: {exc}")
-            return
-        if gone:
-            self.counts["pruned"] += len(gone)
-            with self._keys_lock:
-                for run_id, key in gone:
-                    if self._keys.get(key) == run_id:
-                        del self._keys[key]
+            log.warning("journal: a checkpoint after pruning failed: %s", exc)
 
     def _degrade(self, problem: str) -> None:
         if self.problem is None:
@@ -366,4 +394,4 @@ class Journal:
             self.problem = None
 
 
-__all__ = ["FILE_NAME", "Journal", "Waiter", "default_path"]
+__all__ = ["Journal", "Pruned", "Waiter"]

@@ -60,6 +60,8 @@ LIST_COLUMNS: Final = tuple(c for c in COLUMNS if c != "result")
 """``runs`` lists every run but its result, which only ``result`` reads."""
 UNFINISHED: Final = ("queued", "running")
 BUSY_TIMEOUT_S: Final = 5.0
+INCREMENTAL_VACUUM: Final = 2
+"""``PRAGMA auto_vacuum``'s value for INCREMENTAL."""
 
 
 class JournalUnavailable(Exception):
@@ -116,10 +118,14 @@ class JournalStore:
     def _prepare(db: sqlite3.Connection) -> None:
         if db.execute("PRAGMA quick_check").fetchone() != ("ok",):
             raise _Unusable("the database failed SQLite's quick_check", "corrupt")
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        if not tables:
+            # Before the first table, or it cannot be set without rewriting the file: pruned
+            # runs' pages can then go back to the disk (give_back_pages).
+            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
         db.execute("PRAGMA journal_mode=WAL")
         # NORMAL in WAL mode: a power cut may lose the last few writes, never the file itself.
         db.execute("PRAGMA synchronous=NORMAL")
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         version = 0
         if "schema_version" in tables:
             row = db.execute("SELECT version FROM schema_version").fetchone()
@@ -148,6 +154,8 @@ class JournalStore:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+        if db.execute("PRAGMA auto_vacuum").fetchone() != (INCREMENTAL_VACUUM,):
+            _switch_to_incremental_vacuum(db)
 
     def _move_aside(self, why: str, tag: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -217,16 +225,34 @@ class JournalStore:
         """One transaction for the writes inside it: one commit for all of them."""
         return _Transaction(self._db)
 
-    def prune(self, *, keep_runs: int, older_than: float) -> list[tuple[str, str]]:
-        """Delete finished runs past the bounds; returns ``(id, key)`` of those with a key."""
-        with self.batch():
-            doomed = self._db.execute(
-                "SELECT id, key FROM runs WHERE state NOT IN (?, ?) AND (queued_at < ? OR id NOT IN"
-                " (SELECT id FROM runs ORDER BY queued_at DESC LIMIT ?))",
-                (*UNFINISHED, older_than, keep_runs),
-            ).fetchall()
-            self._db.executemany("DELETE FROM runs WHERE id = ?", [(row[0],) for row in doomed])
-        return [(run_id, key) for run_id, key in doomed if key is not None]
+    def prune(self, *, keep_runs: int, older_than: float) -> tuple[int, list[tuple[str, str]]]:
+        """Delete finished runs past the bounds, inside the caller's :meth:`batch`; returns how
+        many, and ``(id, key)`` of those that held a key."""
+        doomed = self._db.execute(
+            "SELECT id, key FROM runs WHERE state NOT IN (?, ?) AND (queued_at < ? OR id NOT IN"
+            " (SELECT id FROM runs ORDER BY queued_at DESC LIMIT ?))",
+            (*UNFINISHED, older_than, keep_runs),
+        ).fetchall()
+        self._db.executemany("DELETE FROM runs WHERE id = ?", [(row[0],) for row in doomed])
+        return len(doomed), [(run_id, key) for run_id, key in doomed if key is not None]
+
+    def give_back_pages(self) -> None:
+        """Hand the free pages back to the disk (the file shrinks), inside the caller's
+        transaction, so they are never written out at all."""
+        free = self._free_pages()
+        while free > 0:
+            # Python's sqlite3 steps a PRAGMA that returns no rows once, and each step of
+            # incremental_vacuum frees one page: so one call per page.
+            for _ in range(free):
+                self._db.execute("PRAGMA incremental_vacuum")
+            left = self._free_pages()
+            if left >= free:
+                return  # nothing more to give (auto_vacuum is off on this file)
+            free = left
+
+    def _free_pages(self) -> int:
+        row = self._db.execute("PRAGMA freelist_count").fetchone()
+        return int(row[0])
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the file, so it does not grow between SQLite's own checkpoints."""
@@ -247,14 +273,15 @@ class JournalStore:
         )
         return [dict(zip(LIST_COLUMNS, row, strict=True)) for row in cursor]
 
-    def keys(self) -> dict[str, str]:
-        """Every retained key and the run holding it, except runs that ended ``interrupted``
-        (a restart, a shutdown, a failure): they never produced a result, so their key is free
-        for a new run."""
+    def keys(self) -> list[tuple[str, str, str, str | None]]:
+        """``(key, id, query, workflow)`` of every retained run with a key, except runs that
+        ended ``interrupted`` (a restart, a shutdown, a failure, a cancel, the deadline): they
+        never got to their answer, so their key is free for a new run."""
         cursor = self._db.execute(
-            "SELECT key, id FROM runs WHERE key IS NOT NULL AND state != 'interrupted'"
+            "SELECT key, id, query, workflow FROM runs WHERE key IS NOT NULL"
+            " AND state != 'interrupted' AND coalesce(outcome, '') != 'interrupted'"
         )
-        return {key: run_id for key, run_id in cursor}
+        return list(cursor)
 
     def count(self) -> int:
         row = self._db.execute("SELECT count(*) FROM runs").fetchone()
@@ -266,6 +293,22 @@ class JournalStore:
         except sqlite3.Error as exc:
             log.warning("journal: the last checkpoint failed: %s", exc)
         self._db.close()
+
+
+def _switch_to_incremental_vacuum(db: sqlite3.Connection) -> None:
+    """A file written before pruned pages were given back: rewrite it once (VACUUM) so they can
+    be. A file that cannot be rewritten now (a full disk) is used as it is, and tried next open."""
+    started = time.monotonic()
+    try:
+        db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        db.execute("VACUUM")
+    except sqlite3.Error as exc:
+        log.warning("journal: could not switch the file to give pruned pages back: %s", exc)
+        return
+    log.info(
+        "journal: the file now gives pruned runs' pages back (rewritten in %.1f s)",
+        time.monotonic() - started,
+    )
 
 
 class _Transaction:

@@ -15,7 +15,7 @@ from edge_agentd.service.router import RouterSocket
 log = logging.getLogger(__name__)
 
 CLIENT_MISTAKES: frozenset[ErrorCode] = frozenset(
-    {"bad_request", "too_large", "unsupported_version"}
+    {"bad_request", "too_large", "unsupported_version", "key_conflict"}
 )
 """Logged at debug level: hostile input must not flood the journal."""
 MAX_MESSAGE_CHARS = 300

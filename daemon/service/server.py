@@ -93,7 +93,12 @@ class Server:
         self._wakeup = WakeUpPipe()
         self.replies = Replies(self._router)
         self._outbox: queue.SimpleQueue[Message | Firing | LoopCall] = queue.SimpleQueue()
-        self.journal = Journal(settings.journal, post=self._post, send=self.replies.send_packed)
+        self.journal = Journal(
+            settings.journal,
+            post=self._post,
+            send=self.replies.send_packed,
+            endpoint=options.endpoints[0] if options.endpoints else None,
+        )
         self.triggers = TriggerOps(
             settings,
             options,

@@ -8,6 +8,11 @@ windows. The triggers are checked every ``--check-every`` s (default 1 s, 30 tim
 budget, so the cost stands out of the noise) and the extra CPU is scaled to 30 s checks. Budget:
 under 0.5 % of one core more than none.
 
+Bad checks, in the same run and over the same windows: a third daemon with one trigger whose
+skill hangs (its 1 s timeout passes, the call never returns), and a fourth with one whose skill
+raises SystemExit at every check, both checked every 1 s (not scaled: 30 times the budget's
+rate). Budget: each under 0.5 % of one core more than none (a hung check used to pin a core).
+
 Crossing to queued run: a daemon in this process, one trigger checked every 1 s; a probe is warmed
 past its threshold, and the run's arrival in the queue is timed from the write to the sysfs file
 (which includes waiting for the next check: up to ``check_every``) and from the check's reading
@@ -65,6 +70,39 @@ def trigger_config(count: int, check_every: str, cooldown: str = "10m") -> str:
     return "\n".join(tables)
 
 
+BAD_SKILLS = (
+    "import threading\n"
+    "\n"
+    "\n"
+    "def register(registry):\n"
+    "    never = threading.Event()\n"
+    "\n"
+    "    @registry.skill(timeout=1.0)\n"
+    "    def stuck_gauge() -> dict:\n"
+    '        """A gauge whose bus hangs for good."""\n'
+    "        never.wait()\n"
+    '        return {"value": 1.0}\n'
+    "\n"
+    "    @registry.skill(timeout=1.0)\n"
+    "    def exiting_gauge() -> dict:\n"
+    '        """A gauge whose driver calls sys.exit."""\n'
+    "        raise SystemExit(3)\n"
+)
+
+
+def bad_check_config(workdir: Path, skill: str) -> str:
+    """One trigger checked every 1 s on ``skill`` of the bad skills' plugin."""
+    plugins = workdir / "bad-plugins"
+    if not plugins.exists():
+        plugins.mkdir(mode=0o755)
+        (plugins / "bad_gauges.py").write_text(BAD_SKILLS)
+    return (
+        f"[skills]\ndirectories = [{json.dumps(str(plugins))}]\n\n"
+        f'[[triggers]]\nname = "bad"\nwhen = {{ skill = "{skill}", above = 0.0, '
+        f'check_every = "1s" }}\nquery = "Is the gauge high?"\n'
+    )
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -118,22 +156,32 @@ def daemon(workdir: Path, name: str, config: str, sysfs: Path) -> Iterator[subpr
         process.wait(30)
 
 
-def idle_cpu(seconds: float, check_every: float) -> tuple[float, float]:
-    """The CPU (% of one core) of the daemon with 20 triggers and of the one with none."""
+def idle_cpu(seconds: float, check_every: float) -> dict[str, float]:
+    """The CPU (% of one core) of each daemon, all idle at once over the same window: ``with``
+    20 triggers, ``without`` none, ``hung`` one whose check hangs, ``exits`` one whose check
+    raises SystemExit."""
     with tempfile.TemporaryDirectory(prefix="bench-triggers-") as tmp:
         workdir = Path(tmp)
         sysfs = workdir / "sys"
         build_sysfs(sysfs)
-        with (
-            daemon(workdir, "with", trigger_config(PROBES, f"{check_every:g}s"), sysfs) as with_,
-            daemon(workdir, "without", "", sysfs) as without,
-        ):
-            time.sleep(3.0)  # past the start-up
-            start = (cpu_seconds(with_.pid), cpu_seconds(without.pid), time.monotonic())
+        configs = {
+            "with": trigger_config(PROBES, f"{check_every:g}s"),
+            "without": "",
+            "hung": bad_check_config(workdir, "stuck_gauge"),
+            "exits": bad_check_config(workdir, "exiting_gauge"),
+        }
+        with contextlib.ExitStack() as stack:
+            pids = {
+                name: stack.enter_context(daemon(workdir, name, config, sysfs)).pid
+                for name, config in configs.items()
+            }
+            time.sleep(3.0)  # past the start-up, and past the hung check's 1 s timeout
+            start = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            begun = time.monotonic()
             time.sleep(seconds)
-            end = (cpu_seconds(with_.pid), cpu_seconds(without.pid), time.monotonic())
-    wall = end[2] - start[2]
-    return 100 * (end[0] - start[0]) / wall, 100 * (end[1] - start[1]) / wall
+            end = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            wall = time.monotonic() - begun
+    return {name: 100 * (end[name] - start[name]) / wall for name in pids}
 
 
 def crossing_times(crossings: int) -> tuple[list[float], list[float]]:
@@ -203,13 +251,20 @@ def wait(condition: Any, timeout: float = 30.0) -> None:
         time.sleep(0.001)
 
 
+def ratio_text(cpu: float, none: float) -> str:
+    if none > 0:
+        return f"{cpu / none:.2f}x"
+    return "n/a (none used no CPU the clock ticks could see)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--check-every", type=float, default=1.0)
     parser.add_argument("--crossings", type=int, default=10)
     args = parser.parse_args(argv)
-    with_, without = idle_cpu(args.seconds, args.check_every)
+    cpu = idle_cpu(args.seconds, args.check_every)
+    with_, without = cpu["with"], cpu["without"]
     scale = args.check_every / BUDGET_CHECK_S
     extra = (with_ - without) * scale
     print(
@@ -219,8 +274,17 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  extra, scaled to checks every {BUDGET_CHECK_S:g} s: {extra:.4f} % of a core "
         f"(budget < {BUDGET_PERCENT} %); ratio with/none at {args.check_every:g} s: "
-        f"{with_ / without if without else float('inf'):.2f}x"
+        f"{ratio_text(with_, without)}"
     )
+    bad_ok = True
+    for name, what in (("hung", "whose check hangs"), ("exits", "whose check raises SystemExit")):
+        extra_bad = cpu[name] - without
+        bad_ok = bad_ok and extra_bad < BUDGET_PERCENT
+        print(
+            f"idle CPU, one trigger {what}, checked every 1 s: {cpu[name]:.3f} % of a core, "
+            f"{extra_bad:+.3f} % over none (budget < +{BUDGET_PERCENT} %, not scaled); "
+            f"ratio {ratio_text(cpu[name], without)}"
+        )
     from_write, from_reading = crossing_times(args.crossings)
     own_ms = 1000 * statistics.median(from_reading)
     print(
@@ -232,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         f"  the daemon's own part (check's reading to queued run): median {own_ms:.2f} ms, "
         f"max {1000 * max(from_reading):.2f} ms (budget median <= {BUDGET_OWN_MS:g} ms)"
     )
-    ok = extra < BUDGET_PERCENT and own_ms <= BUDGET_OWN_MS
+    ok = extra < BUDGET_PERCENT and own_ms <= BUDGET_OWN_MS and bad_ok
     print("verdict:", "within budget" if ok else "OVER BUDGET")
     return 0 if ok else 1
 

@@ -142,7 +142,13 @@ class TriggerRunner:
             for record in self.records.values():
                 self._poll_one(record, now)
             dues = [r.next_due for r in self.records.values() if r.next_due is not None]
-            dues += [r.check.deadline for r in self.records.values() if r.check is not None]
+            # A check past its deadline was abandoned: its return is not waited for (it clears
+            # its record itself, under the lock), so its deadline is never due again.
+            dues += [
+                r.check.deadline
+                for r in self.records.values()
+                if r.check is not None and r.check.token >= 0
+            ]
         if not dues:
             return MAX_WAIT_S
         return max(0.0, min(MAX_WAIT_S, min(dues) - now))
@@ -218,7 +224,10 @@ class TriggerRunner:
         try:
             result = self._registry.call(spec, spec.validate_arguments(arguments))
             value = read_field(result, field)
-        except Exception as exc:  # noqa: BLE001 - a skill's failure is its trigger's state
+        except BaseException as exc:  # noqa: BLE001 - a skill's failure is its trigger's state
+            # SystemExit, KeyboardInterrupt or GeneratorExit from a skill too (docs/skills.md):
+            # raised on, they would end this thread with the check left in flight, and its
+            # trigger would never be checked again.
             error = f"{type(exc).__name__}: {exc}"[:300]
         with self.lock:
             if record.check is check:
