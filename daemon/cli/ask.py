@@ -20,6 +20,7 @@ from edge_agentd.cli.exits import (
     EXIT_OK,
     EXIT_TEMPFAIL,
 )
+from edge_agentd.cli.pipes import stdout_to_devnull
 
 if TYPE_CHECKING:
     from edge_agentd.client.progress import ProgressLine
@@ -97,19 +98,22 @@ def watchdog(
         if progress is not None:
             progress.close()
         message = f"the command did not finish within {seconds:g} s"
-        if as_json:
-            error = {"code": "timeout", "message": message}
-            _emit(
-                {
-                    **({"id": run_id} if run_id else {}),
-                    "answer": None,
-                    "outcome": None,
-                    "error": error,
-                }
-            )
-        print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
-        if run_id is not None:
-            _print_fetch_hint(run_id, None)
+        try:
+            if as_json:
+                error = {"code": "timeout", "message": message}
+                _emit(
+                    {
+                        **({"id": run_id} if run_id else {}),
+                        "answer": None,
+                        "outcome": None,
+                        "error": error,
+                    }
+                )
+            print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
+            if run_id is not None:
+                _print_fetch_hint(run_id, None)
+        except OSError:  # BrokenPipeError included: the reader left; the exit must still come
+            stdout_to_devnull()
         os._exit(EXIT_TEMPFAIL)
 
     timer = threading.Timer(seconds, expire)

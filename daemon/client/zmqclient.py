@@ -227,8 +227,10 @@ class Client:
             sock.send(payload)
             try:
                 reply = self._await(sock, request_id, time.monotonic() + wait, on_progress)
-            except KeyboardInterrupt:
-                if op == "run":  # the caller gave up: free the model for the next question
+            except (KeyboardInterrupt, BrokenPipeError):
+                # The caller gave up (Ctrl-C), or whoever reads what it prints has gone
+                # (`ask --stream | head -1`): free the model for the next question.
+                if op == "run":
                     self._cancel_quietly(request_id)
                 raise
             if reply is not None:
