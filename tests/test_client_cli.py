@@ -17,7 +17,7 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
-from daemon_harness import ANSWER, answer, wait_for, write_mock
+from daemon_harness import ANSWER, QUICK_STOP, answer, wait_for, write_mock
 
 from edge_agentd.client.zmqclient import BadEndpoint, Client, DaemonError, Timeout, Unavailable
 
@@ -358,3 +358,26 @@ def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:
     from edge_agentd.protocol import mqttwire
 
     assert mqttargs.DEFAULT_PREFIX == mqttwire.DEFAULT_PREFIX
+
+
+def test_status_during_another_clients_run_says_a_run_is_going(
+    scripted_daemon: ScriptedDaemon,
+) -> None:
+    server, endpoint = scripted_daemon([{"text": ANSWER, "delay_s": 30}], config=QUICK_STOP)
+    context: zmq.Context[Any] = zmq.Context()
+    asker = context.socket(zmq.DEALER)
+    asker.setsockopt(zmq.LINGER, 0)
+    try:
+        asker.connect(endpoint)
+        asker.send(msgpack.packb({"v": 1, "id": "theirs", "op": "run", "query": "hi"}))
+        wait_for(lambda: server.status()["running"] is not None, 20)
+        shown = edge_agentd("status", "--endpoint", endpoint)
+        assert shown.returncode == 0, shown.stderr
+        assert "state:     busy" in shown.stdout
+        assert "(running: a zmq run, step 1 of 12, " in shown.stdout, shown.stdout
+        assert "theirs" not in shown.stdout and "nothing" not in shown.stdout
+        as_json = json.loads(edge_agentd("status", "--json", "--endpoint", endpoint).stdout)
+        assert as_json["running"]["source"] == "zmq" and as_json["running"]["id"] is None
+    finally:
+        asker.close()
+        context.destroy(linger=0)

@@ -261,12 +261,26 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
     print(f"uptime:    {status.get('uptime_s')} s")
     print(
         f"queue:     {status.get('queue_depth')}/{status.get('queue_limit')}"
-        f" (running: {status.get('running') or 'nothing'})"
+        f" (running: {_running_text(status.get('running'))})"
     )
     print(f"requests:  {counters.get('requests')}, errors: {counters.get('errors')}")
     print(f"skills:    {status.get('skills')}; workflows: {', '.join(status.get('workflows', []))}")
     for problem in status.get("skill_problems", []):
         print(f"problem:   {problem.get('source')}: {problem.get('error')}")
+
+
+def _running_text(running: Any) -> str:
+    """``a zmq run, step 2 of 12, 4.1 s`` (its id too when this connection started it), or
+    ``nothing``. An older daemon said only the id, to the run's own connection."""
+    if isinstance(running, str):
+        return running
+    if not isinstance(running, dict):
+        return "nothing"
+    text = f"a {running.get('source')} run, step {running.get('step')}"
+    if running.get("max_iterations"):
+        text += f" of {running['max_iterations']}"
+    text += f", {running.get('seconds')} s"
+    return f"{text} (id {running['id']})" if running.get("id") else text
 
 
 def _print_skills(skills: list[dict[str, Any]], as_json: bool) -> None:
