@@ -381,3 +381,26 @@ def test_status_during_another_clients_run_says_a_run_is_going(
     finally:
         asker.close()
         context.destroy(linger=0)
+
+
+def test_wait_shorter_than_the_timeout_leaves_a_keyed_run_going_and_cancels_an_unkeyed_one(
+    scripted_daemon: ScriptedDaemon,
+) -> None:
+    slow = [{"text": ANSWER, "delay_s": 3}] * 2
+    server, endpoint = scripted_daemon(slow, config=QUICK_STOP)
+    keyed = ["ask", "hi", "--key", "k1", "--timeout", "30", "--json", "--endpoint", endpoint]
+    stopped = edge_agentd(*keyed, "--wait", "0.5")
+    assert stopped.returncode == 75, stopped.stderr
+    assert json.loads(stopped.stdout)["error"]["code"] == "timeout"
+    assert "ask again with the same --key" in stopped.stderr
+    # The run went on; the same key waits for it instead of running the model again.
+    done = edge_agentd(*keyed, "--wait", "20")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == "It is 21 C in the kitchen."
+    assert server.status()["counters"]["runs_accepted"] == 1
+    # Without a key nobody can come back for it: the run is cancelled when the wait ends.
+    unkeyed = edge_agentd("ask", "hi", "--timeout", "30", "--wait", "0.5", "--endpoint", endpoint)
+    assert unkeyed.returncode == 75, unkeyed.stderr
+    wait_for(lambda: server.status()["counters"]["runs_cancelled"] == 1, 10)
+    refused = edge_agentd("ask", "hi", "--wait", "1", "--mqtt", "127.0.0.1:1")
+    assert refused.returncode == 65 and "--wait works over ZeroMQ only" in refused.stderr

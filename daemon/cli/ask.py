@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def client_command(args: argparse.Namespace) -> int:
-    from edge_agentd.client.zmqclient import RUN_GRACE_S, Client, DaemonError  # noqa: PLC0415
+    from edge_agentd.client.zmqclient import Client, DaemonError, run_wait  # noqa: PLC0415
 
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
     as_json = bool(getattr(args, "json", False))
@@ -37,7 +37,15 @@ def client_command(args: argparse.Namespace) -> int:
     seen: list[dict[str, Any]] = []  # the events of an ask so far, for an interrupted --json
     # status/skills try twice within --timeout; a run's reply may trail its deadline by the grace.
     per_try = args.timeout if args.command == "ask" else args.timeout / 2
-    bound = args.timeout + (RUN_GRACE_S if args.command == "ask" else 0.0) + COMMAND_SLACK_S
+    wait = getattr(args, "wait", None)
+    bound = (
+        run_wait(args.timeout, wait) if args.command == "ask" else args.timeout
+    ) + COMMAND_SLACK_S
+    for option in ("key", "wait"):  # before any broker is reached: the options are wrong anyway
+        if getattr(args, option, None) is not None and getattr(args, "mqtt", None):
+            said = f"edge-agent: --{option} works over ZeroMQ only, not with --mqtt"
+            print(said, file=sys.stderr)
+            return EXIT_BAD_INPUT
     progress = _progress(args)
     watchdog(bound, as_json, progress, run_id)
     try:
@@ -161,9 +169,6 @@ def _ask(
     if key is not None and not (0 < len(key) <= 128 and key.isprintable()):
         print("edge-agent: --key must be 1-128 printable characters", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if key is not None and getattr(args, "mqtt", None):
-        print("edge-agent: --key works over ZeroMQ only, not with --mqtt", file=sys.stderr)
-        return EXIT_BAD_INPUT
     if progress is not None:
         progress.start()
     try:
@@ -173,7 +178,9 @@ def _ask(
         if progress is not None:
             progress.daemon_state(state)
         journal = (
-            {} if getattr(args, "mqtt", None) else {"request_id": args.run_id, "key": args.key}
+            {}
+            if getattr(args, "mqtt", None)
+            else {"request_id": args.run_id, "key": args.key, "wait": args.wait}
         )
         reply = client.run(
             args.query,

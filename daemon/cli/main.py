@@ -113,7 +113,19 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask.add_argument(
         "--stream", action="store_true", help="print each event as a JSON line as it happens"
     )
-    ask.add_argument("--timeout", type=_positive, default=60.0, help="seconds (default 60)")
+    ask.add_argument(
+        "--timeout",
+        type=_positive,
+        default=60.0,
+        help="seconds the run may take, its deadline (default 60)",
+    )
+    ask.add_argument(
+        "--wait",
+        type=_positive,
+        help="stop waiting after this many seconds (exit 75; default: --timeout). With --key the "
+        "run goes on to its --timeout: ask again with the same --key and question, or "
+        "`edge-agent result ID`, for its answer",
+    )
     ask.add_argument("--workflow", help="a workflow named in the daemon's config")
     ask.add_argument(
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
