@@ -311,6 +311,14 @@ def test_status_says_which_run_is_going_its_source_step_and_seconds(context, pee
     assert server.status()["running"] is None
 
 
+def test_a_triggers_run_says_its_trigger_as_its_source() -> None:
+    from edge_agentd.service.jobs import Job
+
+    fired = Job("t1", [], "q", None, 12, 3, None, False, trigger="morning")
+    asked = Job("a1", [b"x"], "q", None, 12, 3, None, False, asked_over="mqtt")
+    assert (fired.source, asked.source) == ("trigger:morning", "mqtt")
+
+
 def test_deadline_interrupts_a_run_and_expires_a_queued_one(context, peers) -> None:
     with running_server([SLOW]) as (server, endpoint):
         dealer = open_peer(context, peers, endpoint)
