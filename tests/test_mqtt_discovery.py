@@ -427,6 +427,9 @@ def test_device_model_is_the_models_name_else_its_file_else_none() -> None:
     assert device_model({"spec": "/m/x.gguf", "name": None, "path": "/m/x.gguf"}) == "x.gguf"
     assert device_model({"spec": "mock:/t/replies.json", "kind": "mock",
                          "file": "/t/replies.json"}) == "replies.json"
+    # A GGUF may say anything in its name: a device gets its printable start.
+    assert device_model({"name": "Gemma\x1b[2J\n 3" + "x" * 500}) == "Gemma[2J 3" + "x" * 90
+    assert device_model({"name": "\x00\n", "path": "/m/y.gguf"}) == "y.gguf"
 
 
 def test_ha_discovery_print_names_the_models_own_name(tmp_path: Path) -> None:

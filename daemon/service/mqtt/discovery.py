@@ -37,6 +37,8 @@ ANSWER_STATE_MAX_CHARS = 255
 """Home Assistant drops a state longer than this; the whole answer is in the attributes."""
 QUESTION_MAX_CHARS = 255
 """The most an MQTT text entity allows (its ``max``)."""
+DEVICE_MODEL_MAX_CHARS = 100
+"""A model's name in a device's ``model`` is cut to this: the GGUF may say anything there."""
 
 # Our quantity -> (Home Assistant sensor device class, the unit Home Assistant accepts for it).
 # Home Assistant wants "%" for humidity where the skills say "%RH".
@@ -64,13 +66,15 @@ def device_model(model: Mapping[str, Any]) -> str | None:
     """The model's own name for the Home Assistant device, from what ``status`` says of it: the
     GGUF's ``general.name`` ("Gemma 3 270m"), else its file's name; None while no model is
     loaded. Never the config's word for it (``default``, a path): that names no model."""
-    name = model.get("name")
-    if isinstance(name, str) and name.strip():
-        return name.strip()
-    for key in ("path", "file"):
-        where = model.get(key)
-        if isinstance(where, str) and where:
-            return PurePath(where).name
+    for key in ("name", "path", "file"):
+        text = model.get(key)
+        if not isinstance(text, str):
+            continue
+        # The name is the GGUF's to say: only its printable characters, and a device's worth.
+        said = text if key == "name" else PurePath(text).name
+        shown = "".join(c for c in said if c.isprintable())
+        if shown.strip():
+            return shown.strip()[:DEVICE_MODEL_MAX_CHARS]
     return None
 
 
