@@ -25,7 +25,8 @@ def final(text: str) -> str:
 
 
 class Node:
-    """``edge-agent serve --model mock:FILE --config FILE`` with an ``[mqtt]`` section."""
+    """``edge-agent serve --model mock:FILE --config FILE`` with an ``[mqtt]`` section (or another
+    ``model``: a GGUF's path)."""
 
     def __init__(
         self,
@@ -39,6 +40,7 @@ class Node:
         extra: str = "",
         log_level: str = "INFO",
         env: dict[str, str] | None = None,
+        model: str | None = None,
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
@@ -60,7 +62,7 @@ class Node:
                 "edge_agentd.cli",
                 "serve",
                 "--model",
-                f"mock:{self.mock}",
+                model or f"mock:{self.mock}",
                 "--endpoint",
                 self.endpoint,
                 "--config",

@@ -17,7 +17,7 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
-from daemon_harness import ANSWER, answer, wait_for, write_mock
+from daemon_harness import ANSWER, QUICK_STOP, answer, wait_for, write_mock
 
 from edge_agentd.client.zmqclient import BadEndpoint, Client, DaemonError, Timeout, Unavailable
 
@@ -367,3 +367,49 @@ def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:
     from edge_agentd.protocol import mqttwire
 
     assert mqttargs.DEFAULT_PREFIX == mqttwire.DEFAULT_PREFIX
+
+
+def test_status_during_another_clients_run_says_a_run_is_going(
+    scripted_daemon: ScriptedDaemon,
+) -> None:
+    server, endpoint = scripted_daemon([{"text": ANSWER, "delay_s": 30}], config=QUICK_STOP)
+    context: zmq.Context[Any] = zmq.Context()
+    asker = context.socket(zmq.DEALER)
+    asker.setsockopt(zmq.LINGER, 0)
+    try:
+        asker.connect(endpoint)
+        asker.send(msgpack.packb({"v": 1, "id": "theirs", "op": "run", "query": "hi"}))
+        wait_for(lambda: server.status()["running"] is not None, 20)
+        shown = edge_agentd("status", "--endpoint", endpoint)
+        assert shown.returncode == 0, shown.stderr
+        assert "state:     busy" in shown.stdout
+        assert "(running: a zmq run, step 1 of 12, " in shown.stdout, shown.stdout
+        assert "theirs" not in shown.stdout and "nothing" not in shown.stdout
+        as_json = json.loads(edge_agentd("status", "--json", "--endpoint", endpoint).stdout)
+        assert as_json["running"]["source"] == "zmq" and as_json["running"]["id"] is None
+    finally:
+        asker.close()
+        context.destroy(linger=0)
+
+
+def test_wait_shorter_than_the_timeout_leaves_a_keyed_run_going_and_cancels_an_unkeyed_one(
+    scripted_daemon: ScriptedDaemon,
+) -> None:
+    slow = [{"text": ANSWER, "delay_s": 3}] * 2
+    server, endpoint = scripted_daemon(slow, config=QUICK_STOP)
+    keyed = ["ask", "hi", "--key", "k1", "--timeout", "30", "--json", "--endpoint", endpoint]
+    stopped = edge_agentd(*keyed, "--wait", "0.5")
+    assert stopped.returncode == 75, stopped.stderr
+    assert json.loads(stopped.stdout)["error"]["code"] == "timeout"
+    assert "ask again with the same --key" in stopped.stderr
+    # The run went on; the same key waits for it instead of running the model again.
+    done = edge_agentd(*keyed, "--wait", "20")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["answer"] == "It is 21 C in the kitchen."
+    assert server.status()["counters"]["runs_accepted"] == 1
+    # Without a key nobody can come back for it: the run is cancelled when the wait ends.
+    unkeyed = edge_agentd("ask", "hi", "--timeout", "30", "--wait", "0.5", "--endpoint", endpoint)
+    assert unkeyed.returncode == 75, unkeyed.stderr
+    wait_for(lambda: server.status()["counters"]["runs_cancelled"] == 1, 10)
+    refused = edge_agentd("ask", "hi", "--wait", "1", "--mqtt", "127.0.0.1:1")
+    assert refused.returncode == 65 and "--wait works over ZeroMQ only" in refused.stderr

@@ -460,14 +460,19 @@ def test_status_names_the_running_run_only_to_the_connection_that_started_it(
         requester = Peer(context, endpoint, zmq.REQ)
         try:
             owner.send(run_request(id="secret-run-id"))
-            wait_for(lambda: server.status()["running"] == "secret-run-id", 30)
+            wait_for(lambda: (server.status()["running"] or {}).get("id") == "secret-run-id", 30)
             for peer, n in ((other, 1), (requester, 2)):
                 peer.send({"v": 1, "id": f"s{n}", "op": "status"})
                 status = peer.recv(30)
-                assert (status["state"], status["running"]) == ("busy", None)
+                # Told that a run is going, where from and how far along, but not its id.
+                running = status["running"]
+                assert status["state"] == "busy" and running is not None
+                assert (running["id"], running["source"]) == (None, "zmq")
+                assert running["step"] == 1 and running["max_iterations"] == 12
+                assert running["seconds"] >= 0
                 assert b"secret-run-id" not in msgpack.packb(status)
             owner.send({"v": 1, "id": "s0", "op": "status"})
-            assert owner.recv(30)["running"] == "secret-run-id"
+            assert owner.recv(30)["running"]["id"] == "secret-run-id"
         finally:
             for peer in (owner, other, requester):
                 peer.close()
@@ -484,7 +489,7 @@ def test_a_run_is_cancelled_only_by_the_connection_that_sent_it(
         waiting = Peer(context, endpoint)
         try:
             owner.send(run_request(id="run-a"))
-            wait_for(lambda: server.status()["running"] == "run-a", 30)
+            wait_for(lambda: (server.status()["running"] or {}).get("id") == "run-a", 30)
             waiting.send(run_request(id="run-b"))
             wait_for(lambda: server.status()["queue_depth"] == 1, 30)
             for n, target in enumerate(["run-a", "run-b"]):
@@ -493,7 +498,7 @@ def test_a_run_is_cancelled_only_by_the_connection_that_sent_it(
                 # Answered exactly as for an id that does not exist.
                 assert (reply["cancelled"], reply["was"]) == (False, None)
             status = server.status()
-            assert (status["running"], status["queue_depth"]) == ("run-a", 1)
+            assert (status["running"]["id"], status["queue_depth"]) == ("run-a", 1)
             assert status["counters"].get("runs_cancelled", 0) == 0
             assert owner.silent(0.1) and waiting.silent(0.1)
 

@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ pytest.importorskip("paho.mqtt")
 from fake_sysfs import FakeSysfs, w1_slave_text
 from mosquitto import MOSQUITTO, Peer, broker, wait_for
 from mqtt_harness import node
+from tiny_gguf import build_gemma4_gguf
 
 pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"
@@ -431,3 +433,84 @@ def test_forget_clears_everything_a_stopped_node_left(ha_broker: Any, tmp_path: 
         assert nodes("--forget", "ba rn").returncode == 65
     finally:
         watcher.close()
+
+
+# -- the device names the model by its own name ---------------------------------------------------
+
+
+def test_the_device_names_the_loaded_models_own_name_never_the_config_word(
+    ha_broker: Any, tmp_path: Path
+) -> None:
+    gguf = build_gemma4_gguf(tmp_path / "tiny.gguf")  # general.name "tiny-gemma4-test"
+    ha = Peer(ha_broker.port, subscribe=["homeassistant/+/lab-pi/+/config"])
+    info = Peer(ha_broker.port, subscribe=["edge-agent/lab-pi/info"])
+    try:
+        with node(tmp_path / "d", port=ha_broker.port, node="lab-pi", model=str(gguf)) as n:
+            n.wait_link("connected")
+            latest: dict[str, dict[str, Any]] = {}
+
+            def named_by_the_model() -> bool:
+                for message in ha.quiet(0.2):
+                    latest[message.topic] = json.loads(message.payload) if message.payload else {}
+                models = {c.get("device", {}).get("model") for c in latest.values()}
+                return len(latest) >= 3 and models == {"tiny-gemma4-test"}
+
+            # Published at once, without a model while it loads; again when it has loaded.
+            wait_for(named_by_the_model, 60, f"configs naming the model (last: {latest})")
+            devices = [config["device"] for config in latest.values()]
+            assert {device.get("model") for device in devices} == {"tiny-gemma4-test"}
+            # The version is this project's own, found under its distribution's name.
+            assert {device["sw_version"] for device in devices} == {version("edge-agentd")}
+            # Whatever was published while the model loaded never named the path.
+            named = {
+                json.loads(m.payload)["device"].get("model") for m in ha.seen if m.payload
+            }
+            assert named <= {"tiny-gemma4-test", None}, named
+            # A run changes the model's counters (its cache), not its name: the node's info says
+            # the new counters, and no config is published again.
+            cached = n.status()["model"]["cached_tokens"]
+            ha.seen.clear()
+            asked = n.request({"v": 1, "id": "r1", "op": "run", "query": "hi"}, timeout=120)
+            assert asked["kind"] == "result", asked
+            assert n.status()["model"]["cached_tokens"] != cached
+            info.wait(
+                lambda m: (json.loads(m.payload).get("model") or {}).get("cached_tokens")
+                not in (None, cached),
+                60,
+            )
+            again = [m.topic for m in ha.quiet(1.0) + ha.seen if m.payload]
+            assert not again, f"configs published again: {again}"
+    finally:
+        ha.close()
+        info.close()
+
+
+def test_device_model_is_the_models_name_else_its_file_else_none() -> None:
+    from edge_agentd.service.mqtt.discovery import device_model
+
+    assert device_model({"spec": "default"}) is None  # still loading: no name yet
+    loaded = {"spec": "default", "name": "Gemma 3 270m", "path": "/c/gemma-3-270m.gguf"}
+    assert device_model(loaded) == "Gemma 3 270m"
+    assert device_model({"spec": "/m/x.gguf", "name": None, "path": "/m/x.gguf"}) == "x.gguf"
+    assert device_model({"spec": "mock:/t/replies.json", "kind": "mock",
+                         "file": "/t/replies.json"}) == "replies.json"
+    # A GGUF may say anything in its name: a device gets its printable start.
+    assert device_model({"name": "Gemma\x1b[2J\n 3" + "x" * 500}) == "Gemma[2J 3" + "x" * 90
+    assert device_model({"name": "\x00\n", "path": "/m/y.gguf"}) == "y.gguf"
+
+
+def test_ha_discovery_print_names_the_models_own_name(tmp_path: Path) -> None:
+    gguf = build_gemma4_gguf(tmp_path / "tiny.gguf")
+    shown = {}
+    for name, model in (("tiny", str(gguf)), ("embedded", "default")):
+        config = tmp_path / f"{name}.toml"
+        config.write_text(f'[model]\npath = "{model}"\n[mqtt]\nhost = "h"\nnode_id = "attic"\n')
+        printed = subprocess.run(
+            [sys.executable, "-m", "edge_agentd.cli", "ha-discovery", "--print", "--config",
+             str(config)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )
+        assert printed.returncode == 0, printed.stderr
+        shown[name] = {c["device"].get("model") for c in json.loads(printed.stdout).values()}
+    assert shown["tiny"] == {"tiny-gemma4-test"}
+    assert shown["embedded"] == {"Gemma 3 270m"}

@@ -20,6 +20,7 @@ from daemon_harness import (
     hanging_registry,
     run_request,
     running_server,
+    sample_registry,
     wait_for,
 )
 
@@ -238,7 +239,7 @@ def test_busy_when_the_queue_is_full(context, peers) -> None:
     with running_server([SLOW], config=config) as (server, endpoint):
         dealer = open_peer(context, peers, endpoint)
         dealer.send(run_request(id="running"))
-        wait_for(lambda: server.status()["running"] == "running", 5)
+        wait_for(lambda: (server.status()["running"] or {}).get("id") == "running", 5)
         dealer.send(run_request(id="q1"))
         dealer.send(run_request(id="q2"))
         dealer.send(run_request(id="q3"))
@@ -263,7 +264,7 @@ def test_an_idle_model_takes_one_run_beyond_the_queue_limit_even_in_a_burst(cont
         kinds = {(r["id"], r["kind"], r.get("code")) for r in replies}
         assert ("first", "accepted", None) in kinds and ("second", "accepted", None) in kinds
         assert ("third", "error", "busy") in kinds
-        wait_for(lambda: server.status()["running"] == "first", 5)
+        wait_for(lambda: (server.status()["running"] or {}).get("id") == "first", 5)
         assert server.status()["queue_depth"] == 1
 
 
@@ -271,18 +272,53 @@ def test_status_is_answered_at_once_mid_run(context, peers) -> None:
     with running_server([SLOW], config=QUICK_STOP) as (server, endpoint):
         dealer = open_peer(context, peers, endpoint)
         dealer.send(run_request(id="long"))
-        wait_for(lambda: server.status()["running"] == "long", 5)
+        wait_for(lambda: (server.status()["running"] or {}).get("id") == "long", 5)
         req = open_peer(context, peers, endpoint, zmq.REQ)
         started = time.monotonic()
         req.send({"v": 1, "id": "st", "op": "status"})
         status = req.recv(2)
         assert time.monotonic() - started < 1.0
         # Another connection is told the daemon is busy, not whose run it is (issue 11).
-        assert status["state"] == "busy" and status["running"] is None
+        assert status["state"] == "busy" and status["running"]["id"] is None
     # Past the shutdown grace the run in flight is interrupted, and still answered.
     result = dealer.recv()
     assert result["outcome"] == "interrupted"
     assert result["state"]["events"][-1]["reason"] == "cancelled"
+
+
+def test_status_says_which_run_is_going_its_source_step_and_seconds(context, peers) -> None:
+    replies = [call("add", a=1, b=2), SLOW]
+    with running_server(replies, config=QUICK_STOP, registry=sample_registry()) as (
+        server,
+        endpoint,
+    ):
+        asker = open_peer(context, peers, endpoint)
+        asker.send(run_request(id="via-mqtt", source="mqtt", max_iterations=5))
+        # The add's result ended step 1; the model now thinks over step 2.
+        wait_for(lambda: (server.status()["running"] or {}).get("step") == 2, 10)
+        other = open_peer(context, peers, endpoint, zmq.REQ)
+        other.send({"v": 1, "id": "st", "op": "status"})
+        reply = other.recv(5)
+        del reply["_frames"]
+        status = StatusResult.model_validate(reply)
+        assert status.state == "busy" and status.running is not None
+        assert status.running.model_dump() == {
+            "id": None,
+            "source": "mqtt",
+            "step": 2,
+            "max_iterations": 5,
+            "seconds": status.running.seconds,
+        }
+        assert status.running.seconds >= 0
+    assert server.status()["running"] is None
+
+
+def test_a_triggers_run_says_its_trigger_as_its_source() -> None:
+    from edge_agentd.service.jobs import Job
+
+    fired = Job("t1", [], "q", None, 12, 3, None, False, trigger="morning")
+    asked = Job("a1", [b"x"], "q", None, 12, 3, None, False, asked_over="mqtt")
+    assert (fired.source, asked.source) == ("trigger:morning", "mqtt")
 
 
 def test_deadline_interrupts_a_run_and_expires_a_queued_one(context, peers) -> None:
@@ -290,7 +326,7 @@ def test_deadline_interrupts_a_run_and_expires_a_queued_one(context, peers) -> N
         dealer = open_peer(context, peers, endpoint)
         waiting = open_peer(context, peers, endpoint)
         dealer.send(run_request(id="d1", deadline_ms=300))
-        wait_for(lambda: server.status()["running"] == "d1", 5)
+        wait_for(lambda: (server.status()["running"] or {}).get("id") == "d1", 5)
         waiting.send(run_request(id="d2", deadline_ms=100))
         expired = waiting.recv(5)
         assert (expired["kind"], expired["code"], expired["id"]) == ("error", "deadline", "d2")
@@ -306,7 +342,7 @@ def test_cancel_a_queued_and_a_running_run(context, peers) -> None:
         second = open_peer(context, peers, endpoint)
         first.send(run_request(id="run-a", stream=True))
         assert first.recv()["kind"] == "accepted"
-        wait_for(lambda: server.status()["running"] == "run-a", 5)
+        wait_for(lambda: (server.status()["running"] or {}).get("id") == "run-a", 5)
         second.send(run_request(id="run-b"))
         wait_for(lambda: server.status()["queue_depth"] == 1, 5)
 
@@ -397,7 +433,7 @@ def test_stop_answers_queued_runs_and_lets_the_running_one_finish(context, peers
         running = open_peer(context, peers, endpoint)
         queued = open_peer(context, peers, endpoint)
         running.send(run_request(id="in-flight"))
-        wait_for(lambda: server.status()["running"] == "in-flight", 5)
+        wait_for(lambda: (server.status()["running"] or {}).get("id") == "in-flight", 5)
         queued.send(run_request(id="waiting"))
         wait_for(lambda: server.status()["queue_depth"] == 1, 5)
         server.stop()
@@ -434,7 +470,7 @@ def test_a_run_that_ignores_interruption_is_answered_shutting_down_within_the_bo
         with running_server(load=lambda: model, config=QUICK_STOP) as (server, endpoint):
             dealer = open_peer(context, peers, endpoint)
             dealer.send(run_request(id="stuck"))
-            wait_for(lambda: server.status()["running"] == "stuck", 5)
+            wait_for(lambda: (server.status()["running"] or {}).get("id") == "stuck", 5)
             server.stop()
             # The model stays stuck for 30 s: a reply at all means the bound, not the model,
             # ended the wait.
@@ -506,7 +542,7 @@ def test_undeliverable_replies_are_counted_not_lost_silently(context, peers) -> 
     with running_server([{"text": ANSWER, "delay_s": 0.2}]) as (server, endpoint):
         leaver = Peer(context, endpoint)
         leaver.send(run_request(id="gone"))
-        wait_for(lambda: server.status()["running"] == "gone", 5)
+        wait_for(lambda: (server.status()["running"] or {}).get("id") == "gone", 5)
         leaver.close()
         wait_for(lambda: server.status()["counters"]["replies_dropped"] == 1, 5)
         other = open_peer(context, peers, endpoint)

@@ -33,6 +33,7 @@ from edge_agentd.protocol.wire import (
     DaemonState,
     ErrorReply,
     Request,
+    RunningRun,
     RunOutcome,
     RunRequest,
     RunResult,
@@ -253,7 +254,9 @@ def test_each_ops_result_table_is_its_fields(op: str) -> None:
 
 def test_the_nested_maps_of_results_are_documented() -> None:
     status = section("### `status`")
-    assert set(table(status, 1)) == set(Counters.model_fields)
+    assert set(table(status, 1)) == set(RunningRun.model_fields)
+    assert named(table(status)["running"]) == set(RunningRun.model_fields)
+    assert set(table(status, 2)) == set(Counters.model_fields)
     assert named(table(status)["skill_problems"]) >= set(SkillProblem.model_fields)
     assert named(table(status)["state"]) == set(get_args(DaemonState))
     assert set(table(section("### `skills`"), 1)) == set(SkillEntry.model_fields)

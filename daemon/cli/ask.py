@@ -20,13 +20,14 @@ from edge_agentd.cli.exits import (
     EXIT_OK,
     EXIT_TEMPFAIL,
 )
+from edge_agentd.cli.pipes import stdout_to_devnull
 
 if TYPE_CHECKING:
     from edge_agentd.client.progress import ProgressLine
 
 
 def client_command(args: argparse.Namespace) -> int:
-    from edge_agentd.client.zmqclient import RUN_GRACE_S, Client, DaemonError  # noqa: PLC0415
+    from edge_agentd.client.zmqclient import Client, DaemonError, run_wait  # noqa: PLC0415
 
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
     as_json = bool(getattr(args, "json", False))
@@ -36,7 +37,15 @@ def client_command(args: argparse.Namespace) -> int:
     seen: list[dict[str, Any]] = []  # the events of an ask so far, for an interrupted --json
     # status/skills try twice within --timeout; a run's reply may trail its deadline by the grace.
     per_try = args.timeout if args.command == "ask" else args.timeout / 2
-    bound = args.timeout + (RUN_GRACE_S if args.command == "ask" else 0.0) + COMMAND_SLACK_S
+    wait = getattr(args, "wait", None)
+    bound = (
+        run_wait(args.timeout, wait) if args.command == "ask" else args.timeout
+    ) + COMMAND_SLACK_S
+    for option in ("key", "wait"):  # before any broker is reached: the options are wrong anyway
+        if getattr(args, option, None) is not None and getattr(args, "mqtt", None):
+            said = f"edge-agent: --{option} works over ZeroMQ only, not with --mqtt"
+            print(said, file=sys.stderr)
+            return EXIT_BAD_INPUT
     progress = _progress(args)
     watchdog(bound, as_json, progress, run_id)
     try:
@@ -97,19 +106,22 @@ def watchdog(
         if progress is not None:
             progress.close()
         message = f"the command did not finish within {seconds:g} s"
-        if as_json:
-            error = {"code": "timeout", "message": message}
-            _emit(
-                {
-                    **({"id": run_id} if run_id else {}),
-                    "answer": None,
-                    "outcome": None,
-                    "error": error,
-                }
-            )
-        print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
-        if run_id is not None:
-            _print_fetch_hint(run_id, None)
+        try:
+            if as_json:
+                error = {"code": "timeout", "message": message}
+                _emit(
+                    {
+                        **({"id": run_id} if run_id else {}),
+                        "answer": None,
+                        "outcome": None,
+                        "error": error,
+                    }
+                )
+            print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
+            if run_id is not None:
+                _print_fetch_hint(run_id, None)
+        except OSError:  # BrokenPipeError included: the reader left; the exit must still come
+            stdout_to_devnull()
         os._exit(EXIT_TEMPFAIL)
 
     timer = threading.Timer(seconds, expire)
@@ -127,7 +139,7 @@ def _print_fetch_hint(run_id: str, key: str | None) -> None:
 
 
 def _mqtt_client(args: argparse.Namespace) -> Any:
-    from edge_agentd.client.mqttclient import open_ask_client  # noqa: PLC0415
+    from edge_agentd.client.mqttnodes import open_ask_client  # noqa: PLC0415
 
     return open_ask_client(args)
 
@@ -157,9 +169,6 @@ def _ask(
     if key is not None and not (0 < len(key) <= 128 and key.isprintable()):
         print("edge-agent: --key must be 1-128 printable characters", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if key is not None and getattr(args, "mqtt", None):
-        print("edge-agent: --key works over ZeroMQ only, not with --mqtt", file=sys.stderr)
-        return EXIT_BAD_INPUT
     if progress is not None:
         progress.start()
     try:
@@ -169,7 +178,9 @@ def _ask(
         if progress is not None:
             progress.daemon_state(state)
         journal = (
-            {} if getattr(args, "mqtt", None) else {"request_id": args.run_id, "key": args.key}
+            {}
+            if getattr(args, "mqtt", None)
+            else {"request_id": args.run_id, "key": args.key, "wait": args.wait}
         )
         reply = client.run(
             args.query,
@@ -257,12 +268,26 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
     print(f"uptime:    {status.get('uptime_s')} s")
     print(
         f"queue:     {status.get('queue_depth')}/{status.get('queue_limit')}"
-        f" (running: {status.get('running') or 'nothing'})"
+        f" (running: {_running_text(status.get('running'))})"
     )
     print(f"requests:  {counters.get('requests')}, errors: {counters.get('errors')}")
     print(f"skills:    {status.get('skills')}; workflows: {', '.join(status.get('workflows', []))}")
     for problem in status.get("skill_problems", []):
         print(f"problem:   {problem.get('source')}: {problem.get('error')}")
+
+
+def _running_text(running: Any) -> str:
+    """``a zmq run, step 2 of 12, 4.1 s`` (its id too when this connection started it), or
+    ``nothing``. An older daemon said only the id, to the run's own connection."""
+    if isinstance(running, str):
+        return running
+    if not isinstance(running, dict):
+        return "nothing"
+    text = f"a {running.get('source')} run, step {running.get('step')}"
+    if running.get("max_iterations"):
+        text += f" of {running['max_iterations']}"
+    text += f", {running.get('seconds')} s"
+    return f"{text} (id {running['id']})" if running.get("id") else text
 
 
 def _print_skills(skills: list[dict[str, Any]], as_json: bool) -> None:

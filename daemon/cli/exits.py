@@ -9,6 +9,9 @@ EXIT_UNAVAILABLE = 69
 EXIT_TEMPFAIL = 75
 EXIT_CONFIG = 78
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+"""The reader of stdout left (``edge-agent status | head -1``): what a shell reports for a tool
+that SIGPIPE ended, 128 + 13, said quietly."""
 
 COMMAND_SLACK_S = 1.0
 """Past its timeouts (and a run's grace), a client command is ended by a watchdog."""

@@ -7,8 +7,8 @@ busy, shutting down, or out of time (the whole command ends within ``--timeout``
 seconds, whatever happens); 130 Ctrl-C (the run is cancelled too). ``serve`` exits 0 after a
 clean shutdown, 1 on an unexpected failure, 65 on a bad option, 69 when another daemon holds the
 endpoint, 78 on a config error or a model that cannot be loaded. ``triggers`` exits as
-``status``; ``watch`` exits 0 on Ctrl-C. Every command exits 65 on a bad option (README.md, "Exit
-codes").
+``status``; ``watch`` exits 0 on Ctrl-C. Every command exits 65 on a bad option, and 141 when the
+reader of its stdout has gone (``status | head -1``), quietly (README.md, "Exit codes").
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from edge_agentd.cli.exits import EXIT_BAD_INPUT
+from edge_agentd.cli.pipes import quiet_on_closed_stdout
 
 
 class _Parser(argparse.ArgumentParser):
@@ -117,7 +118,19 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask.add_argument(
         "--stream", action="store_true", help="print each event as a JSON line as it happens"
     )
-    ask.add_argument("--timeout", type=_positive, default=60.0, help="seconds (default 60)")
+    ask.add_argument(
+        "--timeout",
+        type=_positive,
+        default=60.0,
+        help="seconds the run may take, its deadline (default 60)",
+    )
+    ask.add_argument(
+        "--wait",
+        type=_positive,
+        help="stop waiting after this many seconds (exit 75; default: --timeout). With --key the "
+        "run goes on to its --timeout: ask again with the same --key and question, or "
+        "`edge-agent result ID`, for its answer",
+    )
     ask.add_argument("--workflow", help="a workflow named in the daemon's config")
     ask.add_argument(
         "--max-iterations", type=int, help="at most this many steps (capped by the daemon)"
@@ -132,6 +145,11 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a reader that left stdout ends it quietly (README.md, "Exit codes")."""
+    return quiet_on_closed_stdout(lambda: _command(argv))
+
+
+def _command(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     first = words[0] if words else None
     args = _parser(first if first in CLIENT_COMMANDS else None).parse_args(words)

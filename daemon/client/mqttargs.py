@@ -62,7 +62,11 @@ def add_parsers(commands: Any) -> None:
 def add_ask_arguments(ask: argparse.ArgumentParser) -> None:
     """``ask --mqtt HOST --node NAME``."""
     add_arguments(ask)
-    ask.add_argument("--node", help="with --mqtt: the node to ask (see `edge-agent nodes`)")
+    ask.add_argument(
+        "--node",
+        help="with --mqtt: the node to ask (see `edge-agent nodes`); without it, the one node "
+        "online",
+    )
 
 
 __all__ = ["add_arguments", "add_ask_arguments", "add_parsers"]

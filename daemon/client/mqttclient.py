@@ -295,12 +295,6 @@ class MqttAskClient:
         self.close()
 
 
-def open_ask_client(args: argparse.Namespace) -> MqttAskClient:
-    if not args.node:
-        raise DaemonError("bad_request", "--mqtt needs --node NAME (see `edge-agent nodes`)")
-    return MqttAskClient(BrokerOptions.from_args(args), args.node, timeout=args.timeout)
-
-
 __all__ = [
     "BrokerOptions",
     "MqttAskClient",
@@ -308,6 +302,5 @@ __all__ = [
     "add_arguments",
     "add_ask_arguments",
     "add_parsers",
-    "open_ask_client",
     "split_host",
 ]

@@ -1,5 +1,6 @@
-"""The fleet on a broker: ``edge-agent nodes`` lists the nodes, and ``--forget`` clears what one
-left behind (docs/mqtt.md, *A fleet* and *Home Assistant*). Needs the ``mqtt`` extra."""
+"""The fleet on a broker: ``edge-agent nodes`` lists the nodes, ``--forget`` clears what one left
+behind, and ``ask --mqtt`` without ``--node`` asks the one node online (docs/mqtt.md, *A fleet*
+and *Home Assistant*). Needs the ``mqtt`` extra."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import sys
 import time
 from typing import Any
 
-from edge_agentd.client.mqttclient import RETAINED_QUIET_S, BrokerOptions, MqttConnection
+from edge_agentd.client.mqttclient import (
+    CONNECT_TIMEOUT_S,
+    RETAINED_QUIET_S,
+    BrokerOptions,
+    MqttAskClient,
+    MqttConnection,
+)
 from edge_agentd.client.zmqclient import DaemonError, Unavailable
 from edge_agentd.protocol.mqttwire import (
     DEFAULT_DISCOVERY_PREFIX,
@@ -88,6 +95,35 @@ def forget_node(
     return sorted(retained)
 
 
+def open_ask_client(args: argparse.Namespace) -> MqttAskClient:
+    """The client of ``ask --mqtt``: to ``--node``, or without it to the one node online."""
+    options = BrokerOptions.from_args(args)
+    node = args.node or only_node_online(options, timeout=min(args.timeout, CONNECT_TIMEOUT_S))
+    return MqttAskClient(options, node, timeout=args.timeout)
+
+
+def only_node_online(options: BrokerOptions, *, timeout: float) -> str:
+    """The node to ask when none is named: the only one online. With none online, ``unavailable``
+    (69); with several, ``bad_request`` (65): each names the nodes it found."""
+    nodes = list_nodes(options, timeout=timeout)
+    online = [str(entry["node"]) for entry in nodes if entry["status"] == ONLINE]
+    where = options.host if options.port is None else f"{options.host}:{options.port}"
+    if len(online) == 1:
+        if sys.stderr.isatty():
+            said = f"edge-agent: asking {online[0]}, the one node online on {where}"
+            print(said, file=sys.stderr)
+        return online[0]
+    if not online:
+        offline = [entry["node"] for entry in nodes]
+        seen = f" (offline: {', '.join(offline)})" if offline else ""
+        raise Unavailable(f"no edge-agent node is online on {where}{seen}")
+    raise DaemonError(
+        "bad_request",
+        f"{len(online)} nodes are online on {where}: {', '.join(online)}; "
+        "name one with --node NAME",
+    )
+
+
 def print_nodes(nodes: list[dict[str, Any]], as_json: bool, show_all: bool) -> None:
     shown = [n for n in nodes if show_all or n["status"] == ONLINE]
     if as_json:
@@ -137,4 +173,12 @@ def nodes_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["NODES_EXITS", "forget_node", "list_nodes", "nodes_command", "print_nodes"]
+__all__ = [
+    "NODES_EXITS",
+    "forget_node",
+    "list_nodes",
+    "nodes_command",
+    "only_node_online",
+    "open_ask_client",
+    "print_nodes",
+]

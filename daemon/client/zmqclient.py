@@ -25,6 +25,13 @@ RUN_GRACE_S = 2.0
 """A run's reply may trail its deadline by this much: the daemon interrupts it, then answers."""
 
 
+def run_wait(timeout: float, wait: float | None, grace: float = RUN_GRACE_S) -> float:
+    """How long a client waits for a run's result: its deadline and the grace a reply may trail it
+    by, or ``wait`` when that is shorter (``ask --wait``)."""
+    whole = timeout + grace
+    return whole if wait is None else min(wait, whole)
+
+
 class DaemonError(Exception):
     """The daemon answered with an ``error`` reply, or did not answer at all."""
 
@@ -172,6 +179,7 @@ class Client:
         on_accepted: Progress | None = None,
         request_id: str | None = None,
         key: str | None = None,
+        wait: float | None = None,
     ) -> dict[str, Any]:
         """Run the agent on ``query`` and return the ``result`` reply.
 
@@ -182,7 +190,9 @@ class Client:
         for again.
 
         The daemon is given the timeout as the run's deadline, so it interrupts the run and still
-        answers; ``on_event`` (which asks for streaming) sees each event as it is appended, and
+        answers; this waits for it that long and the grace after, or only ``wait`` seconds (a
+        keyed run that outlasts ``wait`` goes on to its deadline, unkeyed it is cancelled);
+        ``on_event`` (which asks for streaming) sees each event as it is appended, and
         ``on_accepted`` the ``accepted`` reply (queue position, steps allowed) of a streamed run.
         """
         timeout = self.timeout if timeout is None else timeout
@@ -202,7 +212,7 @@ class Client:
             deadline_ms=timeout * 1000,
             stream=True if streamed else None,
             on_progress=progress if streamed else None,
-            timeout=timeout + self.run_grace,
+            timeout=run_wait(timeout, wait, self.run_grace),
             request_id=request_id,
             key=key,
         )
@@ -229,8 +239,10 @@ class Client:
             sock.send(payload)
             try:
                 reply = self._await(sock, request_id, time.monotonic() + wait, on_progress)
-            except KeyboardInterrupt:
-                if op == "run":  # the caller gave up: free the model for the next question
+            except (KeyboardInterrupt, BrokenPipeError):
+                # The caller gave up (Ctrl-C), or whoever reads what it prints has gone
+                # (`ask --stream | head -1`): free the model for the next question.
+                if op == "run":
                     self._cancel_quietly(request_id)
                 raise
             if reply is not None:
@@ -369,4 +381,12 @@ class Client:
         self.close()
 
 
-__all__ = ["BadEndpoint", "Client", "DaemonError", "Timeout", "Unavailable", "checked_endpoint"]
+__all__ = [
+    "BadEndpoint",
+    "Client",
+    "DaemonError",
+    "Timeout",
+    "Unavailable",
+    "checked_endpoint",
+    "run_wait",
+]

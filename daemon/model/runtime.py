@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from edge_agentd.agent.protocol import ModelError
-from edge_agentd.model.bindings import llama_cpp, logger
+from edge_agentd.model import llamalog
+from edge_agentd.model.bindings import llama_cpp
 from edge_agentd.model.gguf import GGUFInfo, ModelLoadError
 from edge_agentd.model.sizing import ContextSizes
 
@@ -116,15 +117,20 @@ class LlamaRuntime:
     ) -> None:
         self.path = path
         self.sizes = sizes
-        logger.set_verbose(verbose)
+        llamalog.install()  # llama.cpp's lines into the daemon's log, its errors as errors
+        llamalog.LLAMA_LOG.verbose = verbose
+        llamalog.LLAMA_LOG.forget_errors()
         llama_cpp.llama_backend_init()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = 0
         model_params.use_extra_bufts = extra_buffers_safe()
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), model_params)
         if not model:
+            reason = llamalog.LLAMA_LOG.first_error
             raise ModelLoadError(
-                f"llama.cpp could not load {path} (architecture {gguf.architecture!r}). "
+                f"llama.cpp could not load {path} (architecture {gguf.architecture!r})"
+                + (f": {reason}" if reason else "")
+                + ". "
                 "Check that the file is a complete GGUF of a model this llama.cpp supports, "
                 "or omit the path to use the embedded default model."
             )

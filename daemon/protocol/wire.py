@@ -36,6 +36,13 @@ from edge_agentd.protocol.messages import (
     RunOutcome,
     Timing,
 )
+from edge_agentd.protocol.statuswire import (
+    Counters,
+    DaemonState,
+    RunningRun,
+    SkillProblem,
+    StatusResult,
+)
 from edge_agentd.protocol.triggerwire import TriggerReply, TriggerRequest
 
 MAX_NAME_CHARS: Final = 128
@@ -56,8 +63,6 @@ ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 
 RunSource = Literal["zmq", "mqtt"]
 """The ``source`` a ``run`` may state; triggers' runs are journaled as ``trigger:NAME``."""
-DaemonState = Literal["loading", "ready", "busy", "stopping", "stopped"]
-"""What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone."""
 
 
 class WireError(Exception):
@@ -155,54 +160,6 @@ class RunResult(ResultBase):
     run_id: str | None = None
     """The journal's id of the run: the id of the request that started it (another request's
     when this one's ``key`` found an earlier run)."""
-
-
-class SkillProblem(Message):
-    source: str
-    error: str
-
-
-class Counters(Message):
-    requests: int
-    runs_accepted: int
-    runs_finished: int
-    runs_cancelled: int
-    replies_dropped: int
-    connections_accepted: int
-    connections_closed: int
-    connections_over_cap: int
-    connections_paused: int
-    connections_refused_at_limit: int
-    connections_past_pause: int
-    errors: int
-    errors_by_code: dict[str, int]
-    outcomes: dict[str, int]
-
-
-class StatusResult(ResultBase):
-    """The daemon's state, answered at once even mid-run."""
-
-    op: Literal["status"] = "status"
-    state: DaemonState
-    protocol: int
-    pid: int
-    uptime_s: float
-    queue_depth: int
-    queue_limit: int
-    running: str | None
-    model: dict[str, Any]
-    """At least ``spec``; a loaded model adds what it reports about itself."""
-    endpoints: list[str]
-    workflows: list[str]
-    skills: int
-    skill_problems: list[SkillProblem]
-    counters: Counters
-    mqtt: dict[str, Any] | None = None
-    """The MQTT bridge's link and counters (docs/mqtt.md); None without ``[mqtt]``."""
-    journal: dict[str, Any] | None = None
-    """The run journal's state: ``ok``, ``degraded`` (and why) or ``off``; its size."""
-    triggers: dict[str, Any] | None = None
-    """Triggers configured, failing (and why), fired; None without ``[[triggers]]``."""
 
 
 class SkillEntry(Message):
@@ -386,6 +343,7 @@ __all__ = [
     "RunRequest",
     "RunResult",
     "RunSource",
+    "RunningRun",
     "RunsRequest",
     "RunsResult",
     "SkillEntry",

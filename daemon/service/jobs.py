@@ -22,6 +22,10 @@ from edge_agentd.agent.events import (
     AgentState,
     Event,
     InterruptedObservation,
+    ModelErrorObservation,
+    SkillResultObservation,
+    ToolErrorObservation,
+    ValidationErrorObservation,
 )
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.supervision import RunTicket
@@ -30,6 +34,14 @@ from edge_agentd.model.gguf import ModelLoadError
 from edge_agentd.protocol.wire import PROTOCOL_VERSION, EventReply, encode
 
 log = logging.getLogger(__name__)
+
+STEP_ENDS = (
+    SkillResultObservation,
+    ToolErrorObservation,
+    ValidationErrorObservation,
+    ModelErrorObservation,
+)
+"""The events that end a step, as the live line of ``ask`` counts them (client/progress.py)."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -53,6 +65,16 @@ class Job:
     and it is kept open past the connection cap until the run ends."""
     trigger: str | None = None
     """The trigger that fired it (source ``trigger:NAME``): no client waits for its reply."""
+    asked_over: str = "zmq"
+    """Where a client's run was asked: ``zmq``, or ``mqtt`` from the daemon's MQTT bridge."""
+    steps_done: int = 0
+    """Steps ended so far (a skill's result or error, a failed check): written by the run's
+    thread, read by ``status`` on the loop's."""
+
+    @property
+    def source(self) -> str:
+        """``zmq``, ``mqtt`` or ``trigger:NAME``, as the journal and ``status`` say it."""
+        return f"trigger:{self.trigger}" if self.trigger is not None else self.asked_over
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +173,8 @@ def start_job(agent: Agent, job: Job, post: Callable[[Message], None]) -> RunTic
     agent.handle.reset()
 
     def on_event(event: Event) -> None:
+        if isinstance(event, STEP_ENDS):
+            job.steps_done += 1
         if job.stream:
             reply = EventReply(
                 id=job.request_id,

@@ -36,6 +36,7 @@ def job_for(
         max_retries=limits.max_retries,
         deadline=None if deadline_s is None else time.monotonic() + deadline_s,
         stream=stream,
+        asked_over=request.source,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -49,15 +50,13 @@ class StatusReport:
         """The ``status`` result: a :class:`~edge_agentd.protocol.wire.StatusResult` map, in
         wire order.
         Asked over the socket (``envelope``), it names the running run's id only to the
-        connection that started it: ids are not told to other clients.
+        connection that started it: ids are not told to other clients, who still see that a run
+        is going, where it came from, its step and its seconds (:meth:`running`).
 
         It is built as a plain map, not validated: every value is this process's own, and
         validating them on each ``status`` cost as much as the rest of the request's handling.
         tests/test_server.py validates it against the model instead.
         """
-        running = self._runs.running
-        if running is not None and envelope is not None and running.envelope[:1] != envelope[:1]:
-            running = None
         described = self._description()
         return {
             "v": PROTOCOL_VERSION,
@@ -70,11 +69,28 @@ class StatusReport:
             "uptime_s": self._lifecycle.uptime_s(),
             "queue_depth": len(self._runs),
             "queue_limit": self._limits.queue_limit,
-            "running": running.request_id if running else None,
+            "running": self.running(envelope),
             "model": model_info(self.model, self.model_spec),
             **described,
             "counters": counter_report(self.counts()),
             **self._tail(),
+        }
+
+    def running(self, envelope: list[bytes] | None) -> dict[str, Any] | None:
+        """The run the model is busy with (a :class:`~edge_agentd.protocol.wire.RunningRun`
+        map), or None. Its ``id`` only for the connection that sent it (``envelope``; a status
+        built in-process, with none, is the daemon's own and gets it too)."""
+        job = self._runs.running
+        if job is None:
+            return None
+        owner = envelope is None or job.envelope[:1] == envelope[:1]
+        started = job.started if job.started is not None else job.received
+        return {
+            "id": job.request_id if owner else None,
+            "source": job.source,
+            "step": min(job.steps_done + 1, job.max_iterations),
+            "max_iterations": job.max_iterations,
+            "seconds": round(time.monotonic() - started, 1),
         }
 
     def fields(self) -> dict[str, Any]:

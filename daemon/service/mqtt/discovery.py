@@ -23,7 +23,8 @@ import importlib.metadata
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import PurePath
 from typing import Any
 
 from edge_agentd.agent.registry import Registry
@@ -36,6 +37,8 @@ ANSWER_STATE_MAX_CHARS = 255
 """Home Assistant drops a state longer than this; the whole answer is in the attributes."""
 QUESTION_MAX_CHARS = 255
 """The most an MQTT text entity allows (its ``max``)."""
+DEVICE_MODEL_MAX_CHARS = 100
+"""A model's name in a device's ``model`` is cut to this: the GGUF may say anything there."""
 
 # Our quantity -> (Home Assistant sensor device class, the unit Home Assistant accepts for it).
 # Home Assistant wants "%" for humidity where the skills say "%RH".
@@ -48,11 +51,31 @@ HA_SENSOR_CLASSES: dict[str, tuple[str, str]] = {
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+DISTRIBUTION = "edge-agentd"
+"""This project's name on PyPI (pyproject.toml): ``edge-agent`` there is another project's."""
+
+
 def package_version() -> str:
     try:
-        return importlib.metadata.version("edge-agent")
+        return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return "0+unknown"
+
+
+def device_model(model: Mapping[str, Any]) -> str | None:
+    """The model's own name for the Home Assistant device, from what ``status`` says of it: the
+    GGUF's ``general.name`` ("Gemma 3 270m"), else its file's name; None while no model is
+    loaded. Never the config's word for it (``default``, a path): that names no model."""
+    for key in ("name", "path", "file"):
+        text = model.get(key)
+        if not isinstance(text, str):
+            continue
+        # The name is the GGUF's to say: only its printable characters, and a device's worth.
+        said = text if key == "name" else PurePath(text).name
+        shown = "".join(c for c in said if c.isprintable())
+        if shown.strip():
+            return shown.strip()[:DEVICE_MODEL_MAX_CHARS]
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +143,8 @@ class Discovery:
     topics: Topics
     discovery_prefix: str
     version: str
-    model: str
+    model: str | None
+    """The model's own name (:func:`device_model`), or None until one is loaded."""
     sensor_interval_s: float
     triggers: tuple[str, ...] = ()
     """The daemon's enabled triggers: one ``event`` entity each (docs/mqtt.md, "Triggers")."""
@@ -150,7 +174,7 @@ class Discovery:
                 "identifiers": [f"edge_agent_{_safe(self.node)}"],
                 "name": f"edge-agent {self.node}",
                 "manufacturer": "edge-agent",
-                "model": self.model,
+                **({"model": self.model} if self.model else {}),
                 "sw_version": self.version,
             },
             "origin": {"name": "edge-agent", "sw_version": self.version},
@@ -221,6 +245,7 @@ __all__ = [
     "Discovery",
     "Reading",
     "collect_readings",
+    "device_model",
     "encode_config",
     "package_version",
 ]

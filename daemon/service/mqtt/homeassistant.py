@@ -22,6 +22,7 @@ from edge_agentd.service.mqtt.discovery import (
     QUESTION_MAX_CHARS,
     Discovery,
     Reading,
+    device_model,
     encode_config,
     package_version,
 )
@@ -56,7 +57,7 @@ class HomeAssistant:
             topics=self.topics,
             discovery_prefix=self.settings.discovery_prefix,
             version=self.version,
-            model=str(model.get("name") or model.get("spec") or "edge-agent"),
+            model=device_model(model),
             sensor_interval_s=self.settings.sensor_interval_s,
             triggers=self.triggers,
         )
@@ -87,7 +88,10 @@ class HomeAssistant:
             self.broker.publish(self.topics.busy, "ON" if busy else "OFF", retain=True)
         if (before.get("state"), before.get("model")) != (reply.get("state"), reply.get("model")):
             self.publish_info()
-            if before.get("model") != reply.get("model"):
+            # The configs name the model, not its cache: published with the first status, again
+            # when the name changes (the load), not at every run's change of the model's counters.
+            named = device_model(before.get("model") or {}), device_model(reply.get("model") or {})
+            if not before or named[0] != named[1]:
                 self.publish_discovery()
 
     def on_birth(self) -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.registry import Registry
 from edge_agentd.service.config import ConfigError, Settings
 from edge_agentd.service.mqtt.settings import MqttSettings, read_password
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from edge_agentd.service.mqtt.bridge import MqttBridge
@@ -68,6 +72,29 @@ EXIT_CONFIG = 78
 """The exit code ``edge-agent`` gives a config error (see edge_agentd.cli)."""
 
 
+def configured_model_name(spec: str) -> str | None:
+    """The name the model of ``spec`` (``default``, a GGUF path, ``mock:FILE``) would have once
+    loaded, as the daemon's discovery names it, read from the file's header without loading it:
+    None when the file cannot be read (the daemon would not start either)."""
+    from edge_agentd.model.gguf import ModelLoadError, read_gguf  # noqa: PLC0415
+    from edge_agentd.service.mqtt.discovery import device_model  # noqa: PLC0415
+
+    if spec.startswith("mock:"):
+        return device_model({"file": spec[len("mock:") :]})
+    try:
+        if spec == "default":
+            from edge_agentd.model.embedded import default_model_path  # noqa: PLC0415
+
+            path, _ = default_model_path()
+        else:
+            path = Path(spec)
+        name = read_gguf(path).name
+    except ModelLoadError as exc:
+        log.warning("the model %s cannot be read, so the device names none: %s", spec, exc)
+        return None
+    return device_model({"name": name, "path": str(path)})
+
+
 def discovery_preview(settings: Settings) -> dict[str, Any]:
     """Every retained discovery config the config's node would publish now, by topic."""
     from edge_agentd.protocol.mqttwire import Topics  # noqa: PLC0415
@@ -85,7 +112,7 @@ def discovery_preview(settings: Settings) -> dict[str, Any]:
         topics=Topics(section.topic_prefix, section.node),
         discovery_prefix=section.discovery_prefix,
         version=package_version(),
-        model=settings.model.path,
+        model=configured_model_name(settings.model.path),
         sensor_interval_s=section.sensor_interval_s,
         triggers=tuple(t.name for t in settings.triggers if t.enabled),
     )
