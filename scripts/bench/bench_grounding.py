@@ -28,8 +28,9 @@ hold); it exits 1 on a miss. ``--json OUT`` writes the records as it goes (each 
 events: bench_pi.py ``--from-grounding`` prices qwen's tokens at E2B's Pi 5 rates).
 
     .venv/bin/python scripts/bench/bench_grounding.py [--models 270m,qwen,peer-270m]
-        [--devices pi,home,bare] [--only home08,cannot] [--limit N] [--max-iterations 6]
-        [--json OUT] [--verbose]
+        [--devices pi,home,bare] [--peer-devices home] [--only home08,cannot] [--limit N]
+        [--max-iterations 6] [--json OUT]
+    .venv/bin/python scripts/bench/bench_grounding.py --report RUN.json [MORE.json ...]
 
 On a loaded 2-core machine the full run takes more than an hour; qwen is most of it.
 """
@@ -233,6 +234,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per question")
     parser.add_argument("--load-timeout", type=float, default=600.0)
     parser.add_argument("--json", metavar="OUT")
+    parser.add_argument("--report", metavar="IN", nargs="+",
+                        help="judge saved runs (their records joined); ask nothing")
     args = parser.parse_args(argv)
     args.names = [m.strip() for m in args.models.split(",") if m.strip()]
     args.device_names = [d.strip() for d in args.devices.split(",") if d.strip()]
@@ -250,6 +253,10 @@ def _stop_on_sigterm(signum: int, frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.report:
+        # A run cut short, or devices run apart: the records of several files, judged as one.
+        saved = [r for path in args.report for r in json.loads(Path(path).read_text())["records"]]
+        return 0 if verdict(report(saved)) else 1
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     args.qwen_path = driving_model_path() if any("qwen" in n for n in args.names) else None
     records: list[dict[str, Any]] = []
