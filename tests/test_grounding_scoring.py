@@ -75,3 +75,12 @@ def test_none_found_is_right_on_a_machine_without_sensors() -> None:
     q = "Which sensors are connected to this device?"
     assert judge_grounded(NoneFound(), _answer("No sensors are connected.", empty), q)[0]
     assert not judge_grounded(NoneFound(), _answer("There are 3 sensors.", empty), q)[0]
+
+
+def test_the_questions_words_are_no_evidence_for_a_claim() -> None:
+    """"How full is the tank?" asks; "The tank is full." for 45.8 % claims."""
+    tank = {"fill": {"value": 45.8, "unit": "%"}}
+    q = "How full is the water tank, in percent?"
+    right, misleads = judge_grounded(Number([45.8]), _answer("The tank is full: 45.8 %.", tank), q)
+    assert not right and "claim 'full'" in misleads
+    assert judge_grounded(Number([45.8]), _answer("It is 45.8 % full.", tank), q) == (True, [])

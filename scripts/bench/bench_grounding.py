@@ -53,7 +53,7 @@ from typing import Any
 import bench_competence as comp
 import grounding_questions as gq
 from driving_model import driving_model_path
-from grounding_scoring import judge_grounded
+from grounding_scoring import judge_grounded, rejudge
 
 from edge_agentd.model.embedded import default_model_path
 from edge_agentd.service.plugins import load_plugins
@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     if args.report:
         # A run cut short, or devices run apart: the records of several files, judged as one.
-        saved = [r for path in args.report for r in json.loads(Path(path).read_text())["records"]]
+        saved = [rejudge(r) for path in args.report
+                 for r in json.loads(Path(path).read_text())["records"]]  # fmt: skip
         return 0 if verdict(report(saved)) else 1
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     args.qwen_path = driving_model_path() if any("qwen" in n for n in args.names) else None

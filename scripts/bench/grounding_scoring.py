@@ -7,9 +7,10 @@ name that neither the skill results nor the question hold), and also when it
 - names a state no result holds ("open" when the door's result says ``closed``; a state word
   the answer negates, "not open", claims nothing), or answers a yes/no question about a state
   with the wrong yes or no;
-- makes a claim no result or question holds: a judgement ("overheating", "getting empty",
-  "dry", "normal", "too high") is in no reading, so an answer that adds one states more than
-  its evidence;
+- makes a claim no result holds: a judgement ("overheating", "getting empty", "dry",
+  "normal", "too high", "full") is in no reading, so an answer that adds one states more than
+  its evidence; the question's words do not count here ("How full is the tank?" asks, and
+  "The tank is full." for 45.8 % claims);
 - answers a question no skill answers with anything but "I cannot tell".
 
 The word lists are the scorer's, a reader's; the agent under test never sees them.
@@ -169,18 +170,36 @@ def judge_grounded(check: Check, answer: Any, question: str) -> tuple[bool, list
         return right and not misleads, misleads
     if cannot_tell and not isinstance(check, NoneFound):
         return False, misleads  # wrong, not misleading: it claims nothing
-    held = _results_text(answer.results)
-    for state in sorted(states_named(text) - set(states_named(held))):
-        misleads.append(f"state {state!r}")
     if isinstance(check, State) and check.asked is not None:
         yes = _yes_no(text)
         if yes is not None and yes != (check.asked == check.state):
             misleads.append(f"says {'yes' if yes else 'no'}")
-    evidence = f"{held} {question.lower()}"
-    for match in _CLAIM.finditer(text.lower()):
-        if match.group() not in evidence:
-            misleads.append(f"claim {match.group()!r}")
-    if _FULL.search(text.lower()) and "full" not in evidence:
-        misleads.append("claim 'full'")
-    misleads = list(dict.fromkeys(misleads))
+    misleads = list(dict.fromkeys([*misleads, *claims_misleading(text, answer.results)]))
     return right and not misleads, misleads
+
+
+def claims_misleading(text: str, results: list[Any]) -> list[str]:
+    """The states and claims of an answer that no result holds (an answer that says it cannot
+    tell claims nothing)."""
+    if says_cannot_tell(text):
+        return []
+    held = _results_text(results)
+    found = [f"state {state!r}" for state in sorted(states_named(text) - states_named(held))]
+    low = text.lower()
+    found += [f"claim {m.group()!r}" for m in _CLAIM.finditer(low) if m.group() not in held]
+    if _FULL.search(low) and "full" not in held:
+        found.append("claim 'full'")
+    return found
+
+
+def rejudge(record: dict[str, Any]) -> dict[str, Any]:
+    """A saved record judged again by today's state and claim rules (the rest of its verdict,
+    which needs the expected values of the moment it was asked, stands)."""
+    if record.get("outcome") != "answered" or not record.get("answer"):
+        return record
+    if record.get("cannot_tell_expected"):
+        return record
+    kept = [m for m in record["misleads"] if not m.startswith(("state ", "claim "))]
+    claims = claims_misleading(record["answer"], record.get("results") or [])
+    misleads = list(dict.fromkeys([*kept, *claims]))
+    return {**record, "misleads": misleads, "correct": record["correct"] and not misleads}
