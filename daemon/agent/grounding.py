@@ -1,0 +1,397 @@
+"""Grounding: the rules every final answer passes, for every model and strategy (docs/design.md,
+"Grounding").
+
+An answer is a claim about this device, so it must rest on what this run observed:
+
+1. **No answer without evidence.** Until a skill has returned a result in this run, the only
+   answer is one that begins ``I cannot tell``, or, for a question about the skills themselves
+   ("What skills do you have?"), one that names them as the catalogue does.
+2. **Every value is the evidence's.** Each number an answer writes is a number of the results or
+   of the question, each text with digits in it (a date, a time, a sensor's name) is written there
+   whole, and a unit after a number is one that number has there.
+3. **The subject is the evidence's.** The thing the question asks about (its subject, found by
+   English grammar alone, :func:`~edge_agentd.agent.subject.question_subject`) must be named by a
+   call that returned a result (its skill's name, description, examples and arguments) or by the
+   results (keys and texts): every word that says which one, and its head or another of its
+   words. Otherwise the answer says it cannot tell. No model scores a word here: a word the
+   evidence does not write is not the evidence's ("the garage door" beside a front-door skill).
+4. **A state is a claim.** A yes-or-no question asks whether its subject is in a state ("open"
+   of "Is the front door open?"): an answer that says it is must find that state in the results,
+   and one that says it is not must not find it there (:func:`state_claim`).
+
+:func:`check_answer` is the validator the loop runs on every answer (a failed rule is a
+``ValidationErrorObservation`` with ``validator_name="grounding"``, and the seed's retry).
+Where the model's decoding is ours, :func:`grounded_schema` puts the same rules in the action
+schema: before any result the answer's pattern admits only "I cannot tell" (or the skills'
+names), and after, copy-only values (:func:`~edge_agentd.agent.evidence.answer_pattern`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from edge_agentd.agent.events import (
+    AgentState,
+    CallSkillAction,
+    SkillResultObservation,
+    ValidationErrorObservation,
+)
+from edge_agentd.agent.evidence import (
+    CANNOT_TELL,
+    PLAIN_CHARS,
+    answer_numbers,
+    answer_pattern,
+    cannot_tell_pattern,
+    copyable,
+    numbers_in,
+)
+from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
+from edge_agentd.agent.subject import asked_state, is_known, known_words, question_subject
+
+if TYPE_CHECKING:
+    from edge_agentd.agent.registry import Registry
+
+GROUNDING = "grounding"
+"""The ``validator_name`` of an answer that broke a grounding rule."""
+NO_EVIDENCE = "no_evidence"
+VALUE_NOT_IN_EVIDENCE = "value_not_in_evidence"
+UNKNOWN_SUBJECT = "unknown_subject"
+STATE_NOT_IN_EVIDENCE = "state_not_in_evidence"
+
+GROUNDING_RULES = (
+    "Rules for answers. Until a skill has returned a result, the only answer you may give "
+    'begins "I cannot tell", so call a skill that can answer first. Every value in an answer '
+    "(a number, a unit, a date, a state) must be written in a result or in the question: "
+    'copy it as written. If no result says what was asked, answer "I cannot tell" and why.'
+)
+"""The rules as the system prompt states them to a model that drives the loop itself: fixed
+text, so the system prompt stays byte-identical for the same registry."""
+
+_CATALOGUE_HEADS = frozenset({"skill", "skills", "tool", "tools"})
+"""A question whose subject is one of these asks about the catalogue, which answers it."""
+_CATALOGUE_QUESTION = re.compile(r"^\s*what\s+(?:else\s+)?can\s+you\s+(?:do|tell)\b", re.I)
+_VALUE_TOKEN = re.compile(r"[\w.:/+-]*\d[\w.:/+-]*")
+"""A run of text with a digit in it, as a reader takes it whole: ``2026-12-05``, ``08:11``,
+``BME280``, ``48.3``."""
+_PLAIN_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nothing"})
+_NEGATION_WINDOW = 3
+"""How many words before a state word a negation turns it into its denial ("is not open")."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What one run observed, as the rules read it."""
+
+    query: str
+    results: tuple[Any, ...]
+    """Every result a skill returned in this run."""
+    texts: tuple[str, ...]
+    """The results' texts and numbers as written (and each list's count), and the question."""
+    vocabulary: frozenset[str]
+    """The words of the calls that returned a result and of those results, case folded."""
+    skills: tuple[str, ...]
+    """The catalogue: the names of the skills the model may call."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A broken rule: which, and what the model is told to do instead."""
+
+    error_type: str
+    feedback: str
+
+    def observation(self) -> ValidationErrorObservation:
+        return ValidationErrorObservation(
+            validator_name=GROUNDING, error_type=self.error_type, feedback=self.feedback
+        )
+
+
+def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
+    """The evidence of ``state``'s run so far: each result, and each call that returned one."""
+    events = state.stream.root
+    calls = {e.call_id: e for e in events if isinstance(e, CallSkillAction) and e.call_id}
+    answered: list[CallSkillAction] = []
+    results = []
+    for index, event in enumerate(events):
+        if not isinstance(event, SkillResultObservation):
+            continue
+        results.append(event.result)
+        call = calls.get(event.call_id) if event.call_id else None
+        before = events[index - 1] if index else None
+        if call is None and isinstance(before, CallSkillAction):
+            call = before  # an event stream made by hand, without ids
+        if call is not None:
+            answered.append(call)
+    described = []
+    for call in answered:
+        spec = registry.get(call.skill_name)
+        described.append(call.skill_name)
+        described.extend(str(value) for value in call.arguments.values())
+        if spec is not None:
+            described.extend([spec.description, *spec.examples])
+    texts = [state.query]
+    for result in results:
+        _walk_texts(result, texts)
+    return Evidence(
+        state.query,
+        tuple(results),
+        tuple(texts),
+        known_words(described, results),
+        tuple(skills),
+    )
+
+
+def _walk_texts(node: Any, texts: list[str]) -> None:
+    if isinstance(node, dict):
+        reading = reading_text(node)
+        if reading is not None:
+            texts.append(reading)
+        for key, value in node.items():
+            texts.append(str(key))
+            _walk_texts(value, texts)
+    elif isinstance(node, list):
+        texts.append(str(len(node)))
+        for item in node:
+            _walk_texts(item, texts)
+    elif isinstance(node, str) or is_number(node):
+        texts.append(scalar_text(node))
+
+
+def declines(answer: str) -> bool:
+    """Whether ``answer`` says it cannot tell."""
+    return answer.lstrip().startswith(CANNOT_TELL)
+
+
+def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
+    """The first grounding rule ``answer`` breaks, or None when it keeps them all."""
+    absent = absent_value(answer, evidence.texts)
+    if absent is not None:
+        return Verdict(
+            VALUE_NOT_IN_EVIDENCE,
+            f"Your answer states {absent!r}, which no skill result and not the question holds. "
+            "State only values copied from a result as it writes them, call a skill that gives "
+            f'the value, or answer "{CANNOT_TELL}" and why.',
+        )
+    if declines(answer):
+        return None
+    if not evidence.results:
+        if about_catalogue(evidence.query) and _names_a_skill(answer, evidence.skills):
+            return None
+        return Verdict(
+            NO_EVIDENCE,
+            "No skill has returned a result in this run, so nothing supports an answer yet. "
+            "Call a skill that can answer the question; if no skill can, answer "
+            f'"{CANNOT_TELL}" and why.',
+        )
+    unnamed = unnamed_subject(evidence.query, evidence.vocabulary)
+    if unnamed is not None:
+        return Verdict(
+            UNKNOWN_SUBJECT,
+            f"No skill called and no result names {unnamed!r}, which the question asks about. "
+            f'Call a skill that gives it, or answer "{CANNOT_TELL}" and why.',
+        )
+    state = asked_state(evidence.query)
+    claim = None if state is None else state_claim(answer, state)
+    if claim is not None and state is not None and claim != holds_state(evidence.results, state):
+        said = state if claim else f"not {state}"
+        return Verdict(
+            STATE_NOT_IN_EVIDENCE,
+            f"Your answer says it is {said!r}, and no result says so. State what the result "
+            f'says, as it writes it, or answer "{CANNOT_TELL}" and why.',
+        )
+    return None
+
+
+def absent_value(answer: str, texts: Sequence[str]) -> str | None:
+    """The first value ``answer`` writes that ``texts`` do not hold, or None: a number not among
+    theirs, a text with digits not written whole in one of them, or a unit after a number that
+    no text writes after it."""
+    numbers = numbers_in(texts)
+    for number in answer_numbers(answer):
+        if float(number.replace(",", "")) not in numbers:
+            return number
+    folded = [t.casefold() for t in texts]
+    for match in _VALUE_TOKEN.finditer(answer):
+        token = match.group().strip(".:/+-")
+        if _PLAIN_NUMBER.fullmatch(token) or "," in token:
+            continue  # a number alone: its value was checked above
+        if not any(_written_whole(token.casefold(), text) for text in folded):
+            return token
+    for match in _NUMBER_UNIT.finditer(answer):
+        value, unit = float(match.group(1)), match.group(2)
+        if not any(_unit_of(value, unit, text) for text in texts):
+            return match.group()
+    return None
+
+
+_NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\s\d.,;:!?)\]]*)")
+"""A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
+
+
+def _written_whole(token: str, text: str) -> bool:
+    """Whether ``token`` stands in ``text`` with no letter or digit glued to either side."""
+    start = text.find(token)
+    while start != -1:
+        end = start + len(token)
+        if (start == 0 or not text[start - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            return True
+        start = text.find(token, start + 1)
+    return False
+
+
+def _unit_of(value: float, unit: str, text: str) -> bool:
+    """Whether ``text`` writes ``value`` with a unit that is ``unit`` or begins with it (the
+    ``%`` of ``%RH``)."""
+    return any(
+        float(m.group(1)) == value and m.group(2).startswith(unit)
+        for m in _NUMBER_UNIT.finditer(text)
+    )
+
+
+def about_catalogue(query: str) -> bool:
+    """Whether ``query`` asks about the skills themselves ("What skills do you have?", "What
+    can you do?"): the catalogue in the system prompt answers it."""
+    if _CATALOGUE_QUESTION.match(query):
+        return True
+    subject = question_subject(query)
+    return subject is not None and subject.head.casefold() in _CATALOGUE_HEADS
+
+
+def _names_a_skill(answer: str, skills: Sequence[str]) -> bool:
+    return any(_written_whole(name.casefold(), answer.casefold()) for name in skills)
+
+
+def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
+    """The words of ``query``'s subject the evidence does not name, as the question writes
+    them, when they make it unknown: a word that says which one that is not named, or a head
+    not named when no other word of the subject is. None: named, or no subject."""
+    subject = question_subject(query)
+    if subject is None:
+        return None
+
+    def named(word: str) -> bool:
+        return not _WORD.search(word) or is_known(word, vocabulary)
+
+    which = [w for w in subject.which if not named(w)]
+    if which:
+        return " ".join([*which, subject.head])
+    others = [w for w in (*subject.which, *subject.of) if _WORD.search(w)]
+    if named(subject.head) or any(named(w) for w in others):
+        return None
+    return " ".join(subject.words)
+
+
+def state_claim(answer: str, state: str) -> bool | None:
+    """Whether ``answer`` says its subject is in ``state`` (True), is not (False), or neither
+    (None): the state word with no negation in the few words before it, else a first "yes" or
+    "no"."""
+    words = [w.casefold() for w in _WORD.findall(answer)]
+    forms = {state, f"{state}s", state.removesuffix("s")}
+    for index, word in enumerate(words):
+        if word in forms:
+            before = words[max(0, index - _NEGATION_WINDOW) : index]
+            return not any(w in _NEGATIONS or w.endswith("n't") for w in before)
+    if words and words[0] == "yes":
+        return True
+    if words and words[0] == "no":
+        return False
+    return None
+
+
+def holds_state(results: Iterable[Any], state: str) -> bool:
+    """Whether a result says ``state``: a text of it with the word, or a true flag named so."""
+    found = False
+
+    def walk(node: Any, key: str) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            for name, value in node.items():
+                walk(value, str(name))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, key)
+        elif isinstance(node, bool):
+            found = found or (node and state in _words(key))
+        elif isinstance(node, str):
+            found = found or state in _words(node)
+
+    for result in results:
+        walk(result, "")
+    return found
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text.replace("_", " "))}
+
+
+# -- the same rules, where the decoding is ours ---------------------------------------------------
+
+
+def answer_rule(evidence: Evidence) -> str:
+    """The pattern every answer the decoder may write for this evidence matches: before any
+    result, "I cannot tell" (or, asked about the skills, an answer naming one); with results
+    whose words do not name the question's subject, "I cannot tell"; else copy-only values."""
+    if not evidence.results:
+        if about_catalogue(evidence.query) and evidence.skills:
+            plain = f"[{PLAIN_CHARS}]"
+            names = "(" + "|".join(re.escape(n) for n in evidence.skills) + ")"
+            return f"^({CANNOT_TELL}{plain}*|({plain}|{names})*{names}({plain}|{names})*)([.!?])?$"
+        return cannot_tell_pattern()
+    if unnamed_subject(evidence.query, evidence.vocabulary) is not None:
+        return cannot_tell_pattern()
+    return answer_pattern(copyable(evidence.results, evidence.query))
+
+
+def only_declines(evidence: Evidence) -> bool:
+    """Whether the only answer the rules admit now is one that says it cannot tell."""
+    if not evidence.results:
+        return not about_catalogue(evidence.query)
+    return unnamed_subject(evidence.query, evidence.vocabulary) is not None
+
+
+def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
+    """``schema`` (an action schema, or an answer's alone) with its answer held to the rules:
+    a pattern the strategy already set is kept unless only "I cannot tell" may be said now."""
+    pattern = answer_rule(evidence)
+    declining = only_declines(evidence)
+
+    def held(branch: dict[str, Any]) -> dict[str, Any]:
+        answer = branch.get("properties", {}).get("final_answer")
+        if not isinstance(answer, dict) or ("pattern" in answer and not declining):
+            return branch
+        properties = {**branch["properties"], "final_answer": {**answer, "pattern": pattern}}
+        return {**branch, "properties": properties}
+
+    if "oneOf" in schema:
+        return {**schema, "oneOf": [held(branch) for branch in schema["oneOf"]]}
+    return held(schema)
+
+
+__all__ = [
+    "GROUNDING",
+    "GROUNDING_RULES",
+    "NO_EVIDENCE",
+    "STATE_NOT_IN_EVIDENCE",
+    "UNKNOWN_SUBJECT",
+    "VALUE_NOT_IN_EVIDENCE",
+    "Evidence",
+    "Verdict",
+    "about_catalogue",
+    "absent_value",
+    "answer_rule",
+    "check_answer",
+    "declines",
+    "gather",
+    "grounded_schema",
+    "holds_state",
+    "only_declines",
+    "state_claim",
+    "unnamed_subject",
+]
