@@ -73,6 +73,10 @@ text, so the system prompt stays byte-identical for the same registry."""
 _CATALOGUE_HEADS = frozenset({"skill", "skills", "tool", "tools"})
 """A question whose subject is one of these asks about the catalogue, which answers it."""
 _CATALOGUE_QUESTION = re.compile(r"^\s*what\s+(?:else\s+)?can\s+you\s+(?:do|tell)\b", re.I)
+_INDEFINITE = frozenset(
+    {"everything", "anything", "something", "nothing", "all", "one", "ones", "things", "thing"}
+)
+"""Heads that name no one thing: a question about them has no subject to find in the evidence."""
 _VALUE_TOKEN = re.compile(r"[\w.:/+-]*\d[\w.:/+-]*")
 """A run of text with a digit in it, as a reader takes it whole: ``2026-12-05``, ``08:11``,
 ``BME280``, ``48.3``."""
@@ -273,8 +277,8 @@ def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
     them, when they make it unknown: a word that says which one that is not named, or a head
     not named when no other word of the subject is. None: named, or no subject."""
     subject = question_subject(query)
-    if subject is None:
-        return None
+    if subject is None or subject.head.casefold() in _INDEFINITE:
+        return None  # "How warm is everything?" names no one thing
 
     def named(word: str) -> bool:
         return not _WORD.search(word) or is_known(word, vocabulary)
