@@ -84,4 +84,4 @@ def test_the_daemon_runs_the_configured_strategy(strategy: str, scripted_daemon:
         return
     assert result["answer"] is None
     refused = [e for e in result["state"]["events"] if e.get("validator_name") == "grounding"]
-    assert refused[0]["error_type"] == "value_not_in_evidence" and "17:45" in refused[0]["feedback"]
+    assert refused[0]["error_type"] == "value_not_in_evidence" and "'17'" in refused[0]["feedback"]
