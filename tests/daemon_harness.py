@@ -33,7 +33,7 @@ from edge_agentd.service.systemd import Notifier
 QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
 """A config that lets a stopping daemon give its runs 50 ms, not the default grace."""
 
-ANSWER = '{"final_answer": "It is 21 C in the kitchen."}'
+ANSWER = '{"final_answer": "I cannot tell how warm the kitchen is."}'
 REPO = Path(__file__).resolve().parent.parent
 
 

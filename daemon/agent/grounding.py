@@ -281,7 +281,7 @@ def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
         return None  # "How warm is everything?" names no one thing
 
     def named(word: str) -> bool:
-        return not _WORD.search(word) or is_known(word, vocabulary)
+        return not _WORD.search(word) or is_known(word, vocabulary) or _ends_one(word, vocabulary)
 
     which = [w for w in subject.which if not named(w)]
     if which:
@@ -290,6 +290,15 @@ def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
     if named(subject.head) or any(named(w) for w in others):
         return None
     return " ".join(subject.words)
+
+
+def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
+    """Whether ``word`` (five letters or more) ends a word of ``vocabulary`` glued from several,
+    as identifiers are: "relative" of the channel ``in_humidityrelative``."""
+    folded = word.casefold()
+    return len(folded) >= 5 and folded.isalpha() and any(
+        len(v) > len(folded) and v.endswith(folded) for v in vocabulary
+    )
 
 
 def state_claim(answer: str, state: str) -> bool | None:
