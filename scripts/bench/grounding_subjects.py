@@ -20,11 +20,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_competence import QUESTIONS, CannotTell, Device, build_device  # noqa: E402
+from bench_competence import QUESTIONS, CannotTell, Device, build_device
 
-from edge_agentd.agent.grounding import unnamed_subject  # noqa: E402
-from edge_agentd.agent.registry import Registry  # noqa: E402
-from edge_agentd.agent.subject import known_words, question_subject  # noqa: E402
+from edge_agentd.agent.grounding import unnamed_subject
+from edge_agentd.agent.registry import Registry
+from edge_agentd.agent.subject import known_words, question_subject
 
 
 def call_vocabularies(registry: Registry) -> list[tuple[str, frozenset[str]]]:
@@ -38,7 +38,7 @@ def call_vocabularies(registry: Registry) -> list[tuple[str, frozenset[str]]]:
         for arguments in calls:
             try:
                 result = registry.call(spec, spec.validate_arguments(arguments))
-            except Exception as exc:  # noqa: BLE001 - a call that fails names nothing
+            except Exception as exc:
                 print(f"  {spec.name}({arguments}) failed: {exc}", file=sys.stderr)
                 continue
             texts = [spec.name, spec.description, *spec.examples]
@@ -59,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         for question in QUESTIONS:
             unanswerable = isinstance(question.expect(device), CannotTell)
             subject = question_subject(question.text)
-            naming = [name for name, words in vocabularies if unnamed_subject(question.text, words) is None]
+            naming = [
+                name for name, words in vocabularies if unnamed_subject(question.text, words) is None
+            ]
             refused = not naming
             counts["unanswerable" if unanswerable else "answerable"] += 1
             if subject is None:
@@ -74,10 +76,10 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = "REFUSED" if refused else f"named by {len(naming)} calls"
                 print(f"{question.id:4} {kind:10} [{said}] {verdict}: {question.text}")
     print(
-        f"\n{counts['answerable']} answerable questions: {counts['refused']} refused by the subject "
-        f"rule (no single call names their subject)\n{counts['unanswerable']} that no skill "
-        f"answers: {counts['caught']} refused by it\n{counts['no subject']} questions have no "
-        "subject the grammar finds (not judged)"
+        f"\n{counts['answerable']} answerable questions: {counts['refused']} refused by the "
+        "subject rule (no single call names their subject)\n"
+        f"{counts['unanswerable']} that no skill answers: {counts['caught']} refused by it\n"
+        f"{counts['no subject']} questions have no subject the grammar finds (not judged)"
     )
     return 0
 
