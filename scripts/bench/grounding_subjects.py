@@ -59,9 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         for question in QUESTIONS:
             unanswerable = isinstance(question.expect(device), CannotTell)
             subject = question_subject(question.text)
-            naming = [
-                name for name, words in vocabularies if unnamed_subject(question.text, words) is None
-            ]
+            text = question.text
+            naming = [name for name, words in vocabularies if unnamed_subject(text, words) is None]
             refused = not naming
             counts["unanswerable" if unanswerable else "answerable"] += 1
             if subject is None:
