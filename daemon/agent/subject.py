@@ -181,12 +181,15 @@ _STATE_VERBS = _set("is are was were")
 def asked_state(query: str) -> str | None:
     """The state a yes-or-no question asks its subject to be in, case folded: "open" of "Is the
     front door open?", "on" of "Is the heater on?", "running" of "Is the washing machine
-    running?"; None for other questions ("Is there a light sensor?", "Is it raining?")."""
+    running?"; None for other questions ("Is there a light sensor?", "Is it raining?", "Is the
+    CPU hotter than 70 °C?")."""
     words = _TOKEN.findall(_SENTENCE_END.split(query.strip())[0])
     low: list[str] = [w.casefold() for w in words]
     if len(low) < 3 or low[0] not in _STATE_VERBS or low[1] in {"it", "there"}:
         return None
     phrase, end = _phrase(words, 1, verb_last=False)
+    if end < len(low) and low[end] == "than":
+        return None  # "Is the CPU hotter than 70 °C?" compares values; it names no state
     if end == len(low) - 1 and low[end] not in _DETERMINERS:
         return low[end]  # "Is the heater on?": a word that ends a phrase, last
     if len(phrase) >= 2 and (end == len(low) or low[end] not in _AUXILIARIES):
