@@ -159,7 +159,7 @@ class Peer:
         self.socket.close(linger=0)
 
 
-def run_request(query: str = "how warm is the kitchen?", **fields: Any) -> dict[str, Any]:
+def run_request(query: str = "how warm is it?", **fields: Any) -> dict[str, Any]:
     return {"v": 1, "id": fields.pop("id", uuid.uuid4().hex), "op": "run", "query": query, **fields}
 
 

@@ -144,11 +144,11 @@ def _wait_depth(server: Any, depth: int) -> None:
 
 
 def test_client_streams_progress_and_raises_error_replies(scripted_daemon: ScriptedDaemon) -> None:
-    _, endpoint = scripted_daemon([answer("fine")])
+    _, endpoint = scripted_daemon([answer("I cannot tell: fine.")])
     with Client(endpoint, timeout=5) as client:
         seen: list[dict[str, Any]] = []
         result = client.run("how are you?", on_event=seen.append)
-        assert result["answer"] == "fine" and [e["type"] for e in seen] == ["FinalAnswerAction"]
+        assert result["answer"] == "I cannot tell: fine." and [e["type"] for e in seen] == ["FinalAnswerAction"]
         assert client.status()["state"] == "ready"
         with pytest.raises(DaemonError) as caught:
             client.run("hi", workflow="nope")
