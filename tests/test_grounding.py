@@ -157,6 +157,19 @@ def test_a_date_and_a_unit_are_values_too() -> None:
     assert state.final_answer == "It is 41.5%."
 
 
+def test_a_bare_number_may_take_the_unit_its_skill_names_in_words() -> None:
+    registry = Registry()
+
+    @registry.skill()
+    def cpu_temperature() -> float:
+        """The CPU temperature in degrees Celsius."""
+        return 48.3
+
+    model = MockModel([call("cpu_temperature"), answer("The CPU is at 48.3 °C.")])
+    state = Agent(model, registry).run("How hot is the CPU?")
+    assert state.outcome == "answered" and refusals(state) == []
+
+
 def test_a_number_of_the_question_may_be_repeated() -> None:
     state, _ = run(
         "Is the humidity above 60 %RH?",

@@ -8,7 +8,8 @@ An answer is a claim about this device, so it must rest on what this run observe
    ("What skills do you have?"), one that names them as the catalogue does.
 2. **Every value is the evidence's.** Each number an answer writes is a number of the results or
    of the question, each text with digits in it (a date, a time, a sensor's name) is written there
-   whole, and a unit after a number is one that number has there.
+   whole, and a ``%`` or ``°`` unit after a number is one the evidence writes after it, where it
+   writes one.
 3. **The subject is the evidence's.** The thing the question asks about (its subject, found by
    English grammar alone, :func:`~edge_agentd.agent.subject.question_subject`) must be named by a
    call that returned a result (its skill's name, description, examples and arguments) or by the
@@ -227,8 +228,12 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
         if not any(_written_whole(token.casefold(), text) for text in folded):
             return token
     for match in _NUMBER_UNIT.finditer(answer):
+        # A unit the evidence writes after this number, or none: a bare number of a skill that
+        # says its unit in words ("in degrees Celsius") may take its sign; another reading's
+        # unit may not ("41.5 °C" for "41.5 %RH").
         value, unit = float(match.group(1)), match.group(2)
-        if not any(_unit_of(value, unit, text) for text in texts):
+        units = [u for text in texts for u in _units_of(value, text)]
+        if units and not any(u.startswith(unit) for u in units):
             return match.group()
     return None
 
@@ -250,13 +255,9 @@ def _written_whole(token: str, text: str) -> bool:
     return False
 
 
-def _unit_of(value: float, unit: str, text: str) -> bool:
-    """Whether ``text`` writes ``value`` with a unit that is ``unit`` or begins with it (the
-    ``%`` of ``%RH``)."""
-    return any(
-        float(m.group(1)) == value and m.group(2).startswith(unit)
-        for m in _NUMBER_UNIT.finditer(text)
-    )
+def _units_of(value: float, text: str) -> list[str]:
+    """The units ``text`` writes after ``value``."""
+    return [m.group(2) for m in _NUMBER_UNIT.finditer(text) if float(m.group(1)) == value]
 
 
 def about_catalogue(query: str) -> bool:
