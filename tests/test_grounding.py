@@ -219,6 +219,21 @@ def test_a_subject_the_called_skill_names_is_answered() -> None:
     assert state.outcome == "answered" and refusals(state) == []
 
 
+def test_a_question_in_two_parts_is_held_back_only_when_both_parts_are_unnamed() -> None:
+    question = "What is the garage temperature and what is the humidity?"
+    state, _ = run(question, [call("humidity"), answer("The humidity is 41.5 %RH.")])
+    assert state.outcome == "answered" and refusals(state) == []
+    question = "What is the garage temperature and what is the cellar light?"
+    state, _ = run(question, [call("humidity"), answer("It is 41.5 %RH."), answer("I cannot tell.")])
+    assert [kind for kind, _ in refusals(state)] == ["unknown_subject"]
+
+
+def test_a_comparison_names_its_things_after_it() -> None:
+    question = "Which is warmer, the humidity or the front door?"
+    state, _ = run(question, [call("humidity"), answer("The humidity: 41.5 %RH.")])
+    assert state.outcome == "answered" and refusals(state) == []
+
+
 # -- 4. a state is a claim ----------------------------------------------------------------------
 
 

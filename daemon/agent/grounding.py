@@ -49,6 +49,7 @@ from edge_agentd.agent.evidence import (
     copyable,
     numbers_in,
 )
+from edge_agentd.agent.followup import question_parts
 from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
 from edge_agentd.agent.subject import asked_state, is_known, known_words, question_subject
 
@@ -276,10 +277,22 @@ def _names_a_skill(answer: str, skills: Sequence[str]) -> bool:
 def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
     """The words of ``query``'s subject the evidence does not name, as the question writes
     them, when they make it unknown: a word that says which one that is not named, or a head
-    not named when no other word of the subject is. None: named, or no subject."""
+    not named when no other word of the subject is. None: named, or no subject. A question in
+    two parts joined by "and" has an unknown subject when each part does (the answer may say
+    what it cannot tell of one part beside the other's value)."""
+    parts = question_parts(query)
+    if parts:
+        found = [_unnamed_in(part, vocabulary) for part in parts]
+        return None if any(f is None for f in found) else " and ".join(map(str, found))
+    return _unnamed_in(query, vocabulary)
+
+
+def _unnamed_in(query: str, vocabulary: frozenset[str]) -> str | None:
     subject = question_subject(query)
     if subject is None or subject.head.casefold() in _INDEFINITE:
         return None  # "How warm is everything?" names no one thing
+    if _comparative(subject.head, query):
+        return None  # "Which is warmer, the CPU or the probe?": the things follow it
 
     def named(word: str) -> bool:
         return not _WORD.search(word) or is_known(word, vocabulary) or _ends_one(word, vocabulary)
@@ -291,6 +304,14 @@ def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
     if named(subject.head) or any(named(w) for w in others):
         return None
     return " ".join(subject.words)
+
+
+def _comparative(head: str, query: str) -> bool:
+    """Whether ``head`` is a comparison the question goes on to name the things of: "warmer"
+    before a comma or "than" ("Which is warmer, the CPU or the probe?")."""
+    if not head.casefold().endswith("er"):
+        return False
+    return re.search(rf"(?<![^\W_]){re.escape(head)}\s*(?:,|than\b)", query) is not None
 
 
 def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
@@ -360,7 +381,9 @@ def answer_rule(evidence: Evidence) -> str:
         return cannot_tell_pattern()
     if unnamed_subject(evidence.query, evidence.vocabulary) is not None:
         return cannot_tell_pattern()
-    return answer_pattern(copyable(evidence.results, evidence.query))
+    # Values copied, none required: which one to state is the strategy's (guidance requires one).
+    copied = dataclasses.replace(copyable(evidence.results, evidence.query), stated=(), each=())
+    return answer_pattern(copied)
 
 
 def only_declines(evidence: Evidence) -> bool:

@@ -156,7 +156,9 @@ def question_subject(query: str) -> Subject | None:
         start = 3 if low[2] == "of" else 2
         phrase, end = _phrase(words, start, verb_last=False)
     elif first == "how" and len(low) > 3 and low[2] in _AUXILIARIES:  # "How warm is the CPU?"
-        phrase, end = _phrase(words, 3, verb_last=True)
+        # The question's verb ends it after "does" or "will" ("How long will the battery
+        # last?"), not after "is" ("How full is the rain barrel?" asks about the barrel).
+        phrase, end = _phrase(words, 3, verb_last=low[2] not in _STATE_VERBS)
     elif first in _AUXILIARIES and len(low) > 2 and low[1] in {"it", "there"}:
         # "Will it rain?", "Is there a light sensor?": with no subject of its own, what the
         # question asks about comes after the "it" or the "there".
