@@ -26,7 +26,9 @@ from edge_agentd import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
+from edge_agentd.agent.claims import absent_value
 from edge_agentd.agent.evidence import numbers_in
+from edge_agentd.agent.grounding import answer_rule, check_answer, gather
 from edge_agentd.agent.guidance import Guidance
 
 
@@ -447,3 +449,31 @@ def test_no_answer_states_a_number_absent_from_its_evidence(
     assert state.outcome is not None  # one outcome, always: the budget ends a run that guesses
     if state.final_answer is not None:
         assert numbers_in([state.final_answer]) <= evidence_numbers(state)
+
+
+# -- what the schema admits, the validator accepts -------------------------------------------------
+
+
+def _evidence_after(query: str, *skills: str) -> Any:
+    replies = [call(name) for name in skills] + [answer("I cannot tell.")]
+    state, _ = run(query, replies)
+    return gather(state, home(), [s.name for s in home().select(None)])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_answer_the_schema_admits_keeps_the_value_rule(data: st.DataObject) -> None:
+    evidence = _evidence_after("What is the humidity and what is today's date?", "humidity", "today")
+    text = data.draw(st.from_regex(answer_rule(evidence), fullmatch=True))
+    assert absent_value(text, evidence.texts) is None, text
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_before_any_result_the_schema_admits_only_answers_the_validator_accepts(
+    data: st.DataObject,
+) -> None:
+    for query in ("What is the humidity?", "What skills do you have?"):
+        evidence = _evidence_after(query)
+        text = data.draw(st.from_regex(answer_rule(evidence), fullmatch=True))
+        assert check_answer(text, evidence) is None, (query, text)

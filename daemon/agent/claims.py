@@ -26,6 +26,7 @@ _INDEFINITE = frozenset(
 _VALUE_TOKEN = re.compile(r"[\w.:/+-]*\d[\w.:/+-]*")
 """A run of text with a digit in it, as a reader takes it whole: ``2026-12-05``, ``08:11``,
 ``BME280``, ``48.3``."""
+_LABELS = re.compile(r"^(?:[^\W\d_]+[:/])+|(?:[:/][^\W\d_]+)+$")
 _PLAIN_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 _NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nothing"})
@@ -43,7 +44,10 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
             return number
     folded = [t.casefold() for t in texts]
     for match in _VALUE_TOKEN.finditer(answer):
-        token = match.group().strip(".:/+-")
+        # A word before or after a colon or slash is a label, not part of the value ("A:41.5").
+        token, before = match.group().strip(".:/+-"), ""
+        while token != before:
+            token, before = _LABELS.sub("", token).strip(".:/+-"), token
         if _PLAIN_NUMBER.fullmatch(token) or "," in token:
             continue  # a number alone: its value was checked above
         if not any(_written_whole(token.casefold(), text) for text in folded):
@@ -59,7 +63,7 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
     return None
 
 
-_NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\s\d.,;:!?)\]]*)")
+_NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
 """A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
 
 

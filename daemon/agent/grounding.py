@@ -210,9 +210,12 @@ def answer_rule(evidence: Evidence) -> str:
     whose words do not name the question's subject, "I cannot tell"; else copy-only values."""
     if not evidence.results:
         if about_catalogue(evidence.query) and evidence.skills:
+            # Words and the skills' names, each name whole (no letter glued to it), one at least.
             plain = f"[{PLAIN_CHARS}]"
             names = "(" + "|".join(re.escape(n) for n in evidence.skills) + ")"
-            return f"^({CANNOT_TELL}{plain}*|({plain}|{names})*{names}({plain}|{names})*)([.!?])?$"
+            word, gap = f"({names}|[a-zA-Z']+)", "[ ,;:()/&]+"
+            listing = f"({word}{gap})*{names}({gap}{word})*{gap[:-1]}*"
+            return f"^({CANNOT_TELL}{plain}*|{listing})([.!?])?$"
         return cannot_tell_pattern()
     if unnamed_subject(evidence.query, evidence.vocabulary) is not None:
         return cannot_tell_pattern()
