@@ -79,20 +79,20 @@ def test_each_skill_is_a_candidate_and_each_call_it_lists_as_ready_is_one_too() 
 
 def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -> None:
     model = MockModel(
-        ['{"final_answer": "The cellar is at 61 %RH."}'],
+        ['{"final_answer": "I cannot tell: no result names the cellar."}'],
         scores={
             ("humidity in %RH", f" {QUESTION}"): -3.0,
             ("CPU temperature", f" {QUESTION}"): -9.0,
             ANSWER_HEAD: -1.0,
         },
     )
-    # No skill here names the cellar, so the answer would have to say it cannot tell
-    # (tests/test_subject.py); this test is about the choice of skill alone.
+    # No skill here names the cellar, so the answer says it cannot tell (the loop's grounding,
+    # tests/test_grounding.py); this test is about the choice of skill.
     guidance = Guidance(know_subject=False)
     state = Agent(model, house(), guidance=guidance).run(QUESTION, max_iterations=4)
     assert calls(state) == [("read_sensor", {"name": "bme280"})]
     assert state.outcome == "answered"
-    assert state.final_answer == "The cellar is at 61 %RH."
+    assert state.final_answer == "I cannot tell: no result names the cellar."
     # The action was chosen by scoring, not generated: the one generation is the answer, and it
     # was forced to start as one.
     assert len(model.prompts) == 1
@@ -438,14 +438,14 @@ def test_prompts_stay_append_only_under_guidance() -> None:
     model = MockModel(
         [
             '{"skill_name": "resolve_date", "arguments": {"text": "friday"}}',
-            '{"final_answer": "Friday is the 4th."}',
+            '{"final_answer": "Friday is 2026-12-04."}',
         ],
         scores={("YYYY-MM-DD", " Friday?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -1.0},
     )
     state = Agent(model, house(), guidance=Guidance()).run("Friday?", max_iterations=6)
     prompts = model.prompts
     assert len(prompts) >= 2
-    assert state.final_answer == "Friday is the 4th."
+    assert state.final_answer == "Friday is 2026-12-04."
     for earlier, later in itertools.pairwise(prompts):
         assert later.startswith(earlier)
 
@@ -520,10 +520,10 @@ class Rambling(MockModel):
 
 
 def test_an_answer_cut_at_the_token_cap_ends_after_its_last_whole_sentence() -> None:
-    cut = '{"final_answer": "It is 41.5 %RH here. The air is 41.5 %RH. The air is 41'
-    model = Rambling([cut], scores={("CPU", " How damp?"): 0.0})
+    cut = '{"final_answer": "It is 61.0 here. The air is 61.0, damp. The air is 6'
+    model = Rambling([cut], scores={("humidity in %RH", " How damp?"): 0.0})
     state = Agent(model, house(), guidance=Guidance()).run("How damp?")
-    assert state.final_answer == "It is 41.5 %RH here. The air is 41.5 %RH."
+    assert state.final_answer == "It is 61.0 here. The air is 61.0, damp."
     assert model.calls[-1]["max_tokens"] == Guidance().answer_tokens
 
 
@@ -639,7 +639,7 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
             "disks": [{"free": 12}, {"free": 80}],
         }
 
-    question = "How free is the second disk?"
+    question = "How much is free on the second disk?"
     model = MockModel(
         ['{"final_answer": "80 free."}'],
         scores={
