@@ -14,7 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from edge_agentd.agent.checks import check_count
-from edge_agentd.agent.events import AgentState, Event, ModelErrorObservation, Usage
+from edge_agentd.agent.events import (
+    AgentState,
+    Event,
+    FinalAnswerAction,
+    ModelErrorObservation,
+    Usage,
+)
 from edge_agentd.agent.guidance import Guidance
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.prompt import ChatFormat, render_event, render_system
@@ -179,7 +185,11 @@ class Agent:
             if reported is not None
             else Usage(model_s=elapsed)
         )
-        return parse_action(str(raw), names, step_usage(usage, self.handle.take_tokens()))
+        action = parse_action(str(raw), names, step_usage(usage, self.handle.take_tokens()))
+        if isinstance(raw, Completion) and isinstance(action, FinalAnswerAction):
+            # An answer the engine rendered from the results, on the model's choice.
+            action = action.model_copy(update={"made_by": raw.made_by})
+        return action
 
     # -- the run ------------------------------------------------------------------------------
 
