@@ -25,20 +25,19 @@ question word.
   of readings) is read wrong by a small model, which copies the first number it sees. Each part
   is scored the same noisy-channel way, log P(question | part), and the result turn names the
   likeliest part after restating the question. The whole result stays in the turn.
-- **What to say.** The system prompt shows how answers read, the result turn repeats the
-  question, and the answer is the model's own text, only forced to start as an answer. Code never
-  writes an answer.
-- **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
-  model writes its answer every digit must be copied from the results or the question, a reading
-  with its own unit, and once there are results the answer states one of their values or says
-  it cannot tell (copy-only values, :mod:`edge_agentd.agent.evidence`): the value of a line whose
-  name the question is likeliest after (:mod:`edge_agentd.agent.asked`).
+- **What it says.** Results are shown as short ``name: value unit`` lines, and the answer is
+  one of the sentences the engine renders from them (:mod:`edge_agentd.agent.render`): the
+  value of a line the question asks about (:mod:`edge_agentd.agent.asked`) under its own label,
+  a state with what names it, a list's names or count. The model chooses among them by its
+  likelihood of each as its reply; no word of it decides what the answer claims. The
+  answer's event says so (``made_by="engine"``).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
-  ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
+  ``cannot_tell_margin``, no skill fits, and the answer is at once "I cannot tell ...".
   After the results, a question whose subject (the noun phrase it asks about) the calls made
-  and their results do not know is answered "I cannot tell ..."; one whose subject they know
-  states a value (:mod:`edge_agentd.agent.subject`).
+  and their results do not know is answered "I cannot tell: no result says ..."; one whose
+  subject they know states a value (:mod:`edge_agentd.agent.subject`); one not judged is
+  offered both.
 """
 
 from __future__ import annotations
@@ -127,7 +126,8 @@ class Guidance:
     their names (:mod:`edge_agentd.agent.asked`), not every line of the results."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
-    call; below it no skill fits and the model answers at once. None: always call a skill."""
+    call; below it no skill fits and the answer is at once "I cannot tell". None: always call
+    a skill."""
     know_subject: bool = True
     """The answer to a question about something neither the calls made nor their results know
     ("the garage door sensor") is "I cannot tell ..."; one whose subject they know states a
