@@ -22,6 +22,7 @@ from edge_agentd.agent.followup import content_free
 from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.render import (
+    MAX_SENTENCES,
     TEMPLATE_WORDS,
     both_parts,
     cannot_tell_sentence,
@@ -261,3 +262,10 @@ def test_a_guided_answer_is_always_one_of_the_rendered_sentences(
     else:
         rendered = []
     assert state.final_answer in [*rendered, cannot_tell_sentence(question)]
+
+
+def test_a_result_of_thousands_of_lines_renders_a_bounded_set_at_once() -> None:
+    huge = {f"k{i}": {"state": f"s{i}x", "name": f"n{i}x"} for i in range(5000)}
+    question = "What is the state?"
+    rendered = sentences_for([("gadget", huge, candidate_lines(huge, question))], question)
+    assert 0 < len(rendered) <= MAX_SENTENCES

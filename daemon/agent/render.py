@@ -197,7 +197,9 @@ def sentences_for(asked: Sequence[tuple[str, Any, Sequence[Line]]], question: st
     found: dict[str, None] = {}
     for skill_name, result, chosen in asked:
         lines = result_line_parts(result)
-        for line in chosen:
+        # Each line renders a sentence or more: a result of thousands of lines is stated from
+        # its first few asked ones, as its turn shows only its first lines.
+        for line in list(chosen)[:MAX_SENTENCES]:
             for sentence in line_sentences(line, lines, skill_name, question):
                 if '"' not in sentence and "\\" not in sentence and sentence.isprintable():
                     found.setdefault(sentence, None)
