@@ -53,6 +53,10 @@ class Usage(BaseModel):
     """Why generation ended: ``stop`` (end of turn), ``length`` (token cap) or ``interrupted``."""
 
 
+MadeBy = Literal["model", "engine"]
+"""Who made an action: the model, or the engine on the model's choice."""
+
+
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -87,6 +91,8 @@ class FinalAnswerAction(_Event):
     raw: str = ""
     usage: Usage | None = None
     made_by: MadeBy = "model"
+    """``model``: the model wrote the answer; ``engine``: the engine wrote it from the results,
+    on the model's choice among the sentences it rendered (a guided model)."""
 
 
 class SkillResultObservation(_Event):

@@ -220,7 +220,7 @@ def answer_rule(evidence: Evidence) -> str:
     if unnamed_subject(evidence.query, evidence.vocabulary) is not None:
         return cannot_tell_pattern()
     # Values copied, none required: which one to state is the strategy's (guidance requires one).
-    copied = dataclasses.replace(copyable(evidence.results, evidence.query), stated=(), each=())
+    copied = dataclasses.replace(copyable(evidence.results, evidence.query), stated=())
     return answer_pattern(copied)
 
 

@@ -201,7 +201,12 @@ class Agent:
         )
         action = parse_action(str(raw), names, step_usage(usage, self.handle.take_tokens()))
         if isinstance(action, CallSkillAction | FinalAnswerAction):
-            update: dict[str, Any] = {"made_by": "model" if _wrote(raw, written) else "engine"}
+            # The engine made it where it chose for the model (a candidate the model's
+            # likelihood picked; an answer it rendered from the results, which its Completion
+            # says), else the model wrote it.
+            rendered = isinstance(raw, Completion) and raw.made_by == "engine"
+            made_by = "model" if _wrote(raw, written) and not rendered else "engine"
+            update: dict[str, Any] = {"made_by": made_by}
             if isinstance(action, CallSkillAction):
                 calls = sum(isinstance(e, CallSkillAction) for e in state.stream.root)
                 update["call_id"] = f"call_{calls + 1}"
