@@ -53,10 +53,6 @@ class Usage(BaseModel):
     """Why generation ended: ``stop`` (end of turn), ``length`` (token cap) or ``interrupted``."""
 
 
-MadeBy = Literal["model", "engine"]
-"""Who made an action: the model, or the engine on the model's choice."""
-
-
 class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
