@@ -46,7 +46,7 @@ class Node:
         self.directory = directory
         self.node = node
         self.mock = directory / "mock.json"
-        self.mock.write_text(json.dumps(replies if replies is not None else [final("Fine.")]))
+        self.mock.write_text(json.dumps(replies if replies is not None else [final("I cannot tell: fine.")]))
         self.endpoint = f"ipc://{directory / 'agent.sock'}"
         self.config = directory / "edge.toml"
         self.config.write_text(

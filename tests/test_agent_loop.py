@@ -35,7 +35,7 @@ from edge_agentd import (
 )
 
 CALL_CPU = '{"skill_name": "cpu_temperature", "arguments": {}}'
-ANSWER = '{"final_answer": "It is 48.5 °C."}'
+ANSWER = '{"final_answer": "I cannot tell how hot it is."}'
 
 
 RegistryFactory = Callable[..., Registry]  # conftest.py
@@ -100,7 +100,7 @@ def test_step_parse_failures_are_kept_strictly_apart(
 def test_whitespace_and_one_fence_are_stripped(make_registry: RegistryFactory, reply: str) -> None:
     event = Agent(MockModel([reply]), make_registry()).step(AgentState(query="q"))
     assert isinstance(event, FinalAnswerAction)
-    assert event.answer == "It is 48.5 °C."
+    assert event.answer == "I cannot tell how hot it is."
     assert event.raw == reply
 
 
@@ -137,9 +137,11 @@ def test_step_does_not_append(make_registry: RegistryFactory) -> None:
 def test_a_skill_call_then_an_answer(run: Run) -> None:
     state, model = run([CALL_CPU, ANSWER])
     assert types(state) == ["CallSkillAction", "SkillResultObservation", "FinalAnswerAction"]
-    assert state.stream[1] == SkillResultObservation(skill_name="cpu_temperature", result=48.5)
+    assert state.stream[1] == SkillResultObservation(
+        skill_name="cpu_temperature", result=48.5, call_id="call_1"
+    )
     assert state.outcome == "answered"
-    assert state.final_answer == "It is 48.5 °C."
+    assert state.final_answer == "I cannot tell how hot it is."
     assert "Result of cpu_temperature: 48.5" in model.prompts[1]
 
 
@@ -386,7 +388,9 @@ def test_a_hung_skill_times_out_and_the_loop_carries_on() -> None:
     assert "timeout" in state.stream[1].error
     assert isinstance(state.stream[3], ToolErrorObservation)
     assert "still running" in state.stream[3].error
-    assert state.stream[5] == SkillResultObservation(skill_name="quick", result="fine")
+    assert state.stream[5] == SkillResultObservation(
+        skill_name="quick", result="fine", call_id="call_3"
+    )
     assert state.outcome == "answered"
 
 
@@ -482,7 +486,7 @@ def test_the_default_registry_is_process_wide() -> None:
         reply = '{"skill_name": "edge_agent_test_clock"}'
         state = Agent(MockModel([reply, ANSWER])).run("q")
         assert state.stream[1] == SkillResultObservation(
-            skill_name="edge_agent_test_clock", result="noon"
+            skill_name="edge_agent_test_clock", result="noon", call_id="call_1"
         )
     finally:
         get_registry().remove("edge_agent_test_clock")
@@ -509,7 +513,8 @@ def test_a_workflow_limits_skills_adds_instructions_and_checks_answers(
         validators=[mentions_celsius],
         max_iterations=5,
     )
-    replies = [CALL_CPU, '{"final_answer": "warm"}', ANSWER]
+    read = '{"skill_name": "read_sensor", "arguments": {"name": "attic"}}'
+    replies = [CALL_CPU, read, '{"final_answer": "warm"}', '{"final_answer": "21.5 (in °C)"}']
     model = MockModel(replies)
     state = Agent(model, make_registry()).run(workflow, query="How warm is the attic?")
     assert "Only talk about temperatures." in model.prompts[0]
@@ -517,7 +522,7 @@ def test_a_workflow_limits_skills_adds_instructions_and_checks_answers(
     assert "cpu_temperature" not in model.prompts[0].split("User:")[0].split("Skills")[1]
     first = state.stream[0]
     assert isinstance(first, ValidationErrorObservation) and first.error_type == "unknown_skill"
-    check = state.stream[2]
+    check = state.stream[4]
     assert isinstance(check, ValidationErrorObservation)
     assert (check.validator_name, check.feedback) == (
         "mentions_celsius",
@@ -618,7 +623,9 @@ def test_skills_without_a_timeout_run_inline_and_may_take_their_time() -> None:
         return "done"
 
     state = Agent(MockModel(['{"skill_name": "patient"}', ANSWER]), registry).run("q")
-    assert state.stream[1] == SkillResultObservation(skill_name="patient", result="done")
+    assert state.stream[1] == SkillResultObservation(
+        skill_name="patient", result="done", call_id="call_1"
+    )
 
 
 # -- Agent.start: the run without a waiting caller (how the daemon runs it) --------------------
@@ -647,8 +654,8 @@ def test_start_reports_the_finished_run_once_and_reuses_its_thread() -> None:
     second = agent.start("And now?", on_done=on_done)
     _watch(second)
     assert [(s.outcome, s.final_answer, e) for s, e, _ in done] == [
-        ("answered", "It is 48.5 °C.", None),
-        ("answered", "It is 48.5 °C.", None),
+        ("answered", "I cannot tell how hot it is.", None),
+        ("answered", "I cannot tell how hot it is.", None),
     ]
     # Both ran on the same pooled thread, not this one: a run costs no new thread.
     assert done[0][2] is done[1][2]
@@ -791,4 +798,4 @@ def test_a_completion_callback_that_raises_does_not_cost_the_next_run_its_thread
     answers: list[str | None] = []
     second = agent.start("q", on_done=lambda state, error: answers.append(state.final_answer))
     _watch(second)
-    assert answers == ["It is 48.5 °C."]
+    assert answers == ["I cannot tell how hot it is."]

@@ -91,7 +91,7 @@ def test_each_prompt_starts_with_the_previous_prompt_plus_the_raw_reply(
 
 def test_the_prefix_property_holds_for_a_chat_format_with_turn_markers(shared: Registry) -> None:
     gemma = GEMMA3
-    scripted = ["oops", '{"skill_name": "cpu_temperature"}', '{"final_answer": "48.5 °C"}']
+    scripted = ["oops", '{"skill_name": "cpu_temperature"}', '{"final_answer": "48.5 degrees"}']
 
     class Formatted(MockModel):
         chat_format = gemma

@@ -16,7 +16,7 @@ from edge_agentd import Agent, AgentState, MockModel, Registry, Workflow
 from edge_agentd.agent.run import RunOptions
 from edge_agentd.agent.supervision import RunThreads, shared_run_threads
 
-ANSWER = '{"final_answer": "done"}'
+ANSWER = '{"final_answer": "I cannot tell: done."}'
 HANG = '{"skill_name": "hang"}'
 
 anything = st.one_of(
@@ -51,7 +51,7 @@ def test_start_takes_options_or_runs_own_arguments() -> None:
     agent = Agent(MockModel([ANSWER, ANSWER]), Registry())
     by_options = agent.start(RunOptions("q", max_iterations=2)).result()
     by_arguments = agent.start("q", max_iterations=2).result()
-    assert by_options.final_answer == by_arguments.final_answer == "done"
+    assert by_options.final_answer == by_arguments.final_answer == "I cannot tell: done."
     with pytest.raises(TypeError):
         agent.start(RunOptions("q"), "again")
     with pytest.raises(TypeError):

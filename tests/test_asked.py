@@ -211,24 +211,20 @@ def test_a_guided_run_states_the_asked_line() -> None:
         return dict(NOW)
 
     question = "What time is it?"
-    model = MockModel(
-        ['{"final_answer": "It is 12:35:06."}'],
-        scores={
-            ("The skill clock_now", f" {question}"): -1.0,
-            ("Result of clock_now: time\n", f" {question}"): -1.0,
-            ANSWER_HEAD: 0.0,
-        },
-    )
+    scores = {
+        ("The skill clock_now", f" {question}"): -1.0,
+        ("Result of clock_now: time\n", f" {question}"): -1.0,
+        ANSWER_HEAD: 0.0,
+    }
+    model = MockModel([], scores=scores)
     state = Agent(model, registry, guidance=Guidance()).run(question)
-    assert state.final_answer == "It is 12:35:06."
-    schema = model.calls[-1]["action_schema"]
-    pattern = schema["properties"]["final_answer"]["pattern"]
-    assert admits(pattern, "It is 12:35:06.") and not admits(pattern, "It is Friday.")
-    # Turned off, the answer may state any of the result's values again.
-    model.reset()
-    Agent(model, registry, guidance=Guidance(state_asked=False)).run(question)
-    loose = model.calls[-1]["action_schema"]["properties"]["final_answer"]["pattern"]
-    assert admits(loose, "It is Friday.")
+    # The asked line alone is stated: one sentence, no choice to make.
+    assert state.final_answer == "The time is 12:35:06."
+    assert not [o for _, o in model.scored if o[0].startswith(f"{ANSWER_HEAD}The")]
+    # Turned off, a sentence of each of the result's lines is offered.
+    model = MockModel([], scores=scores | {f"{ANSWER_HEAD}The weekday": 1.0})
+    state = Agent(model, registry, guidance=Guidance(state_asked=False)).run(question)
+    assert state.final_answer == "The weekday is Friday."
 
 
 readings = st.fixed_dictionaries(

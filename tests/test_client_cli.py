@@ -38,7 +38,7 @@ def mock_daemon(
 ) -> Iterator[str]:
     """``edge-agent serve --model mock:FILE`` on an ipc socket, as the README runs it."""
     directory = tmp_path_factory.mktemp("daemon")
-    mock = write_mock(directory / "mock.json", ["not json", answer("It is 21 C in the kitchen.")])
+    mock = write_mock(directory / "mock.json", ["not json", answer("I cannot tell how warm the kitchen is.")])
     config = directory / "edge.toml"
     config.write_text(
         "[daemon]\nmax_query_chars = 50\n[workflows.kitchen]\ninstructions = 'Kitchen only.'\n",
@@ -52,14 +52,14 @@ def mock_daemon(
 
 def test_ask_prints_the_answer(mock_daemon: str) -> None:
     done = edge_agentd("ask", "How warm is the kitchen?", "--endpoint", mock_daemon)
-    assert (done.returncode, done.stdout) == (0, "It is 21 C in the kitchen.\n"), done.stderr
+    assert (done.returncode, done.stdout) == (0, "I cannot tell how warm the kitchen is.\n"), done.stderr
 
 
 def test_ask_json_is_one_object_for_home_assistant(mock_daemon: str) -> None:
     done = edge_agentd("ask", "How warm?", "--json", "--timeout", "10", "--endpoint", mock_daemon)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert result["answer"] == "It is 21 C in the kitchen." and result["outcome"] == "answered"
+    assert result["answer"] == "I cannot tell how warm the kitchen is." and result["outcome"] == "answered"
     assert [e["type"] for e in result["events"]] == [
         "ValidationErrorObservation",
         "FinalAnswerAction",
@@ -77,7 +77,7 @@ def test_ask_stream_prints_each_event_then_the_answer(mock_daemon: str) -> None:
         "ValidationErrorObservation",
         "FinalAnswerAction",
     ]
-    assert lines[2:] == ["It is 21 C in the kitchen."]
+    assert lines[2:] == ["I cannot tell how warm the kitchen is."]
 
 
 def test_ask_exit_codes(mock_daemon: str, tmp_path: Path) -> None:
@@ -153,11 +153,11 @@ def _wait_depth(server: Any, depth: int) -> None:
 
 
 def test_client_streams_progress_and_raises_error_replies(scripted_daemon: ScriptedDaemon) -> None:
-    _, endpoint = scripted_daemon([answer("fine")])
+    _, endpoint = scripted_daemon([answer("I cannot tell: fine.")])
     with Client(endpoint, timeout=5) as client:
         seen: list[dict[str, Any]] = []
         result = client.run("how are you?", on_event=seen.append)
-        assert result["answer"] == "fine" and [e["type"] for e in seen] == ["FinalAnswerAction"]
+        assert result["answer"] == "I cannot tell: fine." and [e["type"] for e in seen] == ["FinalAnswerAction"]
         assert client.status()["state"] == "ready"
         with pytest.raises(DaemonError) as caught:
             client.run("hi", workflow="nope")

@@ -22,8 +22,11 @@ from typing import Any
 import jinja2
 import pytest
 import yaml
+from fake_sysfs import FakeSysfs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from edge_agentd.skills.sysfs import SYSFS_ROOT_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "scripts" / "examples"
@@ -35,7 +38,8 @@ CLIENT = Path(sys.executable).with_name("edge-agent")
 HA_SHELL_COMMAND_LIMIT_S = 60
 HA_COMMAND_LINE_DEFAULT_S = 15
 HA_COMMAND_LINE_UI_MAX_S = 100
-ANSWER = "The CPU is at 48.3 °C, which is fine."
+ANSWER = "I cannot tell how hot the CPU is."
+"""An answer for any question: with no result it is the only one the loop lets through."""
 
 
 def _final(text: str) -> str:
@@ -46,19 +50,28 @@ class MockDaemon:
     """`edge-agent serve --model mock:FILE` on an ipc socket; stopped with SIGTERM."""
 
     def __init__(
-        self, directory: Path, replies: list[Any], env: dict[str, str] | None = None
+        self,
+        directory: Path,
+        replies: list[Any],
+        cpu_milli_c: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         directory.mkdir(parents=True)
         mock = directory / "replies.json"
         mock.write_text(json.dumps(replies))
         self.endpoint = f"ipc://{directory / 'agent.sock'}"
         self.log = directory / "daemon.log"
+        environment = {**os.environ, **(env or {})}
+        if cpu_milli_c is not None:
+            # A CPU the built-in skill reads: an answer states what a result holds.
+            FakeSysfs(directory / "sys").thermal_zone(0, temp=cpu_milli_c)
+            environment[SYSFS_ROOT_ENV] = str(directory / "sys")
         self.process = subprocess.Popen(
             [str(CLIENT), "serve", "--model", f"mock:{mock}", "--endpoint", self.endpoint],
+            env=environment,
             stdin=subprocess.DEVNULL,
             stdout=self.log.open("wb"),
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
         )
         self._wait_ready()
 
@@ -94,7 +107,8 @@ def daemons(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Mock
     started: dict[str, MockDaemon] = {}
     try:
         started["answers"] = MockDaemon(base / "answers", [_final(ANSWER)])
-        started["says_yes"] = MockDaemon(base / "yes", [_final("Yes, it is at 81 °C.")])
+        says_yes = [json.dumps({"skill_name": "cpu_temperature"}), _final("Yes, it is at 81 °C.")]
+        started["says_yes"] = MockDaemon(base / "yes", says_yes, cpu_milli_c="81000")
         # Never valid JSON: every step fails validation until the retries run out.
         started["never_answers"] = MockDaemon(base / "never", ["I would rather chat."] * 10)
         started["slow"] = MockDaemon(base / "slow", [{"text": _final(ANSWER), "delay_s": 30}])

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from typing import Any
 
 import pytest
 
-from edge_agentd import Agent, Completion, MockModel, Registry, Usage
+from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.focus import MIN_FOCUS_PARTS, result_parts
 from edge_agentd.agent.guidance import (
     ANSWER_HEAD,
@@ -57,6 +56,11 @@ def house() -> Registry:
     return registry
 
 
+def answer_prompt(model: MockModel) -> str:
+    """The prompt after which the model chose among the rendered answers (the last scored)."""
+    return next(p for p, o in reversed(model.scored) if o[0].startswith(ANSWER_HEAD))
+
+
 def calls(state: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(e.skill_name, e.arguments) for e in state.stream.root if e.type == "CallSkillAction"]
 
@@ -79,24 +83,25 @@ def test_each_skill_is_a_candidate_and_each_call_it_lists_as_ready_is_one_too() 
 
 def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -> None:
     model = MockModel(
-        ['{"final_answer": "The cellar is at 61 %RH."}'],
+        [],
         scores={
             ("humidity in %RH", f" {QUESTION}"): -3.0,
             ("CPU temperature", f" {QUESTION}"): -9.0,
             ANSWER_HEAD: -1.0,
+            f"{ANSWER_HEAD}The bme280 sensor is": 0.0,
         },
     )
-    # No skill here names the cellar, so the answer would have to say it cannot tell
-    # (tests/test_subject.py); this test is about the choice of skill alone.
+    # No skill here names the cellar, so the answer says it cannot tell (the loop's grounding,
+    # tests/test_grounding.py); this test is about the choice of skill.
     guidance = Guidance(know_subject=False)
     state = Agent(model, house(), guidance=guidance).run(QUESTION, max_iterations=4)
     assert calls(state) == [("read_sensor", {"name": "bme280"})]
     assert state.outcome == "answered"
-    assert state.final_answer == "The cellar is at 61 %RH."
-    # The action was chosen by scoring, not generated: the one generation is the answer, and it
-    # was forced to start as one.
-    assert len(model.prompts) == 1
-    assert model.calls[0]["prefix"] == ANSWER_HEAD
+    # The action was chosen by scoring, not generated; the answer is the sentence the model
+    # found likeliest of those the engine rendered from the result.
+    assert state.final_answer == "The bme280 sensor is 61.0."
+    assert state.stream.root[-1].made_by == "engine"
+    assert model.prompts == []
     action = state.stream.root[0]
     assert json.loads(action.raw) == {"skill_name": "read_sensor", "arguments": {"name": "bme280"}}
     # Every candidate was scored against the question, once (the other scored texts are the
@@ -169,7 +174,7 @@ def test_named_calls_match_a_fixed_argument_to_the_head_noun_or_its_plural() -> 
 def test_a_free_text_argument_is_the_likeliest_phrase_of_the_question() -> None:
     wanted = '{"skill_name": "resolve_date", "arguments": {"text": "next Friday"}}'
     model = MockModel(
-        ['{"final_answer": "Next Friday is 2026-12-04."}'],
+        [],
         scores={("YYYY-MM-DD", " When is next Friday?"): -1.0, ANSWER_HEAD: 0.0, wanted: -2.0},
     )
     state = Agent(model, house(), guidance=Guidance()).run("When is next Friday?")
@@ -179,8 +184,8 @@ def test_a_free_text_argument_is_the_likeliest_phrase_of_the_question() -> None:
     offered = [json.loads(o)["arguments"]["text"] for o in options]
     assert {"When", "next Friday", "When is next Friday"} <= set(offered)
     assert "next Friday?" not in offered
-    assert len(model.prompts) == 1
-    assert state.final_answer == "Next Friday is 2026-12-04."
+    assert model.prompts == []
+    assert state.final_answer == "The date is 2026-12-04."
 
 
 def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -> None:
@@ -204,7 +209,7 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
 
         scores = {("YYYY-MM-DD", f" {question}"): -1.0, ("current date", f" {question}"): -3.0}
         scores |= {phrase(first): -1.0, phrase(second): -3.0, SKILL_HEAD: -9.0}
-        model = MockModel(['{"final_answer": "It is 2026-12-11."}'], scores=scores)
+        model = MockModel([], scores=scores)
         return Agent(model, registry, guidance=Guidance()).run(question)
 
     state = ask("When is next Friday?", "Friday", "next Friday")
@@ -212,7 +217,7 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
         ("resolve_date", {"text": "Friday"}),
         ("resolve_date", {"text": "next Friday"}),
     ]
-    assert state.final_answer == "It is 2026-12-11."
+    assert state.final_answer == "The date is 2026-12-11."
     # Two phrases refused: the whole question is tried, once, and then the next skill.
     state = ask("When is Friday?", "Friday", "is Friday")
     assert calls(state) == [
@@ -224,7 +229,7 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
     # A skill that reads a date inside a sentence reads it there.
     state = ask("When is the Friday after next?", "Friday", "the Friday")
     assert calls(state)[-1] == ("resolve_date", {"text": "When is the Friday after next?"})
-    assert state.final_answer == "It is 2026-12-11."
+    assert state.final_answer == "The date is 2026-12-11."
 
 
 def test_a_skill_that_reads_sentences_gets_the_whole_question_before_any_phrase() -> None:
@@ -332,7 +337,7 @@ def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
     # The model prefers another call over answering: the best candidate was called already, so
     # the next best is taken; with every candidate used up, it answers.
     model = MockModel(
-        ['{"final_answer": "Both read."}'],
+        [],
         scores={
             ("humidity in %RH", " Compare them"): -1.0,
             ("°C", " Compare them"): -2.0,
@@ -355,19 +360,19 @@ def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
         ("read_sensor", {"name": "bme280"}),
         ("read_sensor", {"name": "probe"}),
     ]
-    assert state.final_answer == "Both read."
+    assert state.final_answer == "The sensor is bme280."
 
 
 def test_the_answer_bias_leans_the_choice_after_a_result_toward_answering() -> None:
     scores = {("CPU", " How hot?"): 0.0, SKILL_HEAD: -1.0, ANSWER_HEAD: -2.5}
     made = {}
     for bias in (2.0, 1.0):
-        model = MockModel(['{"final_answer": "Warm."}'], scores=scores)
+        model = MockModel([], scores=scores)
         registry = house()
         registry.remove("resolve_date")  # every candidate left has its arguments fixed
         guidance = Guidance(go_on=True, answer_bias=bias)
         state = Agent(model, registry, guidance=guidance).run("How hot?")
-        assert state.final_answer == "Warm."
+        assert state.outcome == "answered"
         made[bias] = len(calls(state))
     # With bias 2 the answer head wins at once (-2.5 + 2 >= -1); with bias 1 it does not, and
     # the run goes on to the other candidates before it answers.
@@ -377,10 +382,10 @@ def test_the_answer_bias_leans_the_choice_after_a_result_toward_answering() -> N
 
 def test_after_a_result_the_model_answers_unless_it_may_go_on() -> None:
     scores = {("CPU", " How hot?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
-    model = MockModel(['{"final_answer": "Warm."}'], scores=scores)
+    model = MockModel([], scores=scores)
     state = Agent(model, house(), guidance=Guidance()).run("How hot?")
     assert calls(state) == [("cpu_temperature", {})]
-    assert state.final_answer == "Warm."
+    assert state.final_answer == "The cpu temperature is 48.3 °C."
 
 
 def test_a_failed_call_is_followed_by_the_next_best_candidate() -> None:
@@ -397,11 +402,11 @@ def test_a_failed_call_is_followed_by_the_next_best_candidate() -> None:
         return 7.5
 
     scores = {("room", " How cold?"): -1.0, ("outside", " How cold?"): -2.0}
-    model = MockModel(['{"final_answer": "7.5 °C outside."}'], scores=scores)
+    model = MockModel([], scores=scores)
     state = Agent(model, registry, guidance=Guidance()).run("How cold?")
     assert calls(state) == [("thermometer", {}), ("weather_station", {})]
     assert [e.type for e in state.stream.root][1] == "ToolErrorObservation"
-    assert state.final_answer == "7.5 °C outside."
+    assert state.final_answer == "The weather station is 7.5."
 
 
 def test_the_system_prompt_shows_how_answers_read_and_favours_no_skill() -> None:
@@ -414,19 +419,21 @@ def test_the_system_prompt_shows_how_answers_read_and_favours_no_skill() -> None
 
 def test_the_last_allowed_step_answers() -> None:
     model = MockModel(
-        ['{"final_answer": "It is 48.3 °C."}'],
-        scores={("CPU", " How hot is it?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0},
+        [], scores={("CPU", " How hot is it?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
     )
     state = Agent(model, house(), guidance=Guidance()).run("How hot is it?", max_iterations=2)
     assert len(calls(state)) == 1
     assert state.outcome == "answered"
-    assert model.calls[-1]["prefix"] == ANSWER_HEAD
+    assert state.final_answer == "The cpu temperature is 48.3 °C."
 
 
 def test_the_result_turn_repeats_the_question() -> None:
-    model = MockModel(['{"final_answer": "Warm."}'], scores={("CPU", " Hot?"): 0.0})
-    Agent(model, house(), guidance=Guidance()).run("Hot?")
-    assert "The question was: Hot?" in model.prompts[-1]
+    model = MockModel([], scores={("CPU", " Hot?"): 0.0})
+    agent = Agent(model, house(), guidance=Guidance())
+    state = agent.run("Hot?")
+    assert "The question was: Hot?" in agent.render_prompt(state)
+    # The answer was chosen after that turn.
+    assert "The question was: Hot?" in answer_prompt(model)
     plain = MockModel(
         ['{"skill_name": "cpu_temperature", "arguments": {}}', '{"final_answer": "x"}']
     )
@@ -436,16 +443,16 @@ def test_the_result_turn_repeats_the_question() -> None:
 
 def test_prompts_stay_append_only_under_guidance() -> None:
     model = MockModel(
-        [
-            '{"skill_name": "resolve_date", "arguments": {"text": "friday"}}',
-            '{"final_answer": "Friday is the 4th."}',
-        ],
-        scores={("YYYY-MM-DD", " Friday?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -1.0},
+        [], scores={("YYYY-MM-DD", " Friday?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -5.0}
     )
-    state = Agent(model, house(), guidance=Guidance()).run("Friday?", max_iterations=6)
-    prompts = model.prompts
+    registry = house()
+    registry.remove("read_sensor")
+    state = Agent(model, registry, guidance=Guidance(go_on=True)).run("Friday?")
+    # Each conversation prompt scored, in order: answer or go on after each result, then the
+    # answer itself.
+    prompts = [p for p, options in model.scored if options[0].startswith("{")]
     assert len(prompts) >= 2
-    assert state.final_answer == "Friday is the 4th."
+    assert calls(state) == [("resolve_date", {"text": "Friday"}), ("cpu_temperature", {})]
     for earlier, later in itertools.pairwise(prompts):
         assert later.startswith(earlier)
 
@@ -509,122 +516,17 @@ def test_a_failing_list_of_calls_leaves_the_skill_to_the_model(
     assert "the bus is gone" in caplog.text
 
 
-class Rambling(MockModel):
-    """Writes an answer that repeats itself until the token cap, as the 270M model can."""
-
-    def generate(self, prompt: str, **kwargs: Any) -> str:
-        text = super().generate(prompt, **kwargs)
-        if kwargs.get("prefix") == ANSWER_HEAD and not text.endswith('"}'):
-            return Completion(text, Usage(stop="length"))
-        return text
-
-
-def test_an_answer_cut_at_the_token_cap_ends_after_its_last_whole_sentence() -> None:
-    cut = '{"final_answer": "It is 41.5 %RH here. The air is 41.5 %RH. The air is 41'
-    model = Rambling([cut], scores={("CPU", " How damp?"): 0.0})
-    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
-    assert state.final_answer == "It is 41.5 %RH here. The air is 41.5 %RH."
-    assert model.calls[-1]["max_tokens"] == Guidance().answer_tokens
-
-
-def test_a_one_sentence_answer_cut_at_the_token_cap_ends_after_a_clause_that_states_a_value() -> (
-    None
-):
-    # Under copy-only an answer is one sentence: it is cut after its last whole clause that the
-    # pattern admits, so one that states a value; a clause before any value would not do.
-    cut = '{"final_answer": "The CPU is warm, at 48.3 °C, and it is warm, and it is'
-    model = Rambling([cut], scores={("CPU", " How damp?"): 0.0})
-    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
-    assert state.final_answer == "The CPU is warm, at 48.3 °C, and it is warm"
-    assert state.stream.root[-1].usage.stop == "cut"
-
-
-def test_an_answer_with_no_mark_after_its_value_ends_after_the_first_word_that_states_it() -> None:
-    # The 270M went on after the value it had to state with no comma or stop to cut at.
-    cut = '{"final_answer": "The CPU is at 48.3 °C and the the the the the the the the'
-    model = Rambling([cut], scores={("CPU", " How damp?"): 0.0})
-    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
-    assert state.final_answer == "The CPU is at 48.3 °C"
-    assert state.stream.root[-1].usage.stop == "cut"
-
-
-def test_an_answer_whose_string_closed_as_the_token_cap_cut_the_reply_is_taken_whole() -> None:
-    # The 270M wrote a whole answer, closing quote included, and the cap cut the reply before
-    # the closing brace the grammar would have forced: it was answered again, and looped.
-    closed = '{"final_answer": "The CPU is warm, at 48.3 °C."'
-    model = Rambling([closed], scores={("CPU", " How damp?"): 0.0})
-    state = Agent(model, house(), guidance=Guidance()).run("How damp?")
-    assert state.final_answer == "The CPU is warm, at 48.3 °C."
-    assert state.stream.root[-1].usage.stop == "cut"
-    assert len(model.calls) == 1  # the skill is chosen by scores; the answer is not asked again
-
-
-def test_an_answer_whose_closed_string_the_pattern_refuses_is_not_taken_whole() -> None:
-    # No value stated: a closed string is whole only when the copy-only pattern admits it.
-    model = Rambling(
-        ['{"final_answer": "The CPU is warm."', '{"final_answer": "It is 48.3 °C."}'],
-        scores={("CPU", " How damp?"): 0.0},
-    )
-    state = Agent(model, house(), guidance=Guidance()).run("How damp?", max_iterations=4)
-    assert [e.type for e in state.stream.root][2] == "ValidationErrorObservation"
-    assert state.final_answer == "It is 48.3 °C."
-
-
-def test_an_answer_that_cannot_be_cut_is_answered_again() -> None:
-    model = Rambling(
-        ['{"final_answer": "41 41 41 41', '{"final_answer": "It is damp."}'],
-        scores={("CPU", " How damp?"): 0.0},
-    )
-    state = Agent(model, house(), guidance=Guidance()).run("How damp?", max_iterations=4)
-    kinds = [e.type for e in state.stream.root]
-    assert kinds[:3] == ["CallSkillAction", "SkillResultObservation", "ValidationErrorObservation"]
-    assert state.final_answer == "It is damp."
-    assert len(calls(state)) == 1  # the answer was retried, not another skill
-
-
-def test_an_answer_written_again_starts_from_the_question_and_is_brief() -> None:
-    # The 270M copied the feedback's words ("The token limit was 12.437 °C.") and, decoding
-    # greedily, wrote the same loop of values again: the retry's turn ends with the question,
-    # and its answer copies at most two values before the one it states and one after it.
-    # (A first answer no start of which states the value is answered again.)
-    model = Rambling(
-        [
-            '{"final_answer": "The CPU is warm and warm and warm and warm and warm and',
-            '{"final_answer": "The CPU is 48.3 °C."}',
-        ],
-        scores={("CPU", " How warm is it?"): 0.0},
-    )
-    state = Agent(model, house(), guidance=Guidance()).run("How warm is it?", max_iterations=4)
-    assert state.final_answer == "The CPU is 48.3 °C."
-    retry = "Redo your last action as one valid JSON object.\nThe question was: How warm is it?"
-    assert retry in model.prompts[-1] and retry not in model.prompts[-2]
-    first, again = (
-        c["action_schema"]["properties"]["final_answer"]["pattern"] for c in model.calls[-2:]
-    )
-    loop = ", ".join(["48.3 °C"] * 5) + ", and so on"
-    assert re.fullmatch(first, loop)
-    assert not re.fullmatch(again, loop)
-    assert re.fullmatch(again, "It is 48.3 °C, 48.3 °C.")  # one more after the stated value
-    assert re.fullmatch(again, "The CPU is 48.3 °C.")
-    # A few words before the value, each with one mark at most: a ramble of words or of marks
-    # ("It is today, ight, ight, ight, ...", ", , , , ,") reaches the value within the cap.
-    assert re.fullmatch(again, "It is warm here, and the CPU is 48.3 °C.") is None
-    assert re.fullmatch(again, "It is, , , , 48.3 °C.") is None
-    assert re.fullmatch(again, "It is now, 48.3 °C.")
-
-
 def test_a_skill_whose_arguments_vary_is_called_once_per_run() -> None:
     # The phrase scores favour calling resolve_date again and again; it is tried once.
     model = MockModel(
-        ['{"final_answer": "Friday."}'],
-        scores={("YYYY-MM-DD", " Friday?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0},
+        [], scores={("YYYY-MM-DD", " Friday?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
     )
     registry = house()
     registry.remove("read_sensor")
     registry.remove("cpu_temperature")
     state = Agent(model, registry, guidance=Guidance(go_on=True)).run("Friday?", max_iterations=5)
     assert [name for name, _ in calls(state)] == ["resolve_date"]
-    assert state.final_answer == "Friday."
+    assert state.final_answer == "The date is 2026-12-04."
 
 
 def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
@@ -639,17 +541,18 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
             "disks": [{"free": 12}, {"free": 80}],
         }
 
-    question = "How free is the second disk?"
+    question = "How much is free on the second disk?"
     model = MockModel(
-        ['{"final_answer": "80 free."}'],
+        [],
         scores={
             ('disks[1] = {"free": 80}', f" {question}"): -1.0,
             ("The skill machine_status", f" {question}"): -1.0,  # it fits: no "cannot tell"
             ANSWER_HEAD: 0.0,
         },
     )
-    state = Agent(model, registry, guidance=Guidance()).run(question)
-    assert state.final_answer == "80 free."
+    agent = Agent(model, registry, guidance=Guidance())
+    state = agent.run(question)
+    assert state.outcome == "answered"
     # Every part was scored, each scalar of an object, each item of a list, whole, and how
     # many items the list holds.
     # (Focus scores ``path = value``; the answer's asked line, scored by its name, is apart.)
@@ -657,8 +560,8 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
     assert len(parts) == 8 >= MIN_FOCUS_PARTS
     assert any("load.1min = 0.42" in p for p in parts)
     assert any("disks in all = 2" in p for p in parts)
-    # The answer was written after the turn naming the likeliest part, the result whole above it.
-    prompt = model.prompts[-1]
+    # The answer was chosen after the turn naming the likeliest part, the result whole above it.
+    prompt = agent.render_prompt(state)
     assert "load 1min: 0.42\nload 5min: 0.37" in prompt
     assert prompt.index(f"The question was: {question}") < prompt.index(
         'The part of the result that answers it: disks[1] = {"free": 80}'
@@ -674,13 +577,14 @@ def test_a_result_of_a_handful_of_parts_is_read_whole() -> None:
         return {"date": "2026-12-03", "time": "16:47:07", "weekday": "Thursday"}
 
     fits = {("The skill clock_now", " What time is it?"): -1.0}
-    model = MockModel(['{"final_answer": "It is 16:47:07."}'], scores={ANSWER_HEAD: 0.0, **fits})
-    state = Agent(model, registry, guidance=Guidance()).run("What time is it?")
-    assert state.final_answer == "It is 16:47:07."
+    model = MockModel([], scores={ANSWER_HEAD: 0.0, **fits})
+    agent = Agent(model, registry, guidance=Guidance())
+    state = agent.run("What time is it?")
+    assert state.final_answer == "The time is 16:47:07."
     # Three parts: none was scored, and no part is named; the lines show them all.
     assert not [p for p, _ in model.scored if "Questions this part answers" in p and " = " in p]
-    assert "The part of the result" not in model.prompts[-1]
-    assert "time: 16:47:07\nweekday: Thursday" in model.prompts[-1]
+    assert "The part of the result" not in agent.render_prompt(state)
+    assert "time: 16:47:07\nweekday: Thursday" in agent.render_prompt(state)
 
 
 def test_a_result_of_one_part_is_not_focused_and_focus_can_be_turned_off() -> None:
@@ -701,7 +605,8 @@ def test_a_result_of_one_part_is_not_focused_and_focus_can_be_turned_off() -> No
     for guidance, skills in ((Guidance(), registry), (Guidance(focus_parts=False), house())):
         # Better than no skill at all, so a skill is called:
         fits = {(f"The skill {name}", " How warm is it?"): -1.0 for name in ("room", "cpu")}
-        model = MockModel(['{"final_answer": "Warm."}'], scores={ANSWER_HEAD: 0.0, **fits})
-        state = Agent(model, skills, guidance=guidance).run("How warm is it?")
+        model = MockModel([], scores={ANSWER_HEAD: 0.0, **fits})
+        agent = Agent(model, skills, guidance=guidance)
+        state = agent.run("How warm is it?")
         assert [e.type for e in state.stream.root][-2] == "SkillResultObservation"
-        assert "The part of the result" not in model.prompts[-1]
+        assert "The part of the result" not in agent.render_prompt(state)

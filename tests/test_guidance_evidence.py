@@ -1,5 +1,6 @@
 """The evidence-bound helps of guidance, each driven by a scripted model: results as lines,
-copy-only answers, and "I cannot tell" when no skill fits; a large model gets none of them.
+answers the engine renders from them, and "I cannot tell" when no skill fits; a large model
+gets none of them.
 
 MockModel scripts ``likelihood`` by text: a key ``(marker, text)`` scores ``text`` after any
 prompt holding ``marker`` (unscripted: -1000), so a test says how well the question fits a skill
@@ -8,6 +9,7 @@ and the content-free baseline.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -46,49 +48,61 @@ def fits(score: float) -> dict[Any, float]:
 
 def answer_pattern(model: MockModel) -> str:
     schema = model.calls[-1]["action_schema"]
-    pattern = schema["properties"]["final_answer"]["pattern"]
+    # An answer's own schema (guided), or the final answer's branch of an action's.
+    [branch] = [b for b in schema.get("oneOf", [schema]) if "final_answer" in b["properties"]]
+    pattern = branch["properties"]["final_answer"]["pattern"]
     assert isinstance(pattern, str)
     return pattern
 
 
-def test_the_answer_may_copy_a_reading_with_its_unit_and_nothing_else() -> None:
-    model = MockModel(['{"final_answer": "The cellar is at 61.0 %RH."}'], scores=fits(-5.0))
-    state = Agent(model, cellar(), guidance=Guidance()).run(QUESTION)
-    assert state.final_answer == "The cellar is at 61.0 %RH."
+def offered(model: MockModel) -> list[str]:
+    """The answers the model chose among, last scored."""
+    options = next(o for _, o in reversed(model.scored) if o[0].startswith(ANSWER_HEAD))
+    return [json.loads(option)["final_answer"] for option in options]
+
+
+def test_the_answer_is_a_sentence_the_engine_renders_from_the_result() -> None:
+    scores = fits(-5.0) | {f"{ANSWER_HEAD}The humidity": 1.0}
+    model = MockModel([], scores=scores)
+    agent = Agent(model, cellar(), guidance=Guidance())
+    state = agent.run(QUESTION)
+    assert state.final_answer == "The humidity is 61.0 %RH."
+    assert state.stream.root[-1].made_by == "engine"
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
-    pattern = answer_pattern(model)
-    assert re.fullmatch(pattern, "The cellar is at 61.0 %RH.")
-    assert re.fullmatch(pattern, "It is 9.5 °C there.")
-    assert not re.fullmatch(pattern, "The cellar is at 61.0 degrees.")
-    assert not re.fullmatch(pattern, "The cellar is at 62 %RH.")
+    # Each sentence offered states a line of the result with its own label and unit; the
+    # question's subject ("cellar") is known to the skill, so "I cannot tell" is not offered.
+    assert set(offered(model)) <= {
+        "There are 2 readings.",
+        "The humidity is 61.0 %RH.",
+        "The readings humidity is 61.0 %RH.",
+        "The temperature is 9.5 °C.",
+        "The readings temperature is 9.5 °C.",
+    }
+    assert "The humidity is 61.0 %RH." in offered(model)
     # The result turn shows the reading as lines; the event keeps the whole result.
-    prompt = model.prompts[-1]
+    prompt = agent.render_prompt(state)
     assert "Result of cellar_sensor:\nreadings: 2 in all\nreadings humidity: 61.0 %RH\n" in prompt
     assert state.stream.root[1].result["readings"][0]["value"] == 61.0
 
 
-def test_no_skill_that_fits_better_than_none_means_an_answer_with_nothing_to_copy() -> None:
-    model = MockModel(['{"final_answer": "I cannot tell."}'], scores=fits(-19.5))
+def test_no_skill_that_fits_better_than_none_means_i_cannot_tell() -> None:
+    model = MockModel([], scores=fits(-19.5))
     state = Agent(model, cellar(), guidance=Guidance()).run(QUESTION)
     assert [e.type for e in state.stream.root] == ["FinalAnswerAction"]
-    assert state.final_answer == "I cannot tell."  # the model's own words
-    pattern = answer_pattern(model)
-    assert re.fullmatch(pattern, "I cannot tell: no skill says")
-    assert not re.fullmatch(pattern, "It is 61 %RH.")
+    assert state.final_answer == "I cannot tell: no result says the cellar."
+    assert state.stream.root[-1].made_by == "engine"
+    assert model.prompts == []  # nothing was generated: the one sentence needs no choice
     # Off, the skill is called however badly it fits.
-    model = MockModel(['{"final_answer": "Damp."}'], scores=fits(-19.5))
+    model = MockModel([], scores=fits(-19.5))
     state = Agent(model, cellar(), guidance=Guidance(cannot_tell_margin=None)).run(QUESTION)
     assert state.stream.root[0].type == "CallSkillAction"
 
 
-def test_copy_only_and_lines_can_be_turned_off() -> None:
-    model = MockModel(['{"final_answer": "Damp."}'], scores=fits(-5.0))
-    guidance = Guidance(copy_only=False, result_lines=False)
-    Agent(model, cellar(), guidance=guidance).run(QUESTION)
-    assert "action_schema" not in model.calls[-1] or "pattern" not in str(
-        model.calls[-1]["action_schema"]
-    )
-    assert 'Result of cellar_sensor: {"readings":' in model.prompts[-1]
+def test_result_lines_can_be_turned_off() -> None:
+    model = MockModel([], scores=fits(-5.0))
+    agent = Agent(model, cellar(), guidance=Guidance(result_lines=False))
+    state = agent.run(QUESTION)
+    assert 'Result of cellar_sensor: {"readings":' in agent.render_prompt(state)
 
 
 class SizedModel(MockModel):
@@ -108,9 +122,11 @@ def test_a_model_of_a_gibibyte_or_more_gets_none_of_these_helps_by_default() -> 
     state = agent.run(QUESTION)
     assert agent.guidance is None
     assert state.final_answer == "61 %."
-    # The result as JSON, and the answer under the registry's own action schema, no pattern.
+    # The result as JSON, and the answer under the registry's own action schema, held only to
+    # the loop's grounding: no value required, none invented.
     assert 'Result of cellar_sensor: {"readings":' in model.prompts[-1]
-    assert "pattern" not in str(model.calls[-1].get("action_schema"))
+    assert re.fullmatch(answer_pattern(model), "Damp.")
+    assert not re.fullmatch(answer_pattern(model), "It is 62 %RH.")
     assert "How answers read" not in model.prompts[0]
 
 

@@ -29,7 +29,7 @@ def edge_agentd(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[
 
 @pytest.fixture
 def journaled(tmp_path: Path, daemon_process: DaemonProcess) -> Iterator[str]:
-    mock = write_mock(tmp_path / "mock.json", [call("clock"), answer("It is noon.")])
+    mock = write_mock(tmp_path / "mock.json", [call("now"), answer("It is noon.")])
     config = tmp_path / "edge.toml"
     config.write_text(f"[journal]\npath = '{tmp_path / 'journal.sqlite3'}'\n", encoding="utf-8")
     endpoint = f"ipc://{tmp_path / 'agent.sock'}"

@@ -57,7 +57,7 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_v5_request_response_and_311_reply_to(shared_broker: Any, tmp_path: Path) -> None:
-    with node(tmp_path / "d", port=shared_broker.port, node="asker", replies=[final("21 C.")]) as n:
+    with node(tmp_path / "d", port=shared_broker.port, node="asker", replies=[final("I cannot tell: warm.")]) as n:
         peer = Peer(shared_broker.port, subscribe=["replies/#"])
         legacy = Peer(shared_broker.port, v5=False, subscribe=["legacy/#"])
         try:
@@ -72,7 +72,7 @@ def test_v5_request_response_and_311_reply_to(shared_broker: Any, tmp_path: Path
             assert message.properties.CorrelationData == b"\x00corr\xff"
             assert message.properties.ContentType == "application/json"
             assert reply["kind"] == "result" and reply["outcome"] == "answered"
-            assert reply["answer"] == "21 C."
+            assert reply["answer"] == "I cannot tell: warm."
             assert reply["node"] == "asker"
             assert reply["state"]["query"] == "How warm is it?"
             assert reply["state"]["events"][-1]["type"] == "FinalAnswerAction"
@@ -87,7 +87,7 @@ def test_v5_request_response_and_311_reply_to(shared_broker: Any, tmp_path: Path
             replies = [json.loads(m.payload) for m in legacy.seen if m.topic == "legacy/r"]
             assert [r["kind"] for r in replies] == ["accepted", "event", "result"]
             assert all(r["id"] == "n-1" for r in replies)
-            assert result["answer"] == "21 C."
+            assert result["answer"] == "I cannot tell: warm."
             # Exactly one final reply each: nothing more comes.
             assert not [m for m in legacy.quiet(1.0) if m.topic == "legacy/r"]
             counters = n.status()["counters"]
@@ -100,7 +100,7 @@ def test_v5_request_response_and_311_reply_to(shared_broker: Any, tmp_path: Path
 def test_an_ask_published_twice_is_run_once(shared_broker: Any, tmp_path: Path) -> None:
     """QoS 1 delivers at least once, and a requester may publish again: the same Correlation Data
     on the same reply topic is the journal's key, so the second ask gets the first run's result."""
-    with node(tmp_path / "d", port=shared_broker.port, node="twice", replies=[final("21 C.")]) as n:
+    with node(tmp_path / "d", port=shared_broker.port, node="twice", replies=[final("I cannot tell: warm.")]) as n:
         peer = Peer(shared_broker.port, subscribe=["replies/#"])
         try:
             n.wait_link("connected")
@@ -110,7 +110,7 @@ def test_an_ask_published_twice_is_run_once(shared_broker: Any, tmp_path: Path) 
             peer.seen.clear()
             peer.publish("edge-agent/twice/ask", ask, properties=v5_props("replies/t", b"c-1"))
             second = final_for(peer, "replies/t")
-            assert first["answer"] == second["answer"] == "21 C."
+            assert first["answer"] == second["answer"] == "I cannot tell: warm."
             assert n.status()["counters"]["runs_finished"] == 1
             # Another correlation is another ask, and it runs.
             peer.seen.clear()
@@ -132,16 +132,14 @@ def test_an_ask_published_twice_is_run_once(shared_broker: Any, tmp_path: Path) 
 def test_the_journal_records_where_each_run_was_asked(shared_broker: Any, tmp_path: Path) -> None:
     """A run asked over MQTT is journaled as ``mqtt``, though the bridge forwards it over the
     daemon's ZeroMQ socket; one asked over ZeroMQ stays ``zmq``; an ask may not name its own."""
-    with node(tmp_path / "d", port=shared_broker.port, node="origin", replies=[final("Yes.")]) as n:
+    with node(tmp_path / "d", port=shared_broker.port, node="origin", replies=[final("I cannot tell: Yes.")]) as n:
         peer = Peer(shared_broker.port, v5=False, subscribe=["origin/#"])
         try:
             n.wait_link("connected")
-            peer.publish(
-                "edge-agent/origin/ask", {"query": "Asked by MQTT", "reply_to": "origin/r"}
-            )
-            assert final_for(peer, "origin/r")["answer"] == "Yes."
+            peer.publish("edge-agent/origin/ask", {"query": "Asked by MQTT", "reply_to": "origin/r"})
+            assert final_for(peer, "origin/r")["answer"] == "I cannot tell: Yes."
             direct = n.request({"v": 1, "id": "z-1", "op": "run", "query": "Asked by ZeroMQ"})
-            assert direct["answer"] == "Yes.", direct
+            assert direct["answer"] == "I cannot tell: Yes.", direct
 
             # An asker claiming the source is refused before anything runs, either claim.
             for claim in ("zmq", "mqtt"):
@@ -252,7 +250,7 @@ def test_status_info_and_last_will(shared_broker: Any, tmp_path: Path) -> None:
 
 
 def test_queue_full_is_busy_and_a_flood_stays_bounded(shared_broker: Any, tmp_path: Path) -> None:
-    slow = {"text": final("done"), "delay_s": 2}
+    slow = {"text": final("I cannot tell: done"), "delay_s": 2}
     with node(
         tmp_path / "d",
         port=shared_broker.port,
@@ -306,7 +304,7 @@ def test_queue_full_is_busy_and_a_flood_stays_bounded(shared_broker: Any, tmp_pa
 
 
 def test_only_the_asker_cancels_a_run_over_mqtt(shared_broker: Any, tmp_path: Path) -> None:
-    slow = {"text": final("Too slow to wait for."), "delay_s": 60}
+    slow = {"text": final("I cannot tell: Too slow to wait for."), "delay_s": 60}
     with node(
         tmp_path / "d",
         port=shared_broker.port,
@@ -403,9 +401,9 @@ def test_only_the_asker_cancels_a_run_over_mqtt(shared_broker: Any, tmp_path: Pa
 
 def test_an_id_still_running_is_refused_as_over_zeromq(shared_broker: Any, tmp_path: Path) -> None:
     # Slow enough that the first run is surely still going when its duplicate arrives.
-    slow = {"text": final("Done."), "delay_s": 8}
+    slow = {"text": final("I cannot tell: Done."), "delay_s": 8}
     with node(
-        tmp_path / "d", port=shared_broker.port, node="twice", replies=[slow, final("Done.")]
+        tmp_path / "d", port=shared_broker.port, node="twice", replies=[slow, final("I cannot tell: Done.")]
     ) as n:
         peer = Peer(shared_broker.port, v5=False, subscribe=["t/#"])
         try:
@@ -417,10 +415,10 @@ def test_an_id_still_running_is_refused_as_over_zeromq(shared_broker: Any, tmp_p
             refused = final_for(peer, "t/r")
             assert (refused["kind"], refused["code"]) == ("error", "bad_request"), refused
             peer.seen.remove(next(m for m in peer.seen if m.topic == "t/r"))
-            assert final_for(peer, "t/r")["answer"] == "Done."
+            assert final_for(peer, "t/r")["answer"] == "I cannot tell: Done."
             # The same id on another reply topic is another asker's.
             peer.publish("edge-agent/twice/ask", {**first, "reply_to": "t/other"})
-            assert final_for(peer, "t/other")["answer"] == "Done."
+            assert final_for(peer, "t/other")["answer"] == "I cannot tell: Done."
         finally:
             peer.close()
 
@@ -428,10 +426,9 @@ def test_an_id_still_running_is_refused_as_over_zeromq(shared_broker: Any, tmp_p
 def test_ask_over_mqtt_cancels_its_run_on_ctrl_c_and_on_timeout(
     shared_broker: Any, tmp_path: Path
 ) -> None:
-    slow = {"text": final("Never seen."), "delay_s": 60}
-    with node(
-        tmp_path / "d", port=shared_broker.port, node="patient-ask", replies=[slow, slow]
-    ) as n:
+    slow = {"text": final("I cannot tell: Never seen."), "delay_s": 60}
+    with node(tmp_path / "d", port=shared_broker.port, node="patient-ask",
+              replies=[slow, slow]) as n:
         n.wait_link("connected")
         base = [*CLI, "ask", "--mqtt", f"127.0.0.1:{shared_broker.port}", "--node", "patient-ask"]
         asking = subprocess.Popen(
@@ -473,18 +470,10 @@ def test_two_nodes_answer_only_their_own_and_the_cli_finds_them(
 ) -> None:
     port = str(shared_broker.port)
     with (
-        node(
-            tmp_path / "k",
-            port=shared_broker.port,
-            node="kitchen-pi",
-            replies=[final("Kitchen here.")],
-        ) as kitchen,
-        node(
-            tmp_path / "g",
-            port=shared_broker.port,
-            node="garage-pi",
-            replies=[final("Garage here.")],
-        ) as garage,
+        node(tmp_path / "k", port=shared_broker.port, node="kitchen-pi",
+             replies=[final("I cannot tell: Kitchen here.")]) as kitchen,
+        node(tmp_path / "g", port=shared_broker.port, node="garage-pi",
+             replies=[final("I cannot tell: Garage here.")]) as garage,
     ):
         kitchen.wait_link("connected")
         garage.wait_link("connected")
@@ -501,7 +490,7 @@ def test_two_nodes_answer_only_their_own_and_the_cli_finds_them(
         assert nodes["kitchen-pi"]["status"] == "online"
         assert nodes["garage-pi"]["info"]["model"]["spec"].startswith("mock:")
 
-        for name, expected in (("kitchen-pi", "Kitchen here."), ("garage-pi", "Garage here.")):
+        for name, expected in (("kitchen-pi", "I cannot tell: Kitchen here."), ("garage-pi", "I cannot tell: Garage here.")):
             asked = subprocess.run(
                 [*CLI, "ask", "--mqtt", f"127.0.0.1:{port}", "--node", name, "Who are you?"],
                 capture_output=True,
@@ -521,7 +510,7 @@ def test_two_nodes_answer_only_their_own_and_the_cli_finds_them(
             timeout=90,
             check=False,
         )
-        assert as_json.returncode == 0 and json.loads(as_json.stdout)["answer"] == "Garage here."
+        assert as_json.returncode == 0 and json.loads(as_json.stdout)["answer"] == "I cannot tell: Garage here."
         bad = subprocess.run(
             [
                 *CLI,
@@ -591,7 +580,7 @@ def test_broker_down_at_start_then_up(tmp_path: Path) -> None:
 
 def test_broker_restart_mid_run_delivers_the_result_after_reconnect(tmp_path: Path) -> None:
     with broker(tmp_path / "broker", persistence=True) as b:
-        slow = {"text": final("Worth the wait."), "delay_s": 4}
+        slow = {"text": final("I cannot tell: Worth the wait."), "delay_s": 4}
         with node(tmp_path / "d", port=b.port, node="steady", replies=[slow]) as n:
             n.wait_link("connected")
             # A 3.1.1 requester with a persistent session: the broker keeps its subscription
@@ -617,7 +606,7 @@ def test_broker_restart_mid_run_delivers_the_result_after_reconnect(tmp_path: Pa
             )
             try:
                 reply = final_for(back, "ha/answer")
-                assert reply["id"] == 42 and reply["answer"] == "Worth the wait."
+                assert reply["id"] == 42 and reply["answer"] == "I cannot tell: Worth the wait."
             finally:
                 back.close()
             assert n.status()["mqtt"]["counters"].get("undeliverable", 0) == 0
@@ -625,7 +614,7 @@ def test_broker_restart_mid_run_delivers_the_result_after_reconnect(tmp_path: Pa
 
 def test_an_undeliverable_result_is_counted_and_logged(tmp_path: Path) -> None:
     with broker(tmp_path / "broker") as b:
-        slow = {"text": final("Too late."), "delay_s": 3}
+        slow = {"text": final("I cannot tell: Too late."), "delay_s": 3}
         with node(tmp_path / "d", port=b.port, node="lonely", replies=[slow]) as n:
             n.wait_link("connected")
             peer = Peer(b.port, v5=False)
@@ -655,7 +644,7 @@ def test_credentials_and_tls_never_reach_the_log(tmp_path: Path) -> None:
             tmp_path / "d",
             port=b.tls_port,
             node="secure",
-            replies=[final("Over TLS.")],
+            replies=[final("I cannot tell: Over TLS.")],
             mqtt=(
                 f'username = "pi"\npassword_file = "{password_file}"\nca_file = "{tls.ca}"\n'
                 f'cert_file = "{tls.client_cert}"\nkey_file = "{tls.client_key}"\n'
@@ -669,7 +658,7 @@ def test_credentials_and_tls_never_reach_the_log(tmp_path: Path) -> None:
                 peer.publish(
                     "edge-agent/secure/ask", {"query": "q"}, properties=v5_props("r/1", b"1")
                 )
-                assert final_for(peer, "r/1")["answer"] == "Over TLS."
+                assert final_for(peer, "r/1")["answer"] == "I cannot tell: Over TLS."
             finally:
                 peer.close()
         # A wrong password: refused, reported in status, and ZeroMQ still answers.
@@ -701,7 +690,7 @@ def test_config_errors_stop_the_daemon_before_it_serves(tmp_path: Path) -> None:
         "unreadable-ca": 'ca_file = "/nonexistent/ca.crt"\n',
     }
     mock = tmp_path / "mock.json"
-    mock.write_text(json.dumps([final("x")]))
+    mock.write_text(json.dumps([final("I cannot tell.")]))
     for name, body in cases.items():
         config = tmp_path / f"{name}.toml"
         config.write_text(f'[mqtt]\nhost = "127.0.0.1"\nport = 1\n{body}')
@@ -727,7 +716,7 @@ def test_config_errors_stop_the_daemon_before_it_serves(tmp_path: Path) -> None:
 
 def test_without_an_mqtt_section_status_is_as_before(tmp_path: Path) -> None:
     mock = tmp_path / "mock.json"
-    mock.write_text(json.dumps([final("x")]))
+    mock.write_text(json.dumps([final("I cannot tell.")]))
     from daemon_harness import start_daemon, stop_daemon, wait_ready
 
     endpoint = f"ipc://{tmp_path}/plain.sock"

@@ -283,7 +283,7 @@ def test_discovery_configs_match_home_assistants_schema(ha_broker: Any, tmp_path
             ha.publish(question["command_topic"], "Is the greenhouse warm?")
             answer_config = next(c for t, c in configs.items() if t.endswith("/answer/config"))
             answer = ha.on_topic(answer_config["state_topic"], 60)
-            assert answer.payload.decode() == "Fine."
+            assert answer.payload.decode() == "I cannot tell: fine."
             attributes = json.loads(ha.on_topic(answer_config["json_attributes_topic"]).payload)
             assert attributes["outcome"] == "answered"
             assert attributes["question"] == "Is the greenhouse warm?"
@@ -291,7 +291,7 @@ def test_discovery_configs_match_home_assistants_schema(ha_broker: Any, tmp_path
             late = Peer(ha_broker.port, subscribe=[answer_config["state_topic"]])
             try:  # retained: a Home Assistant that starts later still sees the last answer
                 kept = late.on_topic(answer_config["state_topic"], 30)
-                assert kept.retain and kept.payload == b"Fine."
+                assert kept.retain and kept.payload == b"I cannot tell: fine."
             finally:
                 late.close()
             busy = next(c for c in configs.values() if c.get("device_class") == "running")

@@ -22,6 +22,7 @@ import yaml
 
 pytest.importorskip("paho.mqtt")
 
+from fake_sysfs import FakeSysfs
 from mosquitto import MOSQUITTO, Peer, broker
 from mqtt_harness import final, node
 
@@ -31,6 +32,14 @@ pytestmark = pytest.mark.skipif(
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "scripts" / "examples"
 ANSWER = "Yes, open the vents: it is 31 °C."
+READ_CPU = json.dumps({"skill_name": "cpu_temperature", "arguments": {}})
+
+
+def warm_cpu(directory: Path) -> str:
+    """A ``[skills]`` section whose CPU reads 31 °C: the answer states what a result holds."""
+    FakeSysfs(directory / "sys").thermal_zone(0, temp="31000")
+    return f'[skills]\nsysfs_root = "{directory / "sys"}"\n'
+
 
 
 def render(template: str, **variables: Any) -> str:
@@ -57,11 +66,9 @@ def test_home_assistant_automation_asks_and_notifies(example_broker: Any, tmp_pa
     home_assistant = Peer(example_broker.port, v5=False, subscribe=[reply_trigger["topic"]])
     try:
         with node(
-            tmp_path / "d",
-            port=example_broker.port,
-            node=node_name,
-            replies=[final(ANSWER)],
-            extra='[workflows.vents]\ninstructions = "x"\n',
+            tmp_path / "d", port=example_broker.port, node=node_name,
+            replies=[READ_CPU, final(ANSWER)],
+            extra='[workflows.vents]\ninstructions = "x"\n' + warm_cpu(tmp_path),
         ) as n:
             n.wait_link("connected")
             payload = render(publish["data"]["payload"])
@@ -130,11 +137,9 @@ def test_node_red_flow_asks_and_routes_the_reply(example_broker: Any, tmp_path: 
     node_red = Peer(example_broker.port, v5=False, subscribe=[mqtt_in["topic"]])
     try:
         with node(
-            tmp_path / "d",
-            port=example_broker.port,
-            node=node_name,
-            replies=[final(ANSWER)],
-            daemon="queue_limit = 1",
+            tmp_path / "d", port=example_broker.port, node=node_name,
+            replies=[READ_CPU, final(ANSWER)],
+            daemon="queue_limit = 1", extra=warm_cpu(tmp_path),
         ) as n:
             n.wait_link("connected")
             msg = _run_function(make_ask["func"], {"payload": inject["payload"], "_msgid": "m1"})

@@ -92,7 +92,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Any:
     directory = tmp_path_factory.mktemp("hostile")
     with (
         broker(directory / "broker") as b,
-        node(directory / "d", port=b.port, node=NODE, replies=[final("Still here.")] * 1000) as n,
+        node(directory / "d", port=b.port, node=NODE, replies=[final("I cannot tell: still here.")] * 1000) as n,
     ):
         n.wait_link("connected")
         peer = Peer(b.port, subscribe=["h/#", "ok/#"])
@@ -106,7 +106,7 @@ def still_answers(n: Node, peer: Peer, name: str) -> None:
     """After a hostile ask: an ordinary one is answered, and status says the bridge is up."""
     peer.publish(ASK, {"query": "Are you there?"}, properties=v5(f"ok/{name}"))
     reply = json.loads(peer.on_topic(f"ok/{name}", 60).payload)
-    assert reply["kind"] == "result" and reply["answer"] == "Still here.", reply
+    assert reply["kind"] == "result" and reply["answer"] == "I cannot tell: still here.", reply
     assert n.status()["mqtt"]["link"] == "connected"
 
 

@@ -436,7 +436,9 @@ def test_the_journal_block(shell: Callable[..., Shell], tmp_path: Path) -> None:
     block = block_with(
         "edge-agent serve --model mock:/tmp/mock.json --endpoint tcp://127.0.0.1:5598"
     )
-    (tmp_path / "mock.json").write_text(json.dumps([json.dumps({"final_answer": "It is 21 C."})]))
+    # The block before it writes this script (an answer with no result can only decline).
+    said = "I cannot tell: no skill reads the room."
+    (tmp_path / "mock.json").write_text(json.dumps([json.dumps({"final_answer": said})]))
     port = str(free_port())
     session = shell()
     run_block(session, block, **{"/tmp/": f"{tmp_path}/", "5598": port})
@@ -455,7 +457,7 @@ def test_the_services_status_line(
     # test_a_client_finds_its_own_daemon_else_the_service.
     block = block_with("systemctl status edge-agent")
     mock = tmp_path / "mock.json"
-    mock.write_text(json.dumps([json.dumps({"final_answer": "fine"})]), encoding="utf-8")
+    mock.write_text(json.dumps([json.dumps({"final_answer": "I cannot tell."})]), encoding="utf-8")
     endpoint = f"ipc://{tmp_path}/run-edge-agent/agent.sock"
     with daemon_process(["--model", f"mock:{mock}"], endpoint):
         run_block(shell({"EDGE_AGENT_ENDPOINT": endpoint}), block)
@@ -466,12 +468,13 @@ def test_the_protocols_shell_client(
 ) -> None:
     block = block_with("if reply=$(edge-agent ask")
     mock = tmp_path / "mock.json"
-    mock.write_text(json.dumps([json.dumps({"final_answer": "It is online."})]), encoding="utf-8")
+    said = "I cannot tell: no skill reads the garage door."  # no result: the only answer
+    mock.write_text(json.dumps([json.dumps({"final_answer": said})]), encoding="utf-8")
     endpoint = f"ipc://{tmp_path}/agent.sock"
     with daemon_process(["--model", f"mock:{mock}"], endpoint):
         session = shell({"EDGE_AGENT_ENDPOINT": endpoint})
         [(code, out, err)] = session.run(block.commands)
-    assert (code, out) == (0, "It is online.\n"), err
+    assert (code, out) == (0, f"{said}\n"), err
     # And each branch of its `case` is an exit code the client really has.
     from edge_agentd.cli import exits as cli
 
@@ -545,6 +548,16 @@ def test_make_run_serves_where_the_client_looks(
     assert "edge-agent stopped" in output
 
 
+def cpu_at(root: Path, answer: str) -> Path:
+    """A sysfs tree whose CPU reads the temperature ``answer`` states ("48.3 °C")."""
+    from fake_sysfs import FakeSysfs
+
+    match = re.search(r"(-?\d+(?:\.\d+)?) °C", answer)
+    assert match, answer
+    FakeSysfs(root).thermal_zone(0, temp=str(round(float(match.group(1)) * 1000)))
+    return root
+
+
 def test_mqtt_fleet_blocks(shell: Callable[..., Shell], tmp_path: Path) -> None:
     # A real Mosquitto on a free port stands in for broker.lan; two mock nodes, named as the
     # docs name them, answer as the docs show.
@@ -558,7 +571,12 @@ def test_mqtt_fleet_blocks(shell: Callable[..., Shell], tmp_path: Path) -> None:
         broker(tmp_path / "broker") as mosquitto,
         node(tmp_path / "garage", port=mosquitto.port, node="garage-pi") as garage,
         node(
-            tmp_path / "kitchen", port=mosquitto.port, node="kitchen-pi", replies=[final(answer)]
+            tmp_path / "kitchen",
+            port=mosquitto.port,
+            node="kitchen-pi",
+            # The docs' answer is the CPU's reading, so the node reads a CPU at that temperature.
+            replies=[json.dumps({"skill_name": "cpu_temperature"}), final(answer)],
+            extra=f'[skills]\nsysfs_root = "{cpu_at(tmp_path / "sys", answer)}"\n',
         ) as kitchen,
     ):
         garage.wait_link("connected")

@@ -442,13 +442,13 @@ def test_stop_answers_queued_runs_and_lets_the_running_one_finish(context, peers
 
 
 def test_ids_are_per_request_and_replies_go_to_their_own_client(context, peers) -> None:
-    with running_server([answer("one")]) as (_, endpoint):
+    with running_server([answer("I cannot tell: one.")]) as (_, endpoint):
         a = open_peer(context, peers, endpoint)
         b = open_peer(context, peers, endpoint)
         a.send(run_request(id=uuid.uuid4().hex))
         b.send({"v": 1, "id": "b", "op": "status"})
         assert b.recv()["op"] == "status"
-        assert a.recv()["answer"] == "one"
+        assert a.recv()["answer"] == "I cannot tell: one."
         assert a.silent(0.05) and b.silent(0.05)
 
 

@@ -89,7 +89,7 @@ def test_a_stop_request_interrupted_at_any_point_by_another_signal_returns() -> 
 
 
 def test_a_burst_of_stop_signals_ends_the_daemon_cleanly(tmp_path: Path) -> None:
-    mock = write_mock(tmp_path / "mock.json", [answer("The kitchen is at 21.5 °C.")])
+    mock = write_mock(tmp_path / "mock.json", [answer("I cannot tell how warm the kitchen is.")])
     endpoint = f"ipc://{tmp_path / 'agent.sock'}"
     daemon = start_daemon(["--model", f"mock:{mock}", "--endpoint", endpoint])
     context: zmq.Context[Any] = zmq.Context()

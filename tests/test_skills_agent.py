@@ -67,7 +67,7 @@ def test_sensor_run_over_a_tree_named_by_the_environment(
             call("list_sensors"),
             call("read_sensor", name="bme280"),
             call("read_sensor", name="28-0316a2796eff"),
-            answer("CPU 51.5 °C; room 21.4 °C, 1013 hPa, 45 %RH; outside 4.5 °C."),
+            answer("CPU 51.54 °C; room 21.37 °C, 1013.25 hPa, 45.123 %RH; outside 4.5 °C."),
         ]
     )
     state = Agent(model, registry).run("How warm is everything?")
@@ -117,7 +117,7 @@ def test_an_empty_device_says_so_to_the_model(registry: Registry, tmp_path: Path
             call("cpu_temperature"),
             call("read_sensor", name="../../etc/shadow"),
             call("list_sensors"),
-            answer("This device has no sensors."),
+            answer("I cannot tell: this device has no sensors."),
         ]
     )
     state = Agent(model, registry).run("How hot is the CPU?")
@@ -134,7 +134,7 @@ def test_an_empty_device_says_so_to_the_model(registry: Registry, tmp_path: Path
     assert isinstance(listed, SkillResultObservation)
     assert listed.result["sensors"] == []
     assert "no sensors were found" in listed.result["note"]
-    assert state.final_answer == "This device has no sensors."
+    assert state.final_answer == "I cannot tell: this device has no sensors."
 
 
 def test_a_hung_skill_times_out_and_the_run_carries_on(registry: Registry, tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_a_hung_skill_times_out_and_the_run_carries_on(registry: Registry, tmp_p
             call("stuck_sensor"),
             call("cpu_temperature"),
             call("stuck_sensor"),
-            answer("The CPU is at 51.5 °C; the other sensor hangs."),
+            answer("The CPU is at 51.54 °C; the other sensor hangs."),
         ]
     )
     started = time.monotonic()
@@ -194,7 +194,7 @@ def test_a_hung_skill_times_out_and_the_run_carries_on(registry: Registry, tmp_p
         time.sleep(0.02)
     assert state is not None
     assert state.stream.root[1] == SkillResultObservation(
-        skill_name="stuck_sensor", result={"value": 1.0, "unit": "°C"}
+        skill_name="stuck_sensor", result={"value": 1.0, "unit": "°C"}, call_id="call_1"
     )
 
 

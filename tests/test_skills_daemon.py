@@ -57,7 +57,7 @@ def daemon(
         call("read_sensor", name="28-0316a2796eff"),
         call("read_sensor", name="/etc/passwd"),
         call("soil_moisture", bed="herbs"),
-        json.dumps({"final_answer": "CPU 51.5 °C, room 21.4 °C, outside -2.5 °C."}),
+        json.dumps({"final_answer": "CPU 51.54 °C, room 21.37 °C, outside -2.5 °C."}),
     ]
     mock = tmp_path / "mock.json"
     mock.write_text(json.dumps(replies))

@@ -65,7 +65,8 @@ def house() -> Registry:
 def test_the_daemon_runs_the_configured_strategy(strategy: str, scripted_daemon: Any) -> None:
     # The script's first reply calls the first skill, as a small model does whatever it is
     # asked; the scores say the question fits the clock. Guided, the clock is called and the
-    # answer is the script's; plain, the model's own (wrong) call stands.
+    # engine renders the answer; plain, the model's own (wrong) call stands, and its answer,
+    # which no result of that call holds, is refused (docs/design.md, "Grounding").
     replies = ['{"skill_name": "cpu_temperature", "arguments": {}}', '{"final_answer": "17:45."}']
     model = MockModel(
         replies if strategy == "plain" else replies[1:],
@@ -77,6 +78,11 @@ def test_the_daemon_runs_the_configured_strategy(strategy: str, scripted_daemon:
     with Client(endpoint, timeout=60) as client:
         result = client.run("What time is it?", max_iterations=4)
     called = [e["skill_name"] for e in result["state"]["events"] if e["type"] == "CallSkillAction"]
-    assert result["outcome"] == "answered"
-    assert result["answer"] == "17:45."
     assert called == (["now"] if strategy == "guided" else ["cpu_temperature"])
+    if strategy == "guided":
+        # The engine states the clock's result.
+        assert (result["outcome"], result["answer"]) == ("answered", "The time is 17:45.")
+        return
+    assert result["answer"] is None
+    refused = [e for e in result["state"]["events"] if e.get("validator_name") == "grounding"]
+    assert refused[0]["error_type"] == "value_not_in_evidence" and "'17'" in refused[0]["feedback"]

@@ -9,7 +9,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from daemon_harness import answer, edge_agent_command, wait_for
+from daemon_harness import answer, call, edge_agent_command, wait_for
 from fake_sysfs import FakeSysfs
 from triggers_harness import PROBE, Probe, builtin_registry
 
@@ -50,7 +50,7 @@ def test_triggers_lists_each_trigger(
 def test_watch_prints_each_result_until_ctrl_c(scripted_daemon: Any, sysfs: FakeSysfs) -> None:
     probe = Probe(sysfs, -20.0)
     _, endpoint = scripted_daemon(
-        [answer("It is -4 °C in the freezer.")],
+        [call("read_sensor", name=PROBE), answer("It is -4 °C in the freezer.")],
         config=CONFIG,
         registry=builtin_registry(sysfs.root),
     )

@@ -11,7 +11,7 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
-from daemon_harness import Peer, answer, run_request, running_server, wait_for
+from daemon_harness import Peer, answer, call, run_request, running_server, wait_for
 from fake_sysfs import FakeSysfs
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -57,7 +57,7 @@ def test_a_firing_runs_and_its_result_reaches_triggers_and_watch(
 ) -> None:
     probe = Probe(sysfs, -20.0)
     server, endpoint = scripted_daemon(
-        [answer("The freezer reads -5 °C.")],
+        [call("read_sensor", name=PROBE), answer("The freezer reads -5 °C.")],
         config=CONFIG.format(limit=4),
         registry=builtin_registry(sysfs.root),
     )
@@ -180,7 +180,7 @@ def test_a_trigger_may_run_a_workflow(scripted_daemon: Any, sysfs: FakeSysfs, co
     )
     workflow = Workflow(name="alarm", instructions="Say how warm the freezer is.")
     _, endpoint = scripted_daemon(
-        [answer("Alarm: -5 °C.")],
+        [call("read_sensor", name=PROBE), answer("Alarm: -5 °C.")],
         config=config,
         registry=builtin_registry(sysfs.root),
         workflows={"alarm": workflow},
@@ -198,14 +198,14 @@ def test_after_a_restart_a_condition_that_fired_does_not_fire_again(
     journal = tmp_path / "journal.sqlite3"
     config = CONFIG.format(limit=4) + f'\n[journal]\npath = "{journal}"\n'
     with running_server(
-        [answer("It is -5 °C.")], config=config, registry=builtin_registry(sysfs.root)
+        [call("read_sensor", name=PROBE), answer("It is -5 °C.")], config=config, registry=builtin_registry(sysfs.root)
     ) as (first, endpoint):
         peer = Peer(context, endpoint)
         wait_for(lambda: (entry(peer)["last_run"] or {}).get("outcome") == "answered", 20)
         assert first.journal.flush()
         peer.close()
     with running_server(
-        [answer("again")], config=config, registry=builtin_registry(sysfs.root)
+        [call("read_sensor", name=PROBE), answer("again")], config=config, registry=builtin_registry(sysfs.root)
     ) as (_, endpoint):
         peer = Peer(context, endpoint)
         wait_for(lambda: entry(peer)["counts"]["checks"] >= 3, 20)  # still warm at each check

@@ -83,7 +83,10 @@ def test_a_firing_is_published_and_discovered_as_an_event(tmp_path: Path) -> Non
                 tmp_path / "d",
                 port=b.port,
                 node="cellar-pi",
-                replies=[final("The freezer reads -4 °C.")],
+                replies=[
+                    json.dumps({"skill_name": "read_sensor", "arguments": {"name": PROBE}}),
+                    final("The freezer reads -4 °C."),
+                ],
                 extra=f'[skills]\nsysfs_root = "{sysfs.root}"\n{trigger}',
             ) as n:
                 n.wait_link("connected")

@@ -1,4 +1,4 @@
-"""A tiny random-weight GGUF of llama.cpp's ``gemma4`` architecture, for tests.
+"""Tiny random-weight GGUFs of llama.cpp's ``gemma4`` and ``qwen2`` architectures, for tests.
 
 Gemma 4 E2B's real weights cannot be had here, so its code path is run on a model of the same
 architecture, written with the ``gguf`` package's writer: the hyperparameters and tensors
@@ -198,6 +198,170 @@ def build_gemma4_gguf(path: Path, *, seed: int = 4) -> Path:
         writer.add_tensor(f"{prefix}.inp_gate.weight", weight(N_EMBD_PER_LAYER, N_EMBD))
         writer.add_tensor(f"{prefix}.proj.weight", weight(N_EMBD, N_EMBD_PER_LAYER))
         writer.add_tensor(f"{prefix}.post_norm.weight", norm(N_EMBD))
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+# -- qwen2 ------------------------------------------------------------------------------------------
+
+QWEN25_TEMPLATE = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- message.content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+"""Qwen2.5's chat template, as the real Qwen2.5-Coder-1.5B-Instruct GGUF's metadata holds it
+(``tokenizer.chat_template``): with no system message it writes a default system turn ("You are
+Qwen, created by Alibaba Cloud. ..."), so its first user turn opens with more than the second."""
+
+QWEN_CONTROL = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+QWEN_WORDS = (
+    "Ġthe", "Ġis", "system", "user", "assistant", "skill_name", "final_answer", "arguments",
+    '{"', '":', 'Ġ"', '",', "Ġ{", "}}", '"}',
+)  # fmt: skip
+QWEN_EMBD = 64
+QWEN_HEADS = 4
+QWEN_HEADS_KV = 2
+QWEN_LAYERS = 2
+QWEN_FF = 128
+
+
+def _byte_chars() -> list[str]:
+    """GPT-2's byte-level alphabet: the character each of the 256 bytes is written as (a space
+    is ``Ġ``, a newline ``Ċ``), as a ``gpt2`` tokenizer's vocabulary spells them."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars: dict[int, str] = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def build_qwen2_gguf(path: Path, *, seed: int = 2) -> Path:
+    """Write a tiny random-weight model of llama.cpp's ``qwen2`` architecture (biased q/k/v
+    projections, a byte-level BPE ``gpt2`` tokenizer with Qwen's pre-tokenizer, ChatML control
+    tokens and Qwen2.5's real chat template) to ``path`` and return it."""
+    import gguf
+
+    rng = np.random.default_rng(seed)
+    tokens = _byte_chars()
+    types = [int(gguf.TokenType.NORMAL)] * len(tokens)
+    merges: list[str] = []
+    known = set(tokens)
+    for word in QWEN_WORDS:
+        piece = word[0]
+        for char in word[1:]:
+            merged = piece + char
+            if merged not in known:
+                merges.append(f"{piece} {char}")
+                tokens.append(merged)
+                types.append(int(gguf.TokenType.NORMAL))
+                known.add(merged)
+            piece = merged
+    for text in QWEN_CONTROL:
+        tokens.append(text)
+        types.append(int(gguf.TokenType.CONTROL))
+    n_vocab = len(tokens)
+
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_name("tiny-qwen2-test")
+    writer.add_context_length(4096)
+    writer.add_embedding_length(QWEN_EMBD)
+    writer.add_block_count(QWEN_LAYERS)
+    writer.add_feed_forward_length(QWEN_FF)
+    writer.add_head_count(QWEN_HEADS)
+    writer.add_head_count_kv(QWEN_HEADS_KV)
+    writer.add_rope_freq_base(1_000_000.0)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_eos_token_id(tokens.index("<|im_end|>"))
+    writer.add_pad_token_id(tokens.index("<|endoftext|>"))
+    writer.add_bos_token_id(tokens.index("<|endoftext|>"))
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(QWEN25_TEMPLATE)
+
+    def weight(*shape: int, scale: float = 0.05) -> np.ndarray:
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def norm(size: int) -> np.ndarray:
+        return (1.0 + rng.standard_normal(size) * 0.01).astype(np.float32)
+
+    head = QWEN_EMBD // QWEN_HEADS
+    writer.add_tensor("token_embd.weight", weight(n_vocab, QWEN_EMBD, scale=0.5))
+    writer.add_tensor("output_norm.weight", norm(QWEN_EMBD))
+    for il in range(QWEN_LAYERS):
+        prefix = f"blk.{il}"
+        writer.add_tensor(f"{prefix}.attn_norm.weight", norm(QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.attn_q.weight", weight(QWEN_EMBD, QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.attn_q.bias", weight(QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.attn_k.weight", weight(head * QWEN_HEADS_KV, QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.attn_k.bias", weight(head * QWEN_HEADS_KV))
+        writer.add_tensor(f"{prefix}.attn_v.weight", weight(head * QWEN_HEADS_KV, QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.attn_v.bias", weight(head * QWEN_HEADS_KV))
+        writer.add_tensor(f"{prefix}.attn_output.weight", weight(QWEN_EMBD, QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.ffn_norm.weight", norm(QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.ffn_gate.weight", weight(QWEN_FF, QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.ffn_up.weight", weight(QWEN_FF, QWEN_EMBD))
+        writer.add_tensor(f"{prefix}.ffn_down.weight", weight(QWEN_EMBD, QWEN_FF))
 
     writer.write_header_to_file()
     writer.write_kv_data_to_file()

@@ -57,6 +57,12 @@ class _Event(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+MadeBy = Literal["model", "engine"]
+"""Who made an action: the model wrote it, or the engine made it on the model's choice (the
+guided strategy turns a candidate the model's likelihood chose into its action, without the
+model writing it; docs/design.md, "Small models")."""
+
+
 class CallSkillAction(_Event):
     """The model asked to run a skill."""
 
@@ -66,6 +72,10 @@ class CallSkillAction(_Event):
     thought: str | None = None
     raw: str = ""
     usage: Usage | None = None
+    call_id: str | None = None
+    """This call's id in its run (``call_1``, ``call_2``, ...): the observation that answers it
+    carries it back, as pydantic-ai's ``tool_call_id`` does. None only in events made by hand."""
+    made_by: MadeBy = "model"
 
 
 class FinalAnswerAction(_Event):
@@ -76,6 +86,9 @@ class FinalAnswerAction(_Event):
     thought: str | None = None
     raw: str = ""
     usage: Usage | None = None
+    made_by: MadeBy = "model"
+    """``model``: the model wrote the answer; ``engine``: the engine wrote it from the results,
+    on the model's choice among the sentences it rendered (a guided model)."""
 
 
 class SkillResultObservation(_Event):
@@ -85,6 +98,8 @@ class SkillResultObservation(_Event):
     skill_name: str
     result: Any = None
     truncated: bool = False
+    call_id: str | None = None
+    """The ``call_id`` of the CallSkillAction this result answers."""
 
 
 class ToolErrorObservation(_Event):
@@ -94,6 +109,8 @@ class ToolErrorObservation(_Event):
     skill_name: str
     error: str
     available_skills: list[str] = Field(default_factory=list)
+    call_id: str | None = None
+    """The ``call_id`` of the CallSkillAction that failed."""
 
 
 class ValidationErrorObservation(_Event):
@@ -110,6 +127,9 @@ class ValidationErrorObservation(_Event):
     will_retry: bool = True
     raw: str | None = None
     usage: Usage | None = None
+    call_id: str | None = None
+    """For ``validator_name="skill_arguments"``: the ``call_id`` of the call whose arguments
+    failed; None for a check of the model's reply or of an answer."""
 
 
 class ModelErrorObservation(_Event):

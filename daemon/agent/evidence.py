@@ -44,12 +44,6 @@ MAX_WORDS = 8
 """The most words one value may be followed by (its name's)."""
 MAX_WORDS_BEFORE = 12
 """The most words an answer may write before it states a value of the results."""
-BRIEF_COPIES_BEFORE = 2
-"""In a brief answer, the most values copied before the one stated ("On 1 January 2000, ...":
-the question's "1 January" and "2000")."""
-BRIEF_WORDS = 5
-"""In a brief answer, the most words before the stated value, and again after a value copied
-before it: within the token cap, the value is then stated however the model rambles."""
 
 _QUESTION_NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?(?![\w])")
 """A number the question writes on its own: not the 280 of a name such as BME280."""
@@ -82,23 +76,16 @@ class Copyable:
     """The values of the results an answer may state (those of :attr:`values` that came from a
     result, and the results' words the question does not already hold): an answer states one of
     them or says it cannot tell. Empty: no result, nothing required."""
-    each: tuple[tuple[str, ...], ...] = ()
-    """For a question in two parts with a result for each: the values of each result it may
-    state. An answer then states one of the first, then one of the second, and copies no other
-    value; or it says it cannot tell."""
 
 
 def copyable(
     results: Iterable[Any],
     question: str,
     asked: Sequence[Line] | None = None,
-    *,
-    each: Sequence[Sequence[Line]] = (),
 ) -> Copyable:
     """The values and words of ``results`` (as their lines show them) and of ``question``.
     With ``asked``, the lines the question asks about, only their values are to be stated;
-    every value of the results may still be copied. With ``each``, two groups of such lines
-    (one per part of the question), a value of each group is to be stated."""
+    every value of the results may still be copied."""
     values: dict[str, dict[str, None]] = {}
     stated: dict[str, None] = {}
     labels: set[str] = set()
@@ -171,13 +158,6 @@ def copyable(
         # A number of the question may be followed by the word after it there ("10 days").
         after = question[match.end() :].split()[:1]
         add_value(match.group().lstrip("-"), after, from_result=False)
-    everything = stated
-    groups = []
-    for group in each:
-        stated = {}
-        for line in group:
-            walk(line.node, tuple(line.name.split()))
-        groups.append(stated)
     kept = list(values.items())[:MAX_VALUES]
     copied = {v for v, _ in kept}
 
@@ -185,12 +165,10 @@ def copyable(
         # A value the question holds too may be stated: "is the load 0.42?" is answered by it.
         return tuple([v for v in found if v in copied or not DIGIT.search(v)][:MAX_VALUES])
 
-    parts = tuple(required(group) for group in groups)
     return Copyable(
         tuple(v for v, _ in kept),
         tuple(tuple(list(w)[:MAX_WORDS]) for _, w in kept),
-        required(everything),
-        parts if len(parts) == 2 and all(parts) else (),
+        required(stated),
     )
 
 
@@ -210,22 +188,11 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else _literal(c) for c in word)
 
 
-def answer_pattern(evidence: Copyable, *, brief: bool = False, may_decline: bool = True) -> str:
+def answer_pattern(evidence: Copyable) -> str:
     """A regular expression (``^...$``, in the subset llama.cpp's JSON-schema converter reads:
     groups, alternatives, classes, ``*``) that every answer string under copy-only decoding
     matches, and that no string with a digit not copied from ``evidence`` matches. With values
-    to state, it matches only answers that state one, or that begin ``I cannot tell``.
-
-    ``brief``: for an answer written again after one cut off at the token cap (a small model
-    that repeats a value, "1 January 2000-01-01, 1 January 2000-01-01, ...", or words, "It is
-    today, 18:22:49, 2026-12-04, ight, ight, ight, ..."): at most BRIEF_COPIES_BEFORE values
-    are copied before the one stated, and one after it, with at most BRIEF_WORDS words before
-    each. Greedy decoding would otherwise write the same loop again.
-
-    ``may_decline=False``: with values to state, the answer states one; whether it cannot tell
-    was judged already (:mod:`edge_agentd.agent.subject`), and a 270M model otherwise copied the
-    worked example's "I cannot tell: no result says how much snow fell." with the date asked
-    for in front of it."""
+    to state, it matches only answers that state one, or that begin ``I cannot tell``."""
     plain = f"[{PLAIN_CHARS}]"
     punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
     # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
@@ -262,26 +229,16 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False, may_decline: bool
     opening = f"({first}{plain}*{not_letter})?"
     ends = f"|{gap}{last}" if last else ""
     tail = f"({gap}{step})*({plain}*{ends})" if going else ""
-    if going and brief:
-        tail = f"({gap}{step}{plain}*{ends}|{plain}*)"
     if not evidence.stated:
         only_last = f"|{opening}{last}" if last else ""
         return f"^({opening}{step}{tail}{only_last}|{free}){end}$"
     # An answer that states a value: at most MAX_WORDS_BEFORE words or copied values, then the
     # value, then anything again. Unbounded, a small model that will not state one writes on
     # ("The CPU is running hot, and it is not overheating, but ...") until the token cap.
-    decline = f"|{CANNOT_TELL}{plain}*" if may_decline else ""
+    decline = f"|{CANNOT_TELL}{plain}*"
     word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[ ,;:]+"
     run = f"({word}){{0,{MAX_WORDS_BEFORE}}}"
-    if not going:
-        before = run
-    elif brief:
-        # A word and one mark with a space at most: ", , , , ..." is no word either.
-        brief_word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[,;:]? "
-        short = f"({brief_word}){{0,{BRIEF_WORDS}}}"
-        before = f"{short}({step}[ ,;:]*{short}){{0,{BRIEF_COPIES_BEFORE}}}"
-    else:
-        before = f"({word}|{step}){{0,{MAX_WORDS_BEFORE}}}"
+    before = f"({word}|{step}){{0,{MAX_WORDS_BEFORE}}}" if going else run
     after = tail if going else f"{plain}*"
 
     def stating(values: Sequence[str], then: str) -> str:
@@ -291,13 +248,6 @@ def answer_pattern(evidence: Copyable, *, brief: bool = False, may_decline: bool
             f"|{last}" if last else ""
         )
 
-    if evidence.each:
-        # The first part's value, then the second's, in the question's order, and no other: with
-        # two results a small model copies the last value it read for both, and repeats them.
-        part_a, part_b = evidence.each
-        first_value = _either(going.get(v, _literal(v)) for v in part_a)
-        states = f"{first_value}{gap}({stating(part_b, f'{plain}*')})"
-        return f"^({run}({states}){decline}){end}$"
     states = stating(evidence.stated, after)
     return f"^({before}({states}){decline}){end}$"
 
@@ -314,7 +264,7 @@ CANNOT_TELL = "I cannot tell"
 
 def cannot_tell_pattern() -> str:
     """The pattern of an answer that says it cannot tell, and states no value: for a question
-    about something the evidence does not know (:mod:`edge_agentd.agent.subject`)."""
+    about something the evidence does not know (the loop's grounding, grounding.py)."""
     return f"^{CANNOT_TELL}[{PLAIN_CHARS}]*([.!?])?$"
 
 
@@ -326,38 +276,6 @@ def answer_schema(pattern: str) -> dict[str, Any]:
         "required": ["final_answer"],
         "additionalProperties": False,
     }
-
-
-def last_whole(body: str, pattern: str | None) -> str | None:
-    """Of an answer string cut off at the token cap, the longest start that ends a sentence
-    (``. ``), else the longest that ends a clause (``, ``) and that ``pattern`` admits, else the
-    shortest that ends a word and that ``pattern`` admits; None when there is none. A copy-only
-    answer is one sentence, so its cut is a clause, which must still state a value. An answer
-    whose string the model closed just as the cap cut the reply (before the closing brace the
-    grammar would have forced) is whole, when ``pattern`` admits it."""
-    cuts = []
-    if body.endswith('"') and not body.endswith('\\"'):
-        cuts.append((len(body) - 1, True))
-    ends = [i + 1 for i in range(len(body) - 1) if body[i] in ".!?" and body[i + 1] == " "]
-    clauses = [i for i in range(len(body) - 1) if body[i] in ",;" and body[i + 1] == " "]
-    cuts += [(end, False) for end in reversed(ends)] + [(end, True) for end in reversed(clauses)]
-    for end, checked in cuts:
-        cut = body[:end]
-        if end <= 0 or '"' in cut.replace('\\"', ""):
-            continue
-        if not checked or pattern is None or re.fullmatch(pattern, cut):
-            return cut
-    if pattern is None:
-        return None
-    # Else the shortest start ending at a word's end that states what it must: the model went
-    # on after the value without a mark ("There are 3 sensors and the the the ...").
-    for end in (i for i in range(1, len(body)) if body[i] == " " and body[i - 1] != " "):
-        cut = body[:end]
-        if '"' in cut.replace('\\"', ""):
-            break
-        if re.fullmatch(pattern, cut):
-            return cut
-    return None
 
 
 def answer_numbers(text: str) -> list[str]:
@@ -377,8 +295,6 @@ __all__ = [
     "answer_numbers",
     "answer_pattern",
     "answer_schema",
-    "cannot_tell_pattern",
     "copyable",
-    "last_whole",
     "numbers_in",
 ]

@@ -25,20 +25,19 @@ question word.
   of readings) is read wrong by a small model, which copies the first number it sees. Each part
   is scored the same noisy-channel way, log P(question | part), and the result turn names the
   likeliest part after restating the question. The whole result stays in the turn.
-- **What to say.** The system prompt shows how answers read, the result turn repeats the
-  question, and the answer is the model's own text, only forced to start as an answer. Code never
-  writes an answer.
-- **What it may state.** Results are shown as short ``name: value unit`` lines, and while the
-  model writes its answer every digit must be copied from the results or the question, a reading
-  with its own unit, and once there are results the answer states one of their values or says
-  it cannot tell (copy-only values, :mod:`edge_agentd.agent.evidence`): the value of a line whose
-  name the question is likeliest after (:mod:`edge_agentd.agent.asked`).
+- **What it says.** Results are shown as short ``name: value unit`` lines, and the answer is
+  one of the sentences the engine renders from them (:mod:`edge_agentd.agent.render`): the
+  value of a line the question asks about (:mod:`edge_agentd.agent.asked`) under its own label,
+  a state with what names it, a list's names or count. The model chooses among them by its
+  likelihood of each as its reply; no word of it decides what the answer claims. The
+  answer's event says so (``made_by="engine"``).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
-  ``cannot_tell_margin``, no skill fits, and the model answers at once, with nothing to copy.
+  ``cannot_tell_margin``, no skill fits, and the answer is at once "I cannot tell ...".
   After the results, a question whose subject (the noun phrase it asks about) the calls made
-  and their results do not know is answered "I cannot tell ..."; one whose subject they know
-  states a value (:mod:`edge_agentd.agent.subject`).
+  and their results do not know is answered "I cannot tell: no result says ..."; one whose
+  subject they know states a value (:mod:`edge_agentd.agent.subject`); one not judged is
+  offered both.
 """
 
 from __future__ import annotations
@@ -49,21 +48,13 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edge_agentd.agent.asked import asked_lines
+from edge_agentd.agent.asked import asked_lines, candidate_lines
 from edge_agentd.agent.candidates import Candidate, candidates_for
 from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
     Event,
     SkillResultObservation,
-    ValidationErrorObservation,
-)
-from edge_agentd.agent.evidence import (
-    answer_pattern,
-    answer_schema,
-    cannot_tell_pattern,
-    copyable,
-    last_whole,
 )
 from edge_agentd.agent.focus import focused_part
 from edge_agentd.agent.followup import (
@@ -82,6 +73,7 @@ from edge_agentd.agent.phrases import (
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.registry import SkillSpec
+from edge_agentd.agent.render import CANNOT_TELL, both_parts, cannot_tell_sentence, sentences_for
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.subject import asks_unknown
 
@@ -129,22 +121,17 @@ class Guidance:
     """The system prompt's closing part: how answers read."""
     result_lines: bool = True
     """Show results as ``name: value unit`` lines (the event keeps the whole result)."""
-    copy_only: bool = True
-    """While the model answers, every digit it writes is copied from the evidence (a reading
-    with its own unit); needs a model that constrains to an action schema's string pattern."""
-    must_state: bool = True
-    """With ``copy_only``, once there are results the answer states one of their values or
-    begins "I cannot tell" (a small model otherwise leaves the value out)."""
     state_asked: bool = True
-    """With ``must_state``, the value stated is one of the lines of each result the question is
-    likeliest after, by their names (:mod:`edge_agentd.agent.asked`), not any of the results'."""
+    """The sentences offered state the lines of each result the question is likeliest after, by
+    their names (:mod:`edge_agentd.agent.asked`), not every line of the results."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
-    call; below it no skill fits and the model answers at once. None: always call a skill."""
+    call; below it no skill fits and the answer is at once "I cannot tell". None: always call
+    a skill."""
     know_subject: bool = True
-    """With ``copy_only``, an answer to a question about something neither the calls made nor
-    their results know ("the garage door sensor") begins "I cannot tell"; one whose subject
-    they know states a value (:mod:`~edge_agentd.agent.subject`)."""
+    """The answer to a question about something neither the calls made nor their results know
+    ("the garage door sensor") is "I cannot tell ..."; one whose subject they know states a
+    value (:mod:`~edge_agentd.agent.subject`)."""
     focus_parts: bool = True
     """After a result with several parts, name the part the question asks about."""
     follow_up_margin: float | None = None
@@ -157,9 +144,6 @@ class Guidance:
     """Nats by which the second part of a question joined by "and" must fit its best candidate
     above the first call, for that candidate to be the second call (:func:`~edge_agentd.agent.
     followup.part_call`); the answer then states each result's value. None: no split."""
-    answer_tokens: int = 64
-    """The most tokens an answer may take: a small model that rambles on inside its answer
-    string is cut off (and retried) instead of writing until the model's own cap."""
     _candidates: dict[tuple[int, tuple[str, ...], ChatFormat], list[Candidate]] = dataclasses.field(
         default_factory=dict, init=False, repr=False
     )
@@ -209,7 +193,7 @@ class Guidance:
             failed_after = not result_last and any(
                 isinstance(e, SkillResultObservation) for e in events
             )
-            if last_step or not left or _answer_was_cut(events) or failed_after:
+            if last_step or not left or failed_after:
                 return self._answer(model, prompt, generate, state, candidates)
             second = follow_up(
                 model, state, candidates, left, self.follow_up_margin, part_margin=self.part_margin
@@ -261,43 +245,45 @@ class Guidance:
             return None
         return focused_part(model, query, event.skill_name, event.result)
 
-    def answer_schema(
+    def answers(
         self,
         state: AgentState,
         model: ModelHandle | None = None,
         candidates: Sequence[Candidate] = (),
-    ) -> dict[str, Any] | None:
-        """The schema of a copy-only answer to ``state``'s question, from its results so far;
-        None without ``copy_only``. With ``model`` and ``state_asked``, the value to state is
-        one of the lines the question asks about (:func:`~edge_agentd.agent.asked.asked_lines`).
-        After an answer cut off at the token cap, the answer is brief
-        (:func:`~edge_agentd.agent.evidence.answer_pattern`)."""
-        if not self.copy_only:
-            return None
+    ) -> tuple[list[str], list[str]]:
+        """The sentences the answer to ``state``'s question may be, rendered from its results
+        (:mod:`~edge_agentd.agent.render`): those of its first part, and those of its second
+        (empty unless the question is in two parts with a result for each). "I cannot tell"
+        alone where the subject is unknown to the evidence or nothing can be stated; beside
+        the others where the subject was not judged. With ``model``, the lines stated are
+        those the question asks about (:func:`~edge_agentd.agent.asked.asked_lines`)."""
         events = state.stream.root
+        cannot = cannot_tell_sentence(state.query)
         judged = None
         if model is not None and self.know_subject:
             judged = asks_unknown(model, state.query, events, candidates)
         if judged:
-            return answer_schema(cannot_tell_pattern())
-        observed = [e for e in state.stream.root if isinstance(e, SkillResultObservation)]
-        results = [e.result for e in observed]
-        asked = None
-        each: list[list[Line]] = []
-        if model is not None and self.state_asked and self.must_state:
-            pairs = [(e.skill_name, e.result) for e in observed]
-            asked = asked_lines(model, state.query, pairs)
-            if self.part_margin is not None and two_parts_answered(state):
-                # Two results for a question in two parts: the answer states a value of each.
-                each = [asked_lines(model, state.query, [pair]) or [] for pair in pairs]
-        brief = _answer_was_cut(state.stream.root)
-        # Written again after a cut, the answer need only state one: it must end within the cap.
-        evidence = copyable(results, state.query, asked, each=[] if brief else each)
-        if not self.must_state:
-            evidence = dataclasses.replace(evidence, stated=(), each=())
+            return [cannot], []
+        observed = [e for e in events if isinstance(e, SkillResultObservation)]
+        groups = []
+        for event in observed:
+            asked = None
+            if model is not None and self.state_asked:
+                asked = asked_lines(model, state.query, [(event.skill_name, event.result)])
+            lines: list[Line] = asked or candidate_lines(event.result, state.query)
+            groups.append((event.skill_name, event.result, lines))
+        if self.part_margin is not None and two_parts_answered(state):
+            # Each part's sentences, its own subject naming what its result says.
+            parts = question_parts(state.query)
+            first, second = (sentences_for([g], q) for g, q in zip(groups, parts, strict=True))
+            if first and second:
+                return [*first, *([cannot] if judged is None else [])], second
+        stated = sentences_for(groups, state.query)
+        if not stated:
+            return [cannot], []
         # Where the subject was judged known, the answer states a value: "I cannot tell" was
-        # judged too. Not judged (no subject, no scores), the model may still say it.
-        return answer_schema(answer_pattern(evidence, brief=brief, may_decline=judged is None))
+        # judged too. Not judged (no subject, no scores), the model may still choose it.
+        return [*stated, *([cannot] if judged is None else [])], []
 
     def _answer(
         self,
@@ -307,22 +293,18 @@ class Guidance:
         state: AgentState,
         candidates: Sequence[Candidate],
     ) -> str:
-        """The model's answer. One it was still writing at ``answer_tokens`` (a small model
-        repeats itself) ends after its last whole sentence, else its last whole clause, that
-        the copy-only pattern admits: its own words, cut, never added to."""
-        bound = self.answer_schema(state, model, candidates)
-        more = {} if bound is None else {"action_schema": bound}
-        raw = generate(prompt, prefix=ANSWER_HEAD, max_tokens=self.answer_tokens, **more)
-        usage = raw.usage if isinstance(raw, Completion) else None
-        if usage is None or usage.stop != "length" or not raw.startswith(ANSWER_HEAD):
-            return raw
-        body = raw[len(ANSWER_HEAD) :]
-        pattern = None if bound is None else bound["properties"]["final_answer"]["pattern"]
-        cut = last_whole(body, pattern)
-        if cut is None:
-            return raw
-        # "cut": the model was still writing; the reply ends where the model finished a part.
-        return Completion(f'{ANSWER_HEAD}{cut}"}}', usage.model_copy(update={"stop": "cut"}))
+        """The answer: the sentence of :meth:`answers` the model finds likeliest as its reply,
+        and for a question in two parts, the likeliest of the second part's after it. The
+        engine writes every word; the model only chooses (``made_by="engine"``)."""
+        options, second = self.answers(state, model, candidates)
+        chosen = _likeliest(model, prompt, ANSWER_HEAD, options)
+        if second and not chosen.startswith(CANNOT_TELL):
+            stem = chosen.removesuffix(".")
+            joined = {both_parts(chosen, s)[len(stem) :]: both_parts(chosen, s) for s in second}
+            # Scored after the first part as the model's own start: one branch per second part.
+            head = f"{ANSWER_HEAD}{_json_text(stem)}"
+            chosen = joined[_likeliest(model, prompt + head, "", list(joined))]
+        return Completion(f'{ANSWER_HEAD}{_json_text(chosen)}"}}', made_by="engine")
 
     def _prefers_answer(self, model: ModelHandle, prompt: str) -> bool:
         answer, skill = model.score(prompt, [ANSWER_HEAD, SKILL_HEAD])
@@ -342,14 +324,19 @@ class Guidance:
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
 
 
-def _answer_was_cut(events: Sequence[Event]) -> bool:
-    """Whether the last reply was an answer that could not be parsed: it is answered again."""
-    last = events[-1] if events else None
-    return (
-        isinstance(last, ValidationErrorObservation)
-        and last.raw is not None
-        and last.raw.startswith(ANSWER_HEAD)
-    )
+def _json_text(text: str) -> str:
+    """``text`` as it stands inside a JSON string."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _likeliest(model: ModelHandle, prompt: str, head: str, options: Sequence[str]) -> str:
+    """Of ``options``, the one the model is likeliest to write after ``prompt`` and ``head``,
+    each closed as a JSON string and object; the only one without asking."""
+    if len(options) == 1:
+        return options[0]
+    branches = [f'{head}{_json_text(text)}"}}' for text in options]
+    scores = [sum(s) for s in model.score(prompt, branches)]
+    return options[max(range(len(options)), key=scores.__getitem__)]
 
 
 __all__ = [

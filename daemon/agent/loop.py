@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import Any
 
 from edge_agentd.agent.checks import check_count
-from edge_agentd.agent.events import AgentState, Event, ModelErrorObservation, Usage
+from edge_agentd.agent.events import (
+    AgentState,
+    CallSkillAction,
+    Event,
+    FinalAnswerAction,
+    ModelErrorObservation,
+    Usage,
+)
+from edge_agentd.agent.grounding import GROUNDING_RULES, gather, grounded_schema
 from edge_agentd.agent.guidance import Guidance
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.prompt import ChatFormat, render_event, render_system
@@ -78,8 +86,12 @@ class Agent:
             if len(self._systems) > 64:
                 self._systems.clear()
             skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
-            example = None if self.guidance is None else self.guidance.answer_examples
-            text = render_system(self.soul or Soul(), workflow, skills, example)
+            # A model that drives the loop is told the grounding rules; a guided one's calls are
+            # the engine's, and its prompt closes with worked answers instead.
+            guided = self.guidance is not None
+            example = self.guidance.answer_examples if self.guidance is not None else None
+            rules = None if guided else GROUNDING_RULES
+            text = render_system(self.soul or Soul(), workflow, skills, example, rules)
             system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
         return system
 
@@ -139,10 +151,18 @@ class Agent:
         prompt = self._render(state, system)
         allowed = workflow.allowed_skills if workflow is not None else None
         started = time.perf_counter()
-        schema = self.registry.action_schema(allowed)
+        # The grounding rules, where the decoding is ours: whatever schema a strategy asks for,
+        # its answer is held to them (docs/design.md, "Grounding").
+        evidence = gather(state, self.registry, names)
+        schema = grounded_schema(self.registry.action_schema(allowed), evidence)
+        written: list[str] = []
 
         def generate(text: str, **more: Any) -> str:
-            return self.handle.generate(text, **{"action_schema": schema, **opts, **more})
+            if isinstance(more.get("action_schema"), dict):
+                more["action_schema"] = grounded_schema(more["action_schema"], evidence)
+            reply = self.handle.generate(text, **{"action_schema": schema, **opts, **more})
+            written.append(reply)
+            return reply
 
         try:
             if self.guidance is None:
@@ -179,7 +199,19 @@ class Agent:
             if reported is not None
             else Usage(model_s=elapsed)
         )
-        return parse_action(str(raw), names, step_usage(usage, self.handle.take_tokens()))
+        action = parse_action(str(raw), names, step_usage(usage, self.handle.take_tokens()))
+        if isinstance(action, CallSkillAction | FinalAnswerAction):
+            # The engine made it where it chose for the model (a candidate the model's
+            # likelihood picked; an answer it rendered from the results, which its Completion
+            # says), else the model wrote it.
+            rendered = isinstance(raw, Completion) and raw.made_by == "engine"
+            made_by = "model" if _wrote(raw, written) and not rendered else "engine"
+            update: dict[str, Any] = {"made_by": made_by}
+            if isinstance(action, CallSkillAction):
+                calls = sum(isinstance(e, CallSkillAction) for e in state.stream.root)
+                update["call_id"] = f"call_{calls + 1}"
+            return action.model_copy(update=update)
+        return action
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -232,6 +264,16 @@ class Agent:
             raise TypeError("start(RunOptions) takes nothing else but on_done")
         record = RunRecord(options)
         return self.threads.start(record, lambda turn: Turn(self, record, turn).loop(), on_done)
+
+
+def _wrote(raw: str, written: list[str]) -> bool:
+    """Whether the model wrote ``raw``: it is a reply ``generate`` returned, or the start of one
+    closed where the engine cut it (an answer cut at the token cap keeps the model's words)."""
+    text = str(raw)
+    return any(
+        raw is reply or str(reply) == text or str(reply).startswith(text.removesuffix('"}'))
+        for reply in written
+    )
 
 
 __all__ = ["Agent"]

@@ -114,9 +114,11 @@ def render_system(
     workflow: Workflow | None,
     skills: Sequence[SkillSpec],
     example: str | None = None,
+    rules: str | None = None,
 ) -> str:
-    """The system part: soul, workflow instructions, skill catalogue and the action language,
-    closed by ``example`` (default: an example action)."""
+    """The system part: soul, workflow instructions, skill catalogue, the action language and
+    ``rules`` (the answers' grounding rules, if given), closed by ``example`` (default: an
+    example action)."""
     parts = [soul.render()]
     if workflow is not None and workflow.instructions.strip():
         parts.append(workflow.instructions.strip())
@@ -131,6 +133,8 @@ def render_system(
     else:
         parts.append("There are no skills to call.")
     parts.append(ACTION_LANGUAGE)
+    if rules is not None:
+        parts.append(rules)
     parts.append(_example(skills) if example is None else example)
     return "\n\n".join(parts)
 

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from edge_agentd.agent.events import Usage
+from edge_agentd.agent.events import MadeBy, Usage
 from edge_agentd.agent.prompt import PLAIN, ChatFormat
 
 
@@ -162,14 +162,20 @@ def full_handle(model: SupportsGenerate | ModelHandle) -> ModelHandle:
 
 
 class Completion(str):
-    """A reply that also says what it cost; it is a ``str`` for every other purpose."""
+    """A reply that also says what it cost, and who made it: ``"model"``, or ``"engine"`` for
+    a reply the engine wrote on the model's choice (a rendered answer); it is a ``str`` for
+    every other purpose."""
 
-    __slots__ = ("usage",)
+    __slots__ = ("made_by", "usage")
     usage: Usage | None
+    made_by: MadeBy
 
-    def __new__(cls, text: str, usage: Usage | None = None) -> Completion:
+    def __new__(
+        cls, text: str, usage: Usage | None = None, *, made_by: MadeBy = "model"
+    ) -> Completion:
         self = super().__new__(cls, text)
         self.usage = usage
+        self.made_by = made_by
         return self
 
 

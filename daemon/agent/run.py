@@ -33,6 +33,7 @@ from edge_agentd.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
+from edge_agentd.agent.grounding import check_answer, gather
 from edge_agentd.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
 from edge_agentd.agent.workflow import Result, Workflow
 
@@ -225,7 +226,7 @@ class Turn:
             elif isinstance(event, FinalAnswerAction):
                 run.last_action = event
                 self.append(event)
-                failed = _check_final_answer(event, state, workflow)
+                failed = self.ungrounded(event) or _check_final_answer(event, state, workflow)
                 if failed is None:
                     return
                 observed = failed
@@ -249,6 +250,14 @@ class Turn:
             )
         )
 
+    def ungrounded(self, action: FinalAnswerAction) -> ValidationErrorObservation | None:
+        """The grounding rule ``action`` breaks, as the feedback the model sees next, or None
+        (docs/design.md, "Grounding": every answer, whoever made it, passes these)."""
+        state = self.record.state
+        names = self.agent.skill_names(state.workflow)
+        verdict = check_answer(action.answer, gather(state, self.agent.registry, names))
+        return None if verdict is None else verdict.observation()
+
     def dispatch(
         self, action: CallSkillAction
     ) -> SkillResultObservation | ToolErrorObservation | ValidationErrorObservation:
@@ -260,6 +269,7 @@ class Turn:
                 skill_name=action.skill_name,
                 error=f"there is no skill named {action.skill_name!r}",
                 available_skills=list(names),
+                call_id=action.call_id,
             )
         try:
             arguments = spec.validate_arguments(action.arguments)
@@ -268,13 +278,14 @@ class Turn:
                 validator_name="skill_arguments",
                 error_type="invalid_arguments",
                 feedback=format_validation_error(spec.name, exc),
+                call_id=action.call_id,
             )
         # Every skill is watched: its timeout if it has one, the run's deadline and cancel always.
         run.enter_skill(spec, list(names))
         try:
             agent.threads.check_free(spec)
             result = agent.registry.call(spec, arguments)
-            return _result(spec.name, result, agent.max_result_chars)
+            return _result(spec.name, result, agent.max_result_chars, action.call_id)
         except SkillStillRunning as exc:
             error = str(exc)
         except BaseException as exc:  # noqa: BLE001 - a skill's KeyboardInterrupt, GeneratorExit,
@@ -283,7 +294,9 @@ class Turn:
             log.info("skill %s raised %s", spec.name, error)
         finally:
             run.leave_skill(self.generation)
-        return ToolErrorObservation(skill_name=spec.name, error=error, available_skills=list(names))
+        return ToolErrorObservation(
+            skill_name=spec.name, error=error, available_skills=list(names), call_id=action.call_id
+        )
 
 
 def _safe_str(value: object) -> str:
@@ -304,18 +317,21 @@ def _summary(event: CallSkillAction | FinalAnswerAction | None) -> str:
     return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
 
 
-def _result(skill_name: str, result: Any, max_chars: int) -> SkillResultObservation:
+def _result(
+    skill_name: str, result: Any, max_chars: int, call_id: str | None
+) -> SkillResultObservation:
     value = to_jsonable(result)
     if value is None or isinstance(value, bool | int | float):
-        return SkillResultObservation(skill_name=skill_name, result=value)
+        return SkillResultObservation(skill_name=skill_name, result=value, call_id=call_id)
     text = value if isinstance(value, str) else compact_json(value)
     if len(text) <= max_chars:
-        return SkillResultObservation(skill_name=skill_name, result=value)
+        return SkillResultObservation(skill_name=skill_name, result=value, call_id=call_id)
     cut = len(text) - max_chars
     return SkillResultObservation(
         skill_name=skill_name,
         result=f"{text[:max_chars]}…[truncated {cut} more characters]",
         truncated=True,
+        call_id=call_id,
     )
 
 

@@ -156,7 +156,9 @@ def question_subject(query: str) -> Subject | None:
         start = 3 if low[2] == "of" else 2
         phrase, end = _phrase(words, start, verb_last=False)
     elif first == "how" and len(low) > 3 and low[2] in _AUXILIARIES:  # "How warm is the CPU?"
-        phrase, end = _phrase(words, 3, verb_last=True)
+        # The question's verb ends it after "does" or "will" ("How long will the battery
+        # last?"), not after "is" ("How full is the rain barrel?" asks about the barrel).
+        phrase, end = _phrase(words, 3, verb_last=low[2] not in _STATE_VERBS)
     elif first in _AUXILIARIES and len(low) > 2 and low[1] in {"it", "there"}:
         # "Will it rain?", "Is there a light sensor?": with no subject of its own, what the
         # question asks about comes after the "it" or the "there".
@@ -173,6 +175,28 @@ def question_subject(query: str) -> Subject | None:
     # Each word may be scored: a phrase of hundreds of words costs only its last few.
     which = phrase[:-1][-(MAX_PHRASE_WORDS - 1) :]
     return Subject(tuple(which), phrase[-1], tuple(of[:MAX_PHRASE_WORDS]))
+
+
+_STATE_VERBS = _set("is are was were")
+
+
+def asked_state(query: str) -> str | None:
+    """The state a yes-or-no question asks its subject to be in, case folded: "open" of "Is the
+    front door open?", "on" of "Is the heater on?", "running" of "Is the washing machine
+    running?"; None for other questions ("Is there a light sensor?", "Is it raining?", "Is the
+    CPU hotter than 70 °C?")."""
+    words = _TOKEN.findall(_SENTENCE_END.split(query.strip())[0])
+    low: list[str] = [w.casefold() for w in words]
+    if len(low) < 3 or low[0] not in _STATE_VERBS or low[1] in {"it", "there"}:
+        return None
+    phrase, end = _phrase(words, 1, verb_last=False)
+    if end < len(low) and low[end] == "than":
+        return None  # "Is the CPU hotter than 70 °C?" compares values; it names no state
+    if end == len(low) - 1 and low[end] not in _DETERMINERS:
+        return low[end]  # "Is the heater on?": a word that ends a phrase, last
+    if len(phrase) >= 2 and (end == len(low) or low[end] not in _AUXILIARIES):
+        return low[end - 1]  # "Is the front door open (at night)?"
+    return None
 
 
 def _letters(text: str) -> list[str]:
@@ -322,6 +346,7 @@ __all__ = [
     "MAX_PHRASE_WORDS",
     "WHICH_GAIN",
     "Subject",
+    "asked_state",
     "asks_unknown",
     "is_known",
     "known_words",

@@ -73,6 +73,25 @@ def _between(text: str, start: str, end: str) -> str:
     return text[i + len(start) : j]
 
 
+def _user_prefix(before_user: str, between_turns: str, user_suffix: str) -> tuple[str, str]:
+    """How a user turn opens, and the default system turn the template writes before the first
+    one when no system message is given (empty for most templates).
+
+    ``before_user`` is all the template writes before the first user message, ``between_turns``
+    all it writes between the model's reply and the second user message: the model turn's end,
+    then the user turn's opening. Where the first turn opens with more than the second (Qwen2.5
+    adds "<|im_start|>system\nYou are Qwen, ...<|im_end|>\n" when no system message is given),
+    the model's turn is taken to close as the user's does, and the rest opens the user turn.
+    """
+    if before_user and between_turns.endswith(before_user):
+        return before_user, ""
+    if user_suffix.strip() and between_turns.startswith(user_suffix):
+        opening = between_turns[len(user_suffix) :]
+        if opening.strip() and before_user.endswith(opening):
+            return opening, before_user[: len(before_user) - len(opening)]
+    raise TemplateUnusable("the second user turn does not open like the first")
+
+
 def format_from_template(
     source: str, *, name: str, bos_token: str = "", eos_token: str = ""
 ) -> ChatFormat:
@@ -107,7 +126,7 @@ def format_from_template(
     except (jinja2.TemplateError, TypeError, ValueError, AttributeError, KeyError) as exc:
         raise TemplateUnusable(f"the template cannot be rendered: {exc}") from exc
 
-    user_prefix = dialogue.split(_USER, 1)[0]
+    before_user = dialogue.split(_USER, 1)[0]
     user_suffix = closed_user.split(_USER, 1)[1] if _USER in closed_user else ""
     after_user = opened.split(_USER, 1)[1] if _USER in opened else ""
     if not after_user.startswith(user_suffix):
@@ -117,8 +136,7 @@ def format_from_template(
     if model_turn != user_suffix + model_prefix:
         raise TemplateUnusable("the model turn does not open the way the generation prompt does")
     between_turns = _between(dialogue, _MODEL, _USER2)
-    if not between_turns.endswith(user_prefix) or not user_prefix:
-        raise TemplateUnusable("the second user turn does not open like the first")
+    user_prefix, default_system = _user_prefix(before_user, between_turns, user_suffix)
     model_suffix = between_turns[: len(between_turns) - len(user_prefix)]
     if not model_suffix.strip():
         raise TemplateUnusable("the template does not mark the end of the model's turn")
@@ -137,6 +155,17 @@ def format_from_template(
         system_suffix = after_system[: -len(f"{user_prefix}{_USER}{user_suffix}")]
     else:
         raise TemplateUnusable("the template puts the system message where it cannot be reused")
+    if default_system and not (
+        system_prefix is not None
+        and default_system.startswith(system_prefix)
+        and default_system.endswith(system_suffix)
+    ):
+        # Our prompts always carry a system turn, which replaces a default system turn; text
+        # that is not one would be missing from every prompt we render.
+        raise TemplateUnusable(
+            "the template writes text of its own before the first user turn, and a system "
+            "message does not replace it"
+        )
     stop = model_suffix.strip()
     return ChatFormat(
         name=name,

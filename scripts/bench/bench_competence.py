@@ -674,6 +674,8 @@ class Answer:
     error: str | None = None
     results: list[Any] = dataclasses.field(default_factory=list)
     """What each skill call returned: the evidence the answer is judged against."""
+    events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The run's events as the daemon sent them (each action's ``usage``: what bench_pi prices)."""
 
 
 class StrategyUnsupported(Exception):
@@ -697,10 +699,31 @@ def _tokens(events: list[dict[str, Any]], key: str) -> int:
 
 
 class DaemonStrategy:
-    """An ``edge-agent serve --model default`` process on the fake device, asked over ipc."""
+    """An ``edge-agent serve --model default`` process on the fake device, asked over ipc.
 
-    def __init__(self, name: str, workdir: Path, sysfs: Path, proc: Path, args: Any) -> None:
+    ``name`` names its files and, unless ``strategy`` is given, the ``[model] strategy`` it runs;
+    ``model`` is what ``--model`` gets; ``skills_directories`` are its ``[skills] directories``
+    and ``env`` is added to its environment (bench_grounding.py runs other models and devices).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        workdir: Path,
+        sysfs: Path,
+        proc: Path,
+        args: Any,
+        *,
+        strategy: str | None = None,
+        model: str = "default",
+        skills_directories: tuple[Path, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.name = name
+        self.strategy = strategy or name
+        self.model = model
+        self.skills_directories = skills_directories
+        self.extra_env = env or {}
         self.label = name
         self.workdir = workdir
         self.sysfs = sysfs
@@ -720,6 +743,7 @@ class DaemonStrategy:
             f"sysfs_root = {json.dumps(str(self.sysfs))}",
             "weather = false",
             "entry_points = false",
+            f"directories = {json.dumps([str(d) for d in self.skills_directories])}",
             "",
         ]
         path = self.workdir / f"{self.name}.toml"
@@ -728,9 +752,9 @@ class DaemonStrategy:
 
     def start(self) -> None:
         try:
-            self._start(self.name)
+            self._start(self.strategy)
         except StrategyUnsupported as exc:
-            if self.name != "plain":
+            if self.strategy != "plain":
                 raise
             print(f"  {exc}\n  plain: starting without the key: the daemon's only loop is today's")
             self.label = "plain (no key)"
@@ -739,12 +763,13 @@ class DaemonStrategy:
     def _start(self, strategy: str | None) -> None:
         exe = Path(sys.executable).with_name("edge-agent")
         command = [str(exe)] if exe.exists() else [sys.executable, "-m", "edge_agentd.cli"]
-        command += ["serve", "--model", "default", "--config", str(self._config(strategy)),
+        command += ["serve", "--model", self.model, "--config", str(self._config(strategy)),
                     "--endpoint", self.endpoint, "--log-level", "WARNING"]  # fmt: skip
         env = {
             **os.environ,
             "EDGE_AGENT_PROC_ROOT": str(self.proc_root),
             "XDG_STATE_HOME": str(self.workdir),  # its run journal, not the user's
+            **self.extra_env,
         }
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -795,6 +820,7 @@ class DaemonStrategy:
             evaluated_tokens=_tokens(events, "evaluated_tokens"),
             skills=[e["skill_name"] for e in events if e.get("type") == "CallSkillAction"],
             results=[e.get("result") for e in events if e.get("type") == "SkillResultObservation"],
+            events=events,
         )
 
     def stop(self) -> None:
@@ -815,9 +841,18 @@ class PeerStrategy:
 
     label = "peer"
 
-    def __init__(self, device: Device, args: Any) -> None:
+    def __init__(
+        self,
+        device: Device,
+        args: Any,
+        *,
+        model_path: Path | None = None,
+        chat_format: str | None = "gemma",
+    ) -> None:
         self.device = device
         self.args = args
+        self.model_path = model_path
+        self.chat_format = chat_format
         self.llm: Any = None
         self.system = Agent(MockModel([]), device.registry).system_prompt()
         self.schema = device.registry.action_schema()
@@ -832,16 +867,17 @@ class PeerStrategy:
         guard_high_level_llama()
 
         started = time.monotonic()
-        # The GGUF carries no chat template, so llama-cpp-python would guess llama-2's; a user
-        # names Gemma's. Same context size and threads as the daemon.
+        # The embedded GGUF carries no chat template, so llama-cpp-python would guess llama-2's;
+        # a user names Gemma's (``chat_format=None`` uses the file's own template). Same context
+        # size and threads as the daemon.
         self.llm = Llama(
-            model_path=str(default_model_path()[0]),
+            model_path=str(self.model_path or default_model_path()[0]),
             n_ctx=4096,
             n_threads=default_threads(),
-            chat_format="gemma",
+            chat_format=self.chat_format,
             verbose=False,
         )
-        print(f"  peer: loaded in {time.monotonic() - started:.0f} s")
+        print(f"  {self.label}: loaded in {time.monotonic() - started:.0f} s")
 
     def _evaluated(self, before: list[int], prompt_tokens: int) -> int:
         """Prompt tokens llama-cpp-python ran: those past its prefix match with the last call."""

@@ -54,6 +54,13 @@ UNIT_WORDS: dict[str, tuple[str, ...]] = {
     "mm": ("mm", "millimeters", "millimetres"),
     "V": ("volts", "volt", "v"),
     "W": ("watts", "watt", "w"),
+    # bench_grounding.py's plugin home
+    "kW": ("kw", "kilowatts", "kilowatt"),
+    "kWh": ("kwh", "kilowatt-hours", "kilowatt-hour", "kilowatt hours", "kilowatt hour"),
+    "Wh": ("wh", "watt-hours", "watt-hour", "watt hours", "watt hour"),
+    "L": ("litres", "liters", "litre", "liter", "l"),
+    "gal": ("gallons", "gallon", "gal"),
+    "ppm": ("ppm", "parts per million"),
 }  # fmt: skip
 _UNIT_OF = {word: unit for unit, words in UNIT_WORDS.items() for word in words}
 _UNIT_ALTERNATIVES = "|".join(re.escape(w) for w in sorted(_UNIT_OF, key=len, reverse=True))

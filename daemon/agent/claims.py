@@ -1,0 +1,201 @@
+"""What an answer claims, set beside what the evidence holds (docs/design.md, "Grounding").
+
+The tests :mod:`~edge_agentd.agent.grounding` runs on every answer, each on plain texts and
+words, for any skill: the values an answer writes (numbers, texts with digits, units after a
+number), the thing a question asks about (its subject, by English grammar alone), a yes-or-no
+question's state, and whether a question asks about the skills themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from edge_agentd.agent.evidence import answer_numbers, numbers_in
+from edge_agentd.agent.followup import question_parts
+from edge_agentd.agent.subject import is_known, question_subject
+
+_CATALOGUE_HEADS = frozenset({"skill", "skills", "tool", "tools"})
+"""A question whose subject is one of these asks about the catalogue, which answers it."""
+_CATALOGUE_QUESTION = re.compile(r"^\s*what\s+(?:else\s+)?can\s+you\s+(?:do|tell)\b", re.I)
+_INDEFINITE = frozenset(
+    {"everything", "anything", "something", "nothing", "all", "one", "ones", "things", "thing"}
+)
+"""Heads that name no one thing: a question about them has no subject to find in the evidence."""
+_VALUE_TOKEN = re.compile(r"[\w.:/+-]*\d[\w.:/+-]*")
+"""A run of text with a digit in it, as a reader takes it whole: ``2026-12-05``, ``08:11``,
+``BME280``, ``48.3``."""
+_LABELS = re.compile(r"^(?:[^\W\d_]+[:/])+|(?:[:/][^\W\d_]+)+$")
+_PLAIN_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nothing"})
+_NEGATION_WINDOW = 3
+"""How many words before a state word a negation turns it into its denial ("is not open")."""
+
+
+def absent_value(answer: str, texts: Sequence[str]) -> str | None:
+    """The first value ``answer`` writes that ``texts`` do not hold, or None: a number not among
+    theirs, a text with digits not written whole in one of them, or a ``%`` or ``°`` unit after
+    a number that the texts write with other units only."""
+    numbers = numbers_in(texts)
+    for number in answer_numbers(answer):
+        if float(number.replace(",", "")) not in numbers:
+            return number
+    folded = [t.casefold() for t in texts]
+    for match in _VALUE_TOKEN.finditer(answer):
+        # A word before or after a colon or slash is a label, not part of the value ("A:41.5").
+        token, before = match.group().strip(".:/+-"), ""
+        while token != before:
+            token, before = _LABELS.sub("", token).strip(".:/+-"), token
+        if _PLAIN_NUMBER.fullmatch(token) or "," in token:
+            continue  # a number alone: its value was checked above
+        if not any(_written_whole(token.casefold(), text) for text in folded):
+            return token
+    for match in _NUMBER_UNIT.finditer(answer):
+        # A unit the evidence writes after this number, or none: a bare number of a skill that
+        # says its unit in words ("in degrees Celsius") may take its sign; another reading's
+        # unit may not ("41.5 °C" for "41.5 %RH").
+        value, unit = float(match.group(1)), match.group(2)
+        units = [u for text in texts for u in _units_of(value, text)]
+        if units and not any(u.startswith(unit) for u in units):
+            return match.group()
+    return None
+
+
+_NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
+"""A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
+
+
+def _written_whole(token: str, text: str) -> bool:
+    """Whether ``token`` stands in ``text`` with no letter or digit glued to either side."""
+    start = text.find(token)
+    while start != -1:
+        end = start + len(token)
+        if (start == 0 or not text[start - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            return True
+        start = text.find(token, start + 1)
+    return False
+
+
+def _units_of(value: float, text: str) -> list[str]:
+    """The units ``text`` writes after ``value``."""
+    return [m.group(2) for m in _NUMBER_UNIT.finditer(text) if float(m.group(1)) == value]
+
+
+def about_catalogue(query: str) -> bool:
+    """Whether ``query`` asks about the skills themselves ("What skills do you have?", "What
+    can you do?"): the catalogue in the system prompt answers it."""
+    if _CATALOGUE_QUESTION.match(query):
+        return True
+    subject = question_subject(query)
+    return subject is not None and subject.head.casefold() in _CATALOGUE_HEADS
+
+
+def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
+    """The words of ``query``'s subject the evidence does not name, as the question writes
+    them, when they make it unknown: a word that says which one that is not named, or a head
+    not named when no other word of the subject is. None: named, or no subject. A question in
+    two parts joined by "and" has an unknown subject when each part does (the answer may say
+    what it cannot tell of one part beside the other's value)."""
+    parts = question_parts(query)
+    if parts:
+        found = [_unnamed_in(part, vocabulary) for part in parts]
+        return None if any(f is None for f in found) else " and ".join(map(str, found))
+    return _unnamed_in(query, vocabulary)
+
+
+def _unnamed_in(query: str, vocabulary: frozenset[str]) -> str | None:
+    subject = question_subject(query)
+    if subject is None or subject.head.casefold() in _INDEFINITE:
+        return None  # "How warm is everything?" names no one thing
+    if _comparative(subject.head, query):
+        return None  # "Which is warmer, the CPU or the probe?": the things follow it
+
+    def named(word: str) -> bool:
+        return not _WORD.search(word) or is_known(word, vocabulary) or _ends_one(word, vocabulary)
+
+    which = [w for w in subject.which if not named(w)]
+    if which:
+        return " ".join([*which, subject.head])
+    others = [w for w in (*subject.which, *subject.of) if _WORD.search(w)]
+    if named(subject.head) or any(named(w) for w in others):
+        return None
+    return " ".join(subject.words)
+
+
+def _comparative(head: str, query: str) -> bool:
+    """Whether ``head`` is a comparison the question goes on to name the things of: "warmer"
+    before a comma or "than" ("Which is warmer, the CPU or the probe?")."""
+    if not head.casefold().endswith("er"):
+        return False
+    return re.search(rf"(?<![^\W_]){re.escape(head)}\s*(?:,|than\b)", query) is not None
+
+
+def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
+    """Whether ``word`` (five letters or more) ends a word of ``vocabulary`` glued from several,
+    as identifiers are: "relative" of the channel ``in_humidityrelative``."""
+    folded = word.casefold()
+    return len(folded) >= 5 and folded.isalpha() and any(
+        len(v) > len(folded) and v.endswith(folded) for v in vocabulary
+    )
+
+
+def state_claim(answer: str, state: str) -> bool | None:
+    """Whether ``answer`` says its subject is in ``state`` (True), is not (False), or neither
+    (None): the state word with no negation in the few words before it, else a first "yes" or
+    "no"."""
+    words = [w.casefold() for w in _WORD.findall(answer)]
+    forms = {state, f"{state}s", state.removesuffix("s")}
+    for index, word in enumerate(words):
+        if word in forms:
+            before = words[max(0, index - _NEGATION_WINDOW) : index]
+            return not any(w in _NEGATIONS or w.endswith("n't") for w in before)
+    if words and words[0] == "yes":
+        return True
+    if words and words[0] == "no":
+        return False
+    return None
+
+
+def holds_state(results: Iterable[Any], state: str) -> bool:
+    """Whether a result says ``state``: a text of it with the word, or a true flag named so."""
+    found = False
+
+    def walk(node: Any, key: str) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            for name, value in node.items():
+                walk(value, str(name))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, key)
+        elif isinstance(node, bool):
+            found = found or (node and state in _words(key))
+        elif isinstance(node, str):
+            found = found or state in _words(node)
+
+    for result in results:
+        walk(result, "")
+    return found
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text.replace("_", " "))}
+
+
+def names_a_skill(answer: str, skills: Sequence[str]) -> bool:
+    """Whether ``answer`` writes one of ``skills``' names whole."""
+    return any(_written_whole(name.casefold(), answer.casefold()) for name in skills)
+
+
+__all__ = [
+    "about_catalogue",
+    "absent_value",
+    "holds_state",
+    "names_a_skill",
+    "state_claim",
+    "unnamed_subject",
+]

@@ -1,0 +1,267 @@
+"""Grounding: the rules every final answer passes, for every model and strategy (docs/design.md,
+"Grounding").
+
+An answer is a claim about this device, so it must rest on what this run observed:
+
+1. **No answer without evidence.** Until a skill has returned a result in this run, the only
+   answer is one that begins ``I cannot tell``, or, for a question about the skills themselves
+   ("What skills do you have?"), one that names them as the catalogue does.
+2. **Every value is the evidence's.** Each number an answer writes is a number of the results or
+   of the question, each text with digits in it (a date, a time, a sensor's name) is written there
+   whole, and a ``%`` or ``°`` unit after a number is one the evidence writes after it, where it
+   writes one.
+3. **The subject is the evidence's.** The thing the question asks about (its subject, found by
+   English grammar alone, :func:`~edge_agentd.agent.subject.question_subject`) must be named by a
+   call that returned a result (its skill's name, description, examples and arguments) or by the
+   results (keys and texts): every word that says which one, and its head or another of its
+   words. Otherwise the answer says it cannot tell. No model scores a word here: a word the
+   evidence does not write is not the evidence's ("the garage door" beside a front-door skill).
+4. **A state is a claim.** A yes-or-no question asks whether its subject is in a state ("open"
+   of "Is the front door open?"): an answer that says it is must find that state in the results,
+   and one that says it is not must not find it there (:func:`state_claim`).
+
+:func:`check_answer` is the validator the loop runs on every answer (a failed rule is a
+``ValidationErrorObservation`` with ``validator_name="grounding"``, and the seed's retry).
+Where the model's decoding is ours, :func:`grounded_schema` puts the same rules in the action
+schema: before any result the answer's pattern admits only "I cannot tell" (or the skills'
+names), and after, copy-only values (:func:`~edge_agentd.agent.evidence.answer_pattern`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from edge_agentd.agent.claims import (
+    about_catalogue,
+    absent_value,
+    holds_state,
+    names_a_skill,
+    state_claim,
+    unnamed_subject,
+)
+from edge_agentd.agent.events import (
+    AgentState,
+    CallSkillAction,
+    SkillResultObservation,
+    ValidationErrorObservation,
+)
+from edge_agentd.agent.evidence import (
+    CANNOT_TELL,
+    PLAIN_CHARS,
+    answer_pattern,
+    cannot_tell_pattern,
+    copyable,
+)
+from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
+from edge_agentd.agent.subject import asked_state, known_words
+
+if TYPE_CHECKING:
+    from edge_agentd.agent.registry import Registry
+
+GROUNDING = "grounding"
+"""The ``validator_name`` of an answer that broke a grounding rule."""
+NO_EVIDENCE = "no_evidence"
+VALUE_NOT_IN_EVIDENCE = "value_not_in_evidence"
+UNKNOWN_SUBJECT = "unknown_subject"
+STATE_NOT_IN_EVIDENCE = "state_not_in_evidence"
+
+GROUNDING_RULES = (
+    "Rules for answers. Until a skill has returned a result, the only answer you may give "
+    'begins "I cannot tell", so call a skill that can answer first. Every value in an answer '
+    "(a number, a unit, a date, a state) must be written in a result or in the question: "
+    'copy it as written. If no result says what was asked, answer "I cannot tell" and why.'
+)
+"""The rules as the system prompt states them to a model that drives the loop itself: fixed
+text, so the system prompt stays byte-identical for the same registry."""
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What one run observed, as the rules read it."""
+
+    query: str
+    results: tuple[Any, ...]
+    """Every result a skill returned in this run."""
+    texts: tuple[str, ...]
+    """The results' texts and numbers as written (and each list's count), and the question."""
+    vocabulary: frozenset[str]
+    """The words of the calls that returned a result and of those results, case folded."""
+    skills: tuple[str, ...]
+    """The catalogue: the names of the skills the model may call."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A broken rule: which, and what the model is told to do instead."""
+
+    error_type: str
+    feedback: str
+
+    def observation(self) -> ValidationErrorObservation:
+        return ValidationErrorObservation(
+            validator_name=GROUNDING, error_type=self.error_type, feedback=self.feedback
+        )
+
+
+def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
+    """The evidence of ``state``'s run so far: each result, and each call that returned one."""
+    events = state.stream.root
+    calls = {e.call_id: e for e in events if isinstance(e, CallSkillAction) and e.call_id}
+    answered: list[CallSkillAction] = []
+    results = []
+    for index, event in enumerate(events):
+        if not isinstance(event, SkillResultObservation):
+            continue
+        results.append(event.result)
+        call = calls.get(event.call_id) if event.call_id else None
+        before = events[index - 1] if index else None
+        if call is None and isinstance(before, CallSkillAction):
+            call = before  # an event stream made by hand, without ids
+        if call is not None:
+            answered.append(call)
+    described = []
+    for call in answered:
+        spec = registry.get(call.skill_name)
+        described.append(call.skill_name)
+        described.extend(str(value) for value in call.arguments.values())
+        if spec is not None:
+            described.extend([spec.description, *spec.examples])
+    texts = [state.query]
+    for result in results:
+        _walk_texts(result, texts)
+    return Evidence(
+        state.query,
+        tuple(results),
+        tuple(texts),
+        known_words(described, results),
+        tuple(skills),
+    )
+
+
+def _walk_texts(node: Any, texts: list[str]) -> None:
+    if isinstance(node, dict):
+        reading = reading_text(node)
+        if reading is not None:
+            texts.append(reading)
+        for key, value in node.items():
+            texts.append(str(key))
+            _walk_texts(value, texts)
+    elif isinstance(node, list):
+        texts.append(str(len(node)))
+        for item in node:
+            _walk_texts(item, texts)
+    elif isinstance(node, str) or is_number(node):
+        texts.append(scalar_text(node))
+
+
+def declines(answer: str) -> bool:
+    """Whether ``answer`` says it cannot tell."""
+    return answer.lstrip().startswith(CANNOT_TELL)
+
+
+def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
+    """The first grounding rule ``answer`` breaks, or None when it keeps them all."""
+    absent = absent_value(answer, evidence.texts)
+    if absent is not None:
+        return Verdict(
+            VALUE_NOT_IN_EVIDENCE,
+            f"Your answer states {absent!r}, which no skill result and not the question holds. "
+            "State only values copied from a result as it writes them, call a skill that gives "
+            f'the value, or answer "{CANNOT_TELL}" and why.',
+        )
+    if declines(answer):
+        return None
+    if not evidence.results:
+        if about_catalogue(evidence.query) and names_a_skill(answer, evidence.skills):
+            return None
+        return Verdict(
+            NO_EVIDENCE,
+            "No skill has returned a result in this run, so nothing supports an answer yet. "
+            "Call a skill that can answer the question; if no skill can, answer "
+            f'"{CANNOT_TELL}" and why.',
+        )
+    unnamed = unnamed_subject(evidence.query, evidence.vocabulary)
+    if unnamed is not None:
+        return Verdict(
+            UNKNOWN_SUBJECT,
+            f"No skill called and no result names {unnamed!r}, which the question asks about. "
+            f'Call a skill that gives it, or answer "{CANNOT_TELL}" and why.',
+        )
+    state = asked_state(evidence.query)
+    claim = None if state is None else state_claim(answer, state)
+    if claim is not None and state is not None and claim != holds_state(evidence.results, state):
+        said = state if claim else f"not {state}"
+        return Verdict(
+            STATE_NOT_IN_EVIDENCE,
+            f"Your answer says it is {said!r}, and no result says so. State what the result "
+            f'says, as it writes it, or answer "{CANNOT_TELL}" and why.',
+        )
+    return None
+
+
+# -- the same rules, where the decoding is ours ---------------------------------------------------
+
+
+def answer_rule(evidence: Evidence) -> str:
+    """The pattern every answer the decoder may write for this evidence matches: before any
+    result, "I cannot tell" (or, asked about the skills, an answer naming one); with results
+    whose words do not name the question's subject, "I cannot tell"; else copy-only values."""
+    if not evidence.results:
+        if about_catalogue(evidence.query) and evidence.skills:
+            # Words and the skills' names, each name whole (no letter glued to it), one at least.
+            plain = f"[{PLAIN_CHARS}]"
+            names = "(" + "|".join(re.escape(n) for n in evidence.skills) + ")"
+            word, gap = f"({names}|[a-zA-Z']+)", "[ ,;:()/&]+"
+            listing = f"({word}{gap})*{names}({gap}{word})*{gap[:-1]}*"
+            return f"^({CANNOT_TELL}{plain}*|{listing})([.!?])?$"
+        return cannot_tell_pattern()
+    if unnamed_subject(evidence.query, evidence.vocabulary) is not None:
+        return cannot_tell_pattern()
+    # Values copied, none required: which one to state is the strategy's (guidance requires one).
+    copied = dataclasses.replace(copyable(evidence.results, evidence.query), stated=())
+    return answer_pattern(copied)
+
+
+def only_declines(evidence: Evidence) -> bool:
+    """Whether the only answer the rules admit now is one that says it cannot tell."""
+    if not evidence.results:
+        return not about_catalogue(evidence.query)
+    return unnamed_subject(evidence.query, evidence.vocabulary) is not None
+
+
+def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
+    """``schema`` (an action schema, or an answer's alone) with its answer held to the rules:
+    a pattern the strategy already set is kept unless only "I cannot tell" may be said now."""
+    pattern = answer_rule(evidence)
+    declining = only_declines(evidence)
+
+    def held(branch: dict[str, Any]) -> dict[str, Any]:
+        answer = branch.get("properties", {}).get("final_answer")
+        if not isinstance(answer, dict) or ("pattern" in answer and not declining):
+            return branch
+        properties = {**branch["properties"], "final_answer": {**answer, "pattern": pattern}}
+        return {**branch, "properties": properties}
+
+    if "oneOf" in schema:
+        return {**schema, "oneOf": [held(branch) for branch in schema["oneOf"]]}
+    return held(schema)
+
+
+__all__ = [
+    "GROUNDING",
+    "GROUNDING_RULES",
+    "NO_EVIDENCE",
+    "STATE_NOT_IN_EVIDENCE",
+    "UNKNOWN_SUBJECT",
+    "VALUE_NOT_IN_EVIDENCE",
+    "Evidence",
+    "Verdict",
+    "answer_rule",
+    "check_answer",
+    "declines",
+    "gather",
+    "grounded_schema",
+    "only_declines",
+]

@@ -1,0 +1,271 @@
+"""Answers the engine renders from the results, the guided model choosing among them
+(daemon/agent/render.py), for any skill: plugins written as docs/skills.md's ten-line example
+(a docstring, a typed signature, values with units; no ``examples=``, no ``calls=``).
+
+MockModel scripts ``likelihood`` and ``score`` by text: a key ``(marker, text)`` scores ``text``
+after any prompt holding ``marker``, a plain key any continuation it begins (the longest wins),
+so a test says which skill fits and which rendered sentence the model finds likeliest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.asked import candidate_lines
+from edge_agentd.agent.evidence import answer_numbers, numbers_in
+from edge_agentd.agent.followup import content_free
+from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
+from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.agent.render import (
+    MAX_SENTENCES,
+    TEMPLATE_WORDS,
+    both_parts,
+    cannot_tell_sentence,
+    sentences_for,
+    words_of,
+)
+from edge_agentd.agent.resultlines import result_line_parts
+
+FREE = content_free(PLAIN)
+
+
+def plugin_home() -> Registry:
+    """Plugins as a user writes them from docs/skills.md: nothing for a small model's sake."""
+    registry = Registry()
+
+    @registry.skill(timeout=1.0)
+    def front_door() -> dict[str, Any]:
+        """Whether the front door is open or closed."""
+        return {"door": "front", "state": "closed"}
+
+    @registry.skill(timeout=1.0)
+    def rain_barrel_level() -> dict[str, Any]:
+        """Water left in the rain barrel, in litres."""
+        return {"quantity": "volume", "value": 137.5, "unit": "L"}
+
+    @registry.skill(timeout=1.0)
+    def house_plants() -> dict[str, Any]:
+        """The house plants and how moist their soil is."""
+        return {
+            "plants": [
+                {"name": "basil", "moisture": {"value": 31.0, "unit": "%"}},
+                {"name": "fern", "moisture": {"value": 58.0, "unit": "%"}},
+            ]
+        }
+
+    @registry.skill(timeout=1.0)
+    def power_meter() -> dict[str, Any]:
+        """The house's power draw right now."""
+        return {"power": {"value": 412.0, "unit": "W"}}
+
+    return registry
+
+
+def asked_of(skill: str, question: str, **more: float) -> MockModel:
+    """A model by which ``question`` fits ``skill``'s description (and no other) well above no
+    skill's, and that scores each rendered sentence as ``more`` says (key: its start)."""
+    scores: dict[Any, float] = {
+        (f"The skill {skill}", f" {question}"): -2.0,
+        (FREE, f" {question}"): -30.0,
+        ANSWER_HEAD: 0.0,
+    }
+    scores |= {f"{ANSWER_HEAD}{start}": value for start, value in more.items()}
+    return MockModel([], scores=scores)
+
+
+def offered(model: MockModel) -> list[str]:
+    """The sentences the model last chose among."""
+    options = next(o for _, o in reversed(model.scored) if o[0].startswith(f"{ANSWER_HEAD}"))
+    return [json.loads(option)["final_answer"] for option in options]
+
+
+def test_a_state_is_stated_as_the_result_says_it_never_as_a_yes_or_no() -> None:
+    question = "Is the front door open?"
+    model = asked_of("front_door", question, **{"The front door is": 1.0})
+    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    assert state.final_answer == "The front door is closed."
+    final = state.stream.root[-1]
+    assert final.type == "FinalAnswerAction" and final.made_by == "engine"
+    # Every sentence offered says "closed", as the result does: none says "open", or "yes".
+    for sentence in offered(model):
+        assert sentence.endswith(" closed.")
+        assert "open" not in sentence and "Yes" not in sentence
+    # The 270M wrote "Yes, the ... door is open." for this result: the words are no longer its.
+    assert model.prompts == []
+
+
+def test_a_reading_of_a_ten_line_plugin_is_stated_with_its_label_value_and_unit() -> None:
+    question = "How much water is left in the rain barrel?"
+    model = asked_of("rain_barrel_level", question)
+    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    # The label is the skill's own name (the result's reading has no key of its own).
+    assert state.final_answer == "The rain barrel level is 137.5 L."
+    assert state.stream.root[-1].made_by == "engine"
+
+
+def test_a_list_is_stated_as_its_names_or_its_count() -> None:
+    question = "Which plants are there?"
+    model = asked_of("house_plants", question, **{"The plants are": 1.0})
+    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    assert state.final_answer == "The plants are basil and fern."
+    assert "There are 2 plants." in offered(model)
+
+
+def test_the_model_chooses_among_the_sentences_by_its_likelihood() -> None:
+    question = "What is the moisture of the fern?"
+    model = asked_of("house_plants", question, **{"The plants fern moisture is": 2.0})
+    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    assert state.final_answer == "The plants fern moisture is 58.0 %."
+    assert "The plants basil moisture is 31.0 %." in offered(model)
+    # The choice was one batch of branches after the conversation, each a whole action.
+    prompt, options = next((p, o) for p, o in reversed(model.scored) if o[0] != ANSWER_HEAD)
+    assert prompt.endswith(PLAIN.model_prefix) or "The question was" in prompt
+    assert all(o.startswith(ANSWER_HEAD) and o.endswith('"}') for o in options)
+
+
+def test_a_question_about_what_no_result_names_is_answered_i_cannot_tell() -> None:
+    question = "What does the garage door sensor read?"
+    model = asked_of("front_door", question)
+    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
+    # "garage" is no word of the front door's skill or result: no sentence of it is offered.
+    assert state.final_answer == "I cannot tell: no result says the garage door sensor."
+    assert state.stream.root[-1].made_by == "engine"
+
+
+def test_with_no_result_the_answer_is_i_cannot_tell() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def cellar_sensor() -> dict[str, Any]:
+        """The cellar's humidity."""
+        raise OSError("the sensor is unplugged")
+
+    question = "How damp is the cellar?"
+    model = asked_of("cellar_sensor", question)
+    state = Agent(model, registry, guidance=Guidance()).run(question)
+    assert [e.type for e in state.stream.root] == [
+        "CallSkillAction",
+        "ToolErrorObservation",
+        "FinalAnswerAction",
+    ]
+    assert state.final_answer == "I cannot tell: no result says the cellar."
+
+
+def test_a_question_in_two_parts_gets_a_sentence_of_each_result_in_its_order() -> None:
+    question = "What is the power draw and what is the rain barrel level?"
+    first, second = " What is the power draw", " What is the rain barrel level?"
+    scores: dict[Any, float] = {
+        ("The skill power_meter", first): -1.0,
+        ("The skill rain_barrel_level", second): -1.0,
+        (FREE, first): -30.0,
+        ANSWER_HEAD: 0.0,
+    }
+    model = MockModel([], scores=scores)
+    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    calls = [e.skill_name for e in state.stream.root if e.type == "CallSkillAction"]
+    assert calls == ["power_meter", "rain_barrel_level"]
+    assert state.final_answer == "The power is 412.0 W and the rain barrel level is 137.5 L."
+    assert both_parts("The a is 1.", "The b is 2.") == "The a is 1 and the b is 2."
+
+
+def test_a_label_from_the_question_is_used_only_when_the_line_holds_its_words() -> None:
+    humidity = {"readings": [{"quantity": "humidity", "value": 41.5, "unit": "%RH"}]}
+    lines = candidate_lines(humidity, "What is the air pressure?")
+    rendered = sentences_for([("read_sensor", humidity, lines)], "What is the air pressure?")
+    assert "The humidity is 41.5 %RH." in rendered
+    assert not any("pressure" in sentence for sentence in rendered)
+    cpu = {"sensor": "thermal_zone0", "value": 48.3, "unit": "°C"}
+    asked = "What is the CPU temperature?"
+    rendered = sentences_for([("cpu_temperature", cpu, candidate_lines(cpu, asked))], asked)
+    assert "The CPU temperature is 48.3 °C." in rendered
+
+
+def test_the_cannot_tell_sentence_names_the_subject_in_the_questions_words() -> None:
+    assert cannot_tell_sentence("What is the CO2 level in the kitchen?") == (
+        "I cannot tell: no result says the CO2 level."
+    )
+    assert cannot_tell_sentence("Hm?") == "I cannot tell: no result says what was asked."
+
+
+scalars = st.one_of(
+    st.integers(-5000, 5000),
+    st.floats(-500, 5000, allow_nan=False).map(lambda x: round(x, 2)),
+    st.booleans(),
+    st.none(),
+    st.text(alphabet="abcXYZ0123456789-:. %°/'\"\\", max_size=14),
+)
+readings = st.fixed_dictionaries(
+    {
+        "value": st.floats(-500, 5000, allow_nan=False).map(lambda x: round(x, 2)),
+        "unit": st.sampled_from(["°C", "%RH", "hPa", "L", "W"]),
+    }
+)
+results = st.recursive(
+    st.one_of(scalars, readings),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(alphabet="abc_xyz1", min_size=1, max_size=8), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+questions = st.text(alphabet="What is the door state 12.5 -3 reading? ab", max_size=40)
+skill_names = st.from_regex(r"[a-z][a-z_]{0,15}", fullmatch=True)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(skill_names, results), max_size=3), questions)
+def test_every_rendered_word_and_number_comes_from_a_result_or_the_question(
+    found: list[tuple[str, Any]], question: str
+) -> None:
+    groups = [(name, result, candidate_lines(result, question)) for name, result in found]
+    rendered = [*sentences_for(groups, question), cannot_tell_sentence(question)]
+    texts = [question, *(name for name, _ in found)]
+    texts += [line.text for _, result in found for line in result_line_parts(result)]
+    words = {w.casefold() for text in texts for w in words_of(text)} | TEMPLATE_WORDS
+    numbers = numbers_in(texts)
+    for sentence in rendered:
+        assert '"' not in sentence and "\\" not in sentence and sentence.isprintable()
+        for word in words_of(sentence):
+            assert word.casefold() in words, (word, sentence, texts)
+        for number in answer_numbers(sentence):
+            assert float(number.replace(",", "")) in numbers, (number, sentence, texts)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(results, questions, st.floats(-50, 50), st.floats(-50, 50))
+def test_a_guided_answer_is_always_one_of_the_rendered_sentences(
+    result: Any, question: str, fits: float, choice: float
+) -> None:
+    registry = Registry()
+
+    @registry.skill
+    def gadget() -> Any:
+        """Whatever the gadget says."""
+        return result
+
+    scores = {("The skill gadget", f" {question}"): fits, ANSWER_HEAD: 0.0}
+    scores[f"{ANSWER_HEAD}The"] = choice
+    model = MockModel([], scores=scores)
+    state = Agent(model, registry, guidance=Guidance()).run(question)
+    assert state.outcome == "answered"
+    assert state.stream.root[-1].made_by == "engine"
+    lines = candidate_lines(result, question)
+    if any(e.type == "SkillResultObservation" for e in state.stream.root):
+        rendered = sentences_for([("gadget", result, result_line_parts(result))], question)
+        rendered += sentences_for([("gadget", result, lines)], question)
+    else:
+        rendered = []
+    assert state.final_answer in [*rendered, cannot_tell_sentence(question)]
+
+
+def test_a_result_of_thousands_of_lines_renders_a_bounded_set_at_once() -> None:
+    huge = {f"k{i}": {"state": f"s{i}x", "name": f"n{i}x"} for i in range(5000)}
+    question = "What is the state?"
+    rendered = sentences_for([("gadget", huge, candidate_lines(huge, question))], question)
+    assert 0 < len(rendered) <= MAX_SENTENCES
