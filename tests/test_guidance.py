@@ -97,9 +97,11 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
     state = Agent(model, house(), guidance=guidance).run(QUESTION, max_iterations=4)
     assert calls(state) == [("read_sensor", {"name": "bme280"})]
     assert state.outcome == "answered"
-    # The action was chosen by scoring, not generated; the answer is the sentence the model
-    # found likeliest of those the engine rendered from the result.
-    assert state.final_answer == "The bme280 sensor is 61.0."
+    # The action was chosen by scoring, not generated. The sentence the engine renders from the
+    # result ("The bme280 sensor is 61.0.") is not the cellar's, so the grounding rules refuse it:
+    # it is not offered, and the one sentence left is "I cannot tell", in one answer, no retry.
+    assert state.final_answer == "I cannot tell: no result says the cellar."
+    assert not [e for e in state.stream.root if e.type == "ValidationErrorObservation"]
     assert state.stream.root[-1].made_by == "engine"
     assert model.prompts == []
     action = state.stream.root[0]

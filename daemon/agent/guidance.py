@@ -170,9 +170,11 @@ class Guidance:
         *,
         last_step: bool,
         generate: Callable[..., str],
+        grounded: Callable[[str], bool] | None = None,
     ) -> str:
         """The model's next reply to ``prompt``, guided; ``generate(prompt, prefix=...)`` asks
-        the model itself. Raises what the model raises."""
+        the model itself, and ``grounded(answer)`` says whether the loop takes an answer (the
+        grounding rules: only such sentences are offered). Raises what the model raises."""
         events = state.stream.root
         made = [a for a in events if isinstance(a, CallSkillAction)]
         # A call not to make: one made, or one narrower than another the question did not ask
@@ -194,7 +196,7 @@ class Guidance:
                 isinstance(e, SkillResultObservation) for e in events
             )
             if last_step or not left or failed_after:
-                return self._answer(model, prompt, generate, state, candidates)
+                return self._answer(model, prompt, state, candidates, grounded)
             second = follow_up(
                 model, state, candidates, left, self.follow_up_margin, part_margin=self.part_margin
             )
@@ -203,7 +205,7 @@ class Guidance:
                 and second is None
                 and (not self.go_on or self._prefers_answer(model, prompt))
             ):
-                return self._answer(model, prompt, generate, state, candidates)
+                return self._answer(model, prompt, state, candidates, grounded)
             baseline = self.cannot_tell_margin is not None and not made
             # A question in two parts is first asked its first part; the second comes after.
             parts = question_parts(state.query) if self.part_margin is not None else []
@@ -215,7 +217,7 @@ class Guidance:
             pool = named_calls(asking, left) or left
             best, fits = (second, 0.0) if second else self._best(model, query, pool, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
-                return self._answer(model, prompt, generate, state, candidates)
+                return self._answer(model, prompt, state, candidates, grounded)
         except ScoringUnsupported:
             return generate(prompt)
         if best.arguments is not None:
@@ -289,15 +291,20 @@ class Guidance:
         self,
         model: ModelHandle,
         prompt: str,
-        generate: Callable[..., str],
         state: AgentState,
         candidates: Sequence[Candidate],
+        grounded: Callable[[str], bool] | None,
     ) -> str:
         """The answer: the sentence of :meth:`answers` the model finds likeliest as its reply,
         and for a question in two parts, the likeliest of the second part's after it. The
         engine writes every word; the model only chooses (``made_by="engine"``)."""
         options, second = self.answers(state, model, candidates)
+        if grounded is None:
+            grounded = _anything
+        # Only what the loop takes is offered; with nothing left, "I cannot tell".
+        options = [o for o in options if grounded(o)] or [cannot_tell_sentence(state.query)]
         chosen = _likeliest(model, prompt, ANSWER_HEAD, options)
+        second = [s for s in second if grounded(both_parts(chosen, s))]
         if second and not chosen.startswith(CANNOT_TELL):
             stem = chosen.removesuffix(".")
             joined = {both_parts(chosen, s)[len(stem) :]: both_parts(chosen, s) for s in second}
@@ -322,6 +329,11 @@ class Guidance:
         scores = model.likelihood(prompts, f" {query}")
         best = max(range(len(candidates)), key=scores.__getitem__)
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
+
+
+def _anything(answer: str) -> bool:
+    """Takes every answer: no grounding rules were given."""
+    return True
 
 
 def _json_text(text: str) -> str:

@@ -22,7 +22,7 @@ from edge_agentd.agent.events import (
     ModelErrorObservation,
     Usage,
 )
-from edge_agentd.agent.grounding import GROUNDING_RULES, gather, grounded_schema
+from edge_agentd.agent.grounding import GROUNDING_RULES, check_answer, gather, grounded_schema
 from edge_agentd.agent.guidance import Guidance
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.prompt import ChatFormat, render_event, render_system
@@ -173,7 +173,15 @@ class Agent:
                     self.registry.version, skills, self.chat_format
                 )
                 raw = self.guidance.reply(
-                    self.handle, state, prompt, candidates, last_step=last_step, generate=generate
+                    self.handle,
+                    state,
+                    prompt,
+                    candidates,
+                    last_step=last_step,
+                    generate=generate,
+                    # The engine offers only sentences the loop will take: one it would refuse
+                    # would be chosen again at the retry, until the run ran out of steps.
+                    grounded=lambda answer: check_answer(answer, evidence) is None,
                 )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
             exceeded = exc if isinstance(exc, ContextExceeded) else None

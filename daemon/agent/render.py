@@ -82,9 +82,10 @@ def words_of(text: str) -> list[str]:
 
 
 def _key_words(text: str) -> list[str]:
-    """The words of a key or a name that a label may use: those with a letter (the "1" of a
-    key ``_1`` would read as a number the result does not state)."""
-    return [w for w in words_of(text) if _LETTER.search(w)]
+    """The words of a key or a name that a label may use: those with a letter, not opening with
+    a digit (the "1" of a key ``_1``, or of ``_1a``, would read as a number the result does not
+    state)."""
+    return [w for w in words_of(text) if _LETTER.search(w) and not w[0].isdigit()]
 
 
 def _spell(label: Sequence[str], question: str) -> str:
