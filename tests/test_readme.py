@@ -395,33 +395,6 @@ def test_the_path_line_puts_this_checkouts_client_first(shell: Callable[..., She
     assert bare.returncode != 0 and before == after
 
 
-def test_ask_the_daemon_block(
-    shell: Callable[..., Shell], tmp_path: Path, daemon_process: Callable[..., Any]
-) -> None:
-    # The README shows a real model's answer about a fake thermal zone at 48.3 °C; the mock is
-    # scripted to act as the model did there, so the answers match exactly.
-    block = block_with('edge-agent ask "How hot is the CPU?"')
-    assert block.doc == README and block.lang == "console"
-    sysfs = FakeSysfs(tmp_path / "sys")
-    sysfs.thermal_zone(0)
-    answer = block.outputs[0][0]
-    mock = tmp_path / "mock.json"
-    mock.write_text(
-        json.dumps(
-            [json.dumps({"skill_name": "cpu_temperature"}), json.dumps({"final_answer": answer})]
-        ),
-        encoding="utf-8",
-    )
-    config = tmp_path / "edge.toml"
-    config.write_text(f"[skills]\nsysfs_root = {str(sysfs.root)!r}\n", encoding="utf-8")
-    session = shell()
-    # Where `make run` serves and the client looks, under this session's XDG_RUNTIME_DIR.
-    endpoint = f"ipc://{session.env['XDG_RUNTIME_DIR']}/edge-agent/agent.sock"
-    env = {"XDG_RUNTIME_DIR": session.env["XDG_RUNTIME_DIR"]}
-    with daemon_process(["--config", str(config), "--model", f"mock:{mock}"], endpoint, env=env):
-        run_block(session, block)
-
-
 def test_mock_daemon_block(shell: Callable[..., Shell], tmp_path: Path) -> None:
     # As written, but in this test's own directory instead of /tmp and on a free port instead of
     # 5599, so that it runs beside anything else; the `&` daemon is stopped at the end.
@@ -509,21 +482,19 @@ def test_the_protocols_python_client(tmp_path: Path, daemon_process: Callable[..
     assert "event: FinalAnswerAction" in lines
 
 
-def test_make_run_serves_where_the_client_looks(
-    shell: Callable[..., Shell], tmp_path: Path
-) -> None:
-    # `make run` for real: the embedded Gemma 3 270M, in the foreground, stopped with Ctrl-C (SIGINT
-    # to its process group).
-    block = block_with("make run")
-    assert [_bare(c) for c in block.commands] == ["make run"]
+@contextlib.contextmanager
+def served_by_make(session: Shell, command: str) -> Iterator[subprocess.Popen[str]]:
+    """``make run`` or ``make demo`` for real (the embedded Gemma 3 270M, in the foreground), in
+    ``session``'s environment, until it is ready; stopped with Ctrl-C (SIGINT to its process
+    group) on exit, its output kept in the process's ``output`` attribute."""
     # `make run` would first reinstall the venv if pyproject.toml changed since: `make test` does.
+    target = command.rsplit(maxsplit=1)[-1]
     plan = subprocess.run(
-        ["make", "-n", "run"], cwd=REPO, capture_output=True, text=True, check=True
+        ["make", "-n", target], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert "pip install" not in plan.stdout, "the venv is older than pyproject.toml: make test"
-    session = shell()
     make = subprocess.Popen(
-        ["bash", "-c", f"cd {shlex.quote(str(REPO))} && {block.commands[0]}"],
+        ["bash", "-c", f"cd {shlex.quote(str(REPO))} && {command}"],
         env=session.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -537,20 +508,55 @@ def test_make_run_serves_where_the_client_looks(
             [(code, out, _)] = session.run(["edge-agent status --json --timeout 2"])
             ready = code == 0 and json.loads(out)["state"] == "ready"
             time.sleep(0.5)
-        [(code, out, err)] = session.run(["edge-agent status"])
+        if not ready:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(make.pid, signal.SIGINT)
+            output, _ = make.communicate(timeout=60)
+            pytest.fail(f"`{command}` did not become ready:\n{output}")
+        yield make
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(make.pid, signal.SIGINT)
         output, _ = make.communicate(timeout=60)
-    assert ready, output
-    assert code == 0, err
-    assert "state:     ready" in out and "model:     Gemma 3 270m" in out, out
-    assert "edge-agent stopped" in output
+        make.output = output  # type: ignore[attr-defined]
+
+
+def test_make_run_serves_where_the_client_looks(
+    shell: Callable[..., Shell], tmp_path: Path
+) -> None:
+    # `make run` for real, on a machine where it finds no sensors (an empty sysfs tree stands in
+    # for a VM's), asked the README's first questions in a second terminal: the real model's
+    # answers, as the README shows them.
+    block = block_with("make run")
+    assert [_bare(c) for c in block.commands] == ["make run"]
+    first = block_with('edge-agent ask "How hot is the CPU?"')
+    assert first.doc == README and first.lang == "console"
+    (tmp_path / "no-sensors").mkdir()
+    session = shell({"EDGE_AGENT_SYSFS_ROOT": str(tmp_path / "no-sensors")})
+    with served_by_make(session, block.commands[0]) as make:
+        [(code, out, err)] = session.run(["edge-agent status"])
+        assert code == 0, err
+        assert "state:     ready" in out and "model:     Gemma 3 270m" in out, out
+        run_block(session, first)
+    assert "edge-agent stopped" in make.output  # type: ignore[attr-defined]
+
+
+def test_make_demo_answers_from_the_demo_device(
+    shell: Callable[..., Shell], tmp_path: Path
+) -> None:
+    # `make demo` for real, asked the README's demo questions: the simulated Pi's readings.
+    block = block_with("make demo")
+    assert [_bare(c) for c in block.commands] == ["make demo"]
+    asked = block_with('edge-agent ask "What is the humidity?"')
+    assert asked.doc == README and asked.lang == "console"
+    session = shell()
+    with served_by_make(session, block.commands[0]) as make:
+        run_block(session, asked)
+    assert "demo device: the sensor skills read a simulated Raspberry Pi" in make.output  # type: ignore[attr-defined]
 
 
 def cpu_at(root: Path, answer: str) -> Path:
     """A sysfs tree whose CPU reads the temperature ``answer`` states ("48.3 °C")."""
-    from fake_sysfs import FakeSysfs
 
     match = re.search(r"(-?\d+(?:\.\d+)?) °C", answer)
     assert match, answer
@@ -593,7 +599,13 @@ RUNNERS = {
     ("README.md", 'export PATH="$PWD/.venv/bin:$PATH"'): (
         "test_the_path_line_puts_this_checkouts_client_first"
     ),
-    ("README.md", 'edge-agent ask "How hot is the CPU?"'): "test_ask_the_daemon_block",
+    ("README.md", 'edge-agent ask "How hot is the CPU?"'): (
+        "test_make_run_serves_where_the_client_looks"
+    ),
+    ("README.md", "make demo"): "test_make_demo_answers_from_the_demo_device",
+    ("README.md", 'edge-agent ask "What is the humidity?"'): (
+        "test_make_demo_answers_from_the_demo_device"
+    ),
     ("README.md", 'echo \'["{\\"final_answer\\": \\"It is 21 C.\\"}"]\' > /tmp/mock.json'): (
         "test_mock_daemon_block"
     ),
