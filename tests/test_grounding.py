@@ -282,16 +282,28 @@ def _answer_pattern(schema: dict[str, Any]) -> str:
     return pattern
 
 
-def test_the_schema_admits_only_i_cannot_tell_until_a_result_then_only_copied_values() -> None:
-    state, model = run("What is the humidity?", [call("humidity"), answer("It is 41.5 %RH.")])
+def test_the_schema_asks_for_a_call_first_then_i_cannot_tell_until_a_result() -> None:
+    replies = [call("cpu_temperature"), call("humidity"), answer("It is 41.5 %RH.")]
+    state, model = run("What is the humidity?", replies)
     assert state.outcome == "answered"
-    before, after = (_answer_pattern(c["action_schema"]) for c in model.calls)
+    first, after_failure, after_result = (c["action_schema"] for c in model.calls)
+    # First a call: a driving model otherwise answers at once (held to "I cannot tell").
+    assert all("skill_name" in b["properties"] for b in first["oneOf"])
+    # After a call, even one that failed, "I cannot tell" is open; no other answer is.
+    before = _answer_pattern(after_failure)
     assert re.fullmatch(before, "I cannot tell: no result yet.")
     assert not re.fullmatch(before, "The humidity is pleasant.")
+    assert any("skill_name" in b["properties"] for b in after_failure["oneOf"])
+    after = _answer_pattern(after_result)
     assert re.fullmatch(after, "The humidity is 41.5 %RH.")
     assert not re.fullmatch(after, "The humidity is 50 %RH.")
-    # The skills may still be called: only the answer is held.
-    assert any("skill_name" in b["properties"] for b in model.calls[0]["action_schema"]["oneOf"])
+
+
+def test_a_question_about_the_skills_may_be_answered_at_once_in_the_schema_too() -> None:
+    _, model = run("What skills do you have?", [answer("I can call front_door and today.")])
+    pattern = _answer_pattern(model.calls[0]["action_schema"])
+    assert re.fullmatch(pattern, "I can call front_door and today.")
+    assert not re.fullmatch(pattern, "I can do many things.")
 
 
 def test_the_schema_holds_an_unnamed_subject_to_i_cannot_tell() -> None:
