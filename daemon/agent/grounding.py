@@ -39,6 +39,7 @@ from edge_agentd.agent.claims import (
     about_catalogue,
     absent_value,
     holds_state,
+    misplaced_unit,
     names_a_skill,
     state_claim,
     unnamed_subject,
@@ -167,7 +168,9 @@ def declines(answer: str) -> bool:
 
 def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     """The first grounding rule ``answer`` breaks, or None when it keeps them all."""
-    absent = absent_value(answer, evidence.texts)
+    absent = absent_value(answer, evidence.texts) or misplaced_unit(
+        answer, evidence.results, evidence.query
+    )
     if absent is not None:
         return Verdict(
             VALUE_NOT_IN_EVIDENCE,
