@@ -514,3 +514,17 @@ def test_before_any_result_the_schema_admits_only_answers_the_validator_accepts(
         evidence = _evidence_after(query)
         text = data.draw(st.from_regex(answer_rule(evidence), fullmatch=True))
         assert check_answer(text, evidence) is None, (query, text)
+
+
+def test_a_huge_hostile_answer_is_judged_quickly_and_refused() -> None:
+    # Many units, values and words: each rule reads the answer in linear time, never a hang.
+    hostile = "It is 41.5 %RH " + "9 °C Fahrenheit 2023-01-01 open " * 20000
+    state, _ = run(
+        "What is the humidity?", [call("humidity"), answer(hostile), answer("I cannot tell.")]
+    )
+    assert [kind for kind, _ in refusals(state)] == ["value_not_in_evidence"]
+    assert state.final_answer == "I cannot tell."
+    # All of it true: every rule reads it to the end, and the run is answered.
+    long = "It is " + "41.5 %RH, " * 20000 + "humid."
+    state, _ = run("What is the humidity?", [call("humidity"), answer(long)])
+    assert state.outcome == "answered" and refusals(state) == []

@@ -93,7 +93,8 @@ def misplaced_unit(answer: str, results: Iterable[Any], question: str = "") -> s
         walk(result)
     for name, values in units.items():
         for mention in re.finditer(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", answer, re.I):
-            near = answer[: mention.start()].split()[-_UNIT_WINDOW:]
+            # A bounded look back: an answer of any length is checked in linear time.
+            near = answer[max(0, mention.start() - 120) : mention.start()].split()[-_UNIT_WINDOW:]
             numbers = answer_numbers(" ".join(near))
             if numbers and float(numbers[-1].replace(",", "")) not in values:
                 return f"{numbers[-1]} … {mention.group()}"
