@@ -299,9 +299,12 @@ def test_a_reply_cut_at_the_token_cap_is_reported_as_such(make_registry: Registr
 
 
 def test_the_model_is_given_the_action_schema(make_registry: RegistryFactory) -> None:
-    model = MockModel([ANSWER])
+    model = MockModel([CALL_CPU, ANSWER])
     Agent(model, make_registry()).run("q")
-    schema = model.calls[0]["action_schema"]
+    # The first step's schema is the calls alone (docs/design.md, "Grounding"); the second's has
+    # every branch.
+    assert all("skill_name" in b["properties"] for b in model.calls[0]["action_schema"]["oneOf"])
+    schema = model.calls[1]["action_schema"]
     branches = schema["oneOf"]
     assert [b["properties"].get("skill_name", {}).get("const") for b in branches] == [
         "cpu_temperature",

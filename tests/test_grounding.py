@@ -159,6 +159,28 @@ def test_a_date_and_a_unit_are_values_too() -> None:
     assert state.final_answer == "It is 41.5%."
 
 
+def test_a_unit_the_results_give_another_value_is_refused_beside_this_one() -> None:
+    registry = Registry()
+
+    @registry.skill()
+    def cpu_temperature() -> dict[str, Any]:
+        """The CPU temperature."""
+        return {
+            "value": 48.312,
+            "unit": "°C",
+            "also": {"value": 118.96, "unit": "°F", "unit_name": "Fahrenheit"},
+        }
+
+    said = "The CPU is at 48.312 °C, which is 48.312 °C (Fahrenheit)."
+    model = MockModel(
+        [call("cpu_temperature"), answer(said), answer("It is 118.96 °F, in Fahrenheit.")]
+    )
+    state = Agent(model, registry).run("How hot is the CPU?")
+    [(kind, feedback)] = refusals(state)
+    assert kind == "value_not_in_evidence" and "Fahrenheit" in feedback
+    assert state.final_answer == "It is 118.96 °F, in Fahrenheit."
+
+
 def test_a_bare_number_may_take_the_unit_its_skill_names_in_words() -> None:
     registry = Registry()
 
@@ -215,9 +237,7 @@ def test_the_subject_of_a_skill_that_failed_is_not_vouched_for_by_another() -> N
 
 
 def test_a_subject_the_called_skill_names_is_answered() -> None:
-    state, _ = run(
-        "What is the relative humidity?", [call("humidity"), answer("It is 41.5 %RH.")]
-    )
+    state, _ = run("What is the relative humidity?", [call("humidity"), answer("It is 41.5 %RH.")])
     assert state.outcome == "answered" and refusals(state) == []
 
 
@@ -226,7 +246,9 @@ def test_a_question_in_two_parts_is_held_back_only_when_both_parts_are_unnamed()
     state, _ = run(question, [call("humidity"), answer("The humidity is 41.5 %RH.")])
     assert state.outcome == "answered" and refusals(state) == []
     question = "What is the garage temperature and what is the cellar light?"
-    state, _ = run(question, [call("humidity"), answer("It is 41.5 %RH."), answer("I cannot tell.")])
+    state, _ = run(
+        question, [call("humidity"), answer("It is 41.5 %RH."), answer("I cannot tell.")]
+    )
     assert [kind for kind, _ in refusals(state)] == ["unknown_subject"]
 
 
@@ -282,16 +304,28 @@ def _answer_pattern(schema: dict[str, Any]) -> str:
     return pattern
 
 
-def test_the_schema_admits_only_i_cannot_tell_until_a_result_then_only_copied_values() -> None:
-    state, model = run("What is the humidity?", [call("humidity"), answer("It is 41.5 %RH.")])
+def test_the_schema_asks_for_a_call_first_then_i_cannot_tell_until_a_result() -> None:
+    replies = [call("cpu_temperature"), call("humidity"), answer("It is 41.5 %RH.")]
+    state, model = run("What is the humidity?", replies)
     assert state.outcome == "answered"
-    before, after = (_answer_pattern(c["action_schema"]) for c in model.calls)
+    first, after_failure, after_result = (c["action_schema"] for c in model.calls)
+    # First a call: a driving model otherwise answers at once (held to "I cannot tell").
+    assert all("skill_name" in b["properties"] for b in first["oneOf"])
+    # After a call, even one that failed, "I cannot tell" is open; no other answer is.
+    before = _answer_pattern(after_failure)
     assert re.fullmatch(before, "I cannot tell: no result yet.")
     assert not re.fullmatch(before, "The humidity is pleasant.")
+    assert any("skill_name" in b["properties"] for b in after_failure["oneOf"])
+    after = _answer_pattern(after_result)
     assert re.fullmatch(after, "The humidity is 41.5 %RH.")
     assert not re.fullmatch(after, "The humidity is 50 %RH.")
-    # The skills may still be called: only the answer is held.
-    assert any("skill_name" in b["properties"] for b in model.calls[0]["action_schema"]["oneOf"])
+
+
+def test_a_question_about_the_skills_may_be_answered_at_once_in_the_schema_too() -> None:
+    _, model = run("What skills do you have?", [answer("I can call front_door and today.")])
+    pattern = _answer_pattern(model.calls[0]["action_schema"])
+    assert re.fullmatch(pattern, "I can call front_door and today.")
+    assert not re.fullmatch(pattern, "I can do many things.")
 
 
 def test_the_schema_holds_an_unnamed_subject_to_i_cannot_tell() -> None:
@@ -330,7 +364,9 @@ def test_each_call_has_an_id_its_observation_carries_back() -> None:
     assert isinstance(invalid, ValidationErrorObservation) and invalid.call_id == "call_2"
     assert isinstance(result, SkillResultObservation) and result.call_id == "call_3"
     assert all(
-        e.made_by == "model" for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)
+        e.made_by == "model"
+        for e in state.stream
+        if isinstance(e, CallSkillAction | FinalAnswerAction)
     )
 
 
@@ -339,7 +375,11 @@ def test_a_guided_call_chosen_by_likelihood_is_the_engines_and_so_is_its_answer(
     # the render branch, a guided answer is a sentence the engine renders, on the model's choice.
     model = MockModel([], scores={("The skill humidity", ""): 0.0})
     state = Agent(model, home(), guidance=Guidance()).run("What is the humidity?")
-    made = [(e.type, e.made_by) for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)]
+    made = [
+        (e.type, e.made_by)
+        for e in state.stream
+        if isinstance(e, CallSkillAction | FinalAnswerAction)
+    ]
     assert made == [("CallSkillAction", "engine"), ("FinalAnswerAction", "engine")]
     assert state.final_answer is not None and "41.5 %RH" in state.final_answer
 
@@ -367,7 +407,9 @@ _numbers = st.one_of(
     st.sampled_from(["2026-12-05", "41.5 %RH", "12:30", "BME280", "1,024", "-3"]),
 )
 _text = st.lists(
-    st.one_of(st.sampled_from(["The", "humidity", "is", "I cannot tell", "%", "°C", "."]), _numbers),
+    st.one_of(
+        st.sampled_from(["The", "humidity", "is", "I cannot tell", "%", "°C", "."]), _numbers
+    ),
     max_size=8,
 ).map(" ".join)
 _reply = st.one_of(
@@ -396,12 +438,7 @@ def evidence_numbers(state: AgentState) -> set[float]:
     ]
     # The texts a result turn shows, and the question.
     return numbers_in([state.query, *results]) | numbers_in(
-        [
-            t
-            for e in state.stream
-            if isinstance(e, SkillResultObservation)
-            for t in _texts(e.result)
-        ]
+        [t for e in state.stream if isinstance(e, SkillResultObservation) for t in _texts(e.result)]
     )
 
 
@@ -462,7 +499,9 @@ def _evidence_after(query: str, *skills: str) -> Any:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_answer_the_schema_admits_keeps_the_value_rule(data: st.DataObject) -> None:
-    evidence = _evidence_after("What is the humidity and what is today's date?", "humidity", "today")
+    evidence = _evidence_after(
+        "What is the humidity and what is today's date?", "humidity", "today"
+    )
     text = data.draw(st.from_regex(answer_rule(evidence), fullmatch=True))
     assert absent_value(text, evidence.texts) is None, text
 
@@ -476,3 +515,17 @@ def test_before_any_result_the_schema_admits_only_answers_the_validator_accepts(
         evidence = _evidence_after(query)
         text = data.draw(st.from_regex(answer_rule(evidence), fullmatch=True))
         assert check_answer(text, evidence) is None, (query, text)
+
+
+def test_a_huge_hostile_answer_is_judged_quickly_and_refused() -> None:
+    # Many units, values and words: each rule reads the answer in linear time, never a hang.
+    hostile = "It is 41.5 %RH " + "9 °C Fahrenheit 2023-01-01 open " * 20000
+    state, _ = run(
+        "What is the humidity?", [call("humidity"), answer(hostile), answer("I cannot tell.")]
+    )
+    assert [kind for kind, _ in refusals(state)] == ["value_not_in_evidence"]
+    assert state.final_answer == "I cannot tell."
+    # All of it true: every rule reads it to the end, and the run is answered.
+    long = "It is " + "41.5 %RH, " * 20000 + "humid."
+    state, _ = run("What is the humidity?", [call("humidity"), answer(long)])
+    assert state.outcome == "answered" and refusals(state) == []

@@ -18,6 +18,7 @@ import zmq
 from daemon_harness import (
     Peer,
     answer,
+    call,
     run_request,
     start_daemon,
     stop_daemon,
@@ -167,7 +168,8 @@ def test_the_daemon_starts_serves_and_stops_whatever_its_plugins_do(
         encoding="utf-8",
     )
     config.chmod(0o644)
-    mock = write_mock(tmp_path / "mock.json", [answer("The tomato bed is at 41.5 %.")])
+    replies = [call("soil_moisture"), answer("The tomato bed is at 41.5 %.")]
+    mock = write_mock(tmp_path / "mock.json", replies)
     endpoint = f"ipc://{tmp_path / 'agent.sock'}"
     process = start_daemon(
         ["--config", str(config), "--model", f"mock:{mock}", "--endpoint", endpoint]

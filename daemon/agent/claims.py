@@ -67,6 +67,44 @@ _NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
 """A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
 
 
+def misplaced_unit(answer: str, results: Iterable[Any], question: str = "") -> str | None:
+    """A unit or unit name the results (and ``question``) give only to other values, written
+    just after a number of ``answer`` ("48.312 °C (Fahrenheit)" when only 118.96 is in
+    Fahrenheit), as the answer writes the two; None when there is none."""
+    units: dict[str, set[float]] = {}
+    for number, unit in _NUMBER_UNIT.findall(question):
+        units.setdefault(unit.casefold(), set()).add(float(number))
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            value = node.get("value")
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                for key in ("unit", "unit_name"):
+                    name = node.get(key)
+                    if isinstance(name, str) and name.strip():
+                        units.setdefault(name.strip().casefold(), set()).add(float(value))
+            for item in node.values():
+                walk(item)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    for result in results:
+        walk(result)
+    for name, values in units.items():
+        for mention in re.finditer(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", answer, re.I):
+            # A bounded look back: an answer of any length is checked in linear time.
+            near = answer[max(0, mention.start() - 120) : mention.start()].split()[-_UNIT_WINDOW:]
+            numbers = answer_numbers(" ".join(near))
+            if numbers and float(numbers[-1].replace(",", "")) not in values:
+                return f"{numbers[-1]} … {mention.group()}"
+    return None
+
+
+_UNIT_WINDOW = 3
+"""How many words before a unit's name the number it is written for may stand."""
+
+
 def _written_whole(token: str, text: str) -> bool:
     """Whether ``token`` stands in ``text`` with no letter or digit glued to either side."""
     start = text.find(token)
@@ -195,6 +233,7 @@ __all__ = [
     "about_catalogue",
     "absent_value",
     "holds_state",
+    "misplaced_unit",
     "names_a_skill",
     "state_claim",
     "unnamed_subject",

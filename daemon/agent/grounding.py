@@ -23,8 +23,9 @@ An answer is a claim about this device, so it must rest on what this run observe
 :func:`check_answer` is the validator the loop runs on every answer (a failed rule is a
 ``ValidationErrorObservation`` with ``validator_name="grounding"``, and the seed's retry).
 Where the model's decoding is ours, :func:`grounded_schema` puts the same rules in the action
-schema: before any result the answer's pattern admits only "I cannot tell" (or the skills'
-names), and after, copy-only values (:func:`~edge_agentd.agent.evidence.answer_pattern`).
+schema: the first action is a call (unless the question is about the skills), before any result
+the answer's pattern admits only "I cannot tell" (or the skills' names), and after, copy-only
+values (:func:`~edge_agentd.agent.evidence.answer_pattern`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from edge_agentd.agent.claims import (
     about_catalogue,
     absent_value,
     holds_state,
+    misplaced_unit,
     names_a_skill,
     state_claim,
     unnamed_subject,
@@ -90,6 +92,8 @@ class Evidence:
     """The words of the calls that returned a result and of those results, case folded."""
     skills: tuple[str, ...]
     """The catalogue: the names of the skills the model may call."""
+    called: bool = False
+    """Whether the run has called a skill yet (whatever came of it)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +141,7 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
         tuple(texts),
         known_words(described, results),
         tuple(skills),
+        any(isinstance(e, CallSkillAction) for e in events),
     )
 
 
@@ -163,7 +168,9 @@ def declines(answer: str) -> bool:
 
 def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     """The first grounding rule ``answer`` breaks, or None when it keeps them all."""
-    absent = absent_value(answer, evidence.texts)
+    absent = absent_value(answer, evidence.texts) or misplaced_unit(
+        answer, evidence.results, evidence.query
+    )
     if absent is not None:
         return Verdict(
             VALUE_NOT_IN_EVIDENCE,
@@ -245,7 +252,14 @@ def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any
         return {**branch, "properties": properties}
 
     if "oneOf" in schema:
-        return {**schema, "oneOf": [held(branch) for branch in schema["oneOf"]]}
+        branches = [held(branch) for branch in schema["oneOf"]]
+        calls = [b for b in branches if "final_answer" not in b.get("properties", {})]
+        if calls and not evidence.called and not about_catalogue(evidence.query):
+            # The first action is a call: a model that drives the loop otherwise answers at once
+            # (Qwen2.5-Coder-1.5B did, held to "I cannot tell", for "What is the humidity?").
+            # After a call, even a failed one, "I cannot tell" is open.
+            return {**schema, "oneOf": calls}
+        return {**schema, "oneOf": branches}
     return held(schema)
 
 

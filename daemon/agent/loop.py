@@ -88,9 +88,8 @@ class Agent:
             skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
             # A model that drives the loop is told the grounding rules; a guided one's calls are
             # the engine's, and its prompt closes with worked answers instead.
-            guided = self.guidance is not None
             example = self.guidance.answer_examples if self.guidance is not None else None
-            rules = None if guided else GROUNDING_RULES
+            rules = GROUNDING_RULES if self.guidance is None else None
             text = render_system(self.soul or Soul(), workflow, skills, example, rules)
             system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
         return system
