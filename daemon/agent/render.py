@@ -3,17 +3,19 @@
 A small model that writes its own answer makes claims with its free words, even when every
 digit is bound to the evidence: "The CPU is overheating: 51.687 °C.", "Yes, the front door is
 open." for a result that says ``closed``. So for a guided model the engine writes the sentences
-and the model only chooses among them, by its likelihood of each as its reply
-(:meth:`~edge_agentd.agent.guidance.Guidance`). Every sentence is built from a result's lines
-(:mod:`~edge_agentd.agent.resultlines`), the names of the skills that gave them, and the
-question, with a handful of words of the engine's own (:data:`TEMPLATE_WORDS`):
+and the model only chooses among them, by its likelihood of each, whole, as its reply
+(:class:`~edge_agentd.agent.guidance.Guidance`). Every sentence is built from a result's
+lines (:mod:`~edge_agentd.agent.resultlines`), the names of the skills that gave them, and
+the question, with a handful of words of the engine's own (:data:`TEMPLATE_WORDS`):
 
 - **A reading, a number or a text**: "The <label> is <value>.", where the label is the line's
-  own key ("humidity" of ``readings humidity``), its whole name, the skill's name for a bare
-  value (``cpu_temperature``), a sibling text that says which one ("front door" of ``{"door":
-  "front", "state": "closed"}``, so "The front door is closed."), or the question's own subject
-  when each of its words is one of the line's (so "The CPU temperature is 48.3 °C." but never
-  "The air pressure is 41.5 %RH.").
+  own key ("humidity" of ``readings humidity``), its whole name when each part is a key, a list
+  item's name before the key ("The fern moisture is 58.0 %."), the skill's name for a bare
+  value (``rain_barrel_level``), what the object calls itself before the key (``{"door":
+  "front", "state": "closed"}`` gives "The front door state is closed."), or the question's
+  own subject when the line's labels hold each of its words and its head is the line's key or,
+  for a state, what the object is (so "The front door is closed." and "The CPU temperature is
+  48.3 °C.", but never "The air pressure is 41.5 %RH." of a humidity line).
 - **A list**: its names ("The sensors are cpu, bme280 and probe.") and its count ("There are 3
   sensors.").
 - **Both parts of a question in two parts**: a sentence for each, joined by "and".
