@@ -427,3 +427,16 @@ def test_a_text_longer_than_a_batch_is_scored_in_windows(model: LlamaModel) -> N
         model._runtime.decode([1] * (model.sizes.n_batch + 1), 0, seq=1)
     reply = model.generate("<start_of_turn>user\nHi<end_of_turn>\n", max_tokens=2)
     assert reply.usage is not None and reply.usage.generated_tokens
+
+
+def test_whole_scoring_gives_every_token_of_each_continuation(model: LlamaModel) -> None:
+    # A rendered answer is chosen by its whole likelihood: by its first differing token alone,
+    # a long sentence of nonsense that starts well beat a short right one.
+    prompt = "<start_of_turn>user\nHow many sensors are there?<end_of_turn>\n<start_of_turn>model\n"
+    options = ['{"final_answer": "There are 3 sensors."}', '{"final_answer": "The sensors are."}']
+    branches = model.score(prompt, options)
+    whole = model.score(prompt, options, whole=True)
+    for option, branch, every in zip(options, branches, whole, strict=True):
+        assert len(every) == len(model.tokenize(option, add_bos=False)) > len(branch)
+        assert every[: len(branch)] == pytest.approx(branch, abs=1e-3)
+        assert all(-1e6 < score <= 0 for score in every)

@@ -118,10 +118,10 @@ def test_a_list_is_stated_as_its_names_or_its_count() -> None:
 
 def test_the_model_chooses_among_the_sentences_by_its_likelihood() -> None:
     question = "What is the moisture of the fern?"
-    model = asked_of("house_plants", question, **{"The plants fern moisture is": 2.0})
+    model = asked_of("house_plants", question, **{"The fern moisture is": 2.0})
     state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
-    assert state.final_answer == "The plants fern moisture is 58.0 %."
-    assert "The plants basil moisture is 31.0 %." in offered(model)
+    assert state.final_answer == "The fern moisture is 58.0 %."
+    assert "The basil moisture is 31.0 %." in offered(model)
     # The choice was one batch of branches after the conversation, each a whole action.
     prompt, options = next((p, o) for p, o in reversed(model.scored) if o[0] != ANSWER_HEAD)
     assert prompt.endswith(PLAIN.model_prefix) or "The question was" in prompt
@@ -227,6 +227,8 @@ def test_every_rendered_word_and_number_comes_from_a_result_or_the_question(
     rendered = [*sentences_for(groups, question), cannot_tell_sentence(question)]
     texts = [question, *(name for name, _ in found)]
     texts += [line.text for _, result in found for line in result_line_parts(result)]
+    # A label shows a key's words apart ("1a" of ``_1a``): a name, as the key is.
+    texts += [" ".join(words_of(text)) for text in texts]
     words = {w.casefold() for text in texts for w in words_of(text)} | TEMPLATE_WORDS
     numbers = numbers_in(texts)
     for sentence in rendered:
@@ -269,3 +271,33 @@ def test_a_result_of_thousands_of_lines_renders_a_bounded_set_at_once() -> None:
     question = "What is the state?"
     rendered = sentences_for([("gadget", huge, candidate_lines(huge, question))], question)
     assert 0 < len(rendered) <= MAX_SENTENCES
+
+
+def test_a_reading_asked_in_its_other_form_is_stated_in_that_form_only() -> None:
+    cpu = {
+        "value": 48.3,
+        "unit": "°C",
+        "also": {"value": 118.94, "unit": "°F", "unit_name": "Fahrenheit"},
+    }
+    asked = "What is the CPU temperature in Fahrenheit?"
+    rendered = sentences_for([("cpu_temperature", cpu, candidate_lines(cpu, asked))], asked)
+    assert "The CPU temperature is 118.94 °F." in rendered
+    assert not any("°C" in sentence or "also" in sentence for sentence in rendered)
+    plain = sentences_for([("cpu_temperature", cpu, candidate_lines(cpu, "How hot?"))], "How hot?")
+    assert plain == ["The cpu temperature is 48.3 °C."]
+
+
+def test_a_list_items_name_is_no_part_of_a_label() -> None:
+    # The 270M chose "The sensors 0316a2791bff measures temperature unit is °C." when a path
+    # through a list item was a label: the item's name is a value, not a key.
+    sensors = {
+        "count": 2,
+        "sensors": [
+            {"name": "thermal_zone0", "measures": [{"quantity": "temperature", "unit": "°C"}]},
+            {"name": "28-0316a2791bff", "measures": [{"quantity": "temperature", "unit": "°C"}]},
+        ],
+    }
+    asked = "How many temperature sensors are there?"
+    rendered = sentences_for([("list_sensors", sensors, result_line_parts(sensors))], asked)
+    assert "The count is 2." in rendered and "There are 2 sensors." in rendered
+    assert not any("0316a2791bff measures" in sentence for sentence in rendered)

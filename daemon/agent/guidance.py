@@ -343,11 +343,13 @@ def _json_text(text: str) -> str:
 
 def _likeliest(model: ModelHandle, prompt: str, head: str, options: Sequence[str]) -> str:
     """Of ``options``, the one the model is likeliest to write after ``prompt`` and ``head``,
-    each closed as a JSON string and object; the only one without asking."""
+    each closed as a JSON string and object; the only one without asking. Each is scored
+    whole: by its first token that differs alone, the 270M took "The sensors 0316a2791bff
+    measures temperature unit is °C." for "How many temperature sensors are there?"."""
     if len(options) == 1:
         return options[0]
     branches = [f'{head}{_json_text(text)}"}}' for text in options]
-    scores = [sum(s) for s in model.score(prompt, branches)]
+    scores = [sum(s) for s in model.score(prompt, branches, whole=True)]
     return options[max(range(len(options)), key=scores.__getitem__)]
 
 

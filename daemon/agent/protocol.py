@@ -98,8 +98,11 @@ class ModelHandle(Protocol):
         return at once: the daemon calls it on its serving loop as it starts each run."""
         ...
 
-    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
-        """The log-probability of each token of each continuation, were it the reply's start.
+    def score(
+        self, prompt: str, continuations: Sequence[str], *, whole: bool = False
+    ) -> list[list[float]]:
+        """The log-probability of each token of each continuation, were it the reply's start:
+        up to the token that tells it apart from the others, or with ``whole`` every token.
 
         A model that keeps a cache evaluates ``prompt`` once for all of them. One that cannot
         score raises :class:`ScoringUnsupported`.
@@ -143,7 +146,9 @@ class BareModel:
     def reset(self) -> None:
         """A bare model keeps no per-run state."""
 
-    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+    def score(
+        self, prompt: str, continuations: Sequence[str], *, whole: bool = False
+    ) -> list[list[float]]:
         raise ScoringUnsupported(f"{type(self.model).__name__} cannot score continuations")
 
     def likelihood(self, prompts: Sequence[str], text: str) -> list[float]:

@@ -3,17 +3,19 @@
 A small model that writes its own answer makes claims with its free words, even when every
 digit is bound to the evidence: "The CPU is overheating: 51.687 °C.", "Yes, the front door is
 open." for a result that says ``closed``. So for a guided model the engine writes the sentences
-and the model only chooses among them, by its likelihood of each as its reply
-(:meth:`~edge_agentd.agent.guidance.Guidance`). Every sentence is built from a result's lines
-(:mod:`~edge_agentd.agent.resultlines`), the names of the skills that gave them, and the
-question, with a handful of words of the engine's own (:data:`TEMPLATE_WORDS`):
+and the model only chooses among them, by its likelihood of each, whole, as its reply
+(:class:`~edge_agentd.agent.guidance.Guidance`). Every sentence is built from a result's
+lines (:mod:`~edge_agentd.agent.resultlines`), the names of the skills that gave them, and
+the question, with a handful of words of the engine's own (:data:`TEMPLATE_WORDS`):
 
 - **A reading, a number or a text**: "The <label> is <value>.", where the label is the line's
-  own key ("humidity" of ``readings humidity``), its whole name, the skill's name for a bare
-  value (``cpu_temperature``), a sibling text that says which one ("front door" of ``{"door":
-  "front", "state": "closed"}``, so "The front door is closed."), or the question's own subject
-  when each of its words is one of the line's (so "The CPU temperature is 48.3 °C." but never
-  "The air pressure is 41.5 %RH.").
+  own key ("humidity" of ``readings humidity``), its whole name when each part is a key, a list
+  item's name before the key ("The fern moisture is 58.0 %."), the skill's name for a bare
+  value (``rain_barrel_level``), what the object calls itself before the key (``{"door":
+  "front", "state": "closed"}`` gives "The front door state is closed."), or the question's
+  own subject when the line's labels hold each of its words and its head is the line's key or,
+  for a state, what the object is (so "The front door is closed." and "The CPU temperature is
+  48.3 °C.", but never "The air pressure is 41.5 %RH." of a humidity line).
 - **A list**: its names ("The sensors are cpu, bme280 and probe.") and its count ("There are 3
   sensors.").
 - **Both parts of a question in two parts**: a sentence for each, joined by "and".
@@ -32,8 +34,10 @@ from typing import Any
 
 from edge_agentd.agent.resultlines import (
     Line,
+    alternative_forms,
     is_number,
     item_label,
+    names_unit,
     reading_text,
     result_line_parts,
 )
@@ -121,28 +125,71 @@ def _qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
     return None
 
 
-def _labels(line: Line, lines: Sequence[Line], skill_name: str, question: str) -> list[list[str]]:
-    """The labels a line's value may be stated under (see the module's docstring)."""
-    name = _key_words(line.name)
+def _reading_of(form: Line, lines: Sequence[Line]) -> Line:
+    """The reading line another form's line belongs to (stated in the asked form, under the
+    reading's own labels), or the form's line itself when there is none."""
+    for line in lines:
+        node = line.node
+        if not line.alternative and isinstance(node, dict) and form.node in node.values():
+            return line
+    return form
+
+
+def _keys(node: Any) -> set[str]:
+    """Every key of the objects in ``node``."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.update(str(key) for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _labels(
+    line: Line, lines: Sequence[Line], skill_name: str, question: str, keys: set[str]
+) -> list[list[str]]:
+    """The labels a line's value may be stated under (see the module's docstring). The line's
+    whole name is one only when each part of it is a key: a list item's part is its value
+    ("sensors 28-0316a2791bff measures"), no label."""
+    whole = all(part in keys for part in line.name.split())
+    name = _key_words(line.name) if whole else []
     key = _key_words(line.name.split()[-1]) if line.name.split() else []
     skill = _key_words(skill_name)
     own = key if key and line.name not in _PLACEHOLDER else skill
     labels = [own, name if line.name not in _PLACEHOLDER else skill]
+    # A part of the name that is no key is a list item's own name ("fern" of ``plants fern
+    # moisture``): it says which one, taken whole ("The fern moisture is 58.0 %.").
+    items = [part for part in line.name.split()[:-1] if part not in keys]
+    if items:
+        labels.append([items[-1], *own])
     qualifier = _qualifier(line, lines)
+    heads = {w.casefold() for w in own}
     if qualifier is not None:
-        # The text whole, as the result writes it ("28-0316a2791bff", "washing machine").
+        # The text whole, as the result writes it ("28-0316a2791bff", "washing machine"), and
+        # always before the line's own key: "The temperature quantity difference is 25.6 °C",
+        # never "The temperature is 25.6 °C" of a difference.
         value, sibling_key = qualifier
         which = [value, *_key_words(sibling_key)]
-        labels += [[value], which, [*which, *own]]
+        # A bare value is the object's own ("The bme280 sensor is 61.0.").
+        labels.append(which if line.name in _PLACEHOLDER else [*which, *own])
+        if isinstance(line.node, str):
+            # A state is the state of what the object is: the "door" of ``{"door": "front"}``.
+            heads |= {w.casefold() for w in _key_words(sibling_key)}
     # The question's subject, when the line's own label and what says which one hold each of
-    # its words (or their plural or singular): the label then claims nothing the result does
-    # not ("CPU temperature" of ``cpu_temperature``, never "air pressure" of ``humidity``).
+    # its words (or their plural or singular), its head the line's key or, for a state, what
+    # the object is: the label then claims nothing the result does not ("CPU temperature" of
+    # ``cpu_temperature``, "front door" of a front door's state; never "air pressure" of
+    # ``humidity``, nor "temperature" of a difference of temperatures).
     subject = question_subject(question)
     if subject is not None:
         held = [*own, *(w for label in labels[2:] for w in label)]
         vocabulary = {w.casefold() for text in held for w in words_of(text)}
         asked = [w for word in (*subject.which, subject.head) for w in words_of(word)]
-        if asked and all(_forms(w) & vocabulary for w in asked):
+        if asked and all(_forms(w) & vocabulary for w in asked) and _forms(asked[-1]) & heads:
             labels.append(asked)
     kept: dict[tuple[str, ...], None] = {}
     for label in labels:
@@ -172,11 +219,21 @@ def _joined(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def line_sentences(line: Line, lines: Sequence[Line], skill_name: str, question: str) -> list[str]:
-    """The sentences that state ``line`` of a result whose lines are ``lines``."""
-    sentences = []
+def line_sentences(
+    line: Line, lines: Sequence[Line], skill_name: str, question: str, keys: set[str]
+) -> list[str]:
+    """The sentences that state ``line`` of a result whose lines are ``lines`` and whose
+    objects' keys are ``keys``. A reading whose other form's unit the question names is stated
+    in that form ("What is the CPU temperature in Fahrenheit?")."""
+    sentences: list[str] = []
     node = line.node
-    for label in _labels(line, lines, skill_name, question):
+    shown = line.shown.strip()
+    if node is None:
+        return sentences  # a null says nothing to state
+    if isinstance(node, dict):
+        named = [f for f in alternative_forms(node).values() if names_unit(f, question)]
+        shown = str(reading_text(named[0])) if named else shown
+    for label in _labels(line, lines, skill_name, question, keys):
         said = _spell(label, question)
         if isinstance(node, list):
             names = _list_names(node)
@@ -185,10 +242,8 @@ def line_sentences(line: Line, lines: Sequence[Line], skill_name: str, question:
             sentences.append(f"There are {len(node)} {said}.")
         elif is_number(node) and line.shown.startswith(f"{node} in all"):
             sentences.append(f"There are {node} {said}.")  # a list's count (how many)
-        else:
-            value = line.shown.strip()
-            if value and len(value) <= MAX_VALUE_CHARS and label != words_of(value):
-                sentences.append(f"The {said} {_verb(label)} {value}.")
+        elif shown and len(shown) <= MAX_VALUE_CHARS and label != words_of(shown):
+            sentences.append(f"The {said} {_verb(label)} {shown}.")
     return sentences
 
 
@@ -198,10 +253,12 @@ def sentences_for(asked: Sequence[tuple[str, Any, Sequence[Line]]], question: st
     found: dict[str, None] = {}
     for skill_name, result, chosen in asked:
         lines = result_line_parts(result)
+        keys = _keys(result)
         # Each line renders a sentence or more: a result of thousands of lines is stated from
         # its first few asked ones, as its turn shows only its first lines.
-        for line in list(chosen)[:MAX_SENTENCES]:
-            for sentence in line_sentences(line, lines, skill_name, question):
+        for asked_line in list(chosen)[:MAX_SENTENCES]:
+            line = _reading_of(asked_line, lines) if asked_line.alternative else asked_line
+            for sentence in line_sentences(line, lines, skill_name, question, keys):
                 if '"' not in sentence and "\\" not in sentence and sentence.isprintable():
                     found.setdefault(sentence, None)
     return list(found)[:MAX_SENTENCES]

@@ -78,9 +78,12 @@ class KVCache:
     def last_logits(self) -> npt.NDArray[np.float32]:
         return self._runtime.logits(-1)
 
-    def score_branches(self, continuations: Sequence[Sequence[int]]) -> list[list[float]]:
+    def score_branches(
+        self, continuations: Sequence[Sequence[int]], *, whole: bool = False
+    ) -> list[list[float]]:
         """For each continuation, the log-probability of each of its tokens after what is cached,
-        up to and including the first token no other continuation shares.
+        up to and including the first token no other continuation shares; with ``whole``, of
+        every one of its tokens (each continuation's own tail evaluated as one batch).
 
         That is what tells the candidates apart: the sum is the log-probability that a reply
         takes that candidate's branch. Only runs of tokens that two or more candidates share are
@@ -91,7 +94,7 @@ class KVCache:
         members = [i for i, tokens in enumerate(continuations) if tokens]
         start = len(self.tokens)
         try:
-            self._walk(continuations, members, 0, self.last_logits().copy(), results)
+            self._walk(continuations, members, 0, self.last_logits().copy(), results, whole=whole)
         finally:
             self.truncate(start)
         return results
@@ -103,6 +106,8 @@ class KVCache:
         depth: int,
         logits: npt.NDArray[np.float32],
         results: list[list[float]],
+        *,
+        whole: bool = False,
     ) -> None:
         groups: dict[int, list[int]] = {}
         for i in members:
@@ -112,7 +117,7 @@ class KVCache:
             probability = log_probability(logits, token)
             for i in group:
                 results[i].append(probability)
-            if len(group) < 2:
+            if len(group) < 2 and not whole:
                 continue  # this candidate is told apart here
             # The run of tokens every member shares from here: one batch, not a token at a time.
             run = [token]
@@ -134,7 +139,7 @@ class KVCache:
                         for i in group:
                             results[i].append(probability)
             following = self._runtime.logits(len(chunk) - 1).copy()
-            self._walk(continuations, group, end, following, results)
+            self._walk(continuations, group, end, following, results, whole=whole)
             self.truncate(mark)
 
     def _decode(self, chunk: list[int], *, all_logits: bool) -> None:

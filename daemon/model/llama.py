@@ -319,10 +319,13 @@ class LlamaModel:
             )
             return done(head + reply.text, prefill_done, reply.stop, reply)
 
-    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
+    def score(
+        self, prompt: str, continuations: Sequence[str], *, whole: bool = False
+    ) -> list[list[float]]:
         """For each continuation, were it the reply's start, the log-probability of each of its
         tokens up to the first one that tells it apart from the others (the sum is the chance
-        that the reply takes its branch).
+        that the reply takes its branch); with ``whole``, of each of its tokens (the sum is its
+        likelihood as the reply's start).
 
         The prompt is evaluated once (its cached prefix reused, as for ``generate``); the tokens
         the continuations share are evaluated once each and cut away again.
@@ -342,7 +345,7 @@ class LlamaModel:
             self._cache.evaluate(tokens[keep:])
             before = runtime.decoded
             try:
-                return self._cache.score_branches(pieces)
+                return self._cache.score_branches(pieces, whole=whole)
             finally:
                 scored = runtime.decoded - before
                 self._counts.add(prompt=len(tokens), evaluated=len(tokens) - keep, scored=scored)

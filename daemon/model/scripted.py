@@ -122,8 +122,11 @@ class MockModel:
             self.calls.clear()
             self.scored.clear()
 
-    def score(self, prompt: str, continuations: Sequence[str]) -> list[list[float]]:
-        """The scripted log-probabilities (see the class docstring)."""
+    def score(
+        self, prompt: str, continuations: Sequence[str], *, whole: bool = False
+    ) -> list[list[float]]:
+        """The scripted log-probabilities (see the class docstring), ``whole`` or not: the
+        scripted value is the whole continuation's."""
         with self._lock:
             self.scored.append((prompt, list(continuations)))
         return [[_scripted_score(self.scores, prompt, c)] for c in continuations]
