@@ -31,6 +31,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | None) -> int:
+    import logging  # noqa: PLC0415 - the client commands start without it
     import signal  # noqa: PLC0415
 
     from edge_agentd.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
