@@ -24,7 +24,7 @@ EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory, daemon_process: DaemonProcess) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("daemon")
-    mock = write_mock(directory / "mock.json", ['{"final_answer": "It is 21 C."}'])
+    mock = write_mock(directory / "mock.json", ['{"final_answer": "I cannot tell: no skill reads the room."}'])
     socket = f"ipc://{directory / 'agent.sock'}"
     with daemon_process(["--model", f"mock:{mock}"], socket, clean_exit=True):
         yield socket

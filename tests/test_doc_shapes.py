@@ -157,7 +157,8 @@ def _results_shown() -> list[tuple[str, dict[str, Any]]]:
 
 def test_every_result_the_docs_show_is_what_the_skill_returns(skills: Registry) -> None:
     shown = _results_shown()
-    assert {where.split(":")[0] for where, _ in shown} >= {"README.md", "protocol.md"}
+    # protocol.md's example run shows results; the README's examples show answers only.
+    assert "protocol.md" in {where.split(":")[0] for where, _ in shown}
     for where, event in shown:
         spec = skills.get(event["skill_name"])
         assert spec is not None, where

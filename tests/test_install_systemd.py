@@ -29,7 +29,7 @@ INSTALL_LIMIT_S = 900
 MODELS = "/opt/edge-agent/models"
 REPLIES = f"{MODELS}/replies.json"
 ASKER = "pi-user"
-ANSWER = "Answered by the installed service."
+ANSWER = "I cannot tell: the installed service has no skill for that."
 SYSTEM_PYTHON = "/usr/bin/python3"  # install.sh's
 
 

@@ -43,19 +43,19 @@ def test_two_daemons_with_the_same_keys_never_answer_from_each_other(
 ) -> None:
     # No [journal] path: each daemon's default one, in the one state directory of this user.
     assert os.environ["XDG_STATE_HOME"]
-    warm = write_mock(tmp_path / "warm.json", [answer("It is 21 C.")] * 4)
-    load = write_mock(tmp_path / "load.json", [answer("The load is 0.42.")] * 4)
+    warm = write_mock(tmp_path / "warm.json", [answer("I cannot tell: no skill reads the room.")] * 4)
+    load = write_mock(tmp_path / "load.json", [answer("I cannot tell: no skill reads the load.")] * 4)
     first = f"ipc://{tmp_path / 'first.sock'}"
     second = f"ipc://{tmp_path / 'second.sock'}"
     with daemon_process(["--model", f"mock:{warm}"], first):
         mine = ask_json(first, "How warm is it?", "K1")
-        assert mine["answer"] == "It is 21 C."
+        assert mine["answer"] == "I cannot tell: no skill reads the room."
         with daemon_process(["--model", f"mock:{load}"], second):
             theirs = ask_json(second, "How warm is it?", "K1")
-            assert theirs["answer"] == "The load is 0.42."  # its own run, not the first's
+            assert theirs["answer"] == "I cannot tell: no skill reads the load."  # its own run, not the first's
             assert theirs["id"] != mine["id"]
             again = ask_json(first, "How warm is it?", "K1")
-            assert (again["id"], again["answer"]) == (mine["id"], "It is 21 C.")
+            assert (again["id"], again["answer"]) == (mine["id"], "I cannot tell: no skill reads the room.")
             assert run_ids(first) == {mine["id"]}
             assert run_ids(second) == {theirs["id"]}
             status = json.loads(edge_agent("status", "--json", "--endpoint", second).stdout)

@@ -71,13 +71,13 @@ def test_the_one_node_online_is_asked_and_named_on_a_terminal(
     own_broker: Any, tmp_path: Path
 ) -> None:
     with node(tmp_path / "k", port=own_broker.port, node="kitchen-pi",
-              replies=[final("Kitchen here.")] * 3) as kitchen:
+              replies=[final("I cannot tell from the kitchen.")] * 3) as kitchen:
         kitchen.wait_link("connected")
         asked = ask(own_broker.port, "Who are you?")
-        assert (asked.returncode, asked.stdout) == (0, "Kitchen here.\n"), asked.stderr
+        assert (asked.returncode, asked.stdout) == (0, "I cannot tell from the kitchen.\n"), asked.stderr
         assert "asking" not in asked.stderr  # not a terminal: nothing but the answer
         code, stdout, shown = ask_on_a_terminal(own_broker.port, "Who are you?")
-        assert (code, stdout) == (0, "Kitchen here.\n"), shown
+        assert (code, stdout) == (0, "I cannot tell from the kitchen.\n"), shown
         assert "asking kitchen-pi, the one node online on 127.0.0.1" in shown
     # Offline now: it is named as such, and nothing is asked.
     gone = ask(own_broker.port, "Still there?")
@@ -90,9 +90,9 @@ def test_several_nodes_online_are_listed_and_none_is_chosen(
 ) -> None:
     with (
         node(tmp_path / "k", port=own_broker.port, node="kitchen-pi",
-             replies=[final("Kitchen here.")]) as kitchen,
+             replies=[final("I cannot tell from the kitchen.")]) as kitchen,
         node(tmp_path / "g", port=own_broker.port, node="garage-pi",
-             replies=[final("Garage here.")]) as garage,
+             replies=[final("I cannot tell from the garage.")]) as garage,
     ):
         kitchen.wait_link("connected")
         garage.wait_link("connected")
@@ -103,4 +103,4 @@ def test_several_nodes_online_are_listed_and_none_is_chosen(
         assert kitchen.status()["counters"]["runs_accepted"] == 0
         assert garage.status()["counters"]["runs_accepted"] == 0
         named = ask(own_broker.port, "--node", "garage-pi", "Who are you?")
-        assert (named.returncode, named.stdout) == (0, "Garage here.\n"), named.stderr
+        assert (named.returncode, named.stdout) == (0, "I cannot tell from the garage.\n"), named.stderr

@@ -488,7 +488,7 @@ def served_by_make(session: Shell, command: str) -> Iterator[subprocess.Popen[st
     ``session``'s environment, until it is ready; stopped with Ctrl-C (SIGINT to its process
     group) on exit, its output kept in the process's ``output`` attribute."""
     # `make run` would first reinstall the venv if pyproject.toml changed since: `make test` does.
-    target = command.rsplit(maxsplit=1)[-1]
+    target = _bare(command).rsplit(maxsplit=1)[-1]
     plan = subprocess.run(
         ["make", "-n", target], cwd=REPO, capture_output=True, text=True, check=True
     )
@@ -606,7 +606,11 @@ RUNNERS = {
     ("README.md", 'edge-agent ask "What is the humidity?"'): (
         "test_make_demo_answers_from_the_demo_device"
     ),
-    ("README.md", 'echo \'["{\\"final_answer\\": \\"It is 21 C.\\"}"]\' > /tmp/mock.json'): (
+    (
+        "README.md",
+        'echo \'["{\\"final_answer\\": \\"I cannot tell: no skill reads the room.\\"}"]\''
+        " > /tmp/mock.json",
+    ): (
         "test_mock_daemon_block"
     ),
     ("README.md", "edge-agent nodes --mqtt broker.lan"): "test_mqtt_fleet_blocks",
