@@ -26,7 +26,7 @@ from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.model.scripted import MockModel
-from edge_agentd.service.config import Settings, parse_settings
+from edge_agentd.service.config.settings import Settings, parse_settings
 from edge_agentd.service.server import Server, ServerOptions
 from edge_agentd.service.systemd import Notifier
 

@@ -14,8 +14,8 @@ import zmq
 from daemon_harness import Peer, answer, call, running_server
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.config import JournalSettings
-from edge_agentd.service.journal import Journal
+from edge_agentd.service.config.settings import JournalSettings
+from edge_agentd.service.journal.journal import Journal
 from edge_agentd.service.server import Server
 
 SCRIPT = [call("count"), answer("counted")]

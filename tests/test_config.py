@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.assembly import load_skills
-from edge_agentd.service.config import ConfigError, Settings, parse_settings
+from edge_agentd.service.assembly.assemble import load_skills
+from edge_agentd.service.config.settings import ConfigError, Settings, parse_settings
 from edge_agentd.skills import BUILTIN_NAMES
 
 REPO = Path(__file__).resolve().parent.parent

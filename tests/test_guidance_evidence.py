@@ -16,7 +16,7 @@ from typing import Any
 from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance, content_free
 from edge_agentd.agent.prompt import PLAIN
-from edge_agentd.service.strategy import guidance_for
+from edge_agentd.service.config.strategy import guidance_for
 
 QUESTION = "How damp is the cellar?"
 

@@ -38,7 +38,7 @@ from daemon_harness import (
     write_mock,
 )
 
-import edge_agentd.service.connections
+import edge_agentd.service.connections.connections
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -46,7 +46,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 @pytest.fixture
 def quick_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Connections count as idle after 0.5 s, not 5 s (in-process servers only)."""
-    monkeypatch.setattr(edge_agentd.service.connections, "IDLE_S", 0.5)
+    monkeypatch.setattr(edge_agentd.service.connections.connections, "IDLE_S", 0.5)
 
 
 def allow_fds(count: int) -> None:
@@ -320,7 +320,7 @@ def test_with_its_fds_exhausted_by_one_burst_the_daemon_waits_and_recovers(
 OUT_OF_FDS_CHILD = """
 import collections, json, os, resource, sys
 import zmq
-from edge_agentd.service.connwatch import ConnectionWatch
+from edge_agentd.service.connections.watcher import ConnectionWatch
 context = zmq.Context()
 router = context.socket(zmq.ROUTER)
 counts = collections.Counter()
@@ -435,7 +435,7 @@ def test_a_connection_read_before_the_watcher_hands_its_accept_on_keeps_its_repl
     # On a loaded box the watcher's thread can lag: the loop reads a connection's first message
     # before its accept is handed on. The connection is open (a message was just read from it),
     # so it is counted then, and its reply is not dropped as to a gone connection.
-    from edge_agentd.service.connections import Connections
+    from edge_agentd.service.connections.connections import Connections
 
     context: zmq.Context[Any] = zmq.Context()
     router = context.socket(zmq.ROUTER)
@@ -468,7 +468,7 @@ def test_a_run_on_a_reused_fd_number_is_the_new_connections_however_late_the_wat
     # accepted on the fd number the first left: the run read from it was taken for the departed
     # connection's, and its reply dropped as to a gone one (test_soak's warm-up got no reply).
     # The loop reads what the monitor holds itself, so no lag of the thread can do that.
-    from edge_agentd.service.connections import Connections
+    from edge_agentd.service.connections.connections import Connections
 
     context: zmq.Context[Any] = zmq.Context()
     router = context.socket(zmq.ROUTER)

@@ -404,7 +404,7 @@ def test_mqtt_turns_the_bridge_on_and_survives_reinstalls(machine: Machine) -> N
     first = machine.install("--model", "default", "--mqtt", "192.0.2.10", "--yes")
     assert first.returncode == 0, first.stdout + first.stderr
     config_file = machine.root / "etc" / "edge-agent" / "config.toml"
-    from edge_agentd.service.config import parse_settings
+    from edge_agentd.service.config.settings import parse_settings
 
     settings_ = parse_settings(config_file.read_text(encoding="utf-8"))
     assert settings_.mqtt is not None and settings_.mqtt.host == "192.0.2.10"

@@ -17,8 +17,8 @@ import pytest
 from journal_harness import journal_at, record
 
 from edge_agentd.protocol.endpoints import default_endpoint
-from edge_agentd.service.journalpath import default_path
-from edge_agentd.service.journalstore import SCHEMA_VERSION, JournalStore
+from edge_agentd.service.journal.path import default_path
+from edge_agentd.service.journal.store import SCHEMA_VERSION, JournalStore
 
 ROOT = pytest.mark.skipif(
     not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from journal_harness import journal_at, payload, record
 
-from edge_agentd.service.journal import Journal
-from edge_agentd.service.journalstore import MIGRATIONS
+from edge_agentd.service.journal.journal import Journal
+from edge_agentd.service.journal.store import MIGRATIONS
 
 BIG_QUERY = "how warm is it? " + "x" * 4000
 

@@ -742,7 +742,7 @@ def test_without_an_mqtt_section_status_is_as_before(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, edge_agentd.cli.main as c, edge_agentd.service.config as k;"
+            "import sys, edge_agentd.cli.main as c, edge_agentd.service.config.settings as k;"
             "p = c._parser(); p.parse_args(['serve']);"
             "from edge_agentd.service.mqtt.wiring import make_bridge;"
             "from edge_agentd.agent.registry import Registry;"

@@ -12,8 +12,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.reasoncodes import ReasonCode
 
+from edge_agentd.service.config.mqtt import MqttSettings
 from edge_agentd.service.mqtt.broker import BrokerConnection
-from edge_agentd.service.mqtt.settings import MqttSettings
 from edge_agentd.service.mqtt.state import BridgeState
 
 

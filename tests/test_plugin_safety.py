@@ -21,9 +21,9 @@ import pytest
 from daemon_harness import edge_agent_command
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.config import ConfigError, load_settings
-from edge_agentd.service.plugins import load_plugins
-from edge_agentd.service.safepaths import UnsafePath, check_safe
+from edge_agentd.service.assembly.plugins import load_plugins
+from edge_agentd.service.config.safepaths import UnsafePath, check_safe
+from edge_agentd.service.config.settings import ConfigError, load_settings
 
 GARDEN = """
 def register(registry):
@@ -86,7 +86,7 @@ def test_a_skills_directory_others_can_write_is_refused(
     safe_root: Path, mode: int, who: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     directory = plugin_dir(safe_root / "skills.d", mode, garden=GARDEN)
-    with caplog.at_level(logging.WARNING, logger="edge_agentd.service.plugins"):
+    with caplog.at_level(logging.WARNING, logger="edge_agentd.service.assembly.plugins"):
         registry, problems = load(directory)
     assert registry.names() == []
     error = problems[str(directory)]

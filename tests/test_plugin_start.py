@@ -27,7 +27,7 @@ from daemon_harness import (
 )
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.plugins import load_plugins
+from edge_agentd.service.assembly.plugins import load_plugins
 
 GOOD = """
 def register(registry):

@@ -12,7 +12,7 @@ import pytest
 
 from edge_agentd import Agent, MockModel, SkillResultObservation
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.plugins import ENTRY_POINT_GROUP, PluginProblem, load_plugins
+from edge_agentd.service.assembly.plugins import ENTRY_POINT_GROUP, PluginProblem, load_plugins
 
 GOOD = """
 from edge_agentd.agent.registry import Registry
@@ -91,7 +91,7 @@ def test_broken_plugins_are_reported_and_skipped(
     write(directory, "_helpers.py", "raise RuntimeError('never imported')\n")
     write(directory, "notes.txt", "not python")
     before = registry.names()
-    with caplog.at_level(logging.WARNING, logger="edge_agentd.service.plugins"):
+    with caplog.at_level(logging.WARNING, logger="edge_agentd.service.assembly.plugins"):
         problems = load_plugins(registry, [directory], entry_points=False)
     by_file = {Path(p.source).name: p.error for p in problems}
     assert sorted(by_file) == sorted(BROKEN)

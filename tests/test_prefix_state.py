@@ -250,7 +250,7 @@ def test_state_refused_by_llama_cpp_is_not_served(
 
 
 def test_the_state_directory_under_systemd_and_outside(tmp_path: Path) -> None:
-    from edge_agentd.service.assembly import prefix_state_dir
+    from edge_agentd.service.assembly.assemble import prefix_state_dir
 
     systemd = {"CACHE_DIRECTORY": f"{tmp_path}/unit:{tmp_path}/other", "XDG_CACHE_HOME": "/x"}
     assert prefix_state_dir(systemd) == tmp_path / "unit"
@@ -267,8 +267,8 @@ def test_the_daemons_loader_restarts_warm_under_systemd_and_outside(
     """``edge-agent serve`` (and so ``make run``) loads its model through this loader: the first
     start saves the preamble's state, the second loads it, with or without systemd."""
     from edge_agentd.model.embedded import default_model_path
-    from edge_agentd.service.assembly import model_factory
-    from edge_agentd.service.config import Settings
+    from edge_agentd.service.assembly.assemble import model_factory
+    from edge_agentd.service.config.settings import Settings
 
     gguf, _ = default_model_path()  # before the environment moves the cache elsewhere
     monkeypatch.delenv("CACHE_DIRECTORY", raising=False)

@@ -9,8 +9,8 @@ import pytest
 from edge_agentd import MockModel, Registry
 from edge_agentd.agent.guidance import ANSWER_HEAD
 from edge_agentd.client.zmqclient import Client
-from edge_agentd.service.config import ConfigError, parse_settings
-from edge_agentd.service.strategy import SMALL_MODEL_BYTES, guidance_for
+from edge_agentd.service.config.settings import ConfigError, parse_settings
+from edge_agentd.service.config.strategy import SMALL_MODEL_BYTES, guidance_for
 
 
 class SizedModel(MockModel):

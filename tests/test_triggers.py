@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from triggers_harness import BERLIN, PROBE, FakeClock, Harness, Probe, builtin_registry
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.config import ConfigError, parse_settings
+from edge_agentd.service.config.settings import ConfigError, parse_settings
+from edge_agentd.service.config.triggers import WhenSettings, check_triggers
 from edge_agentd.service.triggers.condition import Condition, ReadingError, read_field
 from edge_agentd.service.triggers.firing import Remembered
 from edge_agentd.service.triggers.report import trigger_entries
 from edge_agentd.service.triggers.schedule import next_at
-from edge_agentd.service.triggers.settings import WhenSettings, check_triggers
 
 FREEZER = f"""
 [[triggers]]

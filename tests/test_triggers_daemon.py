@@ -19,8 +19,8 @@ from triggers_harness import PROBE, Probe, builtin_registry
 
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.protocol.wire import StatusResult, WireError, decode_request
-from edge_agentd.service.jobs import Job
-from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.runs.jobs import Job
+from edge_agentd.service.runs.queue import RunQueue
 
 CONFIG = f"""
 [daemon]

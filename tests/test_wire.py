@@ -46,7 +46,7 @@ from edge_agentd.protocol.wire import (
     decode_request,
     encode,
 )
-from edge_agentd.service.config import ConfigError, parse_settings
+from edge_agentd.service.config.settings import ConfigError, parse_settings
 
 LIMITS = {"max_bytes": 4096, "max_query_chars": 100}
 

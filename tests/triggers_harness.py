@@ -10,11 +10,11 @@ from zoneinfo import ZoneInfo
 from fake_sysfs import FakeSysfs
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.config import parse_settings
+from edge_agentd.service.config.settings import parse_settings
+from edge_agentd.service.config.triggers import check_triggers
 from edge_agentd.service.triggers.firing import Firing, TriggerMemory
 from edge_agentd.service.triggers.report import trigger_entries
 from edge_agentd.service.triggers.runner import TriggerRunner
-from edge_agentd.service.triggers.settings import check_triggers
 from edge_agentd.skills import register_builtins
 
 PROBE = "28-00000a1b2c3d"

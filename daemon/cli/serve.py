@@ -24,7 +24,7 @@ def serve(args: argparse.Namespace) -> int:
     log = logging.getLogger("edge_agentd.cli")
     if not args.demo:
         return _serve(args, log, None)
-    from edge_agentd.service.assembly import demo_device  # noqa: PLC0415
+    from edge_agentd.service.assembly.assemble import demo_device  # noqa: PLC0415
 
     with demo_device() as tree:
         return _serve(args, log, tree)
@@ -35,8 +35,8 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
     import signal  # noqa: PLC0415
 
     from edge_agentd.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
-    from edge_agentd.service.assembly import assemble  # noqa: PLC0415
-    from edge_agentd.service.config import ConfigError  # noqa: PLC0415
+    from edge_agentd.service.assembly.assemble import assemble  # noqa: PLC0415
+    from edge_agentd.service.config.settings import ConfigError  # noqa: PLC0415
     from edge_agentd.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
 
     try:

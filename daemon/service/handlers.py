@@ -31,15 +31,15 @@ from edge_agentd.protocol.wire import (
     decode_request,
     encode,
 )
-from edge_agentd.service.config import DaemonSettings
-from edge_agentd.service.jobs import interrupted_result
-from edge_agentd.service.journal import Journal, Waiter
-from edge_agentd.service.journalreplies import Answer, keyed_query, result_query, runs_query
+from edge_agentd.service.config.settings import DaemonSettings
+from edge_agentd.service.journal.journal import Journal, Waiter
+from edge_agentd.service.journal.replies import Answer, keyed_query, result_query, runs_query
 from edge_agentd.service.lifecycle import Lifecycle
 from edge_agentd.service.replies import Replies
 from edge_agentd.service.reports import skill_entries
 from edge_agentd.service.router import RouterSocket, is_auto_routing_id, split_frames
-from edge_agentd.service.runqueue import RunQueue, job_for
+from edge_agentd.service.runs.jobs import interrupted_result
+from edge_agentd.service.runs.queue import RunQueue, job_for
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class RequestHandler:
             "cancel": self.cancel,
             "result": self.result,
             "runs": self.runs,
-            **(more_ops or {}),  # triggers, watch (edge_agentd.service.triggers.ops)
+            **(more_ops or {}),  # triggers, watch (edge_agentd.service.triggerops)
         }
         self._cancel_other = cancel_other
         if self.handlers.keys() != PROTOCOL.keys():

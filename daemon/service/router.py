@@ -15,7 +15,7 @@ from typing import Any
 import zmq
 
 from edge_agentd.protocol.endpoints import EndpointError, IpcClaim, check_endpoint, ipc_path
-from edge_agentd.service.connections import (
+from edge_agentd.service.connections.connections import (
     NOBLOCK,
     SNDMORE,
     Connections,

@@ -3,11 +3,11 @@
 The loop owns the socket and never waits on the model, so ``status``, ``cancel`` and ``busy`` are
 answered at once while a run goes on. Every request gets exactly one final reply.
 
-The :class:`Server` owns its parts, each with its own state: the :class:`~.lifecycle.Lifecycle`,
-the :class:`~.replies.Replies`, the :class:`~.runqueue.RunQueue`, the :class:`~.jobs.ModelLoader`,
-the :class:`~.handlers.RequestHandler`, the :class:`~.status.StatusReport` and the
-:class:`~.shutdown.Shutdown`. It holds the loop, and the runs' way from the queue to the run
-thread and back (watching the run's skills).
+The :class:`Server` owns its parts, each with its own state: the :class:`~.lifecycle.Lifecycle`, the
+:class:`~.replies.Replies`, the :class:`~.runs.queue.RunQueue`, the
+:class:`~.runs.jobs.ModelLoader`, the :class:`~.handlers.RequestHandler`, the
+:class:`~.status.StatusReport` and the :class:`~.runs.shutdown.Shutdown`. It holds the loop, and the
+runs' way from the queue to the run thread and back (watching the run's skills).
 """
 
 from __future__ import annotations
@@ -28,9 +28,14 @@ from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.supervision import POLL_S, RunTicket
 from edge_agentd.agent.workflow import Soul, Workflow
 from edge_agentd.protocol.wire import ErrorCode
-from edge_agentd.service.config import Settings
+from edge_agentd.service.config.settings import Settings
+from edge_agentd.service.config.strategy import guidance_for
 from edge_agentd.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
-from edge_agentd.service.jobs import (
+from edge_agentd.service.journal.journal import Journal, LoopCall
+from edge_agentd.service.lifecycle import Lifecycle
+from edge_agentd.service.replies import Replies
+from edge_agentd.service.router import RouterSocket, WakeUpPipe
+from edge_agentd.service.runs.jobs import (
     Finished,
     Job,
     Loaded,
@@ -40,17 +45,12 @@ from edge_agentd.service.jobs import (
     Send,
     start_job,
 )
-from edge_agentd.service.journal import Journal, LoopCall
-from edge_agentd.service.lifecycle import Lifecycle
-from edge_agentd.service.replies import Replies
-from edge_agentd.service.router import RouterSocket, WakeUpPipe
-from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.runs.queue import RunQueue
 from edge_agentd.service.shutdown import Shutdown
 from edge_agentd.service.status import StatusReport
-from edge_agentd.service.strategy import guidance_for
 from edge_agentd.service.systemd import Notifier
+from edge_agentd.service.triggerops import TriggerOps
 from edge_agentd.service.triggers.firing import Firing, TriggerMemory
-from edge_agentd.service.triggers.ops import TriggerOps
 
 log = logging.getLogger(__name__)
 

@@ -7,10 +7,10 @@ import logging
 from collections.abc import Callable
 
 from edge_agentd.protocol.wire import ErrorCode
-from edge_agentd.service.config import DaemonSettings
-from edge_agentd.service.jobs import Job
+from edge_agentd.service.config.settings import DaemonSettings
 from edge_agentd.service.lifecycle import Lifecycle
-from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.runs.jobs import Job
+from edge_agentd.service.runs.queue import RunQueue
 from edge_agentd.service.systemd import Notifier
 
 EndRun = Callable[[Job, ErrorCode, str], None]

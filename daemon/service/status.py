@@ -13,10 +13,10 @@ from typing import Any
 
 from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.protocol.wire import PROTOCOL_VERSION, DaemonState
-from edge_agentd.service.config import DaemonSettings
+from edge_agentd.service.config.settings import DaemonSettings
 from edge_agentd.service.lifecycle import Lifecycle
 from edge_agentd.service.reports import counter_report, model_info
-from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.runs.queue import RunQueue
 
 _REPLY_ENVELOPE = {"v", "id", "kind", "op"}
 

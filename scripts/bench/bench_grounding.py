@@ -56,8 +56,8 @@ from driving_model import driving_model_path
 from grounding_scoring import judge_grounded, rejudge
 
 from edge_agentd.model.embedded import default_model_path
-from edge_agentd.service.plugins import load_plugins
-from edge_agentd.service.strategy import SMALL_MODEL_BYTES
+from edge_agentd.service.assembly.plugins import load_plugins
+from edge_agentd.service.config.strategy import SMALL_MODEL_BYTES
 
 MODELS = ("270m", "qwen", "peer-270m", "peer-qwen")
 GOALS = {  # (model, device): least share strictly right
@@ -83,8 +83,9 @@ def _runner(name: str, device: str, built: gq.Built, workdir: Path, *,
 
 
 def _auto_chose(name: str, args: argparse.Namespace) -> str:
-    """What ``auto`` gives the model: guided under 1 GiB (the daemon's rule, service/strategy.py;
-    its log says so only at INFO, and the benchmark's daemons log at WARNING)."""
+    """What ``auto`` gives the model: guided under 1 GiB (the daemon's rule,
+    service/config/strategy.py; its log says so only at INFO, and the benchmark's daemons log at
+    WARNING)."""
     if name.startswith("peer"):
         return "peer"
     path = args.qwen_path if name == "qwen" else default_model_path()[0]

@@ -188,7 +188,7 @@ def crossing_times(crossings: int) -> tuple[list[float], list[float]]:
     """Seconds from each crossing's sysfs write, and from its check's reading, to the queued run."""
     from edge_agentd.agent.registry import Registry
     from edge_agentd.model.scripted import MockModel
-    from edge_agentd.service.config import parse_settings
+    from edge_agentd.service.config.settings import parse_settings
     from edge_agentd.service.server import Server, ServerOptions
     from edge_agentd.service.systemd import Notifier
     from edge_agentd.service.triggers.firing import Firing

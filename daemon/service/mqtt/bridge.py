@@ -38,6 +38,7 @@ from edge_agentd.protocol.mqttwire import (
     reply_payload,
 )
 from edge_agentd.protocol.wire import ErrorCode
+from edge_agentd.service.config.mqtt import MqttSettings
 from edge_agentd.service.mqtt.broker import BrokerConnection
 from edge_agentd.service.mqtt.daemonlink import (
     DRAIN_S,
@@ -49,7 +50,6 @@ from edge_agentd.service.mqtt.daemonlink import (
 from edge_agentd.service.mqtt.discovery import Reading
 from edge_agentd.service.mqtt.homeassistant import HomeAssistant
 from edge_agentd.service.mqtt.sensors import SensorPublisher
-from edge_agentd.service.mqtt.settings import MqttSettings
 from edge_agentd.service.mqtt.state import BridgeState, log
 from edge_agentd.service.triggers.mqttevents import TriggerPublisher
 

@@ -28,7 +28,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from edge_agentd.protocol.mqttwire import OFFLINE, Topics, under
-from edge_agentd.service.mqtt.settings import MqttSettings
+from edge_agentd.service.config.mqtt import MqttSettings
 from edge_agentd.service.mqtt.state import BridgeState, log
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.service.config import ConfigError, Settings
-from edge_agentd.service.mqtt.settings import MqttSettings, read_password
+from edge_agentd.service.config.mqtt import MqttSettings, read_password
+from edge_agentd.service.config.settings import ConfigError, Settings
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def configured_model_name(spec: str) -> str | None:
 def discovery_preview(settings: Settings) -> dict[str, Any]:
     """Every retained discovery config the config's node would publish now, by topic."""
     from edge_agentd.protocol.mqttwire import Topics  # noqa: PLC0415
-    from edge_agentd.service.assembly import load_skills  # noqa: PLC0415
+    from edge_agentd.service.assembly.assemble import load_skills  # noqa: PLC0415
     from edge_agentd.service.mqtt.discovery import (  # noqa: PLC0415
         Discovery,
         collect_readings,
@@ -125,7 +125,7 @@ def ha_discovery_command(args: argparse.Namespace) -> int:
     import logging  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
-    from edge_agentd.service.config import load_settings  # noqa: PLC0415
+    from edge_agentd.service.config.settings import load_settings  # noqa: PLC0415
 
     try:
         settings = load_settings(args.config)

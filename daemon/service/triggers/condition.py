@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from edge_agentd.service.triggers.settings import WhenSettings, finite
+from edge_agentd.service.config.triggers import WhenSettings, finite
 
 TriggerState = Literal["armed", "holding", "fired", "cooling down", "failing"]
 STATES: tuple[TriggerState, ...] = ("armed", "holding", "fired", "cooling down", "failing")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Protocol
 
+from edge_agentd.service.config.triggers import TriggerSettings
 from edge_agentd.service.triggers.condition import Reading
-from edge_agentd.service.triggers.settings import TriggerSettings
 
 SOURCE_PREFIX = "trigger:"
 

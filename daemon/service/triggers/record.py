@@ -9,8 +9,8 @@ import dataclasses
 from typing import Any
 
 from edge_agentd.agent.supervision import RunThread
+from edge_agentd.service.config.triggers import TriggerSettings
 from edge_agentd.service.triggers.condition import Condition, Reading
-from edge_agentd.service.triggers.settings import TriggerSettings
 
 
 @dataclasses.dataclass(eq=False)

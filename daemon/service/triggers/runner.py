@@ -20,6 +20,7 @@ from typing import Any
 from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.run import SkillStillRunning
 from edge_agentd.agent.supervision import RunThreads, shared_run_threads
+from edge_agentd.service.config.triggers import TriggerSettings
 from edge_agentd.service.triggers.condition import Condition, Reading, read_field
 from edge_agentd.service.triggers.firing import (
     Firing,
@@ -38,7 +39,6 @@ from edge_agentd.service.triggers.schedule import (
     next_at,
     next_every,
 )
-from edge_agentd.service.triggers.settings import TriggerSettings
 
 log = logging.getLogger(__name__)
 

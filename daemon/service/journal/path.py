@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from edge_agentd.protocol.endpoints import default_endpoint
-from edge_agentd.service.journalstore import JournalUnavailable
+from edge_agentd.service.journal.store import JournalUnavailable
 
 FILE_NAME: Final = "journal.sqlite3"
 READABLE_CHARS: Final = 40

@@ -18,10 +18,10 @@ from edge_agentd.agent.registry import Registry, get_registry
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.model.scripted import MockModel, ScriptFileError
 from edge_agentd.protocol.endpoints import default_endpoint
-from edge_agentd.service.config import ConfigError, Settings, load_settings
-from edge_agentd.service.plugins import load_plugins
+from edge_agentd.service.assembly.plugins import load_plugins
+from edge_agentd.service.config.settings import ConfigError, Settings, load_settings
+from edge_agentd.service.config.triggers import check_triggers
 from edge_agentd.service.server import Server, ServerOptions
-from edge_agentd.service.triggers.settings import check_triggers
 from edge_agentd.skills import BUILTIN_NAMES, register_builtins
 from edge_agentd.skills.demo import write_demo_device
 

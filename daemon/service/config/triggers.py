@@ -1,8 +1,9 @@
 """``[[triggers]]`` in the config: what starts each trigger and what it runs, checked.
 
-Parsed as part of :class:`~edge_agentd.service.config.Settings` (so a mistake is a ConfigError with
-the file, the line and the key); :func:`trigger_lines` tells config.py where each trigger's keys
-are, and :func:`check_triggers` holds them to the registry and the workflows once both exist.
+Parsed as part of :class:`~edge_agentd.service.config.settings.Settings` (so a mistake is a
+ConfigError with the file, the line and the key); :func:`trigger_lines` tells config.py where each
+trigger's keys are, and :func:`check_triggers` holds them to the registry and the workflows once
+both exist.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The run journal's SQLite file: its schema and migrations, and every statement run against it.
 
-Only the journal's own thread (edge_agentd.service.journal) calls into a :class:`JournalStore`;
+Only the journal's own thread (journal.py, this room's) calls into a :class:`JournalStore`;
 the serving loop never waits on the disk. Opening never fails the daemon: a file that is corrupt
 or was written by a newer edge-agent is moved aside (with a log line saying where) and a new one
 is started, and a file that cannot be opened at all raises :class:`JournalUnavailable`, which the

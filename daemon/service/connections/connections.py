@@ -13,7 +13,7 @@ monitor, and keeps three bounds, all from the fds the limit leaves free at start
   for IDLE_S): a ZeroMQ client reconnects at once, so closing a live one only churns.
 - ``ceiling`` (three quarters of the room): new connections are paused there (.listeners), so
   the fds never run out, and let in again under it. The pause is the connection watcher's
-  (.connwatch): a thread that reads the monitor as events come, since a burst can fill the fds
+  (.watcher): a thread that reads the monitor as events come, since a burst can fill the fds
   left past the ceiling faster than one pass of the serving loop. It hands every accept and
   disconnect on to this module's books, kept by the loop's thread, which also reads the events
   still waiting whenever it takes them: after a message, its books hold the connection the
@@ -35,8 +35,8 @@ from typing import Any
 
 import zmq
 
-from edge_agentd.service.connwatch import ConnectionWatch, FdBudget, raise_fd_limit
-from edge_agentd.service.listeners import FdReserve, ListenerGate
+from edge_agentd.service.connections.listeners import FdReserve, ListenerGate
+from edge_agentd.service.connections.watcher import ConnectionWatch, FdBudget, raise_fd_limit
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class Connections:
     """The ROUTER's open connections by fd, least recently active first.
 
     ``counts`` holds ``connections_accepted``, ``connections_closed`` (closed over the cap),
-    ``connections_over_cap``, and the watcher's (.connwatch.COUNTERS). Only the serving loop's
+    ``connections_over_cap``, and the watcher's (.watcher.COUNTERS). Only the serving loop's
     thread uses it.
     """
 
@@ -224,7 +224,7 @@ class Connections:
         """Read every waiting event; over the cap close idle connections; pause or let in.
 
         ``protected``: the fds with a run queued or running, never closed. Pausing and letting
-        in is the watcher's (.connwatch).
+        in is the watcher's (.watcher).
         """
         self.watch.clear_wakeup()  # first: a wake-up for an event still to come stays
         self.update()

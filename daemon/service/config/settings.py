@@ -15,10 +15,10 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from edge_agentd.agent.workflow import Soul, Workflow
-from edge_agentd.service.mqtt.settings import MqttSettings
-from edge_agentd.service.safepaths import UnsafePath, check_safe
-from edge_agentd.service.strategy import Strategy
-from edge_agentd.service.triggers.settings import TriggerSettings, trigger_lines
+from edge_agentd.service.config.mqtt import MqttSettings
+from edge_agentd.service.config.safepaths import UnsafePath, check_safe
+from edge_agentd.service.config.strategy import Strategy
+from edge_agentd.service.config.triggers import TriggerSettings, trigger_lines
 
 SMALL_MODEL_MAX_ITERATIONS = 12
 """The daemon's default iteration budget per run: a small model gets more room to converge than
@@ -101,7 +101,7 @@ class JournalSettings(_Section):
     enabled: bool = True
     path: Annotated[str, Field(min_length=1)] | None = None
     """None: ``$STATE_DIRECTORY/journal.sqlite3`` under systemd, else the XDG state directory;
-    a daemon on another endpoint than the default gets a file of its own (journalpath)."""
+    a daemon on another endpoint than the default gets a file of its own (journal.path)."""
     keep_runs: Annotated[int, Field(ge=1, le=10_000_000)] = 10_000
     keep_days: Annotated[float, Field(gt=0, le=36_500, allow_inf_nan=False)] = 30.0
 
@@ -259,8 +259,8 @@ def parse_settings(text: str, source: str = "<config>") -> Settings:
 def load_settings(path: str | Path | None) -> Settings:
     """The settings in ``path``, or the defaults when there is no config file.
 
-    A config that others could change is refused, as a plugin is (edge_agentd.service.safepaths):
-    it names the code the daemon loads.
+    A config that others could change is refused, as a plugin is (the assembly's safepaths): it
+    names the code the daemon loads.
     """
     if path is None:
         return Settings()

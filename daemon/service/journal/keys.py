@@ -1,4 +1,4 @@
-"""Which kept run holds each idempotency key, and what it asked (edge_agentd.service.journal).
+"""Which kept run holds each idempotency key, and what it asked (the journal's thread).
 
 A key belongs to its request: a ``run`` with a key answers from the run that holds it only when it
 asks the same query with the same workflow; anything else is ``key_conflict`` (docs/protocol.md,

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from edge_agentd.protocol.framing import PROTOCOL_VERSION, unpack_frame
 from edge_agentd.protocol.journalwire import RUNS_TEXT_CHARS
 from edge_agentd.protocol.wire import ErrorCode, encode
-from edge_agentd.service.journalstore import JournalStore
+from edge_agentd.service.journal.store import JournalStore
 
 Answer = bytes | tuple[ErrorCode, str]
 """A packed result reply, or the error to answer with (the serving loop sends and counts it)."""

@@ -10,8 +10,8 @@ import time
 
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.protocol.wire import RunRequest
-from edge_agentd.service.config import DaemonSettings
-from edge_agentd.service.jobs import Job
+from edge_agentd.service.config.settings import DaemonSettings
+from edge_agentd.service.runs.jobs import Job
 
 
 def job_for(

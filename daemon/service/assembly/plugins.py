@@ -8,7 +8,7 @@ that names either such a ``register`` function or a module that has one.
 A plugin can never stop the daemon from starting (docs/skills.md, "When a plugin is broken"):
 
 - A skills directory or plugin file that others could change is refused before anything in it
-  runs (:mod:`edge_agentd.service.safepaths`, sshd's rule for ``authorized_keys``).
+  runs (:mod:`edge_agentd.service.config.safepaths`, sshd's rule for ``authorized_keys``).
 - Each plugin is imported and registered in a daemon thread of its own, for at most
   ``timeout_s`` seconds; one still running then is left behind, and what it registers later
   goes nowhere.
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_agentd.agent.registry import Registry, SkillSpec
-from edge_agentd.service.safepaths import UnsafePath, check_safe
+from edge_agentd.service.config.safepaths import UnsafePath, check_safe
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""The journal thread's work list (edge_agentd.service.journal): writes wait a moment to share one
-commit; anything else wakes the thread at once."""
+"""The journal thread's work list (journal.py): writes wait a moment to share one commit;
+anything else wakes the thread at once."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from edge_agentd.service.journalstore import JournalStore
+from edge_agentd.service.journal.store import JournalStore
 
 FLUSH_S: Final = 0.2
 """A write waits at most this long for others to share its commit (a read or a flush does not

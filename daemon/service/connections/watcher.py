@@ -31,7 +31,7 @@ from typing import Any
 
 import zmq
 
-from edge_agentd.service.listeners import FdReserve, ListenerGate
+from edge_agentd.service.connections.listeners import FdReserve, ListenerGate
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ from edge_agentd.protocol.triggerwire import (
     WatchResult,
 )
 from edge_agentd.protocol.wire import ErrorCode, EventReply, encode
-from edge_agentd.service.config import Settings
-from edge_agentd.service.jobs import Finished, Job
-from edge_agentd.service.journal import Journal
+from edge_agentd.service.config.settings import Settings
+from edge_agentd.service.journal.journal import Journal
 from edge_agentd.service.replies import Replies
 from edge_agentd.service.router import RouterSocket
-from edge_agentd.service.runqueue import RunQueue
+from edge_agentd.service.runs.jobs import Finished, Job
+from edge_agentd.service.runs.queue import RunQueue
 from edge_agentd.service.triggers.firing import Firing
 from edge_agentd.service.triggers.memory import JournalMemory
 from edge_agentd.service.triggers.report import status_summary, trigger_entries

@@ -1,4 +1,4 @@
-"""The run journal: every run the daemon accepts, kept in SQLite (journalstore) by its own thread.
+"""The run journal: every run the daemon accepts, kept in SQLite (journal.store) by its own thread.
 
 The serving loop tells the journal what happens to each run (:meth:`Journal.queued`,
 :meth:`Journal.started`, :meth:`Journal.finished`, :meth:`Journal.ended`); each call only puts a
@@ -7,7 +7,7 @@ task on the journal thread's queue, so the loop never waits on the disk. A write
 says why once, and the next write that works clears it.
 
 The journal also holds, in memory, which run each idempotency key belongs to and what that run
-asked (journalkeys; bounded like the file: a key goes when its run is pruned, or ends
+asked (journal.keys; bounded like the file: a key goes when its run is pruned, or ends
 ``interrupted``), and the requests waiting on a keyed run that is still going: they are answered
 from the run's own final reply, not from the disk.
 
@@ -31,11 +31,11 @@ import msgpack
 
 from edge_agentd.protocol.framing import unpack_frame
 from edge_agentd.protocol.wire import ErrorCode, ErrorReply, encode
-from edge_agentd.service.config import JournalSettings
-from edge_agentd.service.journalkeys import KeyHolder, Keys
-from edge_agentd.service.journalpath import JournalLock, default_path
-from edge_agentd.service.journalstore import JournalStore, JournalUnavailable
-from edge_agentd.service.journaltasks import Tasks, Write
+from edge_agentd.service.config.settings import JournalSettings
+from edge_agentd.service.journal.keys import KeyHolder, Keys
+from edge_agentd.service.journal.path import JournalLock, default_path
+from edge_agentd.service.journal.store import JournalStore, JournalUnavailable
+from edge_agentd.service.journal.tasks import Tasks, Write
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class Journal:
         self.settings = settings
         self.enabled = settings.enabled
         self.path = path or (Path(settings.path) if settings.path else default_path(endpoint))
-        """``[journal] path``, else the default for the daemon on ``endpoint`` (journalpath)."""
+        """``[journal] path``, else the default for the daemon on ``endpoint`` (journal.path)."""
         self._lock = JournalLock(self.path)
         self._post = post
         self._send = send

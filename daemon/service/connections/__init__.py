@@ -1,0 +1,2 @@
+"""Connections: counted, capped, and paused before the fds run out (the listeners and their
+watcher)."""
