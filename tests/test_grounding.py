@@ -258,6 +258,29 @@ def test_a_comparison_names_its_things_after_it() -> None:
     assert state.outcome == "answered" and refusals(state) == []
 
 
+def test_a_place_the_results_do_not_name_is_a_subject_they_do_not_know() -> None:
+    # The humidity skill reads the living room: the bedroom's humidity is not its value.
+    question = "What is the humidity in the bedroom?"
+    state, _ = run(question, [call("humidity"), answer("It is 41.5 %RH."), answer("I cannot tell.")])
+    [(kind, feedback)] = refusals(state)
+    assert kind == "unknown_subject" and "bedroom" in feedback
+    assert state.final_answer == "I cannot tell."
+    state, _ = run(
+        "What is the humidity in the living room?", [call("humidity"), answer("It is 41.5 %RH.")]
+    )
+    assert state.outcome == "answered" and refusals(state) == []
+
+
+def test_a_guided_answer_about_another_place_is_i_cannot_tell() -> None:
+    # Every sentence the engine renders from the living room's result is about the living
+    # room; grounding takes none of them for the bedroom, and "I cannot tell" is what is left.
+    model = MockModel([], scores={("The skill humidity", ""): 0.0})
+    state = Agent(model, home(), guidance=Guidance()).run("What is the humidity in the bedroom?")
+    assert state.outcome == "answered"
+    assert state.final_answer is not None and state.final_answer.startswith("I cannot tell")
+    assert "41.5" not in state.final_answer
+
+
 # -- 4. a state is a claim ----------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.claims import unnamed_subject
 from edge_agentd.agent.followup import content_free
 from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.prompt import PLAIN
@@ -337,3 +338,39 @@ def test_any_question_is_judged_by_which_of_its_subject_words_the_texts_name(
         assert verdict is False
     else:
         assert verdict is (not any(named(w) for w in (*subject.which, *subject.of)))
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        # A place after "in", opened by a determiner, says which one too.
+        ("What is the CO2 level in the bedroom?", Subject(("CO2",), "level", (), ("bedroom",))),
+        ("Is the light in the hallway on?", Subject((), "light", (), ("hallway",))),
+        ("How dry is the soil of the tomato plant?", Subject((), "soil", ("tomato", "plant"))),
+        # A bare word after "in" is a unit or a manner; "the room" is where the asker is.
+        ("What is the temperature in Fahrenheit?", Subject((), "temperature")),
+        ("What's the humidity in the room?", Subject((), "humidity")),
+        ("What will the date be in 30 days?", Subject((), "date")),
+    ],
+)
+def test_a_place_after_the_subject_is_part_of_it(question: str, subject: Subject) -> None:
+    assert question_subject(question) == subject
+
+
+def test_a_place_or_an_owner_the_evidence_does_not_name_makes_the_subject_unknown() -> None:
+    co2 = known_words(
+        ["living_room_co2", "The CO2 level in the living room, in ppm."],
+        [{"room": "living room", "co2": {"value": 870, "unit": "ppm"}}],
+    )
+    assert unnamed_subject("What is the CO2 level in the bedroom?", co2) == "CO2 level bedroom"
+    assert unnamed_subject("What is the CO2 level in the living room?", co2) is None
+    assert unnamed_subject("What is the CO2 level in the room?", co2) is None
+    basil = known_words(
+        ["basil_soil_moisture", "Soil moisture of the basil plant's pot, in percent."],
+        [{"plant": "basil", "soil_moisture": {"value": 23.0, "unit": "%"}}],
+    )
+    assert unnamed_subject("How dry is the soil of the tomato plant?", basil) == "soil tomato"
+    assert unnamed_subject("How dry is the soil of the basil plant?", basil) is None
+    # A kind's name with a digit in it is spelt otherwise by results ("w1"): it does not decide.
+    probes = known_words(["list_sensors"], [{"sensors": [{"name": "28-0316a2791bff", "kind": "w1"}]}])
+    assert unnamed_subject("What is the name of the 1-Wire sensor?", probes) is None

@@ -158,6 +158,15 @@ def _unnamed_in(query: str, vocabulary: frozenset[str]) -> str | None:
     which = [w for w in subject.which if not named(w)]
     if which:
         return " ".join([*which, subject.head])
+    # What says which one may follow the head too: the thing it is of, when that thing has words
+    # of its own that say which ("the soil of the tomato plant" beside the basil's), and the
+    # place it is in ("the CO2 level in the bedroom" beside the living room's).
+    # A word with a digit in it there is a name of a kind or a part ("the ID of the 1-Wire
+    # sensor"), which results often spell otherwise ("w1"): it does not decide.
+    after = [*subject.of[:-1], *subject.where] if len(subject.of) >= 2 else [*subject.where]
+    unnamed_after = [w for w in after if not named(w) and not any(c.isdigit() for c in w)]
+    if unnamed_after:
+        return " ".join([*subject.which, subject.head, *unnamed_after])
     others = [w for w in (*subject.which, *subject.of) if _WORD.search(w)]
     if named(subject.head) or any(named(w) for w in others):
         return None

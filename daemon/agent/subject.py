@@ -101,6 +101,9 @@ class Subject:
     of: tuple[str, ...] = ()
     """The phrase after an "of" that follows it ("1-Wire", "sensor" of "the ID of the 1-Wire
     sensor")."""
+    where: tuple[str, ...] = ()
+    """The place after an "in" that follows it, when a determiner opens the place ("bedroom" of
+    "the CO2 level in the bedroom"; none of "the temperature in Fahrenheit", a unit)."""
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -171,10 +174,33 @@ def question_subject(query: str) -> Subject | None:
         return None
     of: list[str] = []
     if end < len(low) and low[end] == "of":
-        of, _ = _phrase(words, end + 1, verb_last=False)
+        of, end = _phrase(words, end + 1, verb_last=False)
+    where = _place(words, low, end)
     # Each word may be scored: a phrase of hundreds of words costs only its last few.
     which = phrase[:-1][-(MAX_PHRASE_WORDS - 1) :]
-    return Subject(tuple(which), phrase[-1], tuple(of[:MAX_PHRASE_WORDS]))
+    return Subject(
+        tuple(which), phrase[-1], tuple(of[:MAX_PHRASE_WORDS]), tuple(where[:MAX_PHRASE_WORDS])
+    )
+
+
+_PLACE = _set("in inside outside")
+"""Words that open a place after the subject ("the CO2 level in the bedroom")."""
+
+
+def _place(words: Sequence[str], low: Sequence[str], at: int) -> list[str]:
+    """The place an "in" at ``at`` names, when a determiner opens it: "in the bedroom", "in my
+    office". A bare word after "in" is a unit or a manner ("in Fahrenheit", "in percent", "in
+    total") and "in 3 days" a time: neither says which thing the question is about."""
+    if at + 2 >= len(low) or low[at] not in _PLACE or low[at + 1] not in _DETERMINERS:
+        return []
+    place, _ = _phrase(words, at + 1, verb_last=False)
+    if [w.casefold() for w in place] in _HERE:
+        return []  # "in the room" is where the asker and the device are, not another room
+    return place
+
+
+_HERE = [["room"], ["house"], ["home"], ["flat"], ["apartment"]]
+"""Places that, after "the" or "this", mean the asker's own surroundings."""
 
 
 _STATE_VERBS = _set("is are was were")
