@@ -328,7 +328,10 @@ class Client:
         sock.send(
             encode({"v": PROTOCOL_VERSION, "id": _new_id(), "op": "cancel", "target": target})
         )
-        self._reset(linger_ms=500)
+        # Up to 2 s for the cancel to leave (it waits only while the daemon does not take it):
+        # on a loaded board half a second was sometimes too short, and a lost cancel keeps the
+        # model busy with a question nobody waits for.
+        self._reset(linger_ms=2000)
 
     def _check_reachable(self) -> None:
         path = ipc_path(self.endpoint)
