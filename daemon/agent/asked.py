@@ -39,6 +39,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from edge_agentd.agent.english import HEAD_NOUN, HOW_MANY
 from edge_agentd.agent.focus import part_scores
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.resultlines import Line, names_unit, result_line_parts
@@ -76,40 +77,17 @@ def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
 
 
-_DETERMINER = r"(?:the|a|an|my|your|its|our|their|this|that)\s+"
-_POSSESSIVE = r"[^\W\d_]+['’]s\s+"
-_HEAD_NOUN = re.compile(
-    r"^\s*(?:"
-    # After a verb, a determiner or a possessive may come: "What is today's date?".
-    rf"(?:what|which)(?:['’]s|\s+(?:is|are|was|were|will\s+be))\s+(?:{_DETERMINER})?"
-    rf"(?:{_POSSESSIVE})?"
-    # With a modal, "be" comes after the noun: "What will the date be in 30 days?".
-    rf"|(?:what|which)\s+(?:will|would|could|might|should)\s+(?:{_DETERMINER})?"
-    r"(?=[^\W\d_]+\s+be\b)"
-    # Straight after "what", "X's" is "X is" ("What time's it?"): no possessive there.
-    rf"|(?:what|which)\s+(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
-    rf"|how\s+(?:many|much)\s+(?:of\s+)?(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
-    r")(?!(?:the|a|an|is|are|was|were|will|would|could|might|should|of|it)\b)"
-    r"([^\W\d_]+)\b",
-    re.IGNORECASE,
-)
-"""The noun a what, which or how-many question opens with: "What date ...", "Which sensors
-...", "What is the humidity ...", "How many hours ...", "What is today's date?" (a possessive
-stands where an article would), "What will the date be ...?". "What does the probe read?" has
-none: "does" names no line."""
-
-
 def head_opening(query: str) -> str | None:
     """What a what, which or how-many question says before its head noun ("What are the ");
     None for other questions."""
-    match = _HEAD_NOUN.match(query)
+    match = HEAD_NOUN.match(query)
     return query[: match.start(1)] if match else None
 
 
 def head_noun(query: str) -> str | None:
     """The noun a what, which or how-many question asks for, case folded; None for other
     questions."""
-    match = _HEAD_NOUN.match(query)
+    match = HEAD_NOUN.match(query)
     return match.group(1).casefold() if match else None
 
 
@@ -157,14 +135,11 @@ def asked_lines(
         best = max(scores)
         near = zip(lines, scores, strict=True)
         chosen.extend(line for line, score in near if score >= best - ASKED_MARGIN)
-    if _HOW_MANY.match(query):
+    if HOW_MANY.match(query):
         # "How many sensors ...?" asks for a list's count, not its names: the 270M otherwise
         # wrote "28-0316a2791bff, 28-0316a2791bff, 28-0316a2791bff" for it.
         chosen = [_count_of(line) for line in chosen]
     return chosen or None
-
-
-_HOW_MANY = re.compile(r"^\s*how\s+many\b", re.IGNORECASE)
 
 
 def _count_of(line: Line) -> Line:

@@ -12,24 +12,22 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from edge_agentd.agent.english import (
+    CATALOGUE_HEADS,
+    CATALOGUE_QUESTION,
+    INDEFINITE,
+    NEGATIONS,
+    WORD,
+)
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
 from edge_agentd.agent.followup import question_parts
 from edge_agentd.agent.subject import is_known, question_subject
 
-_CATALOGUE_HEADS = frozenset({"skill", "skills", "tool", "tools"})
-"""A question whose subject is one of these asks about the catalogue, which answers it."""
-_CATALOGUE_QUESTION = re.compile(r"^\s*what\s+(?:else\s+)?can\s+you\s+(?:do|tell)\b", re.I)
-_INDEFINITE = frozenset(
-    {"everything", "anything", "something", "nothing", "all", "one", "ones", "things", "thing"}
-)
-"""Heads that name no one thing: a question about them has no subject to find in the evidence."""
 _VALUE_TOKEN = re.compile(r"[\w.:/+-]*\d[\w.:/+-]*")
 """A run of text with a digit in it, as a reader takes it whole: ``2026-12-05``, ``08:11``,
 ``BME280``, ``48.3``."""
 _LABELS = re.compile(r"^(?:[^\W\d_]+[:/])+|(?:[:/][^\W\d_]+)+$")
 _PLAIN_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-_NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nothing"})
 _NEGATION_WINDOW = 3
 """How many words before a state word a negation turns it into its denial ("is not open")."""
 
@@ -126,10 +124,10 @@ def _units_of(value: float, text: str) -> list[str]:
 def about_catalogue(query: str) -> bool:
     """Whether ``query`` asks about the skills themselves ("What skills do you have?", "What
     can you do?"): the catalogue in the system prompt answers it."""
-    if _CATALOGUE_QUESTION.match(query):
+    if CATALOGUE_QUESTION.match(query):
         return True
     subject = question_subject(query)
-    return subject is not None and subject.head.casefold() in _CATALOGUE_HEADS
+    return subject is not None and subject.head.casefold() in CATALOGUE_HEADS
 
 
 def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
@@ -147,13 +145,13 @@ def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
 
 def _unnamed_in(query: str, vocabulary: frozenset[str]) -> str | None:
     subject = question_subject(query)
-    if subject is None or subject.head.casefold() in _INDEFINITE:
+    if subject is None or subject.head.casefold() in INDEFINITE:
         return None  # "How warm is everything?" names no one thing
     if _comparative(subject.head, query):
         return None  # "Which is warmer, the CPU or the probe?": the things follow it
 
     def named(word: str) -> bool:
-        return not _WORD.search(word) or is_known(word, vocabulary) or _ends_one(word, vocabulary)
+        return not WORD.search(word) or is_known(word, vocabulary) or _ends_one(word, vocabulary)
 
     which = [w for w in subject.which if not named(w)]
     if which:
@@ -167,7 +165,7 @@ def _unnamed_in(query: str, vocabulary: frozenset[str]) -> str | None:
     unnamed_after = [w for w in after if not named(w) and not any(c.isdigit() for c in w)]
     if unnamed_after:
         return " ".join([*subject.which, subject.head, *unnamed_after])
-    others = [w for w in (*subject.which, *subject.of) if _WORD.search(w)]
+    others = [w for w in (*subject.which, *subject.of) if WORD.search(w)]
     if named(subject.head) or any(named(w) for w in others):
         return None
     return " ".join(subject.words)
@@ -194,12 +192,12 @@ def state_claim(answer: str, state: str) -> bool | None:
     """Whether ``answer`` says its subject is in ``state`` (True), is not (False), or neither
     (None): the state word with no negation in the few words before it, else a first "yes" or
     "no"."""
-    words = [w.casefold() for w in _WORD.findall(answer)]
+    words = [w.casefold() for w in WORD.findall(answer)]
     forms = {state, f"{state}s", state.removesuffix("s")}
     for index, word in enumerate(words):
         if word in forms:
             before = words[max(0, index - _NEGATION_WINDOW) : index]
-            return not any(w in _NEGATIONS or w.endswith("n't") for w in before)
+            return not any(w in NEGATIONS or w.endswith("n't") for w in before)
     if words and words[0] == "yes":
         return True
     if words and words[0] == "no":
@@ -230,7 +228,7 @@ def holds_state(results: Iterable[Any], state: str) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    return {w.casefold() for w in _WORD.findall(text.replace("_", " "))}
+    return {w.casefold() for w in WORD.findall(text.replace("_", " "))}
 
 
 def names_a_skill(answer: str, skills: Sequence[str]) -> bool:

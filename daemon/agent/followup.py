@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from edge_agentd.agent.asked import head_noun_forms, head_opening
+from edge_agentd.agent.english import AND, ARTICLE, PAIRED, QUESTION_OPENING
 from edge_agentd.agent.events import AgentState, CallSkillAction, SkillResultObservation
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import ModelHandle
@@ -80,21 +81,7 @@ def second_call(
     return (others[best] if gain >= margin else None), gain
 
 
-_AND = re.compile(r" ?,? and ", re.IGNORECASE)
-"""Matched on the question with its spaces collapsed: on runs of spaces, a pattern with a space
-class on both sides of its optional comma backtracks in cubic time (80 s for 4000 characters)."""
 MIN_PART_WORDS = 2
-_PAIRED = re.compile(r"\bbetween\b", re.IGNORECASE)
-"""A word that pairs with the "and" after it: the "and" then joins the two things one question
-relates ("the difference between the CPU and the probe"), unless a question opens after it.
-Not "both": "What are both the CPU temperature and the humidity?" asks two things."""
-_QUESTION_OPENING = re.compile(
-    r"(?:what|which|how|when|where|who|whose|why|is|are|was|were|does|do|did|can|will)\b",
-    re.IGNORECASE,
-)
-
-
-_ARTICLE = re.compile(r"(?:the|a|an)\s+", re.IGNORECASE)
 
 
 def question_parts(query: str) -> list[str]:
@@ -102,13 +89,13 @@ def question_parts(query: str) -> list[str]:
     written as a question of its own; [] for a question in one part ("between ... and"), or in
     more than two. A second part that is only a noun ("What are the CPU temperature and the
     humidity?") takes the first part's opening: "What are the humidity?"."""
-    parts = _AND.split(" ".join(query.split()))
+    parts = AND.split(" ".join(query.split()))
     if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
         return []
     first, second = parts
-    if _PAIRED.search(first) and not _QUESTION_OPENING.match(second):
+    if PAIRED.search(first) and not QUESTION_OPENING.match(second):
         return []  # "the difference between the CPU and the probe" is one thing asked
-    opening, article = head_opening(first), _ARTICLE.match(second)
+    opening, article = head_opening(first), ARTICLE.match(second)
     if opening is not None and article is not None and head_opening(second) is None:
         second = opening + second[article.end() :]
     return [part[:1].upper() + part[1:] for part in (first, second)]

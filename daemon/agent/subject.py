@@ -42,6 +42,20 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from edge_agentd.agent.english import (
+    AUXILIARIES,
+    DETERMINERS,
+    ENDS_PHRASE,
+    HERE,
+    IMPERATIVES,
+    LETTERS,
+    PLACE,
+    POSSESSIVE_END,
+    SENTENCE_END,
+    STATE_VERBS,
+    TOKEN,
+    WHEN,
+)
 from edge_agentd.agent.events import CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.followup import content_free, first_candidate, question_parts
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
@@ -65,29 +79,6 @@ MAX_PHRASE_WORDS = 6
 the words nearest it."""
 
 
-def _set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_ENDS_PHRASE = _set(
-    """in of on at over since until till from for by with about like between than as to into
-    after before per during within without under above across through
-    is are was were be been being am does do did has have had will would can could shall should
-    may might must and or but nor so yet what which who whom whose when where why how
-    it they them he she we you i me us him her there here
-    now right today tonight tomorrow yesterday currently please"""
-)
-"""Words that end a noun phrase: prepositions, verbs of a question, conjunctions, pronouns, and
-words that say when ("the pressure right now")."""
-_WHEN = _set("current present latest last next previous")
-"""Words before a noun that say when, not which: "the current time" asks for the time."""
-_DETERMINERS = _set("the a an my your its our their this that these those all some any each every")
-_AUXILIARIES = _set("is are was were does do did has have had will can could would should")
-_IMPERATIVES = _set("tell give show list")
-_TOKEN = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?")
-_SENTENCE_END = re.compile(r"[?!.](?:\s|$)")
-_POSSESSIVE = re.compile(r"['’]s$")
-_LETTERS = re.compile(r"[^\W\d_]+")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,14 +107,14 @@ def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str
     question's verb follows the phrase ("What does the probe read now?", "Is the door
     locked?"), so the phrase drops its last word, unless an "of" follows it."""
     i = start
-    while i < len(words) and words[i].casefold() in _DETERMINERS | _WHEN:
+    while i < len(words) and words[i].casefold() in DETERMINERS | WHEN:
         i += 1
     phrase: list[str] = []
     while i < len(words):
         folded = words[i].casefold()
-        if folded in _ENDS_PHRASE or folded in _DETERMINERS or folded in _WHEN:
+        if folded in ENDS_PHRASE or folded in DETERMINERS or folded in WHEN:
             break
-        if _POSSESSIVE.search(folded):
+        if POSSESSIVE_END.search(folded):
             phrase.clear()
         else:
             phrase.append(words[i])
@@ -137,16 +128,16 @@ def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str
 def question_subject(query: str) -> Subject | None:
     """The noun phrase the first sentence of ``query`` asks about, or None when its grammar
     names none ("How humid is it?", "On what day ...?")."""
-    words = _TOKEN.findall(_SENTENCE_END.split(query.strip())[0])
+    words = TOKEN.findall(SENTENCE_END.split(query.strip())[0])
     low = [w.casefold() for w in words]
     if not words:
         return None
     first = low[0]
-    if first in _IMPERATIVES:  # "Tell me the time."
+    if first in IMPERATIVES:  # "Tell me the time."
         start = 2 if len(low) > 1 and low[1] in {"me", "us"} else 1
         phrase, end = _phrase(words, start, verb_last=False)
     elif first in {"what's", "what’s"} or (
-        first in {"what", "which"} and len(low) > 1 and low[1] in _AUXILIARIES
+        first in {"what", "which"} and len(low) > 1 and low[1] in AUXILIARIES
     ):
         start = 1 if first not in {"what", "which"} else 2
         verb = "is" if start == 1 else low[1]
@@ -158,15 +149,15 @@ def question_subject(query: str) -> Subject | None:
     elif first == "how" and len(low) > 2 and low[1] in {"many", "much"}:
         start = 3 if low[2] == "of" else 2
         phrase, end = _phrase(words, start, verb_last=False)
-    elif first == "how" and len(low) > 3 and low[2] in _AUXILIARIES:  # "How warm is the CPU?"
+    elif first == "how" and len(low) > 3 and low[2] in AUXILIARIES:  # "How warm is the CPU?"
         # The question's verb ends it after "does" or "will" ("How long will the battery
         # last?"), not after "is" ("How full is the rain barrel?" asks about the barrel).
-        phrase, end = _phrase(words, 3, verb_last=low[2] not in _STATE_VERBS)
-    elif first in _AUXILIARIES and len(low) > 2 and low[1] in {"it", "there"}:
+        phrase, end = _phrase(words, 3, verb_last=low[2] not in STATE_VERBS)
+    elif first in AUXILIARIES and len(low) > 2 and low[1] in {"it", "there"}:
         # "Will it rain?", "Is there a light sensor?": with no subject of its own, what the
         # question asks about comes after the "it" or the "there".
         phrase, end = _phrase(words, 2, verb_last=False)
-    elif first in _AUXILIARIES:  # "Is the front door locked?"
+    elif first in AUXILIARIES:  # "Is the front door locked?"
         phrase, end = _phrase(words, 1, verb_last=True)
     else:
         return None
@@ -183,27 +174,16 @@ def question_subject(query: str) -> Subject | None:
     )
 
 
-_PLACE = _set("in inside outside")
-"""Words that open a place after the subject ("the CO2 level in the bedroom")."""
-
-
 def _place(words: Sequence[str], low: Sequence[str], at: int) -> list[str]:
     """The place an "in" at ``at`` names, when a determiner opens it: "in the bedroom", "in my
     office". A bare word after "in" is a unit or a manner ("in Fahrenheit", "in percent", "in
     total") and "in 3 days" a time: neither says which thing the question is about."""
-    if at + 2 >= len(low) or low[at] not in _PLACE or low[at + 1] not in _DETERMINERS:
+    if at + 2 >= len(low) or low[at] not in PLACE or low[at + 1] not in DETERMINERS:
         return []
     place, _ = _phrase(words, at + 1, verb_last=False)
-    if [w.casefold() for w in place] in _HERE:
+    if [w.casefold() for w in place] in HERE:
         return []  # "in the room" is where the asker and the device are, not another room
     return place
-
-
-_HERE = [["room"], ["house"], ["home"], ["flat"], ["apartment"]]
-"""Places that, after "the" or "this", mean the asker's own surroundings."""
-
-
-_STATE_VERBS = _set("is are was were")
 
 
 def asked_state(query: str) -> str | None:
@@ -211,22 +191,22 @@ def asked_state(query: str) -> str | None:
     front door open?", "on" of "Is the heater on?", "running" of "Is the washing machine
     running?"; None for other questions ("Is there a light sensor?", "Is it raining?", "Is the
     CPU hotter than 70 °C?")."""
-    words = _TOKEN.findall(_SENTENCE_END.split(query.strip())[0])
+    words = TOKEN.findall(SENTENCE_END.split(query.strip())[0])
     low: list[str] = [w.casefold() for w in words]
-    if len(low) < 3 or low[0] not in _STATE_VERBS or low[1] in {"it", "there"}:
+    if len(low) < 3 or low[0] not in STATE_VERBS or low[1] in {"it", "there"}:
         return None
     phrase, end = _phrase(words, 1, verb_last=False)
     if end < len(low) and low[end] == "than":
         return None  # "Is the CPU hotter than 70 °C?" compares values; it names no state
-    if end == len(low) - 1 and low[end] not in _DETERMINERS:
+    if end == len(low) - 1 and low[end] not in DETERMINERS:
         return low[end]  # "Is the heater on?": a word that ends a phrase, last
-    if len(phrase) >= 2 and (end == len(low) or low[end] not in _AUXILIARIES):
+    if len(phrase) >= 2 and (end == len(low) or low[end] not in AUXILIARIES):
         return low[end - 1]  # "Is the front door open (at night)?"
     return None
 
 
 def _letters(text: str) -> list[str]:
-    return _LETTERS.findall(text.casefold())
+    return LETTERS.findall(text.casefold())
 
 
 def known_words(texts: Iterable[str], results: Iterable[Any]) -> frozenset[str]:
@@ -319,10 +299,10 @@ def unknown_subject(
         return None
 
     def named(word: str) -> bool:
-        return _LETTERS.search(word.casefold()) is not None and is_known(word, vocabulary)
+        return LETTERS.search(word.casefold()) is not None and is_known(word, vocabulary)
 
     for word in dict.fromkeys(subject.which):
-        if named(word) or not _LETTERS.search(word.casefold()):
+        if named(word) or not LETTERS.search(word.casefold()):
             continue
         gain = _gain(model, query, word, descriptions, content_free)
         if gain is None:
@@ -333,7 +313,7 @@ def unknown_subject(
     # The head may be known by the model alone ("RAM" after "memory"); another word only by
     # the evidence's own words: "CO2" of "CO2 level" is likely after any sensor's
     # description, and says nothing of whether this device has one.
-    if named(head) or not _LETTERS.search(head.casefold()):
+    if named(head) or not LETTERS.search(head.casefold()):
         return False
     if any(named(w) for w in (*subject.which, *subject.of)):
         return False
