@@ -14,10 +14,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agentd.agent.asked import asked_lines, candidate_lines, head_noun
+from edge_agentd.agent.asked import asked_lines, candidate_lines
 from edge_agentd.agent.evidence import answer_numbers, answer_pattern, copyable, numbers_in
 from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.question import head_noun
 from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.resultlines import result_line_parts, result_lines
 from edge_agentd.model.scripted import MockModel

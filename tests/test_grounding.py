@@ -30,6 +30,7 @@ from edge_agentd.agent.claims import absent_value
 from edge_agentd.agent.evidence import numbers_in
 from edge_agentd.agent.grounding import answer_rule, check_answer, gather
 from edge_agentd.agent.guidance import Guidance
+from edge_agentd.agent.question import Question
 
 
 def answer(text: str) -> str:
@@ -552,3 +553,25 @@ def test_a_huge_hostile_answer_is_judged_quickly_and_refused() -> None:
     long = "It is " + "41.5 %RH, " * 20000 + "humid."
     state, _ = run("What is the humidity?", [call("humidity"), answer(long)])
     assert state.outcome == "answered" and refusals(state) == []
+
+
+def test_a_run_parses_its_question_once(monkeypatch: Any) -> None:
+    # Grounding and the guidance read the run's one parse (AgentState.question), at every step.
+    parsed: list[str] = []
+    parse = Question.parse.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Question], text: str) -> Question:
+        parsed.append(text)
+        result: Question = parse(cls, text)
+        return result
+
+    monkeypatch.setattr(Question, "parse", classmethod(counted))
+    model = MockModel([], scores={("The skill humidity", ""): 0.0})
+    state = Agent(model, home(), guidance=Guidance()).run("What is the humidity?")
+    assert state.outcome == "answered"
+    state, _ = run(
+        "What is the humidity?",
+        [answer("Humid."), call("humidity"), answer("It is 12 %RH."), answer("It is 41.5 %RH.")],
+    )
+    assert state.outcome == "answered" and len(refusals(state)) == 2
+    assert parsed == ["What is the humidity?", "What is the humidity?"]  # one per run

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
-from edge_agentd.agent.followup import content_free, joined, question_parts, unasked_narrowings
+from edge_agentd.agent.followup import content_free, joined, unasked_narrowings
 from edge_agentd.agent.guidance import ANSWER_HEAD, Candidate, Guidance, candidates_for
 from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.agent.question import question_parts
 
 TWO_PART = "Which is warmer, the CPU or the BME280 sensor?"
 ONE_PART = "What is the CPU temperature?"

@@ -21,6 +21,7 @@ from edge_agentd.agent.evidence import answer_numbers, numbers_in
 from edge_agentd.agent.followup import content_free
 from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.agent.question import Question
 from edge_agentd.agent.render import (
     MAX_SENTENCES,
     TEMPLATE_WORDS,
@@ -177,20 +178,27 @@ def test_a_question_in_two_parts_gets_a_sentence_of_each_result_in_its_order() -
 def test_a_label_from_the_question_is_used_only_when_the_line_holds_its_words() -> None:
     humidity = {"readings": [{"quantity": "humidity", "value": 41.5, "unit": "%RH"}]}
     lines = candidate_lines(humidity, "What is the air pressure?")
-    rendered = sentences_for([("read_sensor", humidity, lines)], "What is the air pressure?")
+    rendered = sentences_for(
+        [("read_sensor", humidity, lines)], Question.parse("What is the air pressure?")
+    )
     assert "The humidity is 41.5 %RH." in rendered
     assert not any("pressure" in sentence for sentence in rendered)
     cpu = {"sensor": "thermal_zone0", "value": 48.3, "unit": "°C"}
     asked = "What is the CPU temperature?"
-    rendered = sentences_for([("cpu_temperature", cpu, candidate_lines(cpu, asked))], asked)
+    rendered = sentences_for(
+        [("cpu_temperature", cpu, candidate_lines(cpu, asked))], Question.parse(asked)
+    )
     assert "The CPU temperature is 48.3 °C." in rendered
 
 
 def test_the_cannot_tell_sentence_names_the_subject_in_the_questions_words() -> None:
-    assert cannot_tell_sentence("What is the CO2 level in the kitchen?") == (
+    assert cannot_tell_sentence(Question.parse("What is the CO2 level in the kitchen?")) == (
         "I cannot tell: no result says the CO2 level."
     )
-    assert cannot_tell_sentence("Hm?") == "I cannot tell: no result says what was asked."
+    assert (
+        cannot_tell_sentence(Question.parse("Hm?"))
+        == "I cannot tell: no result says what was asked."
+    )
 
 
 scalars = st.one_of(
@@ -224,7 +232,10 @@ def test_every_rendered_word_and_number_comes_from_a_result_or_the_question(
     found: list[tuple[str, Any]], question: str
 ) -> None:
     groups = [(name, result, candidate_lines(result, question)) for name, result in found]
-    rendered = [*sentences_for(groups, question), cannot_tell_sentence(question)]
+    rendered = [
+        *sentences_for(groups, Question.parse(question)),
+        cannot_tell_sentence(Question.parse(question)),
+    ]
     texts = [question, *(name for name, _ in found)]
     texts += [line.text for _, result in found for line in result_line_parts(result)]
     # A label shows a key's words apart ("1a" of ``_1a``): a name, as the key is.
@@ -259,17 +270,21 @@ def test_a_guided_answer_is_always_one_of_the_rendered_sentences(
     assert state.stream.root[-1].made_by == "engine"
     lines = candidate_lines(result, question)
     if any(e.type == "SkillResultObservation" for e in state.stream.root):
-        rendered = sentences_for([("gadget", result, result_line_parts(result))], question)
-        rendered += sentences_for([("gadget", result, lines)], question)
+        rendered = sentences_for(
+            [("gadget", result, result_line_parts(result))], Question.parse(question)
+        )
+        rendered += sentences_for([("gadget", result, lines)], Question.parse(question))
     else:
         rendered = []
-    assert state.final_answer in [*rendered, cannot_tell_sentence(question)]
+    assert state.final_answer in [*rendered, cannot_tell_sentence(Question.parse(question))]
 
 
 def test_a_result_of_thousands_of_lines_renders_a_bounded_set_at_once() -> None:
     huge = {f"k{i}": {"state": f"s{i}x", "name": f"n{i}x"} for i in range(5000)}
     question = "What is the state?"
-    rendered = sentences_for([("gadget", huge, candidate_lines(huge, question))], question)
+    rendered = sentences_for(
+        [("gadget", huge, candidate_lines(huge, question))], Question.parse(question)
+    )
     assert 0 < len(rendered) <= MAX_SENTENCES
 
 
@@ -280,10 +295,14 @@ def test_a_reading_asked_in_its_other_form_is_stated_in_that_form_only() -> None
         "also": {"value": 118.94, "unit": "°F", "unit_name": "Fahrenheit"},
     }
     asked = "What is the CPU temperature in Fahrenheit?"
-    rendered = sentences_for([("cpu_temperature", cpu, candidate_lines(cpu, asked))], asked)
+    rendered = sentences_for(
+        [("cpu_temperature", cpu, candidate_lines(cpu, asked))], Question.parse(asked)
+    )
     assert "The CPU temperature is 118.94 °F." in rendered
     assert not any("°C" in sentence or "also" in sentence for sentence in rendered)
-    plain = sentences_for([("cpu_temperature", cpu, candidate_lines(cpu, "How hot?"))], "How hot?")
+    plain = sentences_for(
+        [("cpu_temperature", cpu, candidate_lines(cpu, "How hot?"))], Question.parse("How hot?")
+    )
     assert plain == ["The cpu temperature is 48.3 °C."]
 
 
@@ -298,6 +317,8 @@ def test_a_list_items_name_is_no_part_of_a_label() -> None:
         ],
     }
     asked = "How many temperature sensors are there?"
-    rendered = sentences_for([("list_sensors", sensors, result_line_parts(sensors))], asked)
+    rendered = sentences_for(
+        [("list_sensors", sensors, result_line_parts(sensors))], Question.parse(asked)
+    )
     assert "The count is 2." in rendered and "There are 2 sensors." in rendered
     assert not any("0316a2791bff measures" in sentence for sentence in rendered)

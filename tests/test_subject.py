@@ -21,16 +21,9 @@ from edge_agentd.agent.followup import content_free
 from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.protocol import ModelError, ScoringUnsupported
-from edge_agentd.agent.subject import (
-    KNOWN_GAIN,
-    MAX_PHRASE_WORDS,
-    WHICH_GAIN,
-    Subject,
-    is_known,
-    known_words,
-    question_subject,
-    unknown_subject,
-)
+from edge_agentd.agent.question import MAX_PHRASE_WORDS, Question, Subject, question_subject
+from edge_agentd.agent.subject import KNOWN_GAIN, WHICH_GAIN, unknown_subject
+from edge_agentd.agent.vocabulary import is_known, known_words
 
 FREE = content_free(PLAIN)
 
@@ -83,7 +76,7 @@ def test_a_long_phrase_is_judged_by_its_head_and_the_words_nearest_it() -> None:
     assert subject.of == tuple(words[:MAX_PHRASE_WORDS])
     model = MockModel([])
     assert unknown_subject(
-        model, "What is the " + " ".join(words) + "?", VOCABULARY, [SENSOR], FREE
+        model, Question.parse("What is the " + " ".join(words) + "?"), VOCABULARY, [SENSOR], FREE
     )
     # Two scores for each word judged, however long the question.
     assert len(model.scored) <= 2 * 2 * MAX_PHRASE_WORDS
@@ -127,38 +120,38 @@ VOCABULARY = known_words([SENSOR], [{"readings": [{"quantity": "humidity", "unit
 def test_a_subject_no_word_of_which_the_evidence_knows_cannot_be_told() -> None:
     question = "What is the light level in lux?"
     scores = gains(SENSOR, question, light=WHICH_GAIN, level=KNOWN_GAIN - 0.5)
-    assert unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    assert unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
     # Likely enough after the called skill's description, a word is known though no text has it.
     scores = gains(SENSOR, question, light=WHICH_GAIN, level=KNOWN_GAIN)
-    assert not unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    assert not unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
 
 
 def test_an_unknown_head_needs_another_word_the_evidence_itself_names() -> None:
     question = "What is the CO2 level in the living room?"
     # "CO2" is likely after a sensor's description, but no text here names it.
     scores = gains(SENSOR, question, CO2=KNOWN_GAIN + 1.0, level=0.8)
-    assert unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    assert unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
     # "disk" is a word of the evidence: "disk space" is a thing it knows, "space" or not.
     question = "How much disk space is free?"
     vocabulary = known_words(["Disk usage of /."], [{"disk": {"free_gib": 75.9}}])
     scores = gains(SENSOR, question, space=0.1)
-    assert not unknown_subject(MockModel([], scores=scores), question, vocabulary, [SENSOR], FREE)
+    assert not unknown_subject(MockModel([], scores=scores), Question.parse(question), vocabulary, [SENSOR], FREE)
 
 
 def test_a_word_that_says_which_one_must_be_known_too() -> None:
     question = "What does the garage door sensor read?"
     scores = gains(SENSOR, question, garage=0.7, door=0.6)
     # "sensor" is known, but no sensor here is a garage door's.
-    assert unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    assert unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
     question = "What is the relative humidity?"
     scores = gains(SENSOR, question, relative=WHICH_GAIN)
-    assert not unknown_subject(MockModel([], scores=scores), question, VOCABULARY, [SENSOR], FREE)
+    assert not unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
 
 
 def test_a_known_subject_or_none_is_never_held_back_and_nothing_is_scored() -> None:
     for question in ("What is the humidity?", "Is it humid?", "How humid is it?"):
         model = MockModel([])
-        assert not unknown_subject(model, question, VOCABULARY, [SENSOR], FREE)
+        assert not unknown_subject(model, Question.parse(question), VOCABULARY, [SENSOR], FREE)
         assert model.scored == []
 
 
@@ -175,7 +168,7 @@ def test_a_model_that_cannot_score_holds_nothing_back() -> None:
     question = "What does the garage door sensor read?"
     for error in (ScoringUnsupported("no scoring"), ModelError("the model failed")):
         model = Unscoring(error)
-        assert not unknown_subject(model, question, VOCABULARY, [SENSOR], FREE)
+        assert not unknown_subject(model, Question.parse(question), VOCABULARY, [SENSOR], FREE)
 
 
 def house() -> Registry:
@@ -321,7 +314,7 @@ def test_any_question_is_judged_by_which_of_its_subject_words_the_texts_name(
     model = MockModel([], scores={})  # unscripted: no word gains anything
     vocabulary = known_words(texts, [{"a": texts}])
     subject = question_subject(question)
-    verdict = unknown_subject(model, question, vocabulary, [SENSOR], FREE)
+    verdict = unknown_subject(model, Question.parse(question), vocabulary, [SENSOR], FREE)
     if subject is None:
         assert verdict is None
         return
@@ -362,15 +355,15 @@ def test_a_place_or_an_owner_the_evidence_does_not_name_makes_the_subject_unknow
         ["living_room_co2", "The CO2 level in the living room, in ppm."],
         [{"room": "living room", "co2": {"value": 870, "unit": "ppm"}}],
     )
-    assert unnamed_subject("What is the CO2 level in the bedroom?", co2) == "CO2 level bedroom"
-    assert unnamed_subject("What is the CO2 level in the living room?", co2) is None
-    assert unnamed_subject("What is the CO2 level in the room?", co2) is None
+    assert unnamed_subject(Question.parse("What is the CO2 level in the bedroom?"), co2) == "CO2 level bedroom"
+    assert unnamed_subject(Question.parse("What is the CO2 level in the living room?"), co2) is None
+    assert unnamed_subject(Question.parse("What is the CO2 level in the room?"), co2) is None
     basil = known_words(
         ["basil_soil_moisture", "Soil moisture of the basil plant's pot, in percent."],
         [{"plant": "basil", "soil_moisture": {"value": 23.0, "unit": "%"}}],
     )
-    assert unnamed_subject("How dry is the soil of the tomato plant?", basil) == "soil tomato"
-    assert unnamed_subject("How dry is the soil of the basil plant?", basil) is None
+    assert unnamed_subject(Question.parse("How dry is the soil of the tomato plant?"), basil) == "soil tomato"
+    assert unnamed_subject(Question.parse("How dry is the soil of the basil plant?"), basil) is None
     # A kind's name with a digit in it is spelt otherwise by results ("w1"): it does not decide.
     probes = known_words(["list_sensors"], [{"sensors": [{"name": "28-0316a2791bff", "kind": "w1"}]}])
-    assert unnamed_subject("What is the name of the 1-Wire sensor?", probes) is None
+    assert unnamed_subject(Question.parse("What is the name of the 1-Wire sensor?"), probes) is None

@@ -39,9 +39,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agentd.agent.english import HEAD_NOUN, HOW_MANY
+from edge_agentd.agent.english import HOW_MANY
 from edge_agentd.agent.focus import part_scores
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
+from edge_agentd.agent.question import head_noun_forms
 from edge_agentd.agent.resultlines import Line, names_unit, result_line_parts
 
 log = logging.getLogger(__name__)
@@ -77,20 +78,6 @@ def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
 
 
-def head_opening(query: str) -> str | None:
-    """What a what, which or how-many question says before its head noun ("What are the ");
-    None for other questions."""
-    match = HEAD_NOUN.match(query)
-    return query[: match.start(1)] if match else None
-
-
-def head_noun(query: str) -> str | None:
-    """The noun a what, which or how-many question asks for, case folded; None for other
-    questions."""
-    match = HEAD_NOUN.match(query)
-    return match.group(1).casefold() if match else None
-
-
 def _named_line(query: str, lines: Sequence[Line]) -> Line | None:
     """The one line whose own key (its name's last part, "humidity" of "readings humidity",
     "days_from_today" whole) is the question's head noun or its plural or singular, or None
@@ -98,15 +85,6 @@ def _named_line(query: str, lines: Sequence[Line]) -> Line | None:
     forms = head_noun_forms(query)
     named = [line for line in lines if (line.name.split() or [""])[-1].casefold() in forms]
     return named[0] if len(named) == 1 else None
-
-
-def head_noun_forms(query: str) -> frozenset[str]:
-    """The question's head noun (:func:`head_noun`) with its plural and singular; empty when
-    it has none."""
-    noun = head_noun(query)
-    if noun is None:
-        return frozenset()
-    return frozenset({noun, noun.removesuffix("s"), f"{noun}s"})
 
 
 def asked_lines(
@@ -181,7 +159,4 @@ __all__ = [
     "answering_gains",
     "asked_lines",
     "candidate_lines",
-    "head_noun",
-    "head_noun_forms",
-    "head_opening",
 ]

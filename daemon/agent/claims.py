@@ -13,15 +13,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from edge_agentd.agent.english import (
-    CATALOGUE_HEADS,
-    CATALOGUE_QUESTION,
     INDEFINITE,
     NEGATIONS,
     WORD,
 )
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
-from edge_agentd.agent.followup import question_parts
-from edge_agentd.agent.subject import is_known, question_subject
+from edge_agentd.agent.question import Question
+from edge_agentd.agent.vocabulary import is_known
 
 _VALUE_TOKEN = re.compile(r"[\w.:/+-]*\d[\w.:/+-]*")
 """A run of text with a digit in it, as a reader takes it whole: ``2026-12-05``, ``08:11``,
@@ -121,33 +119,23 @@ def _units_of(value: float, text: str) -> list[str]:
     return [m.group(2) for m in _NUMBER_UNIT.finditer(text) if float(m.group(1)) == value]
 
 
-def about_catalogue(query: str) -> bool:
-    """Whether ``query`` asks about the skills themselves ("What skills do you have?", "What
-    can you do?"): the catalogue in the system prompt answers it."""
-    if CATALOGUE_QUESTION.match(query):
-        return True
-    subject = question_subject(query)
-    return subject is not None and subject.head.casefold() in CATALOGUE_HEADS
-
-
-def unnamed_subject(query: str, vocabulary: frozenset[str]) -> str | None:
-    """The words of ``query``'s subject the evidence does not name, as the question writes
+def unnamed_subject(question: Question, vocabulary: frozenset[str]) -> str | None:
+    """The words of ``question``'s subject the evidence does not name, as the question writes
     them, when they make it unknown: a word that says which one that is not named, or a head
     not named when no other word of the subject is. None: named, or no subject. A question in
     two parts joined by "and" has an unknown subject when each part does (the answer may say
     what it cannot tell of one part beside the other's value)."""
-    parts = question_parts(query)
-    if parts:
-        found = [_unnamed_in(part, vocabulary) for part in parts]
+    if question.parts:
+        found = [_unnamed_in(part, vocabulary) for part in question.parts]
         return None if any(f is None for f in found) else " and ".join(map(str, found))
-    return _unnamed_in(query, vocabulary)
+    return _unnamed_in(question, vocabulary)
 
 
-def _unnamed_in(query: str, vocabulary: frozenset[str]) -> str | None:
-    subject = question_subject(query)
+def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
+    subject = question.subject
     if subject is None or subject.head.casefold() in INDEFINITE:
         return None  # "How warm is everything?" names no one thing
-    if _comparative(subject.head, query):
+    if _comparative(subject.head, question.text):
         return None  # "Which is warmer, the CPU or the probe?": the things follow it
 
     def named(word: str) -> bool:
@@ -237,7 +225,6 @@ def names_a_skill(answer: str, skills: Sequence[str]) -> bool:
 
 
 __all__ = [
-    "about_catalogue",
     "absent_value",
     "holds_state",
     "misplaced_unit",

@@ -21,6 +21,8 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
+from edge_agentd.agent.question import Question
+
 if TYPE_CHECKING:
     from edge_agentd.agent.workflow import Workflow
 
@@ -199,13 +201,14 @@ class EventStream(RootModel[list[Event]]):
 
 
 class RunContext:
-    """Private bookkeeping of one run: its workflow, and the prompt text rendered so far, so
-    each step renders only the events added since the last one."""
+    """Private bookkeeping of one run: its workflow, its question parsed once, and the prompt
+    text rendered so far, so each step renders only the events added since the last one."""
 
-    __slots__ = ("render_key", "rendered", "text", "workflow")
+    __slots__ = ("question", "render_key", "rendered", "text", "workflow")
 
     def __init__(self, workflow: Workflow | None = None) -> None:
         self.workflow = workflow
+        self.question: Question | None = None
         self.render_key: object = None
         self.text = ""
         self.rendered = 0
@@ -228,6 +231,14 @@ class AgentState(BaseModel):
     def workflow(self) -> Workflow | None:
         """The workflow this run follows, if any. Not part of the serialized state."""
         return self.context.workflow
+
+    @property
+    def question(self) -> Question:
+        """The query, parsed once for the run: grounding and the guidance read this."""
+        context = self.context
+        if context.question is None or context.question.text != self.query:
+            context.question = Question.parse(self.query)
+        return context.question
 
     def __eq__(self, other: object) -> bool:
         # The render cache and workflow are private bookkeeping, not part of what happened.

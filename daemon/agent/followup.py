@@ -31,11 +31,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from edge_agentd.agent.asked import head_noun_forms, head_opening
-from edge_agentd.agent.english import AND, ARTICLE, PAIRED, QUESTION_OPENING
 from edge_agentd.agent.events import AgentState, CallSkillAction, SkillResultObservation
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.agent.question import head_noun_forms
 
 if TYPE_CHECKING:
     from edge_agentd.agent.candidates import Candidate
@@ -81,33 +80,13 @@ def second_call(
     return (others[best] if gain >= margin else None), gain
 
 
-MIN_PART_WORDS = 2
-
-
-def question_parts(query: str) -> list[str]:
-    """The two parts of a question joined by "and", each of at least MIN_PART_WORDS words and
-    written as a question of its own; [] for a question in one part ("between ... and"), or in
-    more than two. A second part that is only a noun ("What are the CPU temperature and the
-    humidity?") takes the first part's opening: "What are the humidity?"."""
-    parts = AND.split(" ".join(query.split()))
-    if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
-        return []
-    first, second = parts
-    if PAIRED.search(first) and not QUESTION_OPENING.match(second):
-        return []  # "the difference between the CPU and the probe" is one thing asked
-    opening, article = head_opening(first), ARTICLE.match(second)
-    if opening is not None and article is not None and head_opening(second) is None:
-        second = opening + second[article.end() :]
-    return [part[:1].upper() + part[1:] for part in (first, second)]
-
-
 def two_parts_answered(state: AgentState) -> bool:
     """Whether ``state``'s question is in two parts and its run made two calls, both answered:
     then each result is one part's."""
     events = state.stream.root
     calls = [e for e in events if isinstance(e, CallSkillAction)]
     results = [e for e in events if isinstance(e, SkillResultObservation)]
-    return len(calls) == len(results) == 2 and bool(question_parts(state.query))
+    return len(calls) == len(results) == 2 and bool(state.question.parts)
 
 
 def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -205,7 +184,7 @@ def follow_up(
     first = first_candidate(made[0], candidates)
     if first is None:
         return None
-    parts = question_parts(state.query) if part_margin is not None else []
+    parts = [p.text for p in state.question.parts] if part_margin is not None else []
     if parts and part_margin is not None:
         return part_call(model, parts, first, candidates=candidates, left=left, margin=part_margin)
     if margin is None:
@@ -222,7 +201,6 @@ __all__ = [
     "joined",
     "named_calls",
     "part_call",
-    "question_parts",
     "second_call",
     "two_parts_answered",
     "unasked_narrowings",

@@ -11,7 +11,7 @@ An answer is a claim about this device, so it must rest on what this run observe
    whole, and a ``%`` or ``°`` unit after a number is one the evidence writes after it, where it
    writes one.
 3. **The subject is the evidence's.** The thing the question asks about (its subject, found by
-   English grammar alone, :func:`~edge_agentd.agent.subject.question_subject`) must be named by a
+   English grammar alone, :func:`~edge_agentd.agent.question.question_subject`) must be named by a
    call that returned a result (its skill's name, description, examples and arguments) or by the
    results (keys and texts): every word that says which one, and its head or another of its
    words. Otherwise the answer says it cannot tell. No model scores a word here: a word the
@@ -36,7 +36,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.claims import (
-    about_catalogue,
     absent_value,
     holds_state,
     misplaced_unit,
@@ -57,8 +56,9 @@ from edge_agentd.agent.evidence import (
     cannot_tell_pattern,
     copyable,
 )
+from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
-from edge_agentd.agent.subject import asked_state, known_words
+from edge_agentd.agent.vocabulary import known_words
 
 if TYPE_CHECKING:
     from edge_agentd.agent.registry import Registry
@@ -83,7 +83,8 @@ text, so the system prompt stays byte-identical for the same registry."""
 class Evidence:
     """What one run observed, as the rules read it."""
 
-    query: str
+    question: Question
+    """The run's question, parsed once."""
     results: tuple[Any, ...]
     """Every result a skill returned in this run."""
     texts: tuple[str, ...]
@@ -136,7 +137,7 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
     for result in results:
         _walk_texts(result, texts)
     return Evidence(
-        state.query,
+        state.question,
         tuple(results),
         tuple(texts),
         known_words(described, results),
@@ -169,7 +170,7 @@ def declines(answer: str) -> bool:
 def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     """The first grounding rule ``answer`` breaks, or None when it keeps them all."""
     absent = absent_value(answer, evidence.texts) or misplaced_unit(
-        answer, evidence.results, evidence.query
+        answer, evidence.results, evidence.question.text
     )
     if absent is not None:
         return Verdict(
@@ -181,7 +182,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     if declines(answer):
         return None
     if not evidence.results:
-        if about_catalogue(evidence.query) and names_a_skill(answer, evidence.skills):
+        if evidence.question.about_catalogue and names_a_skill(answer, evidence.skills):
             return None
         return Verdict(
             NO_EVIDENCE,
@@ -189,14 +190,14 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
             "Call a skill that can answer the question; if no skill can, answer "
             f'"{CANNOT_TELL}" and why.',
         )
-    unnamed = unnamed_subject(evidence.query, evidence.vocabulary)
+    unnamed = unnamed_subject(evidence.question, evidence.vocabulary)
     if unnamed is not None:
         return Verdict(
             UNKNOWN_SUBJECT,
             f"No skill called and no result names {unnamed!r}, which the question asks about. "
             f'Call a skill that gives it, or answer "{CANNOT_TELL}" and why.',
         )
-    state = asked_state(evidence.query)
+    state = evidence.question.state
     claim = None if state is None else state_claim(answer, state)
     if claim is not None and state is not None and claim != holds_state(evidence.results, state):
         said = state if claim else f"not {state}"
@@ -216,7 +217,7 @@ def answer_rule(evidence: Evidence) -> str:
     result, "I cannot tell" (or, asked about the skills, an answer naming one); with results
     whose words do not name the question's subject, "I cannot tell"; else copy-only values."""
     if not evidence.results:
-        if about_catalogue(evidence.query) and evidence.skills:
+        if evidence.question.about_catalogue and evidence.skills:
             # Words and the skills' names, each name whole (no letter glued to it), one at least.
             plain = f"[{PLAIN_CHARS}]"
             names = "(" + "|".join(re.escape(n) for n in evidence.skills) + ")"
@@ -224,18 +225,18 @@ def answer_rule(evidence: Evidence) -> str:
             listing = f"({word}{gap})*{names}({gap}{word})*{gap[:-1]}*"
             return f"^({CANNOT_TELL}{plain}*|{listing})([.!?])?$"
         return cannot_tell_pattern()
-    if unnamed_subject(evidence.query, evidence.vocabulary) is not None:
+    if unnamed_subject(evidence.question, evidence.vocabulary) is not None:
         return cannot_tell_pattern()
     # Values copied, none required: which one to state is the strategy's (guidance requires one).
-    copied = dataclasses.replace(copyable(evidence.results, evidence.query), stated=())
+    copied = dataclasses.replace(copyable(evidence.results, evidence.question.text), stated=())
     return answer_pattern(copied)
 
 
 def only_declines(evidence: Evidence) -> bool:
     """Whether the only answer the rules admit now is one that says it cannot tell."""
     if not evidence.results:
-        return not about_catalogue(evidence.query)
-    return unnamed_subject(evidence.query, evidence.vocabulary) is not None
+        return not evidence.question.about_catalogue
+    return unnamed_subject(evidence.question, evidence.vocabulary) is not None
 
 
 def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
@@ -254,7 +255,7 @@ def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any
     if "oneOf" in schema:
         branches = [held(branch) for branch in schema["oneOf"]]
         calls = [b for b in branches if "final_answer" not in b.get("properties", {})]
-        if calls and not evidence.called and not about_catalogue(evidence.query):
+        if calls and not evidence.called and not evidence.question.about_catalogue:
             # The first action is a call: a model that drives the loop otherwise answers at once
             # (Qwen2.5-Coder-1.5B did, held to "I cannot tell", for "What is the humidity?").
             # After a call, even a failed one, "I cannot tell" is open.

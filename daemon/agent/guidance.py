@@ -61,7 +61,6 @@ from edge_agentd.agent.followup import (
     content_free,
     follow_up,
     named_calls,
-    question_parts,
     two_parts_answered,
     unasked_narrowings,
 )
@@ -208,7 +207,7 @@ class Guidance:
                 return self._answer(model, prompt, state, candidates, grounded)
             baseline = self.cannot_tell_margin is not None and not made
             # A question in two parts is first asked its first part; the second comes after.
-            parts = question_parts(state.query) if self.part_margin is not None else []
+            parts = [p.text for p in state.question.parts] if self.part_margin is not None else []
             asking = parts[0] if parts and not made else state.query
             query = model.chat_format.defuse(asking)
             # A call whose own argument is the thing asked for ("What is the humidity?" and
@@ -260,10 +259,10 @@ class Guidance:
         the others where the subject was not judged. With ``model``, the lines stated are
         those the question asks about (:func:`~edge_agentd.agent.asked.asked_lines`)."""
         events = state.stream.root
-        cannot = cannot_tell_sentence(state.query)
+        cannot = cannot_tell_sentence(state.question)
         judged = None
         if model is not None and self.know_subject:
-            judged = asks_unknown(model, state.query, events, candidates)
+            judged = asks_unknown(model, state.question, events, candidates)
         if judged:
             return [cannot], []
         observed = [e for e in events if isinstance(e, SkillResultObservation)]
@@ -276,11 +275,11 @@ class Guidance:
             groups.append((event.skill_name, event.result, lines))
         if self.part_margin is not None and two_parts_answered(state):
             # Each part's sentences, its own subject naming what its result says.
-            parts = question_parts(state.query)
+            parts = state.question.parts
             first, second = (sentences_for([g], q) for g, q in zip(groups, parts, strict=True))
             if first and second:
                 return [*first, *([cannot] if judged is None else [])], second
-        stated = sentences_for(groups, state.query)
+        stated = sentences_for(groups, state.question)
         if not stated:
             return [cannot], []
         # Where the subject was judged known, the answer states a value: "I cannot tell" was
@@ -302,7 +301,7 @@ class Guidance:
         if grounded is None:
             grounded = _anything
         # Only what the loop takes is offered; with nothing left, "I cannot tell".
-        options = [o for o in options if grounded(o)] or [cannot_tell_sentence(state.query)]
+        options = [o for o in options if grounded(o)] or [cannot_tell_sentence(state.question)]
         chosen = _likeliest(model, prompt, ANSWER_HEAD, options)
         second = [s for s in second if grounded(both_parts(chosen, s))]
         if second and not chosen.startswith(CANNOT_TELL):

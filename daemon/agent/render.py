@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import (
     Line,
     alternative_forms,
@@ -41,7 +42,6 @@ from edge_agentd.agent.resultlines import (
     reading_text,
     result_line_parts,
 )
-from edge_agentd.agent.subject import question_subject
 
 CANNOT_TELL = "I cannot tell"
 """How an answer that states no value begins."""
@@ -150,7 +150,7 @@ def _keys(node: Any) -> set[str]:
 
 
 def _labels(
-    line: Line, lines: Sequence[Line], skill_name: str, question: str, keys: set[str]
+    line: Line, lines: Sequence[Line], skill_name: str, question: Question, keys: set[str]
 ) -> list[list[str]]:
     """The labels a line's value may be stated under (see the module's docstring). The line's
     whole name is one only when each part of it is a key: a list item's part is its value
@@ -184,7 +184,7 @@ def _labels(
     # the object is: the label then claims nothing the result does not ("CPU temperature" of
     # ``cpu_temperature``, "front door" of a front door's state; never "air pressure" of
     # ``humidity``, nor "temperature" of a difference of temperatures).
-    subject = question_subject(question)
+    subject = question.subject
     if subject is not None:
         held = [*own, *(w for label in labels[2:] for w in label)]
         vocabulary = {w.casefold() for text in held for w in words_of(text)}
@@ -220,7 +220,7 @@ def _joined(names: Sequence[str]) -> str:
 
 
 def line_sentences(
-    line: Line, lines: Sequence[Line], skill_name: str, question: str, keys: set[str]
+    line: Line, lines: Sequence[Line], skill_name: str, question: Question, keys: set[str]
 ) -> list[str]:
     """The sentences that state ``line`` of a result whose lines are ``lines`` and whose
     objects' keys are ``keys``. A reading whose other form's unit the question names is stated
@@ -231,10 +231,10 @@ def line_sentences(
     if node is None:
         return sentences  # a null says nothing to state
     if isinstance(node, dict):
-        named = [f for f in alternative_forms(node).values() if names_unit(f, question)]
+        named = [f for f in alternative_forms(node).values() if names_unit(f, question.text)]
         shown = str(reading_text(named[0])) if named else shown
     for label in _labels(line, lines, skill_name, question, keys):
-        said = _spell(label, question)
+        said = _spell(label, question.text)
         if isinstance(node, list):
             names = _list_names(node)
             if names:
@@ -247,7 +247,9 @@ def line_sentences(
     return sentences
 
 
-def sentences_for(asked: Sequence[tuple[str, Any, Sequence[Line]]], question: str) -> list[str]:
+def sentences_for(
+    asked: Sequence[tuple[str, Any, Sequence[Line]]], question: Question
+) -> list[str]:
     """The sentences stating the ``asked`` lines, each given as ``(skill_name, result, lines)``
     (the lines of that result the question asks about), at most :data:`MAX_SENTENCES`."""
     found: dict[str, None] = {}
@@ -264,9 +266,9 @@ def sentences_for(asked: Sequence[tuple[str, Any, Sequence[Line]]], question: st
     return list(found)[:MAX_SENTENCES]
 
 
-def cannot_tell_sentence(question: str) -> str:
+def cannot_tell_sentence(question: Question) -> str:
     """ "I cannot tell: no result says <the question's subject>." (its words the question's)."""
-    subject = question_subject(question)
+    subject = question.subject
     if subject is None:
         return f"{CANNOT_TELL}: no result says what was asked."
     phrase = " ".join([*subject.which, subject.head])

@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_competence import QUESTIONS, CannotTell, Device, build_device
 
 from edge_agentd.agent.grounding import unnamed_subject
+from edge_agentd.agent.question import Question
 from edge_agentd.agent.registry import Registry
-from edge_agentd.agent.subject import known_words, question_subject
+from edge_agentd.agent.vocabulary import known_words
 
 
 def call_vocabularies(registry: Registry) -> list[tuple[str, frozenset[str]]]:
@@ -58,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         counts = {"answerable": 0, "refused": 0, "unanswerable": 0, "caught": 0, "no subject": 0}
         for question in QUESTIONS:
             unanswerable = isinstance(question.expect(device), CannotTell)
-            subject = question_subject(question.text)
-            text = question.text
-            naming = [name for name, words in vocabularies if unnamed_subject(text, words) is None]
+            parsed = Question.parse(question.text)
+            subject = parsed.subject
+            naming = [n for n, words in vocabularies if unnamed_subject(parsed, words) is None]
             refused = not naming
             counts["unanswerable" if unanswerable else "answerable"] += 1
             if subject is None:
