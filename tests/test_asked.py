@@ -1,4 +1,4 @@
-"""The value an answer must state (daemon/agent/asked.py, daemon/agent/evidence.py): the line of
+"""The value an answer must state (daemon/guidance/asked.py, daemon/agent/evidence.py): the line of
 each result whose name the question is likeliest after, a reading's other form only when the
 question names its unit, and a list's count only where someone would ask it.
 
@@ -14,13 +14,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edge_agentd.agent.asked import asked_lines, candidate_lines
 from edge_agentd.agent.evidence import answer_numbers, answer_pattern, copyable, numbers_in
-from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.question import head_noun
 from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.resultlines import result_line_parts, result_lines
+from edge_agentd.guidance.asked import asked_lines, candidate_lines
+from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.model.scripted import MockModel
 
 NOW = {"date": "2026-12-04", "time": "12:35:06", "weekday": "Friday"}

@@ -14,7 +14,7 @@ import pytest
 from fake_sysfs import FakeSysfs
 
 from edge_agentd import Agent, Registry, load_model
-from edge_agentd.agent.guidance import Guidance
+from edge_agentd.guidance.guidance import Guidance
 from edge_agentd.model.llama import LlamaModel
 from edge_agentd.skills import register_builtins
 

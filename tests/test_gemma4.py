@@ -27,7 +27,7 @@ from edge_agentd.agent.events import (
     FinalAnswerAction,
     ValidationErrorObservation,
 )
-from edge_agentd.agent.guidance import Guidance
+from edge_agentd.guidance.guidance import Guidance
 from edge_agentd.model.formats import GEMMA4
 from edge_agentd.model.llama import LlamaModel
 

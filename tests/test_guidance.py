@@ -1,4 +1,4 @@
-"""Guidance for small models (daemon/agent/guidance.py), each help driven by a scripted model.
+"""Guidance for small models (daemon/guidance/guidance.py), each help driven by a scripted model.
 
 MockModel scripts ``likelihood`` and ``score`` by text: a key ``(marker, text)`` scores ``text``
 after any prompt that contains ``marker``, so a test says which skill description the question
@@ -14,21 +14,21 @@ from typing import Any
 import pytest
 
 from edge_agentd import Agent, MockModel, Registry
-from edge_agentd.agent.focus import MIN_FOCUS_PARTS, result_parts
-from edge_agentd.agent.guidance import (
+from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.guidance.focus import MIN_FOCUS_PARTS, result_parts
+from edge_agentd.guidance.guidance import (
     ANSWER_HEAD,
     SKILL_HEAD,
     Guidance,
     candidates_for,
     named_calls,
 )
-from edge_agentd.agent.phrases import (
+from edge_agentd.guidance.phrases import (
     fresh_phrases,
     likeliest_phrase,
     phrases_to_try,
     question_phrases,
 )
-from edge_agentd.agent.prompt import PLAIN
 
 QUESTION = "How damp is the cellar?"
 

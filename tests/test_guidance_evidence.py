@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from edge_agentd import Agent, MockModel, Registry
-from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance, content_free
 from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance, content_free
 from edge_agentd.service.config.strategy import guidance_for
 
 QUESTION = "How damp is the cellar?"
@@ -131,7 +131,7 @@ def test_a_model_of_a_gibibyte_or_more_gets_none_of_these_helps_by_default() -> 
 
 
 def test_a_part_the_question_already_names_is_not_what_it_asks() -> None:
-    from edge_agentd.agent.focus import asked_parts, result_parts
+    from edge_agentd.guidance.focus import asked_parts, result_parts
 
     parts = result_parts(
         {"sensor": "28-00000a1b2c3d", "label": "DS18B20", "readings": [{"value": -4.5}]}

@@ -1,4 +1,4 @@
-"""A second skill for a question in two parts (daemon/agent/followup.py), with a scripted model.
+"""A second skill for a question in two parts (daemon/guidance/followup.py), with a scripted model.
 
 MockModel scripts ``likelihood`` by text: a key ``(marker, text)`` scores ``text`` after any
 prompt holding ``marker`` (the longest text wins, then the first key listed). So a test says how
@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
-from edge_agentd.agent.followup import content_free, joined, unasked_narrowings
-from edge_agentd.agent.guidance import ANSWER_HEAD, Candidate, Guidance, candidates_for
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.question import question_parts
+from edge_agentd.guidance.followup import content_free, joined, unasked_narrowings
+from edge_agentd.guidance.guidance import ANSWER_HEAD, Candidate, Guidance, candidates_for
 
 TWO_PART = "Which is warmer, the CPU or the BME280 sensor?"
 ONE_PART = "What is the CPU temperature?"

@@ -1,5 +1,5 @@
 """Answers the engine renders from the results, the guided model choosing among them
-(daemon/agent/render.py), for any skill: plugins written as docs/skills.md's ten-line example
+(daemon/guidance/render.py), for any skill: plugins written as docs/skills.md's ten-line example
 (a docstring, a typed signature, values with units; no ``examples=``, no ``calls=``).
 
 MockModel scripts ``likelihood`` and ``score`` by text: a key ``(marker, text)`` scores ``text``
@@ -16,13 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
-from edge_agentd.agent.asked import candidate_lines
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
-from edge_agentd.agent.followup import content_free
-from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.question import Question
-from edge_agentd.agent.render import (
+from edge_agentd.agent.resultlines import result_line_parts
+from edge_agentd.guidance.asked import candidate_lines
+from edge_agentd.guidance.followup import content_free
+from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
+from edge_agentd.guidance.render import (
     MAX_SENTENCES,
     TEMPLATE_WORDS,
     both_parts,
@@ -30,7 +31,6 @@ from edge_agentd.agent.render import (
     sentences_for,
     words_of,
 )
-from edge_agentd.agent.resultlines import result_line_parts
 
 FREE = content_free(PLAIN)
 

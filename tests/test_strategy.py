@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from edge_agentd import MockModel, Registry
-from edge_agentd.agent.guidance import ANSWER_HEAD
 from edge_agentd.client.zmqclient import Client
+from edge_agentd.guidance.guidance import ANSWER_HEAD
 from edge_agentd.service.config.settings import ConfigError, parse_settings
 from edge_agentd.service.config.strategy import SMALL_MODEL_BYTES, guidance_for
 

@@ -1,4 +1,4 @@
-"""What a question is about, and whether the evidence knows it (edge_agentd.agent.subject).
+"""What a question is about, and whether the evidence knows it (edge_agentd.guidance.subject).
 
 MockModel scripts ``likelihood`` by text: a key ``(marker, text)`` scores ``text`` after any
 prompt holding ``marker``, the longest scripted start of ``text`` winning (unscripted: -1000).
@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.claims import unnamed_subject
-from edge_agentd.agent.followup import content_free
-from edge_agentd.agent.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.protocol import ModelError, ScoringUnsupported
 from edge_agentd.agent.question import MAX_PHRASE_WORDS, Question, Subject, question_subject
-from edge_agentd.agent.subject import KNOWN_GAIN, WHICH_GAIN, unknown_subject
 from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.guidance.followup import content_free
+from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
+from edge_agentd.guidance.subject import KNOWN_GAIN, WHICH_GAIN, unknown_subject
 
 FREE = content_free(PLAIN)
 

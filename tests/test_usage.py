@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from edge_agentd import Agent, AgentState, Completion, Registry, load_model
-from edge_agentd.agent.asked import asked_lines
 from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction, Usage
-from edge_agentd.agent.guidance import Guidance
 from edge_agentd.agent.protocol import TokenCounts, step_usage
+from edge_agentd.guidance.asked import asked_lines
+from edge_agentd.guidance.guidance import Guidance
 from edge_agentd.model.llama import LlamaModel
 from edge_agentd.model.scripted import MockModel
 

@@ -23,7 +23,7 @@ from edge_agentd.agent.events import (
     Usage,
 )
 from edge_agentd.agent.grounding import GROUNDING_RULES, check_answer, gather, grounded_schema
-from edge_agentd.agent.guidance import Guidance
+from edge_agentd.agent.guide import Guide
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.prompt import ChatFormat, render_event, render_system
 from edge_agentd.agent.protocol import (
@@ -49,8 +49,9 @@ class Agent:
     registry: Registry = dataclasses.field(default_factory=get_registry)
     soul: Soul | None = dataclasses.field(default=None, kw_only=True)
     max_result_chars: int = dataclasses.field(default=4000, kw_only=True)
-    guidance: Guidance | None = dataclasses.field(default=None, kw_only=True)
-    """Help for a small model (see :mod:`edge_agentd.agent.guidance`); None: the model alone."""
+    guidance: Guide | None = dataclasses.field(default=None, kw_only=True)
+    """Help for a small model (:class:`~edge_agentd.agent.guide.Guide`, such as
+    :class:`edge_agentd.guidance.guidance.Guidance`); None, plain: the model alone."""
     threads: RunThreads = dataclasses.field(default_factory=shared_run_threads, kw_only=True)
     """The threads runs execute on and the skills that hung (by default, every agent's)."""
 
@@ -58,7 +59,7 @@ class Agent:
         # The contract's caller bugs: no model, and a soul or guidance given as a bare string.
         if not isinstance(self.model, SupportsGenerate):
             raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
-        for name, value, kind in (("soul", self.soul, Soul), ("guidance", self.guidance, Guidance)):
+        for name, value, kind in (("soul", self.soul, Soul), ("guidance", self.guidance, Guide)):
             if value is not None and not isinstance(value, kind):
                 raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
         check_count("max_result_chars", self.max_result_chars, 64)
@@ -168,14 +169,12 @@ class Agent:
                 raw = generate(prompt)
             else:
                 skills = [spec for name in names if (spec := self.registry.get(name))]
-                candidates = self.guidance.candidates(
-                    self.registry.version, skills, self.chat_format
-                )
                 raw = self.guidance.reply(
                     self.handle,
                     state,
                     prompt,
-                    candidates,
+                    skills,
+                    version=self.registry.version,
                     last_step=last_step,
                     generate=generate,
                     # The engine offers only sentences the loop will take: one it would refuse

@@ -6,7 +6,8 @@ sends and the reply models it may get back. Everything a peer sends goes through
 carrying the stable error code of the reply. Replies are built as the models below and packed by
 :func:`encode`. ``docs/protocol.md`` is the prose version; a test holds it to this table.
 
-This module imports nothing of the package: it is shared by the daemon and its clients.
+It imports only its own layer (`protocol/`: framing and the other wire modules): it is shared by
+the daemon and its clients.
 """
 
 from __future__ import annotations

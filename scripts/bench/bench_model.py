@@ -29,7 +29,7 @@ from decoders import decoding, measure
 
 from edge_agentd import Agent, AgentState, CallSkillAction, FinalAnswerAction, Registry, Usage
 from edge_agentd.agent.evidence import answer_pattern, answer_schema, copyable
-from edge_agentd.agent.guidance import ANSWER_HEAD
+from edge_agentd.guidance.guidance import ANSWER_HEAD
 from edge_agentd.model.llama import LlamaModel
 from edge_agentd.model.loading import load_model
 

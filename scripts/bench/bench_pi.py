@@ -110,8 +110,8 @@ def ask_all(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     from edge_agentd import Agent, load_model
     from edge_agentd.agent.events import EVENT_ADAPTER
-    from edge_agentd.agent.guidance import Guidance
     from edge_agentd.agent.prompt import render_event
+    from edge_agentd.guidance.guidance import Guidance
 
     questions = comp.select_questions(args.split, args.limit)
     workdir = Path(tempfile.mkdtemp(prefix="bench-pi-"))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from edge_agentd.agent.guidance import Guidance
 from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.guidance.guidance import Guidance
 
 Strategy = Literal["auto", "plain", "guided"]
 

@@ -4,7 +4,7 @@ A small model that writes its own answer makes claims with its free words, even 
 digit is bound to the evidence: "The CPU is overheating: 51.687 °C.", "Yes, the front door is
 open." for a result that says ``closed``. So for a guided model the engine writes the sentences
 and the model only chooses among them, by its likelihood of each, whole, as its reply
-(:class:`~edge_agentd.agent.guidance.Guidance`). Every sentence is built from a result's
+(:class:`~edge_agentd.guidance.guidance.Guidance`). Every sentence is built from a result's
 lines (:mod:`~edge_agentd.agent.resultlines`), the names of the skills that gave them, and
 the question, with a handful of words of the engine's own (:data:`TEMPLATE_WORDS`):
 
@@ -20,7 +20,7 @@ the question, with a handful of words of the engine's own (:data:`TEMPLATE_WORDS
   sensors.").
 - **Both parts of a question in two parts**: a sentence for each, joined by "and".
 - **"I cannot tell: no result says <subject>."** where the question's subject is unknown to the
-  evidence (:mod:`~edge_agentd.agent.subject`), where nothing was returned, and beside the
+  evidence (:mod:`~edge_agentd.guidance.subject`), where nothing was returned, and beside the
   others where the subject was not judged.
 
 Nothing here knows any skill or any question word: keys, texts and names are the results'.

@@ -16,7 +16,7 @@ question word.
 - **A second skill.** A question in two parts joined by "and" asks its first part first, and
   its second part after the first result; the answer states a value of each. Otherwise, after
   the first result, a question likelier after the first call's description joined with
-  another's than with no skill's gets that second call (:mod:`edge_agentd.agent.followup`).
+  another's than with no skill's gets that second call (:mod:`edge_agentd.guidance.followup`).
 - **The call it names.** Calls taking the question's head noun as an argument go first; one
   narrower than its skill's call with no arguments only when the question names what narrows it.
 - **Which words.** A skill that takes one free text argument gets a phrase of the question, the
@@ -26,8 +26,8 @@ question word.
   is scored the same noisy-channel way, log P(question | part), and the result turn names the
   likeliest part after restating the question. The whole result stays in the turn.
 - **What it says.** Results are shown as short ``name: value unit`` lines, and the answer is
-  one of the sentences the engine renders from them (:mod:`edge_agentd.agent.render`): the
-  value of a line the question asks about (:mod:`edge_agentd.agent.asked`) under its own label,
+  one of the sentences the engine renders from them (:mod:`edge_agentd.guidance.render`): the
+  value of a line the question asks about (:mod:`edge_agentd.guidance.asked`) under its own label,
   a state with what names it, a list's names or count. The model chooses among them by its
   likelihood of each as its reply; no word of it decides what the answer claims. The
   answer's event says so (``made_by="engine"``).
@@ -36,7 +36,7 @@ question word.
   ``cannot_tell_margin``, no skill fits, and the answer is at once "I cannot tell ...".
   After the results, a question whose subject (the noun phrase it asks about) the calls made
   and their results do not know is answered "I cannot tell: no result says ..."; one whose
-  subject they know states a value (:mod:`edge_agentd.agent.subject`); one not judged is
+  subject they know states a value (:mod:`edge_agentd.guidance.subject`); one not judged is
   offered both.
 """
 
@@ -48,33 +48,33 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from edge_agentd.agent.asked import asked_lines, candidate_lines
-from edge_agentd.agent.candidates import Candidate, candidates_for
 from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
     Event,
     SkillResultObservation,
 )
-from edge_agentd.agent.focus import focused_part
-from edge_agentd.agent.followup import (
+from edge_agentd.agent.prompt import ChatFormat
+from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
+from edge_agentd.agent.registry import SkillSpec
+from edge_agentd.agent.resultlines import Line
+from edge_agentd.guidance.asked import asked_lines, candidate_lines
+from edge_agentd.guidance.candidates import Candidate, candidates_for
+from edge_agentd.guidance.focus import focused_part
+from edge_agentd.guidance.followup import (
     content_free,
     follow_up,
     named_calls,
     two_parts_answered,
     unasked_narrowings,
 )
-from edge_agentd.agent.phrases import (
+from edge_agentd.guidance.phrases import (
     likeliest_phrase,
     phrases_to_try,
     spent,
 )
-from edge_agentd.agent.prompt import ChatFormat
-from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
-from edge_agentd.agent.registry import SkillSpec
-from edge_agentd.agent.render import CANNOT_TELL, both_parts, cannot_tell_sentence, sentences_for
-from edge_agentd.agent.resultlines import Line
-from edge_agentd.agent.subject import asks_unknown
+from edge_agentd.guidance.render import CANNOT_TELL, both_parts, cannot_tell_sentence, sentences_for
+from edge_agentd.guidance.subject import asks_unknown
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class Guidance:
     """Show results as ``name: value unit`` lines (the event keeps the whole result)."""
     state_asked: bool = True
     """The sentences offered state the lines of each result the question is likeliest after, by
-    their names (:mod:`edge_agentd.agent.asked`), not every line of the results."""
+    their names (:mod:`edge_agentd.guidance.asked`), not every line of the results."""
     cannot_tell_margin: float | None = 1.0
     """Nats by which the best candidate must beat the content-free baseline before the first
     call; below it no skill fits and the answer is at once "I cannot tell". None: always call
@@ -130,7 +130,7 @@ class Guidance:
     know_subject: bool = True
     """The answer to a question about something neither the calls made nor their results know
     ("the garage door sensor") is "I cannot tell ..."; one whose subject they know states a
-    value (:mod:`~edge_agentd.agent.subject`)."""
+    value (:mod:`~edge_agentd.guidance.subject`)."""
     focus_parts: bool = True
     """After a result with several parts, name the part the question asks about."""
     follow_up_margin: float | None = None
@@ -165,15 +165,18 @@ class Guidance:
         model: ModelHandle,
         state: AgentState,
         prompt: str,
-        candidates: Sequence[Candidate],
+        skills: Sequence[SkillSpec],
         *,
+        version: int,
         last_step: bool,
         generate: Callable[..., str],
         grounded: Callable[[str], bool] | None = None,
     ) -> str:
-        """The model's next reply to ``prompt``, guided; ``generate(prompt, prefix=...)`` asks
-        the model itself, and ``grounded(answer)`` says whether the loop takes an answer (the
-        grounding rules: only such sentences are offered). Raises what the model raises."""
+        """The model's next reply to ``prompt``, guided, among the candidates of ``skills``
+        (of registry ``version``); ``generate(prompt, prefix=...)`` asks the model itself, and
+        ``grounded(answer)`` says whether the loop takes an answer (the grounding rules: only
+        such sentences are offered). Raises what the model raises."""
+        candidates = self.candidates(version, skills, model.chat_format)
         events = state.stream.root
         made = [a for a in events if isinstance(a, CallSkillAction)]
         # A call not to make: one made, or one narrower than another the question did not ask
@@ -241,7 +244,7 @@ class Guidance:
 
     def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
         """The part of a skill result the question asks about, as ``path = value``
-        (:func:`~edge_agentd.agent.focus.focused_part`); None for other events or when off."""
+        (:func:`~edge_agentd.guidance.focus.focused_part`); None for other events or when off."""
         if not self.focus_parts or not isinstance(event, SkillResultObservation):
             return None
         return focused_part(model, query, event.skill_name, event.result)
@@ -253,11 +256,11 @@ class Guidance:
         candidates: Sequence[Candidate] = (),
     ) -> tuple[list[str], list[str]]:
         """The sentences the answer to ``state``'s question may be, rendered from its results
-        (:mod:`~edge_agentd.agent.render`): those of its first part, and those of its second
+        (:mod:`~edge_agentd.guidance.render`): those of its first part, and those of its second
         (empty unless the question is in two parts with a result for each). "I cannot tell"
         alone where the subject is unknown to the evidence or nothing can be stated; beside
         the others where the subject was not judged. With ``model``, the lines stated are
-        those the question asks about (:func:`~edge_agentd.agent.asked.asked_lines`)."""
+        those the question asks about (:func:`~edge_agentd.guidance.asked.asked_lines`)."""
         events = state.stream.root
         cannot = cannot_tell_sentence(state.question)
         judged = None

@@ -45,13 +45,13 @@ from edge_agentd.agent.english import (
     LETTERS,
 )
 from edge_agentd.agent.events import CallSkillAction, Event, SkillResultObservation
-from edge_agentd.agent.followup import content_free, first_candidate
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.guidance.followup import content_free, first_candidate
 
 if TYPE_CHECKING:
-    from edge_agentd.agent.candidates import Candidate
+    from edge_agentd.guidance.candidates import Candidate
 
 log = logging.getLogger(__name__)
 

@@ -40,10 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from edge_agentd.agent.english import HOW_MANY
-from edge_agentd.agent.focus import part_scores
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.question import head_noun_forms
 from edge_agentd.agent.resultlines import Line, names_unit, result_line_parts
+from edge_agentd.guidance.focus import part_scores
 
 log = logging.getLogger(__name__)
 

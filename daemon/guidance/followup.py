@@ -37,7 +37,7 @@ from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.agent.question import head_noun_forms
 
 if TYPE_CHECKING:
-    from edge_agentd.agent.candidates import Candidate
+    from edge_agentd.guidance.candidates import Candidate
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def two_parts_answered(state: AgentState) -> bool:
 
 def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
     """The candidates with fixed arguments one of which is the question's head noun, or its
-    plural or singular (:func:`~edge_agentd.agent.asked.head_noun_forms`)."""
+    plural or singular (:func:`~edge_agentd.guidance.asked.head_noun_forms`)."""
     forms = head_noun_forms(query)
     return [
         c

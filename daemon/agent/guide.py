@@ -1,0 +1,60 @@
+"""The seam through which help for a small model enters the loop, declared in full.
+
+A model that drives the loop by itself needs none: the loop is then *plain* (``guidance=None``,
+the default). A model too small to (the embedded 270M) is helped by an object with these
+members; the package's own is :class:`edge_agentd.guidance.guidance.Guidance`, in a layer of its
+own above this one. Whatever the help does, the loop keeps the contract and the grounding
+rules: each reply is parsed and validated as any model's, and ``grounded`` says which answers
+the loop will take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from edge_agentd.agent.events import AgentState, Event
+    from edge_agentd.agent.protocol import ModelHandle
+    from edge_agentd.agent.registry import SkillSpec
+
+
+@runtime_checkable
+class Guide(Protocol):
+    """Help for a small model: how its prompt reads, and its next reply, chosen with it."""
+
+    @property
+    def restate_question(self) -> bool:
+        """Whether each result turn restates the question."""
+
+    @property
+    def result_lines(self) -> bool:
+        """Whether a result turn shows the result as lines (``path = value``), not JSON."""
+
+    @property
+    def answer_examples(self) -> str:
+        """The system prompt's closing part, in place of the plain prompt's grounding rules."""
+
+    def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
+        """The part of a skill result the question asks about, named in its turn; None for
+        other events, or when nothing is named."""
+
+    def reply(
+        self,
+        model: ModelHandle,
+        state: AgentState,
+        prompt: str,
+        skills: Sequence[SkillSpec],
+        *,
+        version: int,
+        last_step: bool,
+        generate: Callable[..., str],
+        grounded: Callable[[str], bool],
+    ) -> str:
+        """The model's next reply to ``prompt``: a call among ``skills`` (of registry
+        ``version``) or an answer. ``generate(prompt, **kwargs)`` asks the model itself;
+        ``grounded(answer)`` says whether the loop takes an answer, so only such answers are
+        offered. Raises what the model raises."""
+
+
+__all__ = ["Guide"]
