@@ -49,6 +49,7 @@ from edge_agentd.service.runs.queue import RunQueue
 from edge_agentd.service.shutdown import Shutdown
 from edge_agentd.service.status import StatusReport
 from edge_agentd.service.systemd import Notifier
+from edge_agentd.service.threads.daemonthread import DaemonThread, crashes
 from edge_agentd.service.triggerops import TriggerOps
 from edge_agentd.service.triggers.firing import Firing, TriggerMemory
 
@@ -143,6 +144,7 @@ class Server:
                 "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
                 "journal": self.journal.status(),
                 "triggers": self.triggers.status(),
+                "crashed_threads": crashes(self._threads()),
             },
         )
         self.report.model_spec = options.model_spec
@@ -239,7 +241,7 @@ class Server:
                 connections.drain(self.runs.owners())
         finally:
             self.triggers.runner.stop()
-            self._loader.join(timeout=1.0)
+            self._loader.thread.join(1.0)
             if self._agent is not None:
                 self._agent.close()
             lifecycle.move("stopped")
@@ -273,6 +275,10 @@ class Server:
     def status(self) -> dict[str, Any]:
         """The fields of a ``status`` result, as a client reads them."""
         return self.report.fields()
+
+    def _threads(self) -> list[DaemonThread]:
+        watcher = self._router.connections.watch.thread
+        return [self._loader.thread, self.journal.thread, watcher, self.triggers.runner.thread]
 
     def _describe(self) -> dict[str, Any]:
         return {
