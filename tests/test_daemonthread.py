@@ -9,7 +9,9 @@ import logging
 import threading
 
 import pytest
+from daemon_harness import running_server, wait_for
 
+from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.service.threads.daemonthread import DaemonThread, crashes
 
 
@@ -74,3 +76,17 @@ def test_a_crash_is_logged_and_kept_whatever_escapes(
     assert caplog.records[-1].exc_info is not None
     well = DaemonThread("edge-agent-well", lambda: None)
     assert crashes([thread, well]) == {"edge-agent-crashy": thread.crash}
+
+
+def test_a_daemon_thread_that_crashed_is_shown_in_status() -> None:
+    """The model's load raising past the loader's own handling (it catches Exception) ends its
+    thread: ``status`` names it and says what ended it."""
+    def load() -> ModelHandle:
+        raise KeyboardInterrupt("the load was interrupted")
+
+    with running_server(load=load, wait_ready=False) as (server, _):
+        wait_for(lambda: bool(server.status()["crashed_threads"]), 30)
+        assert server.status()["crashed_threads"] == {
+            "edge-agent-load": "KeyboardInterrupt: the load was interrupted"
+        }
+        assert server.status()["journal"]["state"] != "degraded"
