@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from edge_agentd.protocol.messages import Message, ResultBase
 
 DaemonState = Literal["loading", "ready", "busy", "stopping", "stopped"]
@@ -76,6 +78,8 @@ class StatusResult(ResultBase):
     """The run journal's state: ``ok``, ``degraded`` (and why) or ``off``; its size."""
     triggers: dict[str, Any] | None = None
     """Triggers configured, failing (and why), fired; None without ``[[triggers]]``."""
+    crashed_threads: dict[str, str] = Field(default_factory=dict)
+    """The daemon's own threads whose loop crashed, by name: what ended it. Empty when well."""
 
 
 __all__ = ["Counters", "DaemonState", "RunningRun", "SkillProblem", "StatusResult"]

@@ -3,54 +3,25 @@
 The loop owns the socket and never waits on the model, so ``status``, ``cancel`` and ``busy`` are
 answered at once while a run goes on. Every request gets exactly one final reply.
 
-The :class:`Server` owns its parts, each with its own state: the :class:`~.lifecycle.Lifecycle`, the
-:class:`~.replies.Replies`, the :class:`~.runs.queue.RunQueue`, the
-:class:`~.runs.jobs.ModelLoader`, the :class:`~.handlers.RequestHandler`, the
-:class:`~.status.StatusReport` and the :class:`~.runs.shutdown.Shutdown`. It holds the loop, and the
-runs' way from the queue to the run thread and back (watching the run's skills).
+The :class:`Server` is handed its parts (service/parts.py), each with its own state, wired to
+one another by service/assembly/wiring.py. It holds the loop, and the runs' way from the queue to
+the run thread and back (watching the run's skills).
 """
 
 from __future__ import annotations
 
-import collections
-import dataclasses
 import logging
-import queue
 import time
-from collections.abc import Callable
 from typing import Any
 
 import zmq
 
 from edge_agentd.agent.loop import Agent
-from edge_agentd.agent.protocol import ModelHandle, full_handle
-from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.supervision import POLL_S, RunTicket
-from edge_agentd.agent.workflow import Soul, Workflow
-from edge_agentd.protocol.wire import ErrorCode
-from edge_agentd.service.config.settings import Settings
-from edge_agentd.service.config.strategy import guidance_for
-from edge_agentd.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
-from edge_agentd.service.journal.journal import Journal, LoopCall
-from edge_agentd.service.lifecycle import Lifecycle
-from edge_agentd.service.replies import Replies
-from edge_agentd.service.router import RouterSocket, WakeUpPipe
-from edge_agentd.service.runs.jobs import (
-    Finished,
-    Job,
-    Loaded,
-    LoadFailed,
-    Message,
-    ModelLoader,
-    Send,
-    start_job,
-)
-from edge_agentd.service.runs.queue import RunQueue
-from edge_agentd.service.shutdown import Shutdown
-from edge_agentd.service.status import StatusReport
-from edge_agentd.service.systemd import Notifier
-from edge_agentd.service.triggerops import TriggerOps
-from edge_agentd.service.triggers.firing import Firing, TriggerMemory
+from edge_agentd.service.handlers import MAX_FRAMES_PER_WAKE
+from edge_agentd.service.parts import ServerParts
+from edge_agentd.service.runs.jobs import Finished, Loaded, LoadFailed, Send, start_job
+from edge_agentd.service.triggers.firing import Firing
 
 log = logging.getLogger(__name__)
 
@@ -58,111 +29,50 @@ EXTEND_STEP_S = 30.0
 """While the model loads, systemd's start timeout is pushed this far ahead, again and again."""
 
 
-@dataclasses.dataclass
-class ServerOptions:
-    """What the serving loop needs besides the settings."""
-
-    endpoints: list[str]
-    load_model: Callable[[], ModelHandle]
-    model_spec: str
-    registry: Registry
-    soul: Soul | None = None
-    workflows: dict[str, Workflow] = dataclasses.field(default_factory=dict)
-    skill_problems: list[dict[str, str]] = dataclasses.field(default_factory=list)
-    notifier: Notifier = dataclasses.field(default_factory=Notifier)
-    mqtt_status: Callable[[], dict[str, Any]] | None = None
-    """The MQTT bridge's state for ``status`` (any thread may call it)."""
-    trigger_memory: TriggerMemory | None = None
-    """Where the triggers' firings outlive a restart (the run journal); None forgets them."""
-
-
 class Server:
     """Binds the endpoints, then :meth:`serve` answers until :meth:`stop` (any thread, signals).
 
     Everything but :meth:`stop` (and :meth:`status`, read by tests) runs on the loop's thread.
+    Built by :func:`~edge_agentd.service.assembly.wiring.build_server`.
     """
 
-    def __init__(self, settings: Settings, options: ServerOptions) -> None:
-        self.settings = settings
-        self.options = options
-        self.limits = settings.daemon
-        self.bound: list[str] = []
-        self.lifecycle = Lifecycle()
-        self.runs = RunQueue(self.limits.queue_limit)
-        self._router = RouterSocket(self.limits.max_request_bytes, self.limits.max_connections)
-        self._wakeup = WakeUpPipe()
-        self.replies = Replies(self._router)
-        self._outbox: queue.SimpleQueue[Message | Firing | LoopCall] = queue.SimpleQueue()
-        self.journal = Journal(
-            settings.journal,
-            post=self._post,
-            send=self.replies.send_packed,
-            endpoint=options.endpoints[0] if options.endpoints else None,
-        )
-        self.triggers = TriggerOps(
-            settings,
-            options,
-            post=self._post,
-            router=self._router,
-            replies=self.replies,
-            runs=self.runs,
-            journal=self.journal,
-        )
-        self.requests = RequestHandler(
-            router=self._router,
-            replies=self.replies,
-            runs=self.runs,
-            lifecycle=self.lifecycle,
-            limits=self.limits,
-            registry=options.registry,
-            workflows=options.workflows,
-            status=self.status_reply,
-            journal=self.journal,
-            more_ops={"triggers": self.triggers.triggers, "watch": self.triggers.watch},
-            cancel_other=self.triggers.cancel_watch,
-        )
-        self._loader = ModelLoader(self._load_agent, self._post)
+    def __init__(self, parts: ServerParts) -> None:
+        self.settings = parts.settings
+        self.options = parts.options
+        self.limits = parts.settings.daemon
+        self.lifecycle = parts.lifecycle
+        self.runs = parts.runs
+        self._router = parts.router
+        self._wakeup = parts.wakeup
+        self._outbox = parts.outbox
+        self.replies = parts.replies
+        self.journal = parts.journal
+        self.triggers = parts.triggers
+        self.requests = parts.requests
+        self._loader = parts.loader
+        self._ends = parts.ends
+        self.report = parts.report
+        self.shutdown = parts.shutdown
+        self.counts = parts.counts
+        """``runs_finished`` and ``outcome_<outcome>``."""
         self._agent: Agent | None = None
         self._ticket: RunTicket | None = None
         """The run on the agent's thread, from its start until its reply, or past shutdown's
         bound while it has not returned."""
-        self.counts: collections.Counter[str] = collections.Counter()
-        """``runs_finished`` and ``outcome_<outcome>``."""
-        self.report = StatusReport(
-            lifecycle=self.lifecycle,
-            runs=self.runs,
-            limits=self.limits,
-            counters=lambda: (
-                self.requests.counts,
-                self.replies.counts,
-                self.counts,
-                self._router.connections.counts,
-            ),
-            description=self._describe,
-            tail=lambda: {
-                "mqtt": self.options.mqtt_status() if self.options.mqtt_status else None,
-                "journal": self.journal.status(),
-                "triggers": self.triggers.status(),
-            },
-        )
-        self.report.model_spec = options.model_spec
-        self.shutdown = Shutdown(
-            self.lifecycle, self.runs, self.limits, options.notifier, end_run=self._end_run,
-            stop_sources=lambda: self.triggers.close("the daemon is shutting down"),
-        )  # fmt: skip
+
+    @property
+    def bound(self) -> list[str]:
+        return self._router.bound
 
     # -- setup and teardown -------------------------------------------------------------------
 
     def bind(self) -> list[str]:
         """Claim and bind every endpoint; raises EndpointError and leaves nothing bound."""
         try:
-            self.bound = self._router.bind(
-                self.options.endpoints, allow_remote=self.limits.allow_remote
-            )
+            return self._router.bind(self.options.endpoints, allow_remote=self.limits.allow_remote)
         except BaseException:
             self.close()
             raise
-        return self.bound
 
     def close(self) -> None:
         self._router.close()
@@ -239,7 +149,7 @@ class Server:
                 connections.drain(self.runs.owners())
         finally:
             self.triggers.runner.stop()
-            self._loader.join(timeout=1.0)
+            self._loader.thread.join(1.0)
             if self._agent is not None:
                 self._agent.close()
             lifecycle.move("stopped")
@@ -274,17 +184,6 @@ class Server:
         """The fields of a ``status`` result, as a client reads them."""
         return self.report.fields()
 
-    def _describe(self) -> dict[str, Any]:
-        return {
-            "endpoints": list(self.bound),
-            "workflows": sorted(self.options.workflows),
-            "skills": len(self.options.registry),
-            "skill_problems": [
-                {"source": problem["source"], "error": problem["error"]}
-                for problem in self.options.skill_problems
-            ],
-        }
-
     def _status_line(self) -> str:
         answered = self.counts["runs_finished"]
         return f"{self.report.state()}; {len(self.runs)} queued; {answered} runs answered"
@@ -293,7 +192,7 @@ class Server:
 
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
-            self._end_run(job, "deadline", "the deadline passed while the run waited in the queue")
+            self._ends.end(job, "deadline", "the deadline passed while the run waited in the queue")
 
     def _dispatch(self) -> None:
         agent = self._agent
@@ -304,33 +203,13 @@ class Server:
             return
         self.journal.started(job.request_id)
         try:
-            self._ticket = start_job(agent, job, self._post)
+            self._ticket = start_job(agent, job, self._outbox.post)
         except Exception:
             log.exception("run %s could not start", job.request_id)
-            self._post(Finished(job, None, None, "the run could not start"))
-
-    def _post(self, message: Message | Firing | LoopCall) -> None:
-        """The run thread's only way to the loop."""
-        self._outbox.put(message)
-        self._wakeup.wake()
-
-    def _load_agent(self) -> Agent:
-        """Runs on the loading thread."""
-        model = self.options.load_model()
-        # A bare model (only ``generate``) has no ``info``: read it through the full protocol.
-        guidance = guidance_for(self.settings.model.strategy, full_handle(model))
-        agent = Agent(model, self.options.registry, soul=self.options.soul, guidance=guidance)
-        log.info("model strategy: %s", "guided" if guidance else "plain")
-        if self.settings.model.warm_up:
-            agent.handle.warm_up(agent.preamble())
-        return agent
+            self._outbox.post(Finished(job, None, None, "the run could not start"))
 
     def _read_outbox(self) -> None:
-        while True:
-            try:
-                message = self._outbox.get_nowait()
-            except queue.Empty:
-                return
+        for message in self._outbox.take():
             match message:
                 case Send(job, payload):
                     self.replies.send_packed(job.envelope, payload, job.connection)
@@ -361,7 +240,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
-            self._end_run(job, "internal", f"the model failed to load: {error}")
+            self._ends.end(job, "internal", f"the model failed to load: {error}")
         self.lifecycle.request_stop()
 
     def _finish(self, message: Finished) -> None:
@@ -371,7 +250,7 @@ class Server:
         self.runs.finished(job)
         self._ticket = None
         if message.payload is None:
-            self._end_run(job, "internal", f"the run failed inside the daemon: {message.error}")
+            self._ends.end(job, "internal", f"the run failed inside the daemon: {message.error}")
         else:
             self.counts["runs_finished"] += 1
             log.info(
@@ -392,13 +271,5 @@ class Server:
         if not self.lifecycle.stopping:
             self.options.notifier.status(self._status_line())
 
-    def _end_run(self, job: Job, code: ErrorCode, message: str) -> None:
-        """Answer a run that ends without a result with an error; the journal keeps it so."""
-        self.journal.ended(job.request_id, code, message)
-        if job.trigger is not None:
-            self.triggers.ended(job, code, message)  # no client: its trigger hears it
-            return
-        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
 
-
-__all__ = ["MAX_FRAMES_PER_WAKE", "Server", "ServerOptions"]
+__all__ = ["MAX_FRAMES_PER_WAKE", "Server"]

@@ -29,7 +29,7 @@ from edge_agentd.service.triggers.report import status_summary, trigger_entries
 from edge_agentd.service.triggers.runner import TriggerRunner
 
 if TYPE_CHECKING:
-    from edge_agentd.service.server import ServerOptions
+    from edge_agentd.service.parts import ServerOptions
 
 log = logging.getLogger(__name__)
 

@@ -32,6 +32,7 @@ from typing import Any
 import zmq
 
 from edge_agentd.service.connections.listeners import FdReserve, ListenerGate
+from edge_agentd.service.threads.daemonthread import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -166,13 +167,11 @@ class ConnectionWatch:
         self._stop, self._stopper = socket.socketpair()
         for end in (self.wakeup, self._wake, self._stop):
             end.setblocking(False)
-        self._thread: threading.Thread | None = None
+        self.thread = DaemonThread("connections", self._run, ask_stop=self._ask_stop)
 
     def start(self) -> None:
         """Watch from now on (once the budget is known); a second call does nothing."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="connections", daemon=True)
-            self._thread.start()
+        self.thread.start()
 
     def take(self) -> list[tuple[int, int]]:
         """Every accept and disconnect libzmq has reported so far, oldest first: those this
@@ -301,13 +300,13 @@ class ConnectionWatch:
             self.spare.take()
             self.gate.resume()
 
+    def _ask_stop(self) -> None:
+        with contextlib.suppress(OSError):  # already closed: the thread has nothing to poll
+            self._stopper.send(b"\0")
+
     def close(self) -> None:
         """Stop the thread, open the gate again and let every fd and socket go."""
-        if self._thread is not None:
-            with contextlib.suppress(OSError):
-                self._stopper.send(b"\0")
-            self._thread.join()
-            self._thread = None
+        self.thread.stop(None)  # never left behind: the sockets it polls are closed next
         self.gate.close()
         self.spare.give_back()
         self._monitor.close(linger=0)

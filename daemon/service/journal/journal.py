@@ -36,6 +36,7 @@ from edge_agentd.service.journal.keys import KeyHolder, Keys
 from edge_agentd.service.journal.path import JournalLock, default_path
 from edge_agentd.service.journal.store import JournalStore, JournalUnavailable
 from edge_agentd.service.journal.tasks import Tasks, Write
+from edge_agentd.service.threads.daemonthread import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -99,17 +100,18 @@ class Journal:
         self._next_open = 0.0
         self._next_prune = 0.0
         self._rows = 0
+        self._closed = False
         self.problem: str | None = None
         """Why the journal is degraded, or None."""
         self.counts: collections.Counter[str] = collections.Counter()
         """``writes``, ``write_errors``, ``recovered``, ``pruned``, ``deduplicated``,
         ``key_conflicts``."""
-        self._thread: threading.Thread | None = None
+        self.thread = DaemonThread(
+            "edge-agent-journal", self._work, ask_stop=lambda: self._tasks.call(None)
+        )
         if self.enabled:
             self._open()  # here, not on the thread: the keys must be known before any request
-            self._thread = threading.Thread(target=self._work, name="edge-agent-journal")
-            self._thread.daemon = True
-            self._thread.start()
+            self.thread.start()
 
     # -- the serving loop's side (each call only queues work) ---------------------------------
 
@@ -221,12 +223,14 @@ class Journal:
 
     def status(self) -> dict[str, Any]:
         """The ``journal`` map of ``status`` (any thread)."""
-        state = "off" if not self.enabled else ("degraded" if self.problem else "ok")
+        crash = self.thread.crash
+        problem = self.problem or (f"its thread crashed: {crash}" if crash else None)
+        state = "off" if not self.enabled else ("degraded" if problem else "ok")
         return {
             "state": state,
             "path": str(self.path) if self.enabled else None,
             "runs": self._rows,
-            "problem": self.problem,
+            "problem": problem,
             "keep_runs": self.settings.keep_runs,
             "keep_days": self.settings.keep_days,
             "counters": dict(self.counts),
@@ -241,14 +245,12 @@ class Journal:
         return done.wait(timeout)
 
     def close(self, timeout: float = 5.0) -> None:
-        if self._thread is None:
+        if not self.thread.started or self._closed:
             return
-        self._tasks.call(None)
-        self._thread.join(timeout)
-        if self._thread.is_alive():
+        if not self.thread.stop(timeout):
             log.warning("journal: writes still pending after %.0f s at shutdown", timeout)
             return
-        self._thread = None
+        self._closed = True
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -32,6 +32,7 @@ from edge_agentd.agent.supervision import RunTicket
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.model.gguf import ModelLoadError
 from edge_agentd.protocol.wire import PROTOCOL_VERSION, EventReply, encode
+from edge_agentd.service.threads.daemonthread import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +113,7 @@ class Finished:
 Message = Loaded | LoadFailed | Send | Finished
 
 
-def run_result(
-    job: Job, state: AgentState, *, queued_s: float, run_s: float
-) -> dict[str, Any]:
+def run_result(job: Job, state: AgentState, *, queued_s: float, run_s: float) -> dict[str, Any]:
     """The ``result`` reply of a run that returned ``state``, serialized by the agent's own
     adapter: a :class:`~edge_agentd.protocol.wire.RunResult` map in wire order, built as a plain map
     (every value is the daemon's own; tests/test_server.py validates it against the model)."""
@@ -145,15 +144,22 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-class ModelLoader(threading.Thread):
-    """Loads the model with ``load`` and posts :class:`Loaded` or :class:`LoadFailed`."""
+class ModelLoader:
+    """Loads the model with ``load`` on its own thread and posts :class:`Loaded` or
+    :class:`LoadFailed`; the thread ends then (it cannot be stopped earlier)."""
 
     def __init__(self, load: Callable[[], Agent], post: Callable[[Message], None]) -> None:
-        super().__init__(name="edge-agent-load", daemon=True)
         self._load = load
         self._post = post
+        self.thread = DaemonThread("edge-agent-load", self._run)
 
-    def run(self) -> None:
+    def start(self) -> None:
+        self.thread.start()
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def _run(self) -> None:
         try:
             agent = self._load()
         except ModelLoadError as exc:

@@ -21,6 +21,7 @@ from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.run import SkillStillRunning
 from edge_agentd.agent.supervision import RunThreads, shared_run_threads
 from edge_agentd.service.config.triggers import TriggerSettings
+from edge_agentd.service.threads.daemonthread import DaemonThread
 from edge_agentd.service.triggers.condition import Condition, Reading, read_field
 from edge_agentd.service.triggers.firing import (
     Firing,
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 
 MAX_WAIT_S = 30.0
 """The runner looks at the clock at least this often: a wall clock set by NTP may jump."""
+STOP_S = 2.0
+"""How long shutdown waits for the runner's thread (a check in flight is not waited for)."""
 
 
 class TriggerRunner:
@@ -70,7 +73,7 @@ class TriggerRunner:
         """Guards every record: the checks, the serving loop and `triggers` reports take it."""
         self._wake = threading.Event()
         self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.thread = DaemonThread("edge-agent-triggers", self._serve, ask_stop=self._ask_stop)
         self._threads: RunThreads = shared_run_threads()
         """The agents' own pool: a skill whose check hung is not started again by a run, and a
         skill that hung in a run is not checked again, until its call returns."""
@@ -111,16 +114,15 @@ class TriggerRunner:
     # -- the thread ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        if not self.records:
-            return
-        self._thread = threading.Thread(target=self._serve, name="edge-agent-triggers", daemon=True)
-        self._thread.start()
+        if self.records:  # no trigger, no thread
+            self.thread.start()
 
     def stop(self) -> None:
+        self.thread.stop(STOP_S)
+
+    def _ask_stop(self) -> None:
         self._stopped.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
 
     def _serve(self) -> None:
         while not self._stopped.is_set():

@@ -1,0 +1,1 @@
+"""The daemon's own threads: one small pattern for each (daemonthread)."""
