@@ -95,7 +95,7 @@ class Registry:
     def set_timeout(self, name: str, timeout: float | None) -> SkillSpec:
         """Give the registered skill ``name`` another timeout, keeping its place in the order
         (the daemon's ``[skills.timeouts]``, applied once every skill is registered)."""
-        seconds = check_timeout(name, timeout)
+        seconds = check_timeout(f"skill {name!r}", timeout)
         with self._lock:
             spec = self._skills.get(name)
             if spec is None:

@@ -25,12 +25,13 @@ ReadyCalls = Callable[[], Iterable[tuple[Mapping[str, Any], str]]]
 DEFAULT_TIMEOUT_S = 2.0
 
 
-def check_timeout(skill_name: str, timeout: object) -> float | None:
-    """A skill's timeout in seconds, or None for no timeout; anything else is a caller's bug."""
+def check_timeout(who: str, timeout: object) -> float | None:
+    """A skill's timeout in seconds, or None for no timeout; anything else is a caller's bug,
+    told as ``who``'s (``skill 'now'``)."""
     if timeout is None:
         return None
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise TypeError(f"skill {skill_name!r}: timeout must be a positive number or None")
+        raise TypeError(f"{who}: timeout must be a positive number or None")
     return float(timeout)
 
 
@@ -61,24 +62,26 @@ class SkillOptions:
 
     def __post_init__(self) -> None:
         # Plugins call this with whatever they wrote, which types do not reach: say what is wrong.
-        label = self.name
-        if label is not None and (not isinstance(label, str) or not label.isidentifier()):
-            raise TypeError(f"skill name must be an identifier, got {label!r}")
+        name = self.name
+        if name is not None and (not isinstance(name, str) or not name.isidentifier()):
+            raise TypeError(f"skill name must be an identifier, got {name!r}")
+        # Options made before their function is known have no name to tell yet.
+        who = f"skill {name!r}" if name is not None else "a skill's options"
         for field in ("description", "source"):
             value = getattr(self, field)
             if value is not None and not isinstance(value, str):
-                raise TypeError(f"skill {label!r}: {field} must be a str, not {value!r}")
-        object.__setattr__(self, "timeout", check_timeout(str(label), self.timeout))
+                raise TypeError(f"{who}: {field} must be a str, not {value!r}")
+        object.__setattr__(self, "timeout", check_timeout(who, self.timeout))
         examples = self.examples
         if isinstance(examples, str) or not all(isinstance(e, str) for e in examples):
-            raise TypeError(f"skill {label!r}: examples must be a list of questions")
+            raise TypeError(f"{who}: examples must be a list of questions")
         # Kept as the tuple of questions, whitespace made single, so the value stays frozen.
         normalised = tuple(" ".join(e.split()) for e in examples if e.strip())
         object.__setattr__(self, "examples", normalised)
         if not isinstance(self.reads_sentences, bool):
-            raise TypeError(f"skill {label!r}: reads_sentences must be True or False")
+            raise TypeError(f"{who}: reads_sentences must be True or False")
         if self.calls is not None and not callable(self.calls):
-            raise TypeError(f"skill {label!r}: calls must be a function that lists calls")
+            raise TypeError(f"{who}: calls must be a function that lists calls")
 
 
 def _type_text(schema: dict[str, Any]) -> str:
