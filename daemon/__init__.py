@@ -7,10 +7,14 @@ and the built-in skills are loaded only when asked for, and so is each name belo
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# The public names, each where it lives: the one table. A type checker reads it as imports
+# (`X as X` exports X); at run time nothing here is imported: __getattr__ reads the table from
+# this file's source and imports a name's module on its first use (PEP 562), so `edge-agent ask`,
+# `status` and `skills`, which need none of them, start without pydantic or the agent.
 if TYPE_CHECKING:
-    # For type checkers: `X as X` exports X.
     from edge_agentd.agent.events import EVENT_ADAPTER as EVENT_ADAPTER
     from edge_agentd.agent.events import STATE_ADAPTER as STATE_ADAPTER
     from edge_agentd.agent.events import Action as Action
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from edge_agentd.agent.prompt import PLAIN as PLAIN
     from edge_agentd.agent.prompt import ChatFormat as ChatFormat
     from edge_agentd.agent.registry import Registry as Registry
+    from edge_agentd.agent.registry import SkillOptions as SkillOptions
     from edge_agentd.agent.registry import SkillSpec as SkillSpec
     from edge_agentd.agent.registry import get_registry as get_registry
     from edge_agentd.agent.registry import skill as skill
@@ -44,30 +49,30 @@ if TYPE_CHECKING:
     from edge_agentd.model import ModelHandle as ModelHandle
     from edge_agentd.model import load_model as load_model
 
-# Where each public name lives: it is imported on first use (PEP 562), so `edge-agent ask`,
-# `status` and `skills`, which need none of them, start without pydantic or the agent. The
-# TYPE_CHECKING block above says the same for type checkers, and
-# tests/test_public_names.py checks that the two agree.
-_HOMES: dict[str, tuple[str, ...]] = {
-    "edge_agentd.agent.events": (
-        "EVENT_ADAPTER", "STATE_ADAPTER", "Action", "AgentState", "CallSkillAction", "Event",
-        "EventStream", "FinalAnswerAction", "InterruptedObservation", "MaxIterationsObservation",
-        "ModelErrorObservation", "Observation", "SkillResultObservation", "ToolErrorObservation",
-        "Usage", "ValidationErrorObservation",
-    ),
-    "edge_agentd.agent.loop": ("Agent",),
-    "edge_agentd.agent.prompt": ("PLAIN", "ChatFormat"),
-    "edge_agentd.agent.registry": ("Registry", "SkillSpec", "get_registry", "skill"),
-    "edge_agentd.agent.workflow": ("Result", "Soul", "Workflow"),
-    "edge_agentd.model": (
-        "Completion", "ContextExceeded", "MockModel", "ModelError", "ModelHandle", "load_model",
-    ),
-}
-_HOME_OF = {name: home for home, names in _HOMES.items() for name in names}
+
+_homes: dict[str, str] = {}
+"""Each public name's module, read from the table above on first use."""
+
+
+def _home_of() -> dict[str, str]:
+    if not _homes:
+        import ast  # noqa: PLC0415 - parsed only when a public name is first asked for
+
+        for node in ast.parse(Path(__file__).read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+                _homes.update(
+                    (alias.name, statement.module)
+                    for statement in node.body
+                    if isinstance(statement, ast.ImportFrom) and statement.module is not None
+                    for alias in statement.names
+                )
+    return _homes
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOME_OF.get(name)
+    if name == "__all__":
+        return sorted(_home_of())
+    home = _home_of().get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)
@@ -75,4 +80,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = sorted(_HOME_OF)  # noqa: PLE0605 - the names above, kept once
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_home_of()})

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from edge_agentd.agent.registry import DEFAULT_TIMEOUT_S, Registry
+from edge_agentd.agent.registry import DEFAULT_TIMEOUT_S, Registry, SkillOptions
 from edge_agentd.skills.clock import Clock
 from edge_agentd.skills.demo import DEMO_NOTE
 from edge_agentd.skills.sensors import Sensors
@@ -118,8 +118,7 @@ def register_builtins(
     try:
         for name, function in skills:
             default = WEATHER_TIMEOUT_S if name == "weather" else DEFAULT_TIMEOUT_S
-            registry.add(
-                function,
+            options = SkillOptions(
                 name=name,
                 timeout=timeouts.get(name, default),
                 source=BUILTIN_SOURCE,
@@ -129,6 +128,7 @@ def register_builtins(
                 # a phrase of it ("tomorrow") means another day.
                 reads_sentences=name == "resolve_date",
             )
+            registry.add(function, options)
             added.append(name)
     except BaseException:
         for name in added:  # all or nothing: no half set of built-ins

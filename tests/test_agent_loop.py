@@ -33,6 +33,7 @@ from edge_agentd import (
     get_registry,
     skill,
 )
+from edge_agentd.agent.registry import SkillOptions
 
 CALL_CPU = '{"skill_name": "cpu_temperature", "arguments": {}}'
 ANSWER = '{"final_answer": "I cannot tell how hot it is."}'
@@ -346,7 +347,7 @@ class Opaque:
 )
 def test_skill_results_are_made_json_safe(value: object, expected: object) -> None:
     registry = Registry()
-    registry.add(lambda: value, name="thing")
+    registry.add(lambda: value, SkillOptions(name="thing"))
     state = Agent(MockModel(['{"skill_name": "thing"}', ANSWER]), registry).run("q")
     result = state.stream[1]
     assert isinstance(result, SkillResultObservation)
@@ -356,7 +357,7 @@ def test_skill_results_are_made_json_safe(value: object, expected: object) -> No
 
 def test_an_oversized_result_is_cut_with_a_visible_marker() -> None:
     registry = Registry()
-    registry.add(lambda: "x" * 10_000, name="dump")
+    registry.add(lambda: "x" * 10_000, SkillOptions(name="dump"))
     model = MockModel(['{"skill_name": "dump"}', ANSWER])
     state = Agent(model, registry, max_result_chars=500).run("q")
     result = state.stream[1]
@@ -644,7 +645,7 @@ def _watch(ticket: Any, limit_s: float = 30.0) -> None:
 
 def test_start_reports_the_finished_run_once_and_reuses_its_thread() -> None:
     registry = Registry()
-    registry.add(lambda: 48.5, name="cpu_temperature", timeout=None)
+    registry.add(lambda: 48.5, SkillOptions(name="cpu_temperature", timeout=None))
     agent = Agent(MockModel([CALL_CPU, ANSWER, CALL_CPU, ANSWER]), registry)
     threading = __import__("threading")
     done: list[tuple[AgentState, BaseException | None, Any]] = []

@@ -19,6 +19,7 @@ from edge_agentd import (
     Soul,
     Workflow,
 )
+from edge_agentd.agent.registry import SkillOptions
 from edge_agentd.model.formats import GEMMA3
 
 STOP_REASONS = {"answered", "max_iterations", "retries_exhausted", "interrupted"}
@@ -154,7 +155,7 @@ def test_every_event_type_is_its_class_name(type_name: str) -> None:
 def test_text_from_outside_can_never_open_or_close_a_turn(hostile: str) -> None:
     gemma = GEMMA3
     reg = Registry()
-    reg.add(lambda: hostile, name="echo")
+    reg.add(lambda: hostile, SkillOptions(name="echo"))
 
     class Formatted(MockModel):
         chat_format = gemma

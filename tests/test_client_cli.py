@@ -19,6 +19,7 @@ import pytest
 import zmq
 from daemon_harness import ANSWER, QUICK_STOP, answer, wait_for, write_mock
 
+from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import BadEndpoint, Client, DaemonError, Timeout, Unavailable
 
 DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
@@ -127,11 +128,11 @@ def test_ask_times_out_with_75_and_busy_is_75_too(scripted_daemon: ScriptedDaemo
     # The client gives up at its timeout; the daemon's interrupted run may end a moment later.
     wait_for(lambda: server.status()["running"] is None, 10)
     with Client(endpoint, timeout=5) as client:
-        filler = threading.Thread(target=lambda: _swallow(client.run, "one", timeout=20))
+        filler = threading.Thread(target=lambda: _swallow(client.run, "one", AskOptions(timeout=20)))
         filler.start()
         try:
             with Client(endpoint, timeout=5) as other:
-                waiter = threading.Thread(target=lambda: _swallow(other.run, "two", timeout=20))
+                waiter = threading.Thread(target=lambda: _swallow(other.run, "two", AskOptions(timeout=20)))
                 waiter.start()
                 _wait_depth(server, 1)
                 busy = edge_agentd("ask", "three", "--endpoint", endpoint)
@@ -160,7 +161,7 @@ def test_client_streams_progress_and_raises_error_replies(scripted_daemon: Scrip
         assert result["answer"] == "I cannot tell: fine." and [e["type"] for e in seen] == ["FinalAnswerAction"]
         assert client.status()["state"] == "ready"
         with pytest.raises(DaemonError) as caught:
-            client.run("hi", workflow="nope")
+            client.run("hi", AskOptions(workflow="nope"))
         assert caught.value.code == "bad_request"
 
 
@@ -211,7 +212,7 @@ def test_lazy_pirate_retries_idempotent_ops_with_the_same_id_only() -> None:
             assert len(router.received) == 3 and len(ids) == 1
             router.received.clear()
             with pytest.raises(Timeout):
-                client.run("hi", timeout=0.2)
+                client.run("hi", AskOptions(timeout=0.2))
             wait_for(lambda: any(r["op"] == "cancel" for r in router.received), 5)
             runs = [r for r in router.received if r["op"] == "run"]
             cancels = [r for r in router.received if r["op"] == "cancel"]

@@ -15,6 +15,7 @@ import pytest
 
 from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.agent.registry import SkillOptions
 from edge_agentd.guidance.focus import MIN_FOCUS_PARTS, result_parts
 from edge_agentd.guidance.guidance import (
     ANSWER_HEAD,
@@ -490,11 +491,11 @@ def test_examples_and_ready_calls_are_checked() -> None:
         return name
 
     with pytest.raises(TypeError, match="examples"):
-        registry.add(probe, examples="What does the probe read?")
+        registry.add(probe, SkillOptions(examples="What does the probe read?"))
     with pytest.raises(TypeError, match="calls"):
-        registry.add(probe, calls=[({"name": "a"}, "")])  # type: ignore[arg-type]
+        registry.add(probe, SkillOptions(calls=[({"name": "a"}, "")]))  # type: ignore[arg-type]
     listed = [({"name": "a"}, "the a probe"), ({"nmae": "b"}, "a typo"), ({"name": 3}, "")]
-    spec = registry.add(probe, examples=["  What does\nthe probe read? "], calls=lambda: listed)
+    spec = registry.add(probe, SkillOptions(examples=["  What does\nthe probe read? "], calls=lambda: listed))
     assert spec.examples == ("What does the probe read?",)
     # A listed call whose arguments do not fit the skill is left out, not offered.
     assert spec.ready_calls() == [({"name": "a"}, "the a probe")]

@@ -49,6 +49,7 @@ from edge_agentd import (
 )
 from edge_agentd.agent.events import STATE_ADAPTER
 from edge_agentd.agent.jsonvalues import to_jsonable
+from edge_agentd.agent.registry import SkillOptions
 
 
 class PluginPanic(BaseException):
@@ -286,7 +287,7 @@ ODD_RESULTS: dict[str, Any] = {
 @pytest.mark.parametrize("kind", sorted(ODD_RESULTS))
 def test_odd_skill_results_become_a_result_and_go_on_the_wire(kind: str) -> None:
     registry = Registry()
-    registry.add(lambda: ODD_RESULTS[kind], name="odd")
+    registry.add(lambda: ODD_RESULTS[kind], SkillOptions(name="odd"))
     state = Agent(MockModel([call("odd"), ANSWER]), registry).run("q")
     assert state.outcome == "answered"
     assert isinstance(state.stream[1], SkillResultObservation | ToolErrorObservation)
@@ -311,7 +312,7 @@ def test_a_result_that_cannot_be_shown_is_the_skills_failure_naming_type_and_err
     # Issue 20: it reached the model as a SkillResultObservation holding
     # '<NoStr that cannot be shown: ValueError>', as if that were the reading.
     registry = Registry()
-    registry.add(lambda: result, name="odd")
+    registry.add(lambda: result, SkillOptions(name="odd"))
     state = Agent(MockModel([call("odd"), ANSWER]), registry).run("q")
     observation = state.stream[1]
     assert isinstance(observation, ToolErrorObservation), observation

@@ -18,6 +18,7 @@ from tiny_gguf import QWEN25_TEMPLATE, build_qwen2_gguf
 
 from edge_agentd import Agent, Registry
 from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction
+from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client
 from edge_agentd.model.formats import TemplateUnusable, format_from_template
 from edge_agentd.model.llama import LlamaModel
@@ -106,7 +107,7 @@ def test_the_daemon_serves_it(qwen2_gguf: Path, tmp_path: Path) -> None:
         client = Client(endpoint, timeout=120.0, retries=0)
         try:
             status = client.status()
-            reply = client.run("What time is it?", max_iterations=2)
+            reply = client.run("What time is it?", AskOptions(max_iterations=2))
         finally:
             client.close()
     finally:

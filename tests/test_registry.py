@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Literal
 
 import pytest
 
-from edge_agentd import Registry
-from edge_agentd.agent.registry import SkillNameClash
+from edge_agentd import Registry, get_registry, skill
+from edge_agentd.agent.registry import SkillNameClash, SkillOptions
 
 
 def test_name_description_and_schema_come_from_the_function() -> None:
@@ -53,10 +54,10 @@ def test_options_override_the_defaults() -> None:
 
 def test_a_clashing_name_is_refused_and_the_first_skill_kept() -> None:
     registry = Registry()
-    registry.add(lambda: 1, name="uptime", source="builtin")
+    registry.add(lambda: 1, SkillOptions(name="uptime", source="builtin"))
     version = registry.version
     with pytest.raises(SkillNameClash, match="clashes with the one from builtin"):
-        registry.add(lambda: 2, name="uptime", source="plugin.py")
+        registry.add(lambda: 2, SkillOptions(name="uptime", source="plugin.py"))
     assert registry.version == version
     spec = registry.get("uptime")
     assert spec is not None and spec.function() == 1
@@ -76,19 +77,19 @@ def _star(*values: int) -> int:
 )
 def test_bad_skills_are_refused_at_registration(function: Any, name: str | None) -> None:
     with pytest.raises(TypeError):
-        Registry().add(function, name=name)
+        Registry().add(function, SkillOptions(name=name))
 
 
 @pytest.mark.parametrize("timeout", [0, -1, "2", True])
 def test_bad_timeouts_are_refused(timeout: Any) -> None:
     with pytest.raises(TypeError):
-        Registry().add(lambda: 1, name="x", timeout=timeout)
+        Registry().add(lambda: 1, SkillOptions(name="x", timeout=timeout))
 
 
 @pytest.mark.parametrize("flag", ["false", 1, None])
 def test_a_reads_sentences_flag_that_is_no_bool_is_refused(flag: Any) -> None:
     with pytest.raises(TypeError, match="reads_sentences"):
-        Registry().add(_read, name="x", reads_sentences=flag)
+        Registry().add(_read, SkillOptions(name="x", reads_sentences=flag))
 
 
 def _read(text: str) -> str:
@@ -97,11 +98,59 @@ def _read(text: str) -> str:
 
 def test_the_action_schema_is_cached_per_version_and_subset() -> None:
     registry = Registry()
-    registry.add(lambda: 1, name="a")
-    registry.add(lambda: 2, name="b")
+    registry.add(lambda: 1, SkillOptions(name="a"))
+    registry.add(lambda: 2, SkillOptions(name="b"))
     full = registry.action_schema()
     assert registry.action_schema() is full
     subset = registry.action_schema(frozenset({"b"}))
     assert [br["properties"].get("skill_name") for br in subset["oneOf"]] == [{"const": "b"}, None]
     registry.remove("a")
     assert len(registry.action_schema()["oneOf"]) == 2
+
+
+def _with_each_option(decorate: Any, function_name: str) -> Any:
+    """Decorate a fresh function with every one of SkillOptions' fields at its default value."""
+    defaults = {
+        field.name: field.default
+        for field in dataclasses.fields(SkillOptions)
+        if field.name != "name"
+    }
+
+    def function() -> int:
+        return 1
+
+    function.__name__ = function_name
+    return decorate(name=function_name, **defaults)(function)
+
+
+def test_the_module_skill_and_registry_skill_take_the_same_options() -> None:
+    registry = Registry()
+    _with_each_option(registry.skill, "by_registry")
+    spec = registry.get("by_registry")
+    assert spec is not None and spec.options == SkillOptions(name="by_registry")
+    try:
+        _with_each_option(skill, "edge_agent_test_every_option")
+        assert get_registry().get("edge_agent_test_every_option") is not None
+    finally:
+        get_registry().remove("edge_agent_test_every_option")
+    for decorate in (registry.skill, skill):
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            decorate(timout=3)
+
+
+def test_the_module_skill_takes_examples_and_calls() -> None:
+    def listed() -> list[tuple[dict[str, Any], str]]:
+        return [({"name": "cpu"}, "the CPU's temperature")]
+
+    @skill(examples=["How warm is the  CPU?"], calls=listed, source="test")
+    def edge_agent_test_probe(name: str) -> str:
+        return name
+
+    try:
+        spec = get_registry().get("edge_agent_test_probe")
+        assert spec is not None
+        assert spec.examples == ("How warm is the CPU?",)
+        assert spec.ready_calls() == [({"name": "cpu"}, "the CPU's temperature")]
+        assert edge_agent_test_probe("x") == "x"
+    finally:
+        get_registry().remove("edge_agent_test_probe")

@@ -314,10 +314,11 @@ def test_status_says_which_run_is_going_its_source_step_and_seconds(context, pee
 
 
 def test_a_triggers_run_says_its_trigger_as_its_source() -> None:
+    from edge_agentd.agent.run import RunOptions
     from edge_agentd.service.runs.jobs import Job
 
-    fired = Job("t1", [], "q", None, 12, 3, None, False, trigger="morning")
-    asked = Job("a1", [b"x"], "q", None, 12, 3, None, False, asked_over="mqtt")
+    fired = Job("t1", [], RunOptions("q"), False, trigger="morning")
+    asked = Job("a1", [b"x"], RunOptions("q"), False, asked_over="mqtt")
     assert (fired.source, asked.source) == ("trigger:morning", "mqtt")
 
 

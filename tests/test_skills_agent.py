@@ -20,7 +20,7 @@ from edge_agentd import (
     SkillResultObservation,
     ToolErrorObservation,
 )
-from edge_agentd.agent.registry import Registry
+from edge_agentd.agent.registry import Registry, SkillOptions
 from edge_agentd.skills import BUILTIN_NAMES, register_builtins
 from edge_agentd.skills.sysfs import SYSFS_ROOT_ENV
 
@@ -148,7 +148,7 @@ def test_a_hung_skill_times_out_and_the_run_carries_on(registry: Registry, tmp_p
         return {"value": 1.0, "unit": "°C"}
 
     register_builtins(registry, sysfs_root=bme280_tree(tmp_path / "sys").root)
-    registry.add(stuck_sensor, timeout=0.3)
+    registry.add(stuck_sensor, SkillOptions(timeout=0.3))
     model = MockModel(
         [
             call("stuck_sensor"),

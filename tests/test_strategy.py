@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from edge_agentd import MockModel, Registry
+from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client
 from edge_agentd.guidance.guidance import ANSWER_HEAD
 from edge_agentd.service.config.settings import ConfigError, parse_settings
@@ -76,7 +77,7 @@ def test_the_daemon_runs_the_configured_strategy(strategy: str, scripted_daemon:
         config=f'[model]\nstrategy = "{strategy}"\n', registry=house(), load=lambda: model
     )
     with Client(endpoint, timeout=60) as client:
-        result = client.run("What time is it?", max_iterations=4)
+        result = client.run("What time is it?", AskOptions(max_iterations=4))
     called = [e["skill_name"] for e in result["state"]["events"] if e["type"] == "CallSkillAction"]
     assert called == (["now"] if strategy == "guided" else ["cpu_temperature"])
     if strategy == "guided":

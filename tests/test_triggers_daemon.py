@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from triggers_harness import PROBE, Probe, builtin_registry
 
+from edge_agentd.agent.run import RunOptions
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.protocol.wire import StatusResult, WireError, decode_request
 from edge_agentd.service.runs.jobs import Job
@@ -153,7 +154,7 @@ def test_asks_start_before_trigger_runs() -> None:
     queue = RunQueue(4)
 
     def job(name: str, trigger: str | None = None) -> Job:
-        return Job(name, [b"x"], "q", None, 4, 1, None, False, trigger=trigger)
+        return Job(name, [b"x"], RunOptions("q", max_iterations=4, max_retries=1), False, trigger=trigger)
 
     queue.add(job("t1", "freezer"))
     queue.add(job("a1"))

@@ -9,15 +9,15 @@ on a thread of :mod:`~edge_agentd.agent.supervision` (docs/design.md, "Where to 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from edge_agentd.agent.checks import check_count
 from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
-    Event,
     FinalAnswerAction,
     ModelErrorObservation,
     Usage,
@@ -36,9 +36,32 @@ from edge_agentd.agent.protocol import (
     step_usage,
 )
 from edge_agentd.agent.registry import Registry, get_registry
-from edge_agentd.agent.run import DEFAULT_MAX_RETRIES, RunOptions, RunRecord, Step, Turn
+from edge_agentd.agent.run import RunOptions, RunRecord, Step, Turn
 from edge_agentd.agent.supervision import OnDone, RunThreads, RunTicket, shared_run_threads
 from edge_agentd.agent.workflow import Soul, Workflow
+
+Arguments = ParamSpec("Arguments")
+Ran = TypeVar("Ran")
+
+
+def _with_arguments_of(
+    of: Callable[Arguments, RunOptions],
+) -> Callable[[Callable[[Agent, RunOptions], Ran]], Callable[Concatenate[Agent, Arguments], Ran]]:
+    """A method given a RunOptions, made to take ``of``'s arguments instead: they are written
+    once, there, and a type checker still checks each call against them."""
+
+    def takes_arguments(
+        method: Callable[[Agent, RunOptions], Ran],
+    ) -> Callable[Concatenate[Agent, Arguments], Ran]:
+        @functools.wraps(method)
+        def with_arguments(
+            agent: Agent, /, *args: Arguments.args, **kwargs: Arguments.kwargs
+        ) -> Ran:
+            return method(agent, of(*args, **kwargs))
+
+        return with_arguments
+
+    return takes_arguments
 
 
 @dataclasses.dataclass
@@ -221,34 +244,15 @@ class Agent:
 
     # -- the run ------------------------------------------------------------------------------
 
-    def run(
-        self,
-        workflow_or_query: Workflow | str,
-        query: str | None = None,
-        max_iterations: int | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        *,
-        deadline: float | None = None,
-        should_stop: Callable[[], bool] | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        **opts: Any,
-    ) -> AgentState:
+    @_with_arguments_of(RunOptions.of)
+    def run(self, options: RunOptions) -> AgentState:
         """Run the bounded loop on a query, or on a workflow with a query, and wait for it.
 
-        ``max_iterations`` defaults to the workflow's, else 8. ``deadline`` is a
-        ``time.monotonic()`` instant and ``should_stop`` a cancel check, both looked at between
-        steps. ``on_event`` sees each event as it is appended. Other options go to the model.
+        Its arguments are :meth:`RunOptions.of`'s: ``max_iterations`` defaults to the
+        workflow's, else 8. ``deadline`` is a ``time.monotonic()`` instant and ``should_stop`` a
+        cancel check, both looked at between steps. ``on_event`` sees each event as it is
+        appended. Other options go to the model.
         """
-        options = RunOptions.of(
-            workflow_or_query,
-            query,
-            max_iterations,
-            max_retries,
-            deadline=deadline,
-            should_stop=should_stop,
-            on_event=on_event,
-            **opts,
-        )
         return self.start(options).result()
 
     def start(

@@ -21,6 +21,7 @@ from edge_agentd.cli.exits import (
     EXIT_TEMPFAIL,
 )
 from edge_agentd.cli.pipes import stdout_to_devnull
+from edge_agentd.client.askoptions import AskOptions
 
 if TYPE_CHECKING:
     from edge_agentd.client.progress import ProgressLine
@@ -184,9 +185,9 @@ def _ask(
         )
         reply = client.run(
             args.query,
-            workflow=args.workflow,
-            max_iterations=args.max_iterations,
-            timeout=args.timeout,
+            AskOptions(
+                workflow=args.workflow, max_iterations=args.max_iterations, timeout=args.timeout
+            ),
             on_event=_on_event(args, seen, progress),
             on_accepted=progress.accepted if progress is not None else None,
             **journal,

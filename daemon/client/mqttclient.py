@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from edge_agentd.client.askoptions import AS_THE_DAEMON_SAYS, AskOptions
 from edge_agentd.client.mqttargs import add_arguments, add_ask_arguments, add_parsers
 from edge_agentd.client.zmqclient import RUN_GRACE_S, DaemonError, Timeout, Unavailable
 from edge_agentd.protocol.mqttwire import (
@@ -197,27 +198,25 @@ class MqttAskClient:
     def run(
         self,
         query: str,
+        options: AskOptions = AS_THE_DAEMON_SAYS,
         *,
-        workflow: str | None = None,
-        max_iterations: int | None = None,
-        timeout: float | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         on_accepted: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         from paho.mqtt.packettypes import PacketTypes  # noqa: PLC0415 - the optional extra
         from paho.mqtt.properties import Properties  # noqa: PLC0415
 
-        wait = self.timeout if timeout is None else timeout
+        wait = options.seconds(self.timeout)
         reply_topic = f"{self.options.prefix}/replies/{uuid.uuid4().hex}"
         correlation = uuid.uuid4().bytes
         self._connection.subscribe(reply_topic)
         # The id (with the reply topic) is what a cancel names: Ctrl-C and a timeout free the node.
         ask_id = uuid.uuid4().hex
-        ask: dict[str, Any] = {"query": query, "id": ask_id, "deadline_ms": wait * 1000}
-        if workflow is not None:
-            ask["workflow"] = workflow
-        if max_iterations is not None:
-            ask["max_iterations"] = max_iterations
+        fields = options.fields(query, self.timeout)
+        # The ask's keys in the order it has always been sent: query, id, deadline, the rest.
+        ask: dict[str, Any] = {"query": fields.pop("query"), "id": ask_id}
+        ask["deadline_ms"] = fields.pop("deadline_ms")
+        ask.update(fields)
         if on_event is not None or on_accepted is not None:
             ask["stream"] = True
         props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]

@@ -16,6 +16,8 @@ from typing import Any
 
 import zmq
 
+from edge_agentd.client.askoptions import AS_THE_DAEMON_SAYS, AskOptions
+
 # framing, not wire: the client never imports pydantic (scripts/bench/bench_cli_start.py).
 from edge_agentd.protocol.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
 from edge_agentd.protocol.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
@@ -171,17 +173,15 @@ class Client:
     def run(
         self,
         query: str,
+        options: AskOptions = AS_THE_DAEMON_SAYS,
         *,
-        workflow: str | None = None,
-        max_iterations: int | None = None,
-        timeout: float | None = None,
         on_event: Progress | None = None,
         on_accepted: Progress | None = None,
         request_id: str | None = None,
         key: str | None = None,
         wait: float | None = None,
     ) -> dict[str, Any]:
-        """Run the agent on ``query`` and return the ``result`` reply.
+        """Run the agent on ``query`` as ``options`` ask and return the ``result`` reply.
 
         With ``key`` (an idempotency key), a run the daemon already has for the key is not run
         again: its result comes back (``run_id`` names it); if that run asked another query or
@@ -189,14 +189,13 @@ class Client:
         times out here is left to finish, so its result can be fetched (:meth:`result`) or asked
         for again.
 
-        The daemon is given the timeout as the run's deadline, so it interrupts the run and still
-        answers; this waits for it that long and the grace after, or only ``wait`` seconds (a
-        keyed run that outlasts ``wait`` goes on to its deadline, unkeyed it is cancelled);
+        The daemon is given the options' timeout as the run's deadline, so it interrupts the run
+        and still answers; this waits for it that long and the grace after, or only ``wait``
+        seconds (a keyed run that outlasts ``wait`` goes on to its deadline, unkeyed it is
+        cancelled);
         ``on_event`` (which asks for streaming) sees each event as it is appended, and
         ``on_accepted`` the ``accepted`` reply (queue position, steps allowed) of a streamed run.
         """
-        timeout = self.timeout if timeout is None else timeout
-
         def progress(reply: dict[str, Any]) -> None:
             if reply["kind"] == "event" and on_event is not None:
                 on_event(reply["event"])
@@ -206,13 +205,10 @@ class Client:
         streamed = on_event is not None or on_accepted is not None
         return self.request(
             "run",
-            query=query,
-            workflow=workflow,
-            max_iterations=max_iterations,
-            deadline_ms=timeout * 1000,
+            **options.fields(query, self.timeout),
             stream=True if streamed else None,
             on_progress=progress if streamed else None,
-            timeout=run_wait(timeout, wait, self.run_grace),
+            timeout=run_wait(options.seconds(self.timeout), wait, self.run_grace),
             request_id=request_id,
             key=key,
         )

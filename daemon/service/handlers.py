@@ -247,13 +247,13 @@ class RequestHandler:
         self._journal.queued(
             job.request_id,
             source=request.source,
-            query=job.query,
+            query=request.query,
             key=request.key,
             workflow=request.workflow,
         )
         if stream:
             accepted = AcceptedReply(
-                id=job.request_id, position=position, max_iterations=job.max_iterations
+                id=job.request_id, position=position, max_iterations=job.options.max_iterations
             )
             self._replies.send(envelope, accepted)
 

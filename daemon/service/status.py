@@ -88,8 +88,8 @@ class StatusReport:
         return {
             "id": job.request_id if owner else None,
             "source": job.source,
-            "step": min(job.steps_done + 1, job.max_iterations),
-            "max_iterations": job.max_iterations,
+            "step": min(job.steps_done + 1, job.options.max_iterations),
+            "max_iterations": job.options.max_iterations,
             "seconds": round(time.monotonic() - started, 1),
         }
 

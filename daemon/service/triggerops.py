@@ -22,7 +22,7 @@ from edge_agentd.service.journal.journal import Journal
 from edge_agentd.service.replies import Replies
 from edge_agentd.service.router import RouterSocket
 from edge_agentd.service.runs.jobs import Finished, Job
-from edge_agentd.service.runs.queue import RunQueue
+from edge_agentd.service.runs.queue import RunQueue, run_options
 from edge_agentd.service.triggers.firing import Firing
 from edge_agentd.service.triggers.memory import JournalMemory
 from edge_agentd.service.triggers.report import status_summary, trigger_entries
@@ -84,23 +84,12 @@ class TriggerOps:
             self.runner.refused(firing.trigger, firing.run_id, "the queue has no slot to spare")
             return
         workflow = self._workflows.get(firing.workflow) if firing.workflow else None
-        wanted = workflow.max_iterations if workflow else None
-        job = Job(
-            request_id=firing.run_id,
-            envelope=[],
-            query=firing.query,
-            workflow=workflow,
-            max_iterations=min(
-                wanted or self._limits.max_iterations, self._limits.max_iterations_cap
-            ),
-            max_retries=self._limits.max_retries,
-            deadline=None,
-            stream=False,
-            trigger=firing.trigger,
-        )
+        # No client waits for a trigger's run: it has no deadline.
+        options = run_options(firing.query, workflow, self._limits)
+        job = Job(firing.run_id, [], options, stream=False, trigger=firing.trigger)
         self._runs.add(job)
         self._journal.queued(
-            job.request_id, source=firing.source, query=job.query, workflow=firing.workflow
+            job.request_id, source=firing.source, query=firing.query, workflow=firing.workflow
         )
         log.info("trigger %s: run %s queued", firing.trigger, firing.run_id)
 

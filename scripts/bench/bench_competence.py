@@ -76,6 +76,7 @@ from typing import Any
 
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.registry import Registry
+from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client, DaemonError
 from edge_agentd.model.scripted import MockModel
 from edge_agentd.skills import register_builtins
@@ -804,9 +805,8 @@ class DaemonStrategy:
         if self.process.poll() is not None:
             return Answer("error", None, 0, 0.0, 0, 0, [], f"the daemon exited ({self.log_path})")
         try:
-            reply = self.client.run(
-                question, max_iterations=self.args.max_iterations, timeout=self.args.timeout
-            )
+            options = AskOptions(max_iterations=self.args.max_iterations, timeout=self.args.timeout)
+            reply = self.client.run(question, options)
         except DaemonError as exc:
             return Answer("error", None, 0, time.perf_counter() - started, 0, 0, [], str(exc))
         seconds = time.perf_counter() - started

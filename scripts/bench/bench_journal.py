@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client, DaemonError
 
 # The daemon's command line, shared with the tests (tests/ is a folder, not a package).
@@ -80,7 +81,7 @@ def round_trips(client: Client, count: int, query: str = QUERY) -> list[float]:
     samples = []
     for _ in range(count):
         begun = time.perf_counter()
-        reply = client.run(query, timeout=30.0)
+        reply = client.run(query, AskOptions(timeout=30.0))
         samples.append(time.perf_counter() - begun)
         if reply.get("answer") != ANSWER:
             raise RuntimeError(f"unexpected reply: {reply}")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench_restart import serving
 
+from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client
 
 QUERIES = [
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         fixed = (info["file_size_bytes"] + (info.get("kv_cache_bytes") or 0)) / MIB
         checkpoints: list[tuple[int, dict[str, float]]] = []
         for i in range(max(30, args.asks)):
-            client.run(QUERIES[i % len(QUERIES)] + f" (#{i})", max_iterations=2)
+            client.run(QUERIES[i % len(QUERIES)] + f" (#{i})", AskOptions(max_iterations=2))
             if i + 1 in (30, 100, 300) or i + 1 == max(30, args.asks):
                 checkpoints.append((i + 1, memory(process.pid)))
     print(f"edge-agent serve, model {args.model}, n_ctx {args.n_ctx}: RSS after n asks (MiB)")

@@ -245,16 +245,8 @@ def _readd(registry: Registry, spec: SkillSpec, source: str) -> None:
     here or says nothing about the package, so it is replaced by the file or entry point.
     """
     own = spec.source != getattr(spec.function, "__module__", None)
-    registry.add(
-        spec.function,
-        name=spec.name,
-        description=spec.description,
-        timeout=spec.timeout_s,
-        source=spec.source if own else source,
-        examples=spec.examples,
-        calls=spec.calls,
-        reads_sentences=spec.reads_sentences,
-    )
+    options = spec.options if own else dataclasses.replace(spec.options, source=source)
+    registry.add(spec.function, options)
 
 
 def _merge(registry: Registry, own: Registry, source: str) -> None:

@@ -28,8 +28,8 @@ from edge_agentd.agent.events import (
     ValidationErrorObservation,
 )
 from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.run import RunOptions
 from edge_agentd.agent.supervision import RunTicket
-from edge_agentd.agent.workflow import Workflow
 from edge_agentd.model.gguf import ModelLoadError
 from edge_agentd.protocol.wire import PROTOCOL_VERSION, EventReply, encode
 from edge_agentd.service.threads.daemonthread import DaemonThread
@@ -51,11 +51,9 @@ class Job:
 
     request_id: str
     envelope: list[bytes]
-    query: str
-    workflow: Workflow | None
-    max_iterations: int
-    max_retries: int
-    deadline: float | None
+    options: RunOptions
+    """What the run is asked, the server's policy applied; its cancel check and event sink are
+    the job's own, added when it starts."""
     stream: bool
     received: float = dataclasses.field(default_factory=time.monotonic)
     started: float | None = None
@@ -124,7 +122,7 @@ def run_result(job: Job, state: AgentState, *, queued_s: float, run_s: float) ->
         "id": job.request_id,
         "kind": "result",
         "op": "run",
-        "workflow": job.workflow.name if job.workflow else None,
+        "workflow": job.options.workflow.name if job.options.workflow else None,
         "timing": {"queued_ms": _ms(queued_s), "run_ms": _ms(run_s)},
         "outcome": state.outcome,
         "answer": state.final_answer,
@@ -135,7 +133,7 @@ def run_result(job: Job, state: AgentState, *, queued_s: float, run_s: float) ->
 
 def interrupted_result(job: Job, reason: str) -> bytes:
     """The packed result of a run that was stopped before it started."""
-    state = AgentState(query=job.query)
+    state = AgentState(query=job.options.query)
     state.stream.append(InterruptedObservation(reason=reason))
     return encode(run_result(job, state, queued_s=time.monotonic() - job.received, run_s=0.0))
 
@@ -205,16 +203,8 @@ def start_job(agent: Agent, job: Job, post: Callable[[Message], None]) -> RunTic
         log.error("run %s failed", job.request_id, exc_info=error)
         post(Finished(job, None, None, type(error).__name__))
 
-    return agent.start(
-        job.workflow or job.query,
-        query=job.query if job.workflow else None,
-        max_iterations=job.max_iterations,
-        max_retries=job.max_retries,
-        deadline=job.deadline,
-        should_stop=job.cancelled.is_set,
-        on_event=on_event,
-        on_done=on_done,
-    )
+    options = dataclasses.replace(job.options, should_stop=job.cancelled.is_set, on_event=on_event)
+    return agent.start(options, on_done=on_done)
 
 
 __all__ = [

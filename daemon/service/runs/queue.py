@@ -8,10 +8,32 @@ from __future__ import annotations
 import collections
 import time
 
+from edge_agentd.agent.run import RunOptions
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.protocol.wire import RunRequest
 from edge_agentd.service.config.settings import DaemonSettings
 from edge_agentd.service.runs.jobs import Job
+
+
+def run_options(
+    query: str,
+    workflow: Workflow | None,
+    limits: DaemonSettings,
+    *,
+    max_iterations: int | None = None,
+    deadline_s: float | None = None,
+) -> RunOptions:
+    """A run's options with the server's policy applied, for a client's run and a trigger's:
+    iterations as asked, else the workflow's, else the daemon's, and capped; the deadline made
+    absolute."""
+    wanted = max_iterations or (workflow.max_iterations if workflow else None)
+    return RunOptions(
+        query,
+        workflow,
+        max_iterations=min(wanted or limits.max_iterations, limits.max_iterations_cap),
+        max_retries=limits.max_retries,
+        deadline=None if deadline_s is None else time.monotonic() + deadline_s,
+    )
 
 
 def job_for(
@@ -22,22 +44,18 @@ def job_for(
     *,
     stream: bool,
 ) -> Job:
-    """A Job with the server's policy applied: iterations capped, the deadline made absolute."""
-    wanted = request.max_iterations or (workflow.max_iterations if workflow else None)
+    """The Job of a client's ``run`` request; with no deadline asked, the daemon's default."""
     deadline_s = (
         request.deadline_ms / 1000 if request.deadline_ms is not None else limits.default_deadline_s
     )
-    return Job(
-        request_id=request.id,
-        envelope=envelope,
-        query=request.query,
-        workflow=workflow,
-        max_iterations=min(wanted or limits.max_iterations, limits.max_iterations_cap),
-        max_retries=limits.max_retries,
-        deadline=None if deadline_s is None else time.monotonic() + deadline_s,
-        stream=stream,
-        asked_over=request.source,
+    options = run_options(
+        request.query,
+        workflow,
+        limits,
+        max_iterations=request.max_iterations,
+        deadline_s=deadline_s,
     )
+    return Job(request.id, envelope, options, stream=stream, asked_over=request.source)
 
 
 class RunQueue:
@@ -98,13 +116,21 @@ class RunQueue:
 
     def expired(self, now: float) -> list[Job]:
         """Remove and return the waiting runs whose deadline has passed."""
-        late = [j for j in self._waiting.values() if j.deadline is not None and j.deadline <= now]
+        late = [
+            job
+            for job in self._waiting.values()
+            if job.options.deadline is not None and job.options.deadline <= now
+        ]
         for job in late:
             self._left(self._waiting.pop(job.request_id))
         return late
 
     def next_deadline(self) -> float | None:
-        deadlines = [j.deadline for j in self._waiting.values() if j.deadline is not None]
+        deadlines = [
+            job.options.deadline
+            for job in self._waiting.values()
+            if job.options.deadline is not None
+        ]
         return min(deadlines) if deadlines else None
 
     def start_next(self) -> Job | None:
