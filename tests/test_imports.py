@@ -159,3 +159,72 @@ def test_the_checker_catches_a_private_attribute(tmp_path: Path) -> None:
         "line 3: client._connected",
         "line 4: zmqclient._secret",
     ]
+
+
+CLI = ROOT / "daemon" / "cli"
+
+WRITES_A_STREAM: dict[str, str] = {}
+"""Modules outside cli/ that may print or touch sys.stdout/sys.stderr, each with why it is not a
+command's parsing or printing."""
+
+
+def parses_or_prints(path: Path) -> list[str]:
+    """Where ``path`` parses arguments (imports argparse) or prints: ``print(``, or ``sys.stdout``
+    / ``sys.stderr`` (``from sys import stderr`` too). Logging is not printing."""
+    found: list[str] = []
+    for node in ast.walk(_parse(path)):
+        if isinstance(node, ast.Import):
+            found += [
+                f"line {node.lineno}: import argparse" for a in node.names if a.name == "argparse"
+            ]
+        elif isinstance(node, ast.ImportFrom) and node.module in ("argparse", "sys"):
+            names = [a.name for a in node.names]
+            if node.module == "argparse" or {"stdout", "stderr"} & set(names):
+                found.append(f"line {node.lineno}: from {node.module} import {', '.join(names)}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+        ):
+            found.append(f"line {node.lineno}: print(")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("stdout", "stderr")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
+            found.append(f"line {node.lineno}: sys.{node.attr}")
+    return sorted(found, key=lambda where: int(where.split()[1].rstrip(":")))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in MODULES if not path.is_relative_to(CLI)],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_only_cli_parses_arguments_or_prints(path: Path) -> None:
+    if module_name(path) in WRITES_A_STREAM:
+        return
+    assert parses_or_prints(path) == []
+
+
+def test_the_exempt_modules_still_exist_and_print() -> None:
+    for module, reason in WRITES_A_STREAM.items():
+        path = next(path for path in MODULES if module_name(path) == module)
+        assert reason and parses_or_prints(path), f"{module} need not be exempt any more"
+
+
+def test_the_checker_catches_parsing_and_printing(tmp_path: Path) -> None:
+    chatty = tmp_path / "chatty.py"
+    chatty.write_text(
+        "import argparse\nimport sys\nfrom sys import stderr\n"
+        "def f():\n    print('hi')\n    sys.stdout.write('x')\n    sys.stderr.flush()\n"
+        "    import logging\n    logging.getLogger().warning('fine')\n"
+    )
+    assert parses_or_prints(chatty) == [
+        "line 1: import argparse",
+        "line 3: from sys import stderr",
+        "line 5: print(",
+        "line 6: sys.stdout",
+        "line 7: sys.stderr",
+    ]

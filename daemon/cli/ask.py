@@ -139,7 +139,7 @@ def _print_fetch_hint(run_id: str, key: str | None) -> None:
 
 
 def _mqtt_client(args: argparse.Namespace) -> Any:
-    from edge_agentd.client.mqttnodes import open_ask_client  # noqa: PLC0415
+    from edge_agentd.cli.mqtt import open_ask_client  # noqa: PLC0415
 
     return open_ask_client(args)
 

@@ -52,7 +52,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         "else the service's /run/edge-agent/agent.sock)"
     )
 
-    from edge_agentd.client.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
+    from edge_agentd.cli.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
 
     if only is None:
         _add_serve(commands)
@@ -151,11 +151,11 @@ def _command(argv: Sequence[str] | None) -> int:
 
         return serve(args)
     if args.command == "nodes":
-        from edge_agentd.client.mqttnodes import nodes_command  # noqa: PLC0415
+        from edge_agentd.cli.mqtt import nodes_command  # noqa: PLC0415
 
         return nodes_command(args)
     if args.command == "ha-discovery":
-        from edge_agentd.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
+        from edge_agentd.cli.mqtt import ha_discovery_command  # noqa: PLC0415
 
         return ha_discovery_command(args)
     if args.command in ("triggers", "watch"):
