@@ -23,7 +23,7 @@ from edge_agentd.cli.exits import (
 from edge_agentd.cli.pipes import stdout_to_devnull
 
 if TYPE_CHECKING:
-    from edge_agentd.client.progress import ProgressLine
+    from edge_agentd.cli.progress import ProgressLine
 
 
 def client_command(args: argparse.Namespace) -> int:
@@ -145,10 +145,10 @@ def _mqtt_client(args: argparse.Namespace) -> Any:
 
 
 def _progress(args: argparse.Namespace) -> ProgressLine | None:
-    """The live line of ``ask`` on a terminal's stderr (edge_agentd.client.progress), else None."""
+    """The live line of ``ask`` on a terminal's stderr (edge_agentd.cli.progress), else None."""
     if args.command != "ask" or not sys.stderr.isatty():
         return None
-    from edge_agentd.client.progress import progress_line  # noqa: PLC0415 - only on a terminal
+    from edge_agentd.cli.progress import progress_line  # noqa: PLC0415 - only on a terminal
 
     return progress_line(sys.stderr, args.max_iterations)
 
