@@ -119,11 +119,12 @@ def test_no_two_modules_import_each_other() -> None:
     assert circles(imports) == []
 
 
-def _others_private(path: Path) -> set[str]:
-    return set().union(*(PRIVATE[other] for other in MODULES if other != path))
-
-
 PRIVATE = {path: private_names_defined(path) for path in MODULES}
+
+
+def _others_private(path: Path) -> set[str]:
+    """The private names every module but ``path`` defines."""
+    return set().union(*(PRIVATE[other] for other in MODULES if other != path))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
