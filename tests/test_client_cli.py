@@ -364,7 +364,7 @@ def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:
     from edge_agentd import Agent, MockModel
 
     assert Agent.__module__ == "edge_agentd.agent.loop" and MockModel([]).__class__ is MockModel
-    from edge_agentd.client import mqttargs
+    from edge_agentd.cli import mqttargs
     from edge_agentd.protocol import mqttwire
 
     assert mqttargs.DEFAULT_PREFIX == mqttwire.DEFAULT_PREFIX

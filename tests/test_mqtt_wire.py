@@ -110,7 +110,7 @@ def test_a_cancel_names_its_target_and_takes_no_run_fields() -> None:
 
 
 def test_the_cli_options_default_to_the_wire_prefixes() -> None:
-    from edge_agentd.client import mqttargs
+    from edge_agentd.cli import mqttargs
     from edge_agentd.protocol import mqttwire
 
     assert mqttargs.DEFAULT_DISCOVERY_PREFIX == mqttwire.DEFAULT_DISCOVERY_PREFIX

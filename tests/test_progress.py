@@ -19,7 +19,7 @@ from daemon_harness import answer, call, wait_for
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edge_agentd.client.progress import CLEAR, ProgressLine, progress_line
+from edge_agentd.cli.progress import CLEAR, ProgressLine, progress_line
 
 ScriptedDaemon = Callable[..., tuple[Any, str]]  # conftest.py
 EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))

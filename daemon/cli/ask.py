@@ -24,7 +24,7 @@ from edge_agentd.cli.pipes import stdout_to_devnull
 from edge_agentd.client.askoptions import AskOptions
 
 if TYPE_CHECKING:
-    from edge_agentd.client.progress import ProgressLine
+    from edge_agentd.cli.progress import ProgressLine
 
 
 def client_command(args: argparse.Namespace) -> int:
@@ -140,16 +140,16 @@ def _print_fetch_hint(run_id: str, key: str | None) -> None:
 
 
 def _mqtt_client(args: argparse.Namespace) -> Any:
-    from edge_agentd.client.mqttnodes import open_ask_client  # noqa: PLC0415
+    from edge_agentd.cli.mqtt import open_ask_client  # noqa: PLC0415
 
     return open_ask_client(args)
 
 
 def _progress(args: argparse.Namespace) -> ProgressLine | None:
-    """The live line of ``ask`` on a terminal's stderr (edge_agentd.client.progress), else None."""
+    """The live line of ``ask`` on a terminal's stderr (edge_agentd.cli.progress), else None."""
     if args.command != "ask" or not sys.stderr.isatty():
         return None
-    from edge_agentd.client.progress import progress_line  # noqa: PLC0415 - only on a terminal
+    from edge_agentd.cli.progress import progress_line  # noqa: PLC0415 - only on a terminal
 
     return progress_line(sys.stderr, args.max_iterations)
 

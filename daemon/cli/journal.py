@@ -18,28 +18,29 @@ from edge_agentd.cli.exits import (
     EXIT_OK,
     EXIT_TEMPFAIL,
 )
+from edge_agentd.cli.seconds import positive_seconds
 
 MAX_LIMIT = 1000
 PREVIEW_CHARS = 40
 
 
 def add_parsers(commands: Any, endpoint_help: str, only: str | None) -> None:
-    from edge_agentd.cli.main import _positive  # noqa: PLC0415 - main imports this module lazily
-
     if only in (None, "result"):
         result = commands.add_parser("result", help="a run's result, from the daemon's journal")
         result.add_argument("id", help="the run's id (`ask --json` prints it; so does `runs`)")
         result.add_argument("--json", action="store_true", help="print one JSON object")
         result.add_argument(
-            "--wait", type=_positive, help="wait up to this many seconds for the run to end"
+            "--wait", type=positive_seconds, help="wait up to this many seconds for the run to end"
         )
-        result.add_argument("--timeout", type=_positive, default=5.0, help="seconds per try")
+        result.add_argument("--timeout", type=positive_seconds, default=5.0, help="seconds per try")
         result.add_argument("--endpoint", help=endpoint_help)
     if only in (None, "runs"):
         runs = commands.add_parser("runs", help="the latest runs, newest first")
         runs.add_argument("--limit", type=int, default=20, help=f"at most N (1-{MAX_LIMIT})")
         runs.add_argument("--json", action="store_true", help="print one JSON array")
-        runs.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
+        runs.add_argument(
+            "--timeout", type=positive_seconds, default=5.0, help="seconds (default 5)"
+        )
         runs.add_argument("--endpoint", help=endpoint_help)
 
 

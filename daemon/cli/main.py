@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from edge_agentd.cli.exits import EXIT_BAD_INPUT
 from edge_agentd.cli.pipes import quiet_on_closed_stdout
+from edge_agentd.cli.seconds import positive_seconds
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,16 +39,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError("must be between 0 and 86400 seconds")
-    return value
-
-
 CLIENT_COMMANDS = ("ask", "status", "skills", "result", "runs", "triggers", "watch")
 
 
@@ -61,7 +52,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         "else the service's /run/edge-agent/agent.sock)"
     )
 
-    from edge_agentd.client.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
+    from edge_agentd.cli.mqttargs import add_ask_arguments, add_parsers  # noqa: PLC0415
 
     if only is None:
         _add_serve(commands)
@@ -73,12 +64,14 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--json", action="store_true", help="print JSON")
-        sub.add_argument("--timeout", type=_positive, default=5.0, help="seconds (default 5)")
+        sub.add_argument(
+            "--timeout", type=positive_seconds, default=5.0, help="seconds (default 5)"
+        )
         sub.add_argument("--endpoint", help=endpoint_help)
     if only in (None, "triggers", "watch"):
         from edge_agentd.cli.triggers import add_parsers as add_trigger_parsers  # noqa: PLC0415
 
-        add_trigger_parsers(commands, endpoint_help, _positive)  # triggers, watch
+        add_trigger_parsers(commands, endpoint_help)  # triggers, watch
     if only in (None, "result", "runs"):
         from edge_agentd.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
 
@@ -120,13 +113,13 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     )
     ask.add_argument(
         "--timeout",
-        type=_positive,
+        type=positive_seconds,
         default=60.0,
         help="seconds the run may take, its deadline (default 60)",
     )
     ask.add_argument(
         "--wait",
-        type=_positive,
+        type=positive_seconds,
         help="stop waiting after this many seconds (exit 75; default: --timeout). With --key the "
         "run goes on to its --timeout: ask again with the same --key and question, or "
         "`edge-agent result ID`, for its answer",
@@ -158,11 +151,11 @@ def _command(argv: Sequence[str] | None) -> int:
 
         return serve(args)
     if args.command == "nodes":
-        from edge_agentd.client.mqttnodes import nodes_command  # noqa: PLC0415
+        from edge_agentd.cli.mqtt import nodes_command  # noqa: PLC0415
 
         return nodes_command(args)
     if args.command == "ha-discovery":
-        from edge_agentd.service.mqtt.wiring import ha_discovery_command  # noqa: PLC0415
+        from edge_agentd.cli.mqtt import ha_discovery_command  # noqa: PLC0415
 
         return ha_discovery_command(args)
     if args.command in ("triggers", "watch"):

@@ -12,18 +12,21 @@ import sys
 from typing import Any
 
 from edge_agentd.cli.exits import CODE_EXITS, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK
+from edge_agentd.cli.seconds import positive_seconds
 
 
-def add_parsers(commands: Any, endpoint_help: str, seconds: Any) -> None:
+def add_parsers(commands: Any, endpoint_help: str) -> None:
     listing = commands.add_parser("triggers", help="show the triggers and where each stands")
     listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.add_argument("--timeout", type=seconds, default=5.0, help="seconds (default 5)")
+    listing.add_argument(
+        "--timeout", type=positive_seconds, default=5.0, help="seconds (default 5)"
+    )
     listing.add_argument("--endpoint", help=endpoint_help)
     watch = commands.add_parser("watch", help="print each trigger run's result as it ends")
     watch.add_argument("--trigger", help="only this trigger's results")
     watch.add_argument("--json", action="store_true", help="print one JSON object per line")
     watch.add_argument(
-        "--timeout", type=seconds, default=5.0, help="seconds a reply may take (default 5)"
+        "--timeout", type=positive_seconds, default=5.0, help="seconds a reply may take (default 5)"
     )
     watch.add_argument("--endpoint", help=endpoint_help)
 

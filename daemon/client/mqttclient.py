@@ -1,5 +1,6 @@
 """Asking an edge-agent node through an MQTT broker: ``ask --mqtt``, and the connection that
-``edge-agent nodes`` (:mod:`edge_agentd.client.mqttnodes`) shares.
+``edge-agent nodes`` (:mod:`edge_agentd.client.mqttnodes`) shares. The commands' options and what
+they print are cli/'s (:mod:`edge_agentd.cli.mqtt`).
 
 Needs the ``mqtt`` extra (paho-mqtt 2.x). Asks use MQTT v5 request/response (a Response Topic of
 our own and Correlation Data); the result and the errors are the daemon's own, with the same
@@ -8,11 +9,10 @@ codes, so ``edge-agent ask`` exits the same way over MQTT as over ZeroMQ.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
+import logging
 import queue
-import sys
 import threading
 import time
 import uuid
@@ -22,7 +22,6 @@ from types import TracebackType
 from typing import Any
 
 from edge_agentd.client.askoptions import AS_THE_DAEMON_SAYS, AskOptions
-from edge_agentd.client.mqttargs import add_arguments, add_ask_arguments, add_parsers
 from edge_agentd.client.zmqclient import RUN_GRACE_S, DaemonError, Timeout, Unavailable
 from edge_agentd.protocol.mqttwire import (
     DEFAULT_PREFIX,
@@ -34,6 +33,8 @@ from edge_agentd.protocol.mqttwire import (
 CONNECT_TIMEOUT_S = 5.0
 RETAINED_QUIET_S = 0.5
 """After subscribing, retained messages come at once; this long without one ends the listing."""
+log = logging.getLogger(__name__)
+
 CANCEL_WAIT_S = 1.0
 """How long leaving (Ctrl-C, a timeout) waits for the broker to take the cancel."""
 
@@ -56,18 +57,10 @@ class BrokerOptions:
     def broker_port(self) -> int:
         return self.port if self.port is not None else (8883 if self.use_tls else 1883)
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> BrokerOptions:
-        host, port = split_host(args.mqtt)
-        return cls(
-            host=host,
-            port=port,
-            prefix=args.mqtt_prefix,
-            username=args.mqtt_username,
-            password_file=args.mqtt_password_file,
-            ca_file=args.mqtt_ca,
-            tls=args.mqtt_tls,
-        )
+    @property
+    def address(self) -> str:
+        """``HOST``, or ``HOST:PORT`` when a port was given: the broker as messages name it."""
+        return self.host if self.port is None else f"{self.host}:{self.port}"
 
 
 def split_host(text: str) -> tuple[str, int | None]:
@@ -170,13 +163,23 @@ class MqttAskClient:
     """What ``edge-agent ask`` needs of a client (``request("status")`` and ``run``), over MQTT
     to one node."""
 
-    def __init__(self, options: BrokerOptions, node: str, *, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        options: BrokerOptions,
+        node: str,
+        *,
+        timeout: float = 60.0,
+        warn: Callable[[str], None] = log.warning,
+    ) -> None:
+        """``warn`` is told what went wrong on the way out (a cancel the broker did not take),
+        while the caller reports why it left: the command prints it, a library logs it."""
         try:
             self.node = check_node_id(node)
         except ValueError as exc:
             raise DaemonError("bad_request", str(exc)) from None
         self.options = options
         self.timeout = timeout
+        self.warn = warn
         self.topics = Topics(options.prefix, self.node)
         self._connection = MqttConnection(options)
 
@@ -280,7 +283,7 @@ class MqttAskClient:
         try:
             info.wait_for_publish(CANCEL_WAIT_S)
         except RuntimeError as exc:  # not queued: the caller is already reporting why it left
-            print(f"edge-agent: could not cancel the run on {self.node}: {exc}", file=sys.stderr)
+            self.warn(f"could not cancel the run on {self.node}: {exc}")
 
     def close(self) -> None:
         self._connection.close()
@@ -298,8 +301,5 @@ __all__ = [
     "BrokerOptions",
     "MqttAskClient",
     "MqttConnection",
-    "add_arguments",
-    "add_ask_arguments",
-    "add_parsers",
     "split_host",
 ]

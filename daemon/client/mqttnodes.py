@@ -1,20 +1,17 @@
-"""The fleet on a broker: ``edge-agent nodes`` lists the nodes, ``--forget`` clears what one left
-behind, and ``ask --mqtt`` without ``--node`` asks the one node online (docs/mqtt.md, *A fleet*
-and *Home Assistant*). Needs the ``mqtt`` extra."""
+"""The fleet on a broker: the nodes listed (``edge-agent nodes``), what one left behind cleared
+(``--forget``), and the one node online found (``ask --mqtt`` without ``--node``) (docs/mqtt.md,
+*A fleet* and *Home Assistant*). The commands themselves are :mod:`edge_agentd.cli.mqtt`'s. Needs
+the ``mqtt`` extra."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from typing import Any
 
 from edge_agentd.client.mqttclient import (
-    CONNECT_TIMEOUT_S,
     RETAINED_QUIET_S,
     BrokerOptions,
-    MqttAskClient,
     MqttConnection,
 )
 from edge_agentd.client.zmqclient import DaemonError, Unavailable
@@ -95,23 +92,13 @@ def forget_node(
     return sorted(retained)
 
 
-def open_ask_client(args: argparse.Namespace) -> MqttAskClient:
-    """The client of ``ask --mqtt``: to ``--node``, or without it to the one node online."""
-    options = BrokerOptions.from_args(args)
-    node = args.node or only_node_online(options, timeout=min(args.timeout, CONNECT_TIMEOUT_S))
-    return MqttAskClient(options, node, timeout=args.timeout)
-
-
 def only_node_online(options: BrokerOptions, *, timeout: float) -> str:
     """The node to ask when none is named: the only one online. With none online, ``unavailable``
     (69); with several, ``bad_request`` (65): each names the nodes it found."""
     nodes = list_nodes(options, timeout=timeout)
     online = [str(entry["node"]) for entry in nodes if entry["status"] == ONLINE]
-    where = options.host if options.port is None else f"{options.host}:{options.port}"
+    where = options.address
     if len(online) == 1:
-        if sys.stderr.isatty():
-            said = f"edge-agent: asking {online[0]}, the one node online on {where}"
-            print(said, file=sys.stderr)
         return online[0]
     if not online:
         offline = [entry["node"] for entry in nodes]
@@ -124,61 +111,4 @@ def only_node_online(options: BrokerOptions, *, timeout: float) -> str:
     )
 
 
-def print_nodes(nodes: list[dict[str, Any]], as_json: bool, show_all: bool) -> None:
-    shown = [n for n in nodes if show_all or n["status"] == ONLINE]
-    if as_json:
-        print(json.dumps(shown, ensure_ascii=False), flush=True)
-        return
-    for entry in shown:
-        info = entry.get("info") or {}
-        model = info.get("model") or {}
-        print(
-            f"{entry['node']:<24} {entry['status']:<8} "
-            f"{model.get('name') or model.get('spec') or '?':<24} "
-            f"{len(info.get('skills') or [])} skills, edge-agent {info.get('version', '?')}"
-        )
-
-
-NODES_EXITS = {"unavailable": 69, "node_online": 75}
-"""``nodes``' exit codes by error code; any other error is bad input, 65."""
-
-
-def nodes_command(args: argparse.Namespace) -> int:
-    """``edge-agent nodes --mqtt HOST [--forget NODE]``: 0 listed (maybe none) or forgotten, 65
-    bad input, 69 broker unreachable, 75 the node to forget is online."""
-    try:
-        options = BrokerOptions.from_args(args)
-        if args.forget is not None:
-            cleared = forget_node(
-                options,
-                args.forget,
-                discovery_prefix=args.discovery_prefix,
-                force=args.force,
-                timeout=args.timeout,
-            )
-        else:
-            nodes = list_nodes(options, timeout=args.timeout)
-    except DaemonError as exc:
-        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
-        return NODES_EXITS.get(exc.code, 65)
-    if args.forget is None:
-        print_nodes(nodes, args.json, args.all)
-    elif args.json:
-        print(json.dumps({"node": args.forget, "cleared": cleared}), flush=True)
-    elif cleared:
-        print(f"cleared {len(cleared)} retained topics of {args.forget}:")
-        print("\n".join(f"  {topic}" for topic in cleared), flush=True)
-    else:
-        print(f"nothing retained for {args.forget} on {options.host}", flush=True)
-    return 0
-
-
-__all__ = [
-    "NODES_EXITS",
-    "forget_node",
-    "list_nodes",
-    "nodes_command",
-    "only_node_online",
-    "open_ask_client",
-    "print_nodes",
-]
+__all__ = ["forget_node", "list_nodes", "only_node_online"]

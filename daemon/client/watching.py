@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-# A part of Client kept apart (zmqclient.py stays under 400 lines): it uses the client's socket.
-from edge_agentd.client.zmqclient import DaemonError, Progress, Unavailable, _new_id
+# A part of Client kept apart (zmqclient.py stays under 400 lines): it uses the client's socket,
+# through its public methods, and imports zmqclient only for the types, as zmqclient imports this.
+from edge_agentd.client.errors import DaemonError, Unavailable, new_request_id
 from edge_agentd.protocol.framing import PROTOCOL_VERSION, FrameError, decode_reply
 from edge_agentd.protocol.framing import encode_request as encode
 
 if TYPE_CHECKING:
-    from edge_agentd.client.zmqclient import Client
+    from edge_agentd.client.zmqclient import Client, Progress
 
 
 def watch(
@@ -28,12 +29,12 @@ def watch(
     asked: tuple[str, float] | None = None  # the status asked, and when
     try:
         while True:
-            sock = client._connected()
+            sock = client.socket
             if not sock.poll(round(min(check_every, client.timeout) * 1000)):
                 if asked is not None and time.monotonic() - asked[1] > client.timeout:
                     raise Unavailable(f"{client.endpoint} stopped answering")
                 if asked is None:
-                    asked = (_new_id(), time.monotonic())
+                    asked = (new_request_id(), time.monotonic())
                     sock.send(encode({"v": PROTOCOL_VERSION, "id": asked[0], "op": "status"}))
                 continue
             try:
@@ -53,17 +54,17 @@ def watch(
                 return  # the watch was ended
             on_result(reply["event"])
     except KeyboardInterrupt:
-        client._cancel_quietly(watch_id)
+        client.cancel_quietly(watch_id)
         raise
 
 
 def _open(client: Client, trigger: str | None) -> str:
-    client._check_reachable()
-    watch_id = _new_id()
+    client.check_reachable()
+    watch_id = new_request_id()
     message = {"v": PROTOCOL_VERSION, "id": watch_id, "op": "watch"}
     if trigger is not None:
         message["trigger"] = trigger
-    client._connected().send(encode(message))
+    client.socket.send(encode(message))
     return watch_id
 
 

@@ -19,6 +19,13 @@ import zmq
 from edge_agentd.client.askoptions import AS_THE_DAEMON_SAYS, AskOptions
 
 # framing, not wire: the client never imports pydantic (scripts/bench/bench_cli_start.py).
+from edge_agentd.client.errors import (
+    BadEndpoint,
+    DaemonError,
+    Timeout,
+    Unavailable,
+    new_request_id,
+)
 from edge_agentd.protocol.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
 from edge_agentd.protocol.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
 from edge_agentd.protocol.framing import encode_request as encode
@@ -32,30 +39,6 @@ def run_wait(timeout: float, wait: float | None, grace: float = RUN_GRACE_S) -> 
     by, or ``wait`` when that is shorter (``ask --wait``)."""
     whole = timeout + grace
     return whole if wait is None else min(wait, whole)
-
-
-class DaemonError(Exception):
-    """The daemon answered with an ``error`` reply, or did not answer at all."""
-
-    def __init__(self, code: str, message: str, reply: dict[str, Any] | None = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.reply = reply
-
-
-class Unavailable(DaemonError):
-    """No daemon answered on the endpoint."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("unavailable", message)
-
-
-class BadEndpoint(DaemonError):
-    """The endpoint string is not one a daemon could listen on (``serve`` refuses it too)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("bad_endpoint", message)
 
 
 def checked_endpoint(endpoint: str) -> str:
@@ -73,19 +56,7 @@ def checked_endpoint(endpoint: str) -> str:
     raise BadEndpoint(message)
 
 
-class Timeout(DaemonError):
-    """The daemon did not finish answering in time."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("timeout", message)
-
-
 Progress = Callable[[dict[str, Any]], None]
-
-
-def _new_id() -> str:
-    """A random request id, as uuid4().hex is, without importing uuid at start-up."""
-    return os.urandom(16).hex()
 
 
 def _encoded(op: str, request_id: str, fields: Mapping[str, Any]) -> bytes:
@@ -225,8 +196,8 @@ class Client:
         **fields: Any,
     ) -> dict[str, Any]:
         """Send one request and wait for its final reply; raises DaemonError on an error reply."""
-        self._check_reachable()
-        request_id = request_id or _new_id()
+        self.check_reachable()
+        request_id = request_id or new_request_id()
         payload = _encoded(op, request_id, {k: v for k, v in fields.items() if v is not None})
         wait = self.timeout if timeout is None else timeout
         attempts = 1 + (self.retries if op in IDEMPOTENT_OPS else 0)
@@ -239,15 +210,15 @@ class Client:
                 # The caller gave up (Ctrl-C), or whoever reads what it prints has gone
                 # (`ask --stream | head -1`): free the model for the next question.
                 if op == "run":
-                    self._cancel_quietly(request_id)
+                    self.cancel_quietly(request_id)
                 raise
             if reply is not None:
                 return reply
             if op == "run" and fields.get("key") is None:
                 # (A keyed run is left to finish: its caller means to come back for it.)
                 # On the run's own socket: the daemon takes a cancel only from the connection
-                # that sent the run. _cancel_quietly then closes it.
-                self._cancel_quietly(request_id)
+                # that sent the run. cancel_quietly then closes it.
+                self.cancel_quietly(request_id)
                 break
             self._reset()  # Lazy Pirate: a fresh socket, so a late reply cannot be mistaken
         if op == "run":
@@ -264,7 +235,7 @@ class Client:
         None is sent as nil). Never retried. DaemonError ``bad_request`` for a request the wire
         cannot carry (nothing is sent), ``busy`` when the socket's send queue is full.
         """
-        request_id = request_id or _new_id()
+        request_id = request_id or new_request_id()
         payload = _encoded(op, request_id, fields)
         try:
             self.socket.send(payload, zmq.NOBLOCK)
@@ -319,17 +290,23 @@ class Client:
                 on_progress(reply)
         return None
 
-    def _cancel_quietly(self, target: str) -> None:
+    def cancel_quietly(self, target: str) -> None:
+        """Ask the daemon to cancel ``target`` on this socket (the one that sent it), without
+        waiting for the reply, then close the socket: a caller on its way out (Ctrl-C)."""
         sock = self._connected()
         sock.send(
-            encode({"v": PROTOCOL_VERSION, "id": _new_id(), "op": "cancel", "target": target})
+            encode(
+                {"v": PROTOCOL_VERSION, "id": new_request_id(), "op": "cancel", "target": target}
+            )
         )
         # Up to 2 s for the cancel to leave (it waits only while the daemon does not take it):
         # on a loaded board half a second was sometimes too short, and a lost cancel keeps the
         # model busy with a question nobody waits for.
         self._reset(linger_ms=2000)
 
-    def _check_reachable(self) -> None:
+    def check_reachable(self) -> None:
+        """Unavailable, saying why, when the ipc socket is absent or not ours to use: before a
+        request waits out its timeout on a daemon that cannot answer."""
         path = ipc_path(self.endpoint)
         if path is None:
             return

@@ -1,8 +1,8 @@
-"""How ``serve`` turns the ``[mqtt]`` section into a running bridge, or into a config error."""
+"""How ``serve`` turns the ``[mqtt]`` section into a running bridge, or into a config error, and
+the discovery it would publish (``edge-agent ha-discovery`` prints it: edge_agentd.cli.mqtt)."""
 
 from __future__ import annotations
 
-import argparse
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,11 +67,6 @@ def make_bridge(settings: Settings, registry: Registry) -> MqttBridge | None:
         raise ConfigError(f"mqtt: cannot set up TLS: {exc}") from None
 
 
-EXIT_OK = 0
-EXIT_CONFIG = 78
-"""The exit code ``edge-agent`` gives a config error (see edge_agentd.cli)."""
-
-
 def configured_model_name(spec: str) -> str | None:
     """The name the model of ``spec`` (``default``, a GGUF path, ``mock:FILE``) would have once
     loaded, as the daemon's discovery names it, read from the file's header without loading it:
@@ -119,34 +114,9 @@ def discovery_preview(settings: Settings) -> dict[str, Any]:
     return discovery.configs(collect_readings(registry))
 
 
-def ha_discovery_command(args: argparse.Namespace) -> int:
-    """``edge-agent ha-discovery --print [--config FILE]``: the configs, as one JSON object."""
-    import json  # noqa: PLC0415
-    import logging  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
-    from edge_agentd.service.config.settings import load_settings  # noqa: PLC0415
-
-    try:
-        settings = load_settings(args.config)
-    except ConfigError as exc:
-        logging.getLogger("edge_agentd.cli").error("config error: %s", exc)
-        return EXIT_CONFIG
-    section = mqtt_settings(settings)
-    if section is None or not section.discovery:
-        print(
-            "edge-agent: discovery is off in this config (no [mqtt] section, enabled = false or "
-            "discovery = false); shown is what it would publish",
-            file=sys.stderr,
-        )
-    print(json.dumps(discovery_preview(settings), ensure_ascii=False, indent=2, sort_keys=True))
-    return EXIT_OK
-
-
 __all__ = [
     "bridge_endpoint",
     "discovery_preview",
-    "ha_discovery_command",
     "make_bridge",
     "mqtt_settings",
 ]

@@ -42,7 +42,7 @@ STEP_ENDS = (
     ValidationErrorObservation,
     ModelErrorObservation,
 )
-"""The events that end a step, as the live line of ``ask`` counts them (client/progress.py)."""
+"""The events that end a step, as the live line of ``ask`` counts them (cli/progress.py)."""
 
 
 @dataclasses.dataclass(eq=False)

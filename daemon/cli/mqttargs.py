@@ -1,8 +1,8 @@
 """The command-line options of ``ask --mqtt``, ``nodes`` and ``ha-discovery``.
 
-Apart from :mod:`edge_agentd.client.mqttclient`, so that building the ``edge-agent`` parser imports
-neither that module nor :mod:`edge_agentd.protocol.mqttwire` (and their dataclasses): the client
-commands start faster (scripts/bench/bench_cli_start.py).
+Apart from the commands (:mod:`edge_agentd.cli.mqtt`), so that building the ``edge-agent`` parser
+imports neither :mod:`edge_agentd.client.mqttclient` nor :mod:`edge_agentd.protocol.mqttwire` (and
+their dataclasses): the client commands start faster (scripts/bench/bench_cli_start.py).
 """
 
 from __future__ import annotations
