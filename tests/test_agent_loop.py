@@ -300,7 +300,7 @@ def test_a_reply_cut_at_the_token_cap_is_reported_as_such(make_registry: Registr
 
 
 def test_the_model_is_given_the_action_schema(make_registry: RegistryFactory) -> None:
-    model = MockModel([CALL_CPU, ANSWER])
+    model = MockModel([CALL_CPU, ANSWER], uses_action_schema=True)
     Agent(model, make_registry()).run("q")
     # The first step's schema is the calls alone (docs/design.md, "Grounding"); the second's has
     # every branch.

@@ -75,7 +75,8 @@ def home(registry: Registry | None = None) -> Registry:
 
 
 def run(query: str, replies: list[str], **kwargs: Any) -> tuple[AgentState, MockModel]:
-    model = MockModel(replies)
+    # It stands for a model that decodes under the grounded schema: each call records it.
+    model = MockModel(replies, uses_action_schema=True)
     return Agent(model, home()).run(query, **kwargs), model
 
 

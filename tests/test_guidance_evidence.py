@@ -117,7 +117,7 @@ class SizedModel(MockModel):
 
 def test_a_model_of_a_gibibyte_or_more_gets_none_of_these_helps_by_default() -> None:
     replies = ['{"skill_name": "cellar_sensor", "arguments": {}}', '{"final_answer": "61 %."}']
-    model = SizedModel(3 << 30, replies)
+    model = SizedModel(3 << 30, replies, uses_action_schema=True)
     agent = Agent(model, cellar(), guidance=guidance_for("auto", model))
     state = agent.run(QUESTION)
     assert agent.guidance is None

@@ -201,14 +201,17 @@ class EventStream(RootModel[list[Event]]):
 
 
 class RunContext:
-    """Private bookkeeping of one run: its workflow, its question parsed once, and the prompt
-    text rendered so far, so each step renders only the events added since the last one."""
+    """Private bookkeeping of one run: its workflow, its question parsed once, the evidence
+    gathered so far, and the prompt text rendered so far, so each step reads only the events
+    added since the last one."""
 
-    __slots__ = ("question", "render_key", "rendered", "text", "workflow")
+    __slots__ = ("evidence", "question", "render_key", "rendered", "text", "workflow")
 
     def __init__(self, workflow: Workflow | None = None) -> None:
         self.workflow = workflow
         self.question: Question | None = None
+        self.evidence: object = None
+        """What grounding has gathered of the run so far (its own type, kept here)."""
         self.render_key: object = None
         self.text = ""
         self.rendered = 0

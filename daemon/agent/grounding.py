@@ -110,40 +110,81 @@ class Verdict:
         )
 
 
+class _Gathered:
+    """A run's evidence so far, added to as its events come: each step reads only the events
+    since the last, so a run of n steps gathers in O(n), not O(n^2)."""
+
+    __slots__ = (
+        "calls", "described", "evidence", "key", "last", "results", "seen", "texts", "words"
+    )
+
+    def __init__(self, key: tuple[int, int], query: str) -> None:
+        self.key = key
+        self.seen = 0
+        self.last: object = None
+        """The last event read: a stream that is not the one read so far starts anew."""
+        self.calls: dict[str, CallSkillAction] = {}
+        self.results: list[Any] = []
+        self.texts: list[str] = [query]
+        self.words: set[str] = set()
+        self.described = False
+        self.evidence: Evidence | None = None
+
+
 def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
     """The evidence of ``state``'s run so far: each result, and each call that returned one."""
     events = state.stream.root
-    calls = {e.call_id: e for e in events if isinstance(e, CallSkillAction) and e.call_id}
-    answered: list[CallSkillAction] = []
-    results = []
-    for index, event in enumerate(events):
-        if not isinstance(event, SkillResultObservation):
-            continue
-        results.append(event.result)
-        call = calls.get(event.call_id) if event.call_id else None
-        before = events[index - 1] if index else None
-        if call is None and isinstance(before, CallSkillAction):
-            call = before  # an event stream made by hand, without ids
-        if call is not None:
-            answered.append(call)
-    described = []
-    for call in answered:
-        spec = registry.get(call.skill_name)
-        described.append(call.skill_name)
-        described.extend(str(value) for value in call.arguments.values())
-        if spec is not None:
-            described.extend([spec.description, *spec.examples])
-    texts = [state.query]
-    for result in results:
-        _walk_texts(result, texts)
-    return Evidence(
-        state.question,
-        tuple(results),
-        tuple(texts),
-        known_words(described, results),
-        tuple(skills),
-        any(isinstance(e, CallSkillAction) for e in events),
-    )
+    skills = tuple(skills)
+    key = (id(registry), registry.version)
+    gathered = state.context.evidence
+    if (
+        not isinstance(gathered, _Gathered)
+        or gathered.key != key
+        or gathered.seen > len(events)
+        or (gathered.seen and events[gathered.seen - 1] is not gathered.last)
+    ):
+        gathered = state.context.evidence = _Gathered(key, state.query)
+    if gathered.seen < len(events):
+        for index in range(gathered.seen, len(events)):
+            event = events[index]
+            if isinstance(event, CallSkillAction):
+                gathered.described = True  # called, whatever came of it
+                if event.call_id:
+                    gathered.calls[event.call_id] = event
+            if not isinstance(event, SkillResultObservation):
+                continue
+            gathered.results.append(event.result)
+            _walk_texts(event.result, gathered.texts)
+            gathered.words |= known_words([], [event.result])
+            call = gathered.calls.get(event.call_id) if event.call_id else None
+            before = events[index - 1] if index else None
+            if call is None and isinstance(before, CallSkillAction):
+                call = before  # an event stream made by hand, without ids
+            if call is not None:
+                gathered.words |= known_words(_described(call, registry), [])
+        gathered.seen, gathered.last = len(events), events[-1]
+        gathered.evidence = None
+    evidence = gathered.evidence
+    if evidence is None or evidence.skills != skills:
+        evidence = gathered.evidence = Evidence(
+            state.question,
+            tuple(gathered.results),
+            tuple(gathered.texts),
+            frozenset(gathered.words),
+            skills,
+            gathered.described,
+        )
+    return evidence
+
+
+def _described(call: CallSkillAction, registry: Registry) -> list[str]:
+    """What names the thing a call that returned a result asked about: the skill's name, its
+    arguments, its description and examples."""
+    spec = registry.get(call.skill_name)
+    described = [call.skill_name, *(str(value) for value in call.arguments.values())]
+    if spec is not None:
+        described.extend([spec.description, *spec.examples])
+    return described
 
 
 def _walk_texts(node: Any, texts: list[str]) -> None:

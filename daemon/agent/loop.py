@@ -175,13 +175,18 @@ class Agent:
         allowed = workflow.allowed_skills if workflow is not None else None
         started = time.perf_counter()
         # The grounding rules, where the decoding is ours: whatever schema a strategy asks for,
-        # its answer is held to them (docs/design.md, "Grounding").
-        evidence = gather(state, self.registry, names)
-        schema = grounded_schema(self.registry.action_schema(allowed), evidence)
+        # its answer is held to them (docs/design.md, "Grounding"). A model that decodes under
+        # no schema gets the plain one; the validator holds its answers to the same rules.
+        # The evidence is gathered only where something reads it.
+        decodes = self.handle.uses_action_schema
+        schema = self.registry.action_schema(allowed)
+        if decodes:
+            schema = grounded_schema(schema, gather(state, self.registry, names))
         written: list[str] = []
 
         def generate(text: str, **more: Any) -> str:
-            if isinstance(more.get("action_schema"), dict):
+            if decodes and isinstance(more.get("action_schema"), dict):
+                evidence = gather(state, self.registry, names)
                 more["action_schema"] = grounded_schema(more["action_schema"], evidence)
             reply = self.handle.generate(text, **{"action_schema": schema, **opts, **more})
             written.append(reply)
@@ -202,7 +207,10 @@ class Agent:
                     generate=generate,
                     # The engine offers only sentences the loop will take: one it would refuse
                     # would be chosen again at the retry, until the run ran out of steps.
-                    grounded=lambda answer: check_answer(answer, evidence) is None,
+                    grounded=lambda answer: check_answer(
+                        answer, gather(state, self.registry, names)
+                    )
+                    is None,
                 )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
             exceeded = exc if isinstance(exc, ContextExceeded) else None

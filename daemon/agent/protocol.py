@@ -87,6 +87,13 @@ class ModelHandle(Protocol):
         """What the daemon's ``status`` reports about the model (msgpack-safe values)."""
         ...
 
+    @property
+    def uses_action_schema(self) -> bool:
+        """Whether ``generate`` may decode under ``action_schema``: the loop builds the grounded
+        schema (its answer pattern, a grammar's worth of work each step) only for such a model,
+        and holds the others' answers to the same rules by its validator alone."""
+        ...
+
     def generate(self, prompt: str, **kwargs: Any) -> str: ...
 
     def warm_up(self, preamble: str) -> None:
@@ -136,6 +143,11 @@ class BareModel:
     @property
     def info(self) -> dict[str, Any]:
         return {"kind": type(self.model).__name__}
+
+    @property
+    def uses_action_schema(self) -> bool:
+        """A bare ``generate`` takes the keyword options and may decode under the schema."""
+        return True
 
     def generate(self, prompt: str, **kwargs: Any) -> str:
         return self.model.generate(prompt, **kwargs)

@@ -152,6 +152,11 @@ class LlamaModel:
         return self.sizes.max_tokens
 
     @property
+    def uses_action_schema(self) -> bool:
+        """Replies are decoded under the action schema's grammar (unless a call turns it off)."""
+        return True
+
+    @property
     def info(self) -> dict[str, Any]:
         """What the daemon's ``status`` reports about the model."""
         return {

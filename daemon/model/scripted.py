@@ -62,6 +62,10 @@ class MockModel:
     ``(marker, text)`` pair,
     only in prompts that contain ``marker``. The value is the whole continuation's; it is
     reported as its first token's.
+
+    A script decodes nothing, so by default the loop does not build it the grounded action
+    schema; ``uses_action_schema=True`` stands it in for a model that decodes under it (each
+    call's ``action_schema`` is then recorded in ``.calls`` as such a model would get it).
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class MockModel:
         *,
         source: str = "<script>",
         scores: Mapping[str | tuple[str, str], float] | None = None,
+        uses_action_schema: bool = False,
     ) -> None:
         if isinstance(responses, str | bytes):
             raise TypeError("MockModel takes a list of replies, not a single string")
@@ -81,6 +86,7 @@ class MockModel:
         self.responses = [text for text, _ in self.replies]
         self.source = source
         self.scores = dict(scores or {})
+        self._uses_action_schema = uses_action_schema
         self.scored: list[tuple[str, list[str]]] = []
         """Every (prompt, continuations) that :meth:`score` was asked about."""
         self.prompts: list[str] = []
@@ -110,6 +116,10 @@ class MockModel:
     @property
     def info(self) -> dict[str, Any]:
         return {"kind": "mock", "file": self.source, "replies": len(self.replies)}
+
+    @property
+    def uses_action_schema(self) -> bool:
+        return self._uses_action_schema
 
     def warm_up(self, preamble: str) -> None:
         """Nothing to warm: the script has no cache."""

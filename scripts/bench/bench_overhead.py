@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agentd import Agent, Registry
+from edge_agentd import Agent, MockModel, Registry, SkillOptions
 
 N_SKILLS = 20
 N_CALLS = 11
@@ -38,7 +38,9 @@ def read(name: str, room: str) -> str:
 # -- edge-agent ------------------------------------------------------------------------------
 
 
-def edge_agent_runner(timeout: float | None = 2.0) -> Callable[[], Any]:
+def edge_agent_runner(
+    timeout: float | None = 2.0, with_schema: bool = False
+) -> Callable[[], Any]:
     """Skills run under the default 2 s timeout (a worker-thread hand-off per call), or inline
     with ``timeout=None`` as smolagents runs its tools."""
     registry = Registry()
@@ -52,26 +54,23 @@ def edge_agent_runner(timeout: float | None = 2.0) -> Callable[[], Any]:
     for name in skill_names():
         registry.add(
             sensor(name),
-            name=name,
-            description=f"Read {name} in a room; returns degrees Celsius.",
-            timeout=timeout,
+            SkillOptions(
+                name=name,
+                description=f"Read {name} in a room; returns degrees Celsius.",
+                timeout=timeout,
+            ),
         )
     replies = [
         json.dumps({"skill_name": "sensor_07", "arguments": {"room": f"room {i}"}})
         for i in range(N_CALLS)
     ] + [json.dumps({"final_answer": "It is 21.5 °C everywhere."})]
 
-    class Scripted:
-        def __init__(self) -> None:
-            self.index = 0
-
-        def generate(self, prompt: str, **kwargs: Any) -> str:
-            reply = replies[self.index]
-            self.index += 1
-            return reply
-
     def run_once() -> Any:
-        state = Agent(Scripted(), registry).run("How warm is it?", max_iterations=ITERATIONS)
+        # The package's scripted model: it decodes under no schema, so the loop builds none,
+        # as smolagents builds no grammar (the grounded schema's cost is measured apart, with
+        # ``uses_action_schema=True``: a model that decodes under it).
+        model = MockModel(replies, uses_action_schema=with_schema)
+        state = Agent(model, registry).run("How warm is it?", max_iterations=ITERATIONS)
         if state.outcome != "answered" or len(state.stream) != 2 * N_CALLS + 1:
             raise RuntimeError(f"edge-agent did not do the scripted work: {state.outcome}")
         return state
@@ -185,22 +184,28 @@ def main() -> int:
     # Interleave the measurements so that load on the machine hits both sides alike.
     ours: list[tuple[float, float]] = []
     inline: list[tuple[float, float]] = []
+    schema: list[tuple[float, float]] = []
     smol: list[tuple[float, float]] = []
     ours_run, inline_run = edge_agent_runner(), edge_agent_runner(timeout=None)
+    schema_run = edge_agent_runner(with_schema=True)
     for _ in range(3):
         ours.append(per_iteration_us(ours_run, args.repeats))
         inline.append(per_iteration_us(inline_run, args.repeats))
+        schema.append(per_iteration_us(schema_run, args.repeats))
         smol.append(per_iteration_us(theirs, max(20, args.repeats // 4)))
     ours_median = statistics.median(m for m, _ in ours)
     inline_median = statistics.median(m for m, _ in inline)
+    schema_median = statistics.median(m for m, _ in schema)
     theirs_median = statistics.median(m for m, _ in smol)
     ratio = ours_median / theirs_median
     print(f"work: {N_SKILLS} skills, {N_CALLS} calls of one skill, then a final answer")
     print(f"edge-agent, skills under 2 s timeout  : {ours_median:8.1f} us per iteration")
     print(f"edge-agent, skills inline (no timeout): {inline_median:8.1f} us per iteration")
+    print(f"edge-agent, grounded schema built     : {schema_median:8.1f} us per iteration")
     print(f"smolagents ToolCallingAgent           : {theirs_median:8.1f} us per iteration")
     print(f"ratio (default, with timeouts): {ratio:.3f}  (budget <= {BUDGET_RATIO})")
     print(f"ratio (inline skills)         : {inline_median / theirs_median:.3f}")
+    print(f"ratio (grounded schema built) : {schema_median / theirs_median:.3f}")
     print("within budget" if ratio <= BUDGET_RATIO else "OVER BUDGET")
     return 0 if ratio <= BUDGET_RATIO else 1
 
