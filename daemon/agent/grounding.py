@@ -115,7 +115,8 @@ class _Gathered:
     since the last, so a run of n steps gathers in O(n), not O(n^2)."""
 
     __slots__ = (
-        "calls", "described", "evidence", "key", "last", "results", "seen", "texts", "words"
+        "calls", "described", "evidence", "key", "last", "named", "results", "seen", "texts",
+        "words",
     )
 
     def __init__(self, key: tuple[int, int], query: str) -> None:
@@ -129,6 +130,17 @@ class _Gathered:
         self.words: set[str] = set()
         self.described = False
         self.evidence: Evidence | None = None
+        self.named: dict[str, frozenset[str]] = {}
+
+    def skill_words(self, name: str, registry: Registry) -> frozenset[str]:
+        """The words that name what a skill's calls ask about: its name, description and
+        examples (read once a run, however often it is called)."""
+        words = self.named.get(name)
+        if words is None:
+            spec = registry.get(name)
+            texts = [name] if spec is None else [name, spec.description, *spec.examples]
+            words = self.named[name] = known_words(texts, [])
+        return words
 
 
 def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
@@ -161,7 +173,8 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
             if call is None and isinstance(before, CallSkillAction):
                 call = before  # an event stream made by hand, without ids
             if call is not None:
-                gathered.words |= known_words(_described(call, registry), [])
+                gathered.words |= gathered.skill_words(call.skill_name, registry)
+                gathered.words |= known_words(map(str, call.arguments.values()), [])
         gathered.seen, gathered.last = len(events), events[-1]
         gathered.evidence = None
     evidence = gathered.evidence
@@ -175,16 +188,6 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
             gathered.described,
         )
     return evidence
-
-
-def _described(call: CallSkillAction, registry: Registry) -> list[str]:
-    """What names the thing a call that returned a result asked about: the skill's name, its
-    arguments, its description and examples."""
-    spec = registry.get(call.skill_name)
-    described = [call.skill_name, *(str(value) for value in call.arguments.values())]
-    if spec is not None:
-        described.extend([spec.description, *spec.examples])
-    return described
 
 
 def _walk_texts(node: Any, texts: list[str]) -> None:
