@@ -31,6 +31,7 @@ values (:func:`~edge_agentd.agent.evidence.answer_pattern`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -89,12 +90,28 @@ class Evidence:
     """Every result a skill returned in this run."""
     texts: tuple[str, ...]
     """The results' texts and numbers as written (and each list's count), and the question."""
-    vocabulary: frozenset[str]
-    """The words of the calls that returned a result and of those results, case folded."""
     skills: tuple[str, ...]
     """The catalogue: the names of the skills the model may call."""
     called: bool = False
     """Whether the run has called a skill yet (whatever came of it)."""
+    skill_words: frozenset[str] = frozenset()
+    """The words of the skills whose calls returned a result: names, descriptions, examples."""
+    arguments: tuple[str, ...] = ()
+    """The arguments of those calls, as texts."""
+
+    @functools.cached_property
+    def vocabulary(self) -> frozenset[str]:
+        """The words of the calls that returned a result and of those results, case folded:
+        read only where a rule needs them (a question with a subject)."""
+        return self.skill_words | known_words(self.arguments, self.results)
+
+    def unnamed_subject(self) -> str | None:
+        """What of the question's subject this evidence does not name (:func:`unnamed_subject`);
+        None at once for a question with no subject."""
+        question = self.question
+        if question.subject is None and not question.parts:
+            return None
+        return unnamed_subject(question, self.vocabulary)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,8 +132,8 @@ class _Gathered:
     since the last, so a run of n steps gathers in O(n), not O(n^2)."""
 
     __slots__ = (
-        "calls", "described", "evidence", "key", "last", "named", "results", "seen", "texts",
-        "words",
+        "arguments", "calls", "described", "evidence", "key", "last", "named", "results", "seen",
+        "texts", "words",
     )
 
     def __init__(self, key: tuple[int, int], query: str) -> None:
@@ -131,6 +148,7 @@ class _Gathered:
         self.described = False
         self.evidence: Evidence | None = None
         self.named: dict[str, frozenset[str]] = {}
+        self.arguments: list[str] = []
 
     def skill_words(self, name: str, registry: Registry) -> frozenset[str]:
         """The words that name what a skill's calls ask about: its name, description and
@@ -167,14 +185,13 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
                 continue
             gathered.results.append(event.result)
             _walk_texts(event.result, gathered.texts)
-            gathered.words |= known_words([], [event.result])
             call = gathered.calls.get(event.call_id) if event.call_id else None
             before = events[index - 1] if index else None
             if call is None and isinstance(before, CallSkillAction):
                 call = before  # an event stream made by hand, without ids
             if call is not None:
                 gathered.words |= gathered.skill_words(call.skill_name, registry)
-                gathered.words |= known_words(map(str, call.arguments.values()), [])
+                gathered.arguments.extend(map(str, call.arguments.values()))
         gathered.seen, gathered.last = len(events), events[-1]
         gathered.evidence = None
     evidence = gathered.evidence
@@ -183,9 +200,10 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
             state.question,
             tuple(gathered.results),
             tuple(gathered.texts),
-            frozenset(gathered.words),
             skills,
             gathered.described,
+            frozenset(gathered.words),
+            tuple(gathered.arguments),
         )
     return evidence
 
@@ -234,7 +252,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
             "Call a skill that can answer the question; if no skill can, answer "
             f'"{CANNOT_TELL}" and why.',
         )
-    unnamed = unnamed_subject(evidence.question, evidence.vocabulary)
+    unnamed = evidence.unnamed_subject()
     if unnamed is not None:
         return Verdict(
             UNKNOWN_SUBJECT,
@@ -269,7 +287,7 @@ def answer_rule(evidence: Evidence) -> str:
             listing = f"({word}{gap})*{names}({gap}{word})*{gap[:-1]}*"
             return f"^({CANNOT_TELL}{plain}*|{listing})([.!?])?$"
         return cannot_tell_pattern()
-    if unnamed_subject(evidence.question, evidence.vocabulary) is not None:
+    if evidence.unnamed_subject() is not None:
         return cannot_tell_pattern()
     # Values copied, none required: which one to state is the strategy's (guidance requires one).
     copied = dataclasses.replace(copyable(evidence.results, evidence.question.text), stated=())
@@ -280,7 +298,7 @@ def only_declines(evidence: Evidence) -> bool:
     """Whether the only answer the rules admit now is one that says it cannot tell."""
     if not evidence.results:
         return not evidence.question.about_catalogue
-    return unnamed_subject(evidence.question, evidence.vocabulary) is not None
+    return evidence.unnamed_subject() is not None
 
 
 def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from edge_agentd.agent.checks import check_count
 from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
-    FinalAnswerAction,
+    MadeBy,
     ModelErrorObservation,
     Usage,
 )
@@ -236,18 +236,19 @@ class Agent:
             if reported is not None
             else Usage(model_s=elapsed)
         )
-        action = parse_action(str(raw), names, step_usage(usage, self.handle.take_tokens()))
-        if isinstance(action, CallSkillAction | FinalAnswerAction):
-            # The engine made it where it chose for the model (a candidate the model's
-            # likelihood picked; an answer it rendered from the results, which its Completion
-            # says), else the model wrote it.
-            rendered = isinstance(raw, Completion) and raw.made_by == "engine"
-            made_by = "model" if _wrote(raw, written) and not rendered else "engine"
-            update: dict[str, Any] = {"made_by": made_by}
-            if isinstance(action, CallSkillAction):
-                calls = sum(isinstance(e, CallSkillAction) for e in state.stream.root)
-                update["call_id"] = f"call_{calls + 1}"
-            return action.model_copy(update=update)
+        # The engine made it where it chose for the model (a candidate the model's likelihood
+        # picked; an answer it rendered from the results, which its Completion says), else the
+        # model wrote it.
+        rendered = isinstance(raw, Completion) and raw.made_by == "engine"
+        made_by: MadeBy = "model" if _wrote(raw, written) and not rendered else "engine"
+        calls = sum(isinstance(e, CallSkillAction) for e in state.stream.root)
+        action = parse_action(
+            str(raw),
+            names,
+            step_usage(usage, self.handle.take_tokens()),
+            made_by=made_by,
+            call_id=f"call_{calls + 1}",
+        )
         return action
 
     # -- the run ------------------------------------------------------------------------------

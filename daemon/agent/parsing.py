@@ -14,6 +14,7 @@ from typing import Any
 from edge_agentd.agent.events import (
     CallSkillAction,
     FinalAnswerAction,
+    MadeBy,
     Usage,
     ValidationErrorObservation,
 )
@@ -53,9 +54,15 @@ def _error(
 
 
 def parse_action(
-    raw: str, available_skills: Collection[str], usage: Usage | None = None
+    raw: str,
+    available_skills: Collection[str],
+    usage: Usage | None = None,
+    *,
+    made_by: MadeBy = "model",
+    call_id: str | None = None,
 ) -> CallSkillAction | FinalAnswerAction | ValidationErrorObservation:
-    """Parse one reply into an action, or a ValidationErrorObservation saying what is wrong."""
+    """Parse one reply into an action, or a ValidationErrorObservation saying what is wrong.
+    ``made_by`` and ``call_id`` go on the action as they are (a call's id, if it is a call)."""
     if usage is not None and usage.stop == "length":
         return _error(
             "truncated",
@@ -138,7 +145,9 @@ def parse_action(
                 usage,
                 NON_EMPTY_FINAL_ANSWER,
             )
-        return FinalAnswerAction(answer=answer, thought=thought, raw=raw, usage=usage)
+        return FinalAnswerAction(
+            answer=answer, thought=thought, raw=raw, usage=usage, made_by=made_by
+        )
     name = value["skill_name"]
     if not isinstance(name, str):
         return _error(
@@ -160,5 +169,11 @@ def parse_action(
             "invalid_field", '"arguments" must be a JSON object.', raw, usage, ACTION_PARSE
         )
     return CallSkillAction(
-        skill_name=name, arguments=arguments, thought=thought, raw=raw, usage=usage
+        skill_name=name,
+        arguments=arguments,
+        thought=thought,
+        raw=raw,
+        usage=usage,
+        made_by=made_by,
+        call_id=call_id,
     )
