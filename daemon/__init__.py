@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from edge_agentd.agent.events import ToolErrorObservation as ToolErrorObservation
     from edge_agentd.agent.events import Usage as Usage
     from edge_agentd.agent.events import ValidationErrorObservation as ValidationErrorObservation
+    from edge_agentd.agent.grounding import Grounding as Grounding
     from edge_agentd.agent.loop import Agent as Agent
     from edge_agentd.agent.prompt import PLAIN as PLAIN
     from edge_agentd.agent.prompt import ChatFormat as ChatFormat

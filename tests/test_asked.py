@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge_agentd.agent.evidence import answer_numbers, answer_pattern, copyable, numbers_in
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.question import head_noun
 from edge_agentd.agent.registry import Registry
@@ -218,13 +219,13 @@ def test_a_guided_run_states_the_asked_line() -> None:
         ANSWER_HEAD: 0.0,
     }
     model = MockModel([], scores=scores)
-    state = Agent(model, registry, guidance=Guidance()).run(question)
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
     # The asked line alone is stated: one sentence, no choice to make.
     assert state.final_answer == "The time is 12:35:06."
     assert not [o for _, o in model.scored if o[0].startswith(f"{ANSWER_HEAD}The")]
     # Turned off, a sentence of each of the result's lines is offered.
     model = MockModel([], scores=scores | {f"{ANSWER_HEAD}The weekday": 1.0})
-    state = Agent(model, registry, guidance=Guidance(state_asked=False)).run(question)
+    state = Agent(model, registry, guidance=Guidance(state_asked=False), grounding=Grounding()).run(question)
     assert state.final_answer == "The weekday is Friday."
 
 

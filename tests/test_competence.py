@@ -14,6 +14,7 @@ import pytest
 from fake_sysfs import FakeSysfs
 
 from edge_agentd import Agent, Registry, load_model
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.guidance.guidance import Guidance
 from edge_agentd.model.llama import LlamaModel
 from edge_agentd.skills import register_builtins
@@ -34,7 +35,7 @@ def test_a_cpu_temperature_question_is_answered_with_the_sensors_value(
     FakeSysfs(tmp_path / "sys").thermal_zone(0, "cpu-thermal", "51234")
     registry = Registry()
     register_builtins(registry, sysfs_root=tmp_path / "sys")
-    agent = Agent(model, registry, guidance=Guidance())
+    agent = Agent(model, registry, guidance=Guidance(), grounding=Grounding())
     state = agent.run("What is the CPU temperature?", max_iterations=4)
     called = [e.skill_name for e in state.stream.root if e.type == "CallSkillAction"]
     assert called == ["cpu_temperature"]

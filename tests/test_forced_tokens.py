@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from edge_agentd import Agent, AgentState, Registry, load_model
 from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.model.constrained import _lex_gbnf, canonical_gbnf, schema_to_gbnf
 from edge_agentd.model.decoding import Decoder
@@ -64,7 +65,7 @@ def model() -> Iterator[LlamaModel]:
 
 @pytest.fixture(scope="module")
 def agent(model: LlamaModel) -> Agent:
-    return Agent(model, _registry())
+    return Agent(model, _registry(), grounding=Grounding())
 
 
 def _decoder(model: LlamaModel) -> MeasuredDecoder:

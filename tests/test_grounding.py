@@ -20,6 +20,7 @@ from edge_agentd import (
     AgentState,
     CallSkillAction,
     FinalAnswerAction,
+    Grounding,
     MockModel,
     Registry,
     SkillResultObservation,
@@ -77,7 +78,7 @@ def home(registry: Registry | None = None) -> Registry:
 def run(query: str, replies: list[str], **kwargs: Any) -> tuple[AgentState, MockModel]:
     # It stands for a model that decodes under the grounded schema: each call records it.
     model = MockModel(replies, uses_action_schema=True)
-    return Agent(model, home()).run(query, **kwargs), model
+    return Agent(model, home(), grounding=Grounding()).run(query, **kwargs), model
 
 
 def refusals(state: AgentState) -> list[tuple[str | None, str]]:
@@ -177,7 +178,7 @@ def test_a_unit_the_results_give_another_value_is_refused_beside_this_one() -> N
     model = MockModel(
         [call("cpu_temperature"), answer(said), answer("It is 118.96 °F, in Fahrenheit.")]
     )
-    state = Agent(model, registry).run("How hot is the CPU?")
+    state = Agent(model, registry, grounding=Grounding()).run("How hot is the CPU?")
     [(kind, feedback)] = refusals(state)
     assert kind == "value_not_in_evidence" and "Fahrenheit" in feedback
     assert state.final_answer == "It is 118.96 °F, in Fahrenheit."
@@ -192,7 +193,7 @@ def test_a_bare_number_may_take_the_unit_its_skill_names_in_words() -> None:
         return 48.3
 
     model = MockModel([call("cpu_temperature"), answer("The CPU is at 48.3 °C.")])
-    state = Agent(model, registry).run("How hot is the CPU?")
+    state = Agent(model, registry, grounding=Grounding()).run("How hot is the CPU?")
     assert state.outcome == "answered" and refusals(state) == []
 
 
@@ -277,7 +278,7 @@ def test_a_guided_answer_about_another_place_is_i_cannot_tell() -> None:
     # Every sentence the engine renders from the living room's result is about the living
     # room; grounding takes none of them for the bedroom, and "I cannot tell" is what is left.
     model = MockModel([], scores={("The skill humidity", ""): 0.0})
-    state = Agent(model, home(), guidance=Guidance()).run("What is the humidity in the bedroom?")
+    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run("What is the humidity in the bedroom?")
     assert state.outcome == "answered"
     assert state.final_answer is not None and state.final_answer.startswith("I cannot tell")
     assert "41.5" not in state.final_answer
@@ -399,7 +400,7 @@ def test_a_guided_call_chosen_by_likelihood_is_the_engines_and_so_is_its_answer(
     # The humidity skill's description makes every question likely; no other is scored. Since
     # the render branch, a guided answer is a sentence the engine renders, on the model's choice.
     model = MockModel([], scores={("The skill humidity", ""): 0.0})
-    state = Agent(model, home(), guidance=Guidance()).run("What is the humidity?")
+    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run("What is the humidity?")
     made = [
         (e.type, e.made_by)
         for e in state.stream
@@ -505,7 +506,7 @@ def test_no_answer_states_a_number_absent_from_its_evidence(
 ) -> None:
     replies = data.draw(_replies(values))
     model = MockModel(replies, scores={("The skill reading", ""): 0.0})
-    agent = Agent(model, numbers_registry(values), guidance=Guidance() if guided else None)
+    agent = Agent(model, numbers_registry(values), guidance=Guidance() if guided else None, grounding=Grounding())
     state = agent.run(question or "q", max_iterations=6, max_retries=2)
     assert state.outcome is not None  # one outcome, always: the budget ends a run that guesses
     if state.final_answer is not None:
@@ -568,7 +569,7 @@ def test_a_run_parses_its_question_once(monkeypatch: Any) -> None:
 
     monkeypatch.setattr(Question, "parse", classmethod(counted))
     model = MockModel([], scores={("The skill humidity", ""): 0.0})
-    state = Agent(model, home(), guidance=Guidance()).run("What is the humidity?")
+    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run("What is the humidity?")
     assert state.outcome == "answered"
     state, _ = run(
         "What is the humidity?",

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.registry import SkillOptions
 from edge_agentd.guidance.focus import MIN_FOCUS_PARTS, result_parts
@@ -95,7 +96,7 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
     # No skill here names the cellar, so the answer says it cannot tell (the loop's grounding,
     # tests/test_grounding.py); this test is about the choice of skill.
     guidance = Guidance(know_subject=False)
-    state = Agent(model, house(), guidance=guidance).run(QUESTION, max_iterations=4)
+    state = Agent(model, house(), guidance=guidance, grounding=Grounding()).run(QUESTION, max_iterations=4)
     assert calls(state) == [("read_sensor", {"name": "bme280"})]
     assert state.outcome == "answered"
     # The action was chosen by scoring, not generated. The sentence the engine renders from the
@@ -144,7 +145,7 @@ def test_a_call_whose_own_argument_the_question_asks_for_is_chosen_among_those_a
             ("the humidity in %RH", f" {question}"): -3.1,
         },
     )
-    state = Agent(model, station(), guidance=Guidance()).run(question, max_iterations=4)
+    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(question, max_iterations=4)
     assert calls(state) == [("read_sensor", {"name": "bme280", "quantity": "humidity"})]
     assert state.final_answer == "The humidity is 41.5 %RH."
     # A question whose head noun no call takes goes by the scores alone.
@@ -156,7 +157,7 @@ def test_a_call_whose_own_argument_the_question_asks_for_is_chosen_among_those_a
             ("the humidity in %RH", f" {other}"): -3.1,
         },
     )
-    state = Agent(model, station(), guidance=Guidance()).run(other, max_iterations=4)
+    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(other, max_iterations=4)
     assert calls(state) == [("read_sensor", {"name": "bme280", "quantity": "temperature"})]
 
 
@@ -180,7 +181,7 @@ def test_a_free_text_argument_is_the_likeliest_phrase_of_the_question() -> None:
         [],
         scores={("YYYY-MM-DD", " When is next Friday?"): -1.0, ANSWER_HEAD: 0.0, wanted: -2.0},
     )
-    state = Agent(model, house(), guidance=Guidance()).run("When is next Friday?")
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run("When is next Friday?")
     assert calls(state) == [("resolve_date", {"text": "next Friday"})]
     # The phrases offered were the question's own, and no text was generated for the call.
     options = next(o for _, o in model.scored if o[0].startswith(SKILL_HEAD))
@@ -213,7 +214,7 @@ def test_a_phrase_the_skill_refuses_is_followed_by_the_next_likeliest_phrase() -
         scores = {("YYYY-MM-DD", f" {question}"): -1.0, ("current date", f" {question}"): -3.0}
         scores |= {phrase(first): -1.0, phrase(second): -3.0, SKILL_HEAD: -9.0}
         model = MockModel([], scores=scores)
-        return Agent(model, registry, guidance=Guidance()).run(question)
+        return Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
 
     state = ask("When is next Friday?", "Friday", "next Friday")
     assert calls(state) == [
@@ -253,7 +254,7 @@ def test_a_skill_that_reads_sentences_gets_the_whole_question_before_any_phrase(
         scores = {("YYYY-MM-DD", f" {question}"): -1.0, phrase("tomorrow"): -1.0}
         scores |= {phrase("day after tomorrow"): -5.0, SKILL_HEAD: -9.0}
         model = MockModel(['{"final_answer": "It is 2026-12-06."}'], scores=scores)
-        return Agent(model, registry, guidance=Guidance()).run(question, max_iterations=3), model
+        return Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question, max_iterations=3), model
 
     assert registry.get("resolve_date").reads_sentences  # type: ignore[union-attr]
     question = "What date is the day after tomorrow?"
@@ -302,7 +303,7 @@ def test_a_run_calls_the_longer_phrase_when_it_is_nearly_as_likely() -> None:
             phrase("next Friday"): -1.5,
         },
     )
-    state = Agent(model, house(), guidance=Guidance()).run(question)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert calls(state) == [("resolve_date", {"text": "next Friday"})]
 
 
@@ -331,7 +332,7 @@ def test_arguments_no_phrase_can_fill_are_written_by_the_model_after_a_forced_he
         ['{"skill_name": "set_timer", "arguments": {"minutes": 5}}', '{"final_answer": "Set."}'],
         scores={("kitchen timer", " Five minutes please"): 0.0},
     )
-    state = Agent(model, registry, guidance=Guidance()).run("Five minutes please")
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run("Five minutes please")
     assert calls(state) == [("set_timer", {"minutes": 5})]
     assert model.calls[0]["prefix"] == f'{SKILL_HEAD}set_timer", "arguments": {{'
 
@@ -358,7 +359,7 @@ def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
         return {"sensor": name}
 
     guidance = Guidance(go_on=True)
-    state = Agent(model, registry, guidance=guidance).run("Compare them", max_iterations=8)
+    state = Agent(model, registry, guidance=guidance, grounding=Grounding()).run("Compare them", max_iterations=8)
     assert calls(state) == [
         ("read_sensor", {"name": "bme280"}),
         ("read_sensor", {"name": "probe"}),
@@ -374,7 +375,7 @@ def test_the_answer_bias_leans_the_choice_after_a_result_toward_answering() -> N
         registry = house()
         registry.remove("resolve_date")  # every candidate left has its arguments fixed
         guidance = Guidance(go_on=True, answer_bias=bias)
-        state = Agent(model, registry, guidance=guidance).run("How hot?")
+        state = Agent(model, registry, guidance=guidance, grounding=Grounding()).run("How hot?")
         assert state.outcome == "answered"
         made[bias] = len(calls(state))
     # With bias 2 the answer head wins at once (-2.5 + 2 >= -1); with bias 1 it does not, and
@@ -386,7 +387,7 @@ def test_the_answer_bias_leans_the_choice_after_a_result_toward_answering() -> N
 def test_after_a_result_the_model_answers_unless_it_may_go_on() -> None:
     scores = {("CPU", " How hot?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance()).run("How hot?")
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run("How hot?")
     assert calls(state) == [("cpu_temperature", {})]
     assert state.final_answer == "The cpu temperature is 48.3 °C."
 
@@ -406,15 +407,15 @@ def test_a_failed_call_is_followed_by_the_next_best_candidate() -> None:
 
     scores = {("room", " How cold?"): -1.0, ("outside", " How cold?"): -2.0}
     model = MockModel([], scores=scores)
-    state = Agent(model, registry, guidance=Guidance()).run("How cold?")
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run("How cold?")
     assert calls(state) == [("thermometer", {}), ("weather_station", {})]
     assert [e.type for e in state.stream.root][1] == "ToolErrorObservation"
     assert state.final_answer == "The weather station is 7.5."
 
 
 def test_the_system_prompt_shows_how_answers_read_and_favours_no_skill() -> None:
-    guided = Agent(MockModel([]), house(), guidance=Guidance()).system_prompt()
-    plain = Agent(MockModel([]), house()).system_prompt()
+    guided = Agent(MockModel([]), house(), guidance=Guidance(), grounding=Grounding()).system_prompt()
+    plain = Agent(MockModel([]), house(), grounding=Grounding()).system_prompt()
     assert "How answers read" in guided
     assert '"skill_name": "cpu_temperature"' not in guided
     assert 'Example: {"skill_name": "cpu_temperature"' in plain
@@ -424,7 +425,7 @@ def test_the_last_allowed_step_answers() -> None:
     model = MockModel(
         [], scores={("CPU", " How hot is it?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
     )
-    state = Agent(model, house(), guidance=Guidance()).run("How hot is it?", max_iterations=2)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run("How hot is it?", max_iterations=2)
     assert len(calls(state)) == 1
     assert state.outcome == "answered"
     assert state.final_answer == "The cpu temperature is 48.3 °C."
@@ -432,7 +433,7 @@ def test_the_last_allowed_step_answers() -> None:
 
 def test_the_result_turn_repeats_the_question() -> None:
     model = MockModel([], scores={("CPU", " Hot?"): 0.0})
-    agent = Agent(model, house(), guidance=Guidance())
+    agent = Agent(model, house(), guidance=Guidance(), grounding=Grounding())
     state = agent.run("Hot?")
     assert "The question was: Hot?" in agent.render_prompt(state)
     # The answer was chosen after that turn.
@@ -440,7 +441,7 @@ def test_the_result_turn_repeats_the_question() -> None:
     plain = MockModel(
         ['{"skill_name": "cpu_temperature", "arguments": {}}', '{"final_answer": "x"}']
     )
-    Agent(plain, house()).run("Hot?")
+    Agent(plain, house(), grounding=Grounding()).run("Hot?")
     assert "The question was" not in plain.prompts[-1]
 
 
@@ -450,7 +451,7 @@ def test_prompts_stay_append_only_under_guidance() -> None:
     )
     registry = house()
     registry.remove("read_sensor")
-    state = Agent(model, registry, guidance=Guidance(go_on=True)).run("Friday?")
+    state = Agent(model, registry, guidance=Guidance(go_on=True), grounding=Grounding()).run("Friday?")
     # Each conversation prompt scored, in order: answer or go on after each result, then the
     # answer itself.
     prompts = [p for p, options in model.scored if options[0].startswith("{")]
@@ -473,14 +474,14 @@ class GenerateOnly:
 
 
 def test_a_model_that_cannot_score_is_left_to_reply_by_itself() -> None:
-    state = Agent(GenerateOnly(), house(), guidance=Guidance()).run("How hot?")
+    state = Agent(GenerateOnly(), house(), guidance=Guidance(), grounding=Grounding()).run("How hot?")
     assert calls(state) == [("cpu_temperature", {})]
     assert state.final_answer == "Hot."
 
 
 def test_guidance_must_be_a_guidance() -> None:
     with pytest.raises(TypeError, match="guidance"):
-        Agent(MockModel([]), house(), guidance="yes")  # type: ignore[arg-type]
+        Agent(MockModel([]), house(), guidance="yes", grounding=Grounding())  # type: ignore[arg-type]
 
 
 def test_examples_and_ready_calls_are_checked() -> None:
@@ -527,7 +528,7 @@ def test_a_skill_whose_arguments_vary_is_called_once_per_run() -> None:
     registry = house()
     registry.remove("read_sensor")
     registry.remove("cpu_temperature")
-    state = Agent(model, registry, guidance=Guidance(go_on=True)).run("Friday?", max_iterations=5)
+    state = Agent(model, registry, guidance=Guidance(go_on=True), grounding=Grounding()).run("Friday?", max_iterations=5)
     assert [name for name, _ in calls(state)] == ["resolve_date"]
     assert state.final_answer == "The date is 2026-12-04."
 
@@ -553,7 +554,7 @@ def test_a_result_turn_names_the_part_the_question_is_likeliest_after() -> None:
             ANSWER_HEAD: 0.0,
         },
     )
-    agent = Agent(model, registry, guidance=Guidance())
+    agent = Agent(model, registry, guidance=Guidance(), grounding=Grounding())
     state = agent.run(question)
     assert state.outcome == "answered"
     # Every part was scored, each scalar of an object, each item of a list, whole, and how
@@ -581,7 +582,7 @@ def test_a_result_of_a_handful_of_parts_is_read_whole() -> None:
 
     fits = {("The skill clock_now", " What time is it?"): -1.0}
     model = MockModel([], scores={ANSWER_HEAD: 0.0, **fits})
-    agent = Agent(model, registry, guidance=Guidance())
+    agent = Agent(model, registry, guidance=Guidance(), grounding=Grounding())
     state = agent.run("What time is it?")
     assert state.final_answer == "The time is 16:47:07."
     # Three parts: none was scored, and no part is named; the lines show them all.
@@ -609,7 +610,7 @@ def test_a_result_of_one_part_is_not_focused_and_focus_can_be_turned_off() -> No
         # Better than no skill at all, so a skill is called:
         fits = {(f"The skill {name}", " How warm is it?"): -1.0 for name in ("room", "cpu")}
         model = MockModel([], scores={ANSWER_HEAD: 0.0, **fits})
-        agent = Agent(model, skills, guidance=guidance)
+        agent = Agent(model, skills, guidance=guidance, grounding=Grounding())
         state = agent.run("How warm is it?")
         assert [e.type for e in state.stream.root][-2] == "SkillResultObservation"
         assert "The part of the result" not in agent.render_prompt(state)

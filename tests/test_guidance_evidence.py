@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance, content_free
 from edge_agentd.service.config.strategy import guidance_for
@@ -64,7 +65,7 @@ def offered(model: MockModel) -> list[str]:
 def test_the_answer_is_a_sentence_the_engine_renders_from_the_result() -> None:
     scores = fits(-5.0) | {f"{ANSWER_HEAD}The humidity": 1.0}
     model = MockModel([], scores=scores)
-    agent = Agent(model, cellar(), guidance=Guidance())
+    agent = Agent(model, cellar(), guidance=Guidance(), grounding=Grounding())
     state = agent.run(QUESTION)
     assert state.final_answer == "The humidity is 61.0 %RH."
     assert state.stream.root[-1].made_by == "engine"
@@ -87,20 +88,20 @@ def test_the_answer_is_a_sentence_the_engine_renders_from_the_result() -> None:
 
 def test_no_skill_that_fits_better_than_none_means_i_cannot_tell() -> None:
     model = MockModel([], scores=fits(-19.5))
-    state = Agent(model, cellar(), guidance=Guidance()).run(QUESTION)
+    state = Agent(model, cellar(), guidance=Guidance(), grounding=Grounding()).run(QUESTION)
     assert [e.type for e in state.stream.root] == ["FinalAnswerAction"]
     assert state.final_answer == "I cannot tell: no result says the cellar."
     assert state.stream.root[-1].made_by == "engine"
     assert model.prompts == []  # nothing was generated: the one sentence needs no choice
     # Off, the skill is called however badly it fits.
     model = MockModel([], scores=fits(-19.5))
-    state = Agent(model, cellar(), guidance=Guidance(cannot_tell_margin=None)).run(QUESTION)
+    state = Agent(model, cellar(), guidance=Guidance(cannot_tell_margin=None), grounding=Grounding()).run(QUESTION)
     assert state.stream.root[0].type == "CallSkillAction"
 
 
 def test_result_lines_can_be_turned_off() -> None:
     model = MockModel([], scores=fits(-5.0))
-    agent = Agent(model, cellar(), guidance=Guidance(result_lines=False))
+    agent = Agent(model, cellar(), guidance=Guidance(result_lines=False), grounding=Grounding())
     state = agent.run(QUESTION)
     assert 'Result of cellar_sensor: {"readings":' in agent.render_prompt(state)
 
@@ -118,7 +119,7 @@ class SizedModel(MockModel):
 def test_a_model_of_a_gibibyte_or_more_gets_none_of_these_helps_by_default() -> None:
     replies = ['{"skill_name": "cellar_sensor", "arguments": {}}', '{"final_answer": "61 %."}']
     model = SizedModel(3 << 30, replies, uses_action_schema=True)
-    agent = Agent(model, cellar(), guidance=guidance_for("auto", model))
+    agent = Agent(model, cellar(), guidance=guidance_for("auto", model), grounding=Grounding())
     state = agent.run(QUESTION)
     assert agent.guidance is None
     assert state.final_answer == "61 %."

@@ -18,6 +18,7 @@ from tiny_gguf import QWEN25_TEMPLATE, build_qwen2_gguf
 
 from edge_agentd import Agent, Registry
 from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client
 from edge_agentd.model.formats import TemplateUnusable, format_from_template
@@ -83,7 +84,7 @@ def test_llama_cpp_runs_the_loop_on_it(qwen2_gguf: Path) -> None:
         assert model.chat_format.name == "qwen2-template"  # its own template, read and used
         for field, text in CHATML.items():
             assert getattr(model.chat_format, field) == text, field
-        agent = Agent(model, _registry())
+        agent = Agent(model, _registry(), grounding=Grounding())
         assert agent.preamble().startswith("<|im_start|>system\n")
         state = agent.run("What time is it?", max_iterations=2)
         actions = [e for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)]

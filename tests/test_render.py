@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import result_line_parts
@@ -88,7 +89,7 @@ def offered(model: MockModel) -> list[str]:
 def test_a_state_is_stated_as_the_result_says_it_never_as_a_yes_or_no() -> None:
     question = "Is the front door open?"
     model = asked_of("front_door", question, **{"The front door is": 1.0})
-    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert state.final_answer == "The front door is closed."
     final = state.stream.root[-1]
     assert final.type == "FinalAnswerAction" and final.made_by == "engine"
@@ -103,7 +104,7 @@ def test_a_state_is_stated_as_the_result_says_it_never_as_a_yes_or_no() -> None:
 def test_a_reading_of_a_ten_line_plugin_is_stated_with_its_label_value_and_unit() -> None:
     question = "How much water is left in the rain barrel?"
     model = asked_of("rain_barrel_level", question)
-    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
     # The label is the skill's own name (the result's reading has no key of its own).
     assert state.final_answer == "The rain barrel level is 137.5 L."
     assert state.stream.root[-1].made_by == "engine"
@@ -112,7 +113,7 @@ def test_a_reading_of_a_ten_line_plugin_is_stated_with_its_label_value_and_unit(
 def test_a_list_is_stated_as_its_names_or_its_count() -> None:
     question = "Which plants are there?"
     model = asked_of("house_plants", question, **{"The plants are": 1.0})
-    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert state.final_answer == "The plants are basil and fern."
     assert "There are 2 plants." in offered(model)
 
@@ -120,7 +121,7 @@ def test_a_list_is_stated_as_its_names_or_its_count() -> None:
 def test_the_model_chooses_among_the_sentences_by_its_likelihood() -> None:
     question = "What is the moisture of the fern?"
     model = asked_of("house_plants", question, **{"The fern moisture is": 2.0})
-    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert state.final_answer == "The fern moisture is 58.0 %."
     assert "The basil moisture is 31.0 %." in offered(model)
     # The choice was one batch of branches after the conversation, each a whole action.
@@ -132,7 +133,7 @@ def test_the_model_chooses_among_the_sentences_by_its_likelihood() -> None:
 def test_a_question_about_what_no_result_names_is_answered_i_cannot_tell() -> None:
     question = "What does the garage door sensor read?"
     model = asked_of("front_door", question)
-    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # "garage" is no word of the front door's skill or result: no sentence of it is offered.
     assert state.final_answer == "I cannot tell: no result says the garage door sensor."
@@ -149,7 +150,7 @@ def test_with_no_result_the_answer_is_i_cannot_tell() -> None:
 
     question = "How damp is the cellar?"
     model = asked_of("cellar_sensor", question)
-    state = Agent(model, registry, guidance=Guidance()).run(question)
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
     assert [e.type for e in state.stream.root] == [
         "CallSkillAction",
         "ToolErrorObservation",
@@ -168,7 +169,7 @@ def test_a_question_in_two_parts_gets_a_sentence_of_each_result_in_its_order() -
         ANSWER_HEAD: 0.0,
     }
     model = MockModel([], scores=scores)
-    state = Agent(model, plugin_home(), guidance=Guidance()).run(question)
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
     calls = [e.skill_name for e in state.stream.root if e.type == "CallSkillAction"]
     assert calls == ["power_meter", "rain_barrel_level"]
     assert state.final_answer == "The power is 412.0 W and the rain barrel level is 137.5 L."
@@ -265,7 +266,7 @@ def test_a_guided_answer_is_always_one_of_the_rendered_sentences(
     scores = {("The skill gadget", f" {question}"): fits, ANSWER_HEAD: 0.0}
     scores[f"{ANSWER_HEAD}The"] = choice
     model = MockModel([], scores=scores)
-    state = Agent(model, registry, guidance=Guidance()).run(question)
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
     assert state.outcome == "answered"
     assert state.stream.root[-1].made_by == "engine"
     lines = candidate_lines(result, question)

@@ -15,6 +15,7 @@ import pytest
 
 from edge_agentd import Agent, AgentState, Completion, Registry, load_model
 from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction, Usage
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.model.llama import LlamaModel
 
 RegistryFactory = Callable[..., Registry]  # conftest.py
@@ -47,7 +48,7 @@ def _new(before: Usage, after: Usage) -> int:
 def test_each_step_evaluates_only_what_is_new_since_the_reply(
     model: LlamaModel, make_registry: RegistryFactory
 ) -> None:
-    agent = Agent(model, make_registry(read_sensor, clock))
+    agent = Agent(model, make_registry(read_sensor, clock), grounding=Grounding())
     model.warm_up(agent.preamble())
     state = agent.run("What time is it?", max_iterations=4)
     usages = [e.usage for e in state.stream if isinstance(e, CallSkillAction | FinalAnswerAction)]
@@ -60,7 +61,7 @@ def test_each_step_evaluates_only_what_is_new_since_the_reply(
 def test_a_reply_that_tokenizes_differently_is_not_evaluated_again(
     model: LlamaModel, make_registry: RegistryFactory
 ) -> None:
-    agent = Agent(model, make_registry(read_sensor, clock))
+    agent = Agent(model, make_registry(read_sensor, clock), grounding=Grounding())
     fmt = model.chat_format
     prompt = agent.render_prompt(AgentState(query="What is the temperature?"))
     schema = agent.registry.action_schema()

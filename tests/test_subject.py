@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.claims import unnamed_subject
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.protocol import ModelError, ScoringUnsupported
 from edge_agentd.agent.question import MAX_PHRASE_WORDS, Question, Subject, question_subject
@@ -201,7 +202,7 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     }
     scores |= gains(description, question, light=1.0, level=1.0)
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance()).run(question)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # The true value of another thing, the answer a 270M model wrote, is not offered at all.
     assert state.final_answer == "I cannot tell: no result says the light level."
@@ -211,7 +212,7 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     # (every strategy's) still finds no word of the evidence naming the light level: the engine
     # offers only what the loop takes.
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance(know_subject=False)).run(question)
+    state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(question)
     assert offered(model, state) == ["I cannot tell: no result says the light level."]
     assert state.final_answer == "I cannot tell: no result says the light level."
 
@@ -237,7 +238,7 @@ def weather_run(weather: float, sensor: float) -> tuple[MockModel, Any]:
         ANSWER_HEAD: 0.0,
     }
     model = MockModel([], scores=scores)
-    state = Agent(model, house_with_a_failing_forecast(), guidance=Guidance()).run(question)
+    state = Agent(model, house_with_a_failing_forecast(), guidance=Guidance(), grounding=Grounding()).run(question)
     return model, state
 
 
@@ -268,7 +269,7 @@ def test_a_question_in_two_parts_is_held_back_only_when_both_ask_the_unknown() -
         ANSWER_HEAD: 0.0,
     }
     model = MockModel([], scores=scores)
-    state = Agent(model, registry, guidance=Guidance()).run(question)
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
     # One part is answered by the result: the answer is not held to "I cannot tell", and, the
     # other part unknown, it may still say it cannot tell.
     assert "The humidity is 41.5 %RH." in offered(model, state)
@@ -279,7 +280,7 @@ def test_a_question_with_no_subject_may_still_say_it_cannot_tell() -> None:
     question = "Can you tell me the CO2 level?"
     scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance()).run(question)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert "I cannot tell: no result says what was asked." in offered(model, state)
     assert "The humidity is 41.5 %RH." in offered(model, state)
 
@@ -288,13 +289,13 @@ def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
     question = "What is the humidity?"
     scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance()).run(question)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert state.final_answer == "The humidity is 41.5 %RH."
     # Whether it cannot tell was judged, by its subject: the answer states the value. The 270M
     # had copied the worked example's "I cannot tell: ..." for questions its result answered.
     assert not any("cannot tell" in answer for answer in offered(model, state))
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance(know_subject=False)).run(question)
+    state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(question)
     assert "I cannot tell: no result says the humidity." in offered(model, state)
 
 

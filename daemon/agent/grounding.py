@@ -271,6 +271,48 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class Grounding:
+    """The grounding rules as one run validator: its prompt text, its hold on the action schema
+    where the decoding is ours, and its check of every final answer.
+
+    The seed's :class:`~edge_agentd.agent.loop.Agent` has none: built as the seed signs it, a
+    final answer ends the run at once. ``Agent(..., grounding=Grounding())`` turns the rules on;
+    they then run first among the run's validators, and a broken one is a
+    ``ValidationErrorObservation`` named :data:`GROUNDING`. Every agent the daemon builds has
+    it (docs/design.md, "Grounding")."""
+
+    rules: str = GROUNDING_RULES
+    """What a model that drives the loop is told (the system prompt's closing part)."""
+
+    def evidence(self, state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
+        """What ``state``'s run has observed so far, as the rules read it."""
+        return gather(state, registry, skills)
+
+    def check(
+        self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
+    ) -> ValidationErrorObservation | None:
+        """The rule ``answer`` breaks, as the observation the model sees next, or None."""
+        verdict = check_answer(answer, gather(state, registry, skills))
+        return None if verdict is None else verdict.observation()
+
+    def accepts(
+        self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
+    ) -> bool:
+        """Whether ``answer`` keeps every rule now."""
+        return check_answer(answer, gather(state, registry, skills)) is None
+
+    def hold(
+        self,
+        schema: dict[str, Any],
+        state: AgentState,
+        registry: Registry,
+        skills: Iterable[str],
+    ) -> dict[str, Any]:
+        """``schema`` with its answer held to the rules (:func:`grounded_schema`)."""
+        return grounded_schema(schema, gather(state, registry, skills))
+
+
 # -- the same rules, where the decoding is ours ---------------------------------------------------
 
 
@@ -334,6 +376,7 @@ __all__ = [
     "UNKNOWN_SUBJECT",
     "VALUE_NOT_IN_EVIDENCE",
     "Evidence",
+    "Grounding",
     "Verdict",
     "answer_rule",
     "check_answer",

@@ -22,7 +22,7 @@ from edge_agentd.agent.events import (
     ModelErrorObservation,
     Usage,
 )
-from edge_agentd.agent.grounding import GROUNDING_RULES, check_answer, gather, grounded_schema
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.guide import Guide
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.prompt import ChatFormat, render_event, render_system
@@ -77,12 +77,19 @@ class Agent:
     :class:`edge_agentd.guidance.guidance.Guidance`); None, plain: the model alone."""
     threads: RunThreads = dataclasses.field(default_factory=shared_run_threads, kw_only=True)
     """The threads runs execute on and the skills that hung (by default, every agent's)."""
+    grounding: Grounding | None = dataclasses.field(default=None, kw_only=True)
+    """The grounding rules (:class:`~edge_agentd.agent.grounding.Grounding`), run first among
+    a run's validators; None, as the seed signs the Agent: a final answer ends the run."""
 
     def __post_init__(self) -> None:
         # The contract's caller bugs: no model, and a soul or guidance given as a bare string.
         if not isinstance(self.model, SupportsGenerate):
             raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
-        for name, value, kind in (("soul", self.soul, Soul), ("guidance", self.guidance, Guide)):
+        for name, value, kind in (
+            ("soul", self.soul, Soul),
+            ("guidance", self.guidance, Guide),
+            ("grounding", self.grounding, Grounding),
+        ):
             if value is not None and not isinstance(value, kind):
                 raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
         check_count("max_result_chars", self.max_result_chars, 64)
@@ -113,7 +120,8 @@ class Agent:
             # A model that drives the loop is told the grounding rules; a guided one's calls are
             # the engine's, and its prompt closes with worked answers instead.
             example = self.guidance.answer_examples if self.guidance is not None else None
-            rules = GROUNDING_RULES if self.guidance is None else None
+            grounding = self.grounding
+            rules = grounding.rules if grounding is not None and self.guidance is None else None
             text = render_system(self.soul or Soul(), workflow, skills, example, rules)
             system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
         return system
@@ -174,20 +182,21 @@ class Agent:
         prompt = self._render(state, system)
         allowed = workflow.allowed_skills if workflow is not None else None
         started = time.perf_counter()
-        # The grounding rules, where the decoding is ours: whatever schema a strategy asks for,
-        # its answer is held to them (docs/design.md, "Grounding"). A model that decodes under
-        # no schema gets the plain one; the validator holds its answers to the same rules.
-        # The evidence is gathered only where something reads it.
-        decodes = self.handle.uses_action_schema
+        # The grounding rules, where the decoding is ours and the run has them: whatever schema
+        # a strategy asks for, its answer is held to them (docs/design.md, "Grounding"). A model
+        # that decodes under no schema gets the plain one; the validator holds its answers to
+        # the same rules. The evidence is gathered only where something reads it.
+        grounding = self.grounding if self.handle.uses_action_schema else None
         schema = self.registry.action_schema(allowed)
-        if decodes:
-            schema = grounded_schema(schema, gather(state, self.registry, names))
+        if grounding is not None:
+            schema = grounding.hold(schema, state, self.registry, names)
         written: list[str] = []
 
         def generate(text: str, **more: Any) -> str:
-            if decodes and isinstance(more.get("action_schema"), dict):
-                evidence = gather(state, self.registry, names)
-                more["action_schema"] = grounded_schema(more["action_schema"], evidence)
+            if grounding is not None and isinstance(more.get("action_schema"), dict):
+                more["action_schema"] = grounding.hold(
+                    more["action_schema"], state, self.registry, names
+                )
             reply = self.handle.generate(text, **{"action_schema": schema, **opts, **more})
             written.append(reply)
             return reply
@@ -207,10 +216,8 @@ class Agent:
                     generate=generate,
                     # The engine offers only sentences the loop will take: one it would refuse
                     # would be chosen again at the retry, until the run ran out of steps.
-                    grounded=lambda answer: check_answer(
-                        answer, gather(state, self.registry, names)
-                    )
-                    is None,
+                    grounded=lambda answer: self.grounding is None
+                    or self.grounding.accepts(answer, state, self.registry, names),
                 )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
             exceeded = exc if isinstance(exc, ContextExceeded) else None

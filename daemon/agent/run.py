@@ -33,7 +33,6 @@ from edge_agentd.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agentd.agent.grounding import check_answer, gather
 from edge_agentd.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
 from edge_agentd.agent.workflow import Result, Workflow
 
@@ -251,12 +250,15 @@ class Turn:
         )
 
     def ungrounded(self, action: FinalAnswerAction) -> ValidationErrorObservation | None:
-        """The grounding rule ``action`` breaks, as the feedback the model sees next, or None
-        (docs/design.md, "Grounding": every answer, whoever made it, passes these)."""
+        """The grounding rule ``action`` breaks, as the feedback the model sees next, or None:
+        none when the agent has no grounding, as the seed signs it (docs/design.md,
+        "Grounding": in the daemon every answer, whoever made it, passes these)."""
+        grounding = self.agent.grounding
+        if grounding is None:
+            return None
         state = self.record.state
         names = self.agent.skill_names(state.workflow)
-        verdict = check_answer(action.answer, gather(state, self.agent.registry, names))
-        return None if verdict is None else verdict.observation()
+        return grounding.check(action.answer, state, self.agent.registry, names)
 
     def dispatch(
         self, action: CallSkillAction

@@ -74,6 +74,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.registry import Registry
 from edge_agentd.client.askoptions import AskOptions
@@ -854,7 +855,9 @@ class PeerStrategy:
         self.model_path = model_path
         self.chat_format = chat_format
         self.llm: Any = None
-        self.system = Agent(MockModel([]), device.registry).system_prompt()
+        self.system = Agent(
+            MockModel([]), device.registry, grounding=Grounding()
+        ).system_prompt()
         self.schema = device.registry.action_schema()
 
     def start(self) -> None:

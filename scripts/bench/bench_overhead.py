@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edge_agentd import Agent, MockModel, Registry, SkillOptions
+from edge_agentd import Agent, Grounding, MockModel, Registry, SkillOptions
 
 N_SKILLS = 20
 N_CALLS = 11
@@ -70,7 +70,10 @@ def edge_agent_runner(
         # as smolagents builds no grammar (the grounded schema's cost is measured apart, with
         # ``uses_action_schema=True``: a model that decodes under it).
         model = MockModel(replies, uses_action_schema=with_schema)
-        state = Agent(model, registry).run("How warm is it?", max_iterations=ITERATIONS)
+        # Grounding on, as the daemon runs every answer.
+        state = Agent(model, registry, grounding=Grounding()).run(
+            "How warm is it?", max_iterations=ITERATIONS
+        )
         if state.outcome != "answered" or len(state.stream) != 2 * N_CALLS + 1:
             raise RuntimeError(f"edge-agent did not do the scripted work: {state.outcome}")
         return state

@@ -108,7 +108,7 @@ def ask_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Ask every question of every strategy in-process; one record per (question, strategy)."""
     import bench_competence as comp
 
-    from edge_agentd import Agent, load_model
+    from edge_agentd import Agent, Grounding, load_model
     from edge_agentd.agent.events import EVENT_ADAPTER
     from edge_agentd.agent.prompt import render_event
     from edge_agentd.guidance.guidance import Guidance
@@ -122,7 +122,12 @@ def ask_all(args: argparse.Namespace) -> list[dict[str, Any]]:
         device = comp.Device(sysfs, proc)
         for name in args.names:
             model = load_model(n_ctx=4096)
-            agent = Agent(model, device.registry, guidance=Guidance() if name == "guided" else None)
+            agent = Agent(
+                model,
+                device.registry,
+                guidance=Guidance() if name == "guided" else None,
+                grounding=Grounding(),  # as the daemon runs every answer
+            )
             model.warm_up(agent.preamble())
             agents[name] = agent
         for index, question in enumerate(questions):

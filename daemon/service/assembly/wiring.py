@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.protocol import full_handle
 from edge_agentd.service.config.settings import Settings
@@ -121,7 +122,11 @@ def agent_builder(settings: Settings, options: ServerOptions) -> Callable[[], Ag
         model = options.load_model()
         # A bare model (only ``generate``) has no ``info``: read it through the full protocol.
         guidance = guidance_for(settings.model.strategy, full_handle(model))
-        agent = Agent(model, options.registry, soul=options.soul, guidance=guidance)
+        # Grounding is the daemon's promise: every run it serves (a client's, a trigger's, an
+        # MQTT ask's) is driven by this one agent, so every answer passes the rules.
+        agent = Agent(
+            model, options.registry, soul=options.soul, guidance=guidance, grounding=Grounding()
+        )
         log.info("model strategy: %s", "guided" if guidance else "plain")
         if settings.model.warm_up:
             agent.handle.warm_up(agent.preamble())
