@@ -114,6 +114,13 @@ def register_builtins(
         "read_sensor": sensors.sensor_calls,
         "compare_sensors": sensors.compare_calls,
     }
+    # Their names and quantities as the device has them now: shown in the catalogue, held by
+    # the grammar and checked before a call (a sensor that is not there cannot be asked for).
+    choices = {
+        "list_sensors": sensors.list_choices,
+        "read_sensor": sensors.read_choices,
+        "compare_sensors": sensors.compare_choices,
+    }
     added: list[str] = []
     try:
         for name, function in skills:
@@ -124,6 +131,7 @@ def register_builtins(
                 source=BUILTIN_SOURCE,
                 examples=EXAMPLES.get(name, ()),
                 calls=ready_calls.get(name),
+                choices=choices.get(name),
                 # It finds the date inside a question: "the day after tomorrow" whole, where
                 # a phrase of it ("tomorrow") means another day.
                 reads_sentences=name == "resolve_date",

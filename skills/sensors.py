@@ -75,6 +75,25 @@ class Sensors:
             for quantity in sensor.quantities
         ]
 
+    def _present(self) -> tuple[list[str], list[str]]:
+        """The names of the sensors present and the quantities they measure."""
+        sensors = self.discover()
+        quantities = dict.fromkeys(q for sensor in sensors for q in sensor.quantities)
+        return [sensor.name for sensor in sensors], list(quantities)
+
+    # The skills' arguments' choices: what each may be asked now.
+
+    def read_choices(self) -> dict[str, list[str]]:
+        names, quantities = self._present()
+        return {"name": names, "quantity": quantities}
+
+    def compare_choices(self) -> dict[str, list[str]]:
+        names, quantities = self._present()
+        return {"first": names, "second": names, "quantity": quantities}
+
+    def list_choices(self) -> dict[str, list[str]]:
+        return {"quantity": self._present()[1]}
+
     def list_calls(self) -> list[tuple[dict[str, str], str]]:
         """The calls of ``list_sensors`` worth making now: the whole list, and one per quantity
         some sensor measures (the skill's ready calls)."""

@@ -109,10 +109,13 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
             "also": {"value": 27.5, "unit": "°F", "unit_name": "Fahrenheit"},
         }
     ]
-    assert hostile["type"] == "ToolErrorObservation"
-    assert hostile["error"] == (
-        "SensorError: no sensor named '/etc/passwd'; the sensors are: thermal_zone0, bme280, "
-        "28-0316a2796eff"
+    # A name no sensor has is none of read_sensor's choices: refused before the skill runs,
+    # with the names it may take (the skill's own refusal is tests/test_skills_sensors.py's).
+    assert hostile["type"] == "ValidationErrorObservation"
+    assert hostile["validator_name"] == "skill_arguments"
+    assert hostile["feedback"] == (
+        'read_sensor: name must be one of "thermal_zone0", "bme280", "28-0316a2796eff"; '
+        '"/etc/passwd" is none of them'
     )
     assert soil["result"] == {"bed": "herbs", "value": 41.5, "unit": "%"}
     assert status["skill_problems"] == [

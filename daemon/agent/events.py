@@ -205,13 +205,16 @@ class RunContext:
     gathered so far, and the prompt text rendered so far, so each step reads only the events
     added since the last one."""
 
-    __slots__ = ("evidence", "question", "render_key", "rendered", "text", "workflow")
+    __slots__ = ("choices", "evidence", "question", "render_key", "rendered", "text", "workflow")
 
     def __init__(self, workflow: Workflow | None = None) -> None:
         self.workflow = workflow
         self.question: Question | None = None
         self.evidence: object = None
         """What grounding has gathered of the run so far (its own type, kept here)."""
+        self.choices: object = None
+        """The skills' arguments' choices as the run found them at its first step (a
+        :data:`~edge_agentd.agent.registry.RunChoices`), so its prompt stays append-only."""
         self.render_key: object = None
         self.text = ""
         self.rendered = 0

@@ -35,7 +35,7 @@ from edge_agentd.agent.protocol import (
     full_handle,
     step_usage,
 )
-from edge_agentd.agent.registry import Registry, get_registry
+from edge_agentd.agent.registry import Registry, RunChoices, get_registry
 from edge_agentd.agent.run import RunOptions, RunRecord, Step, Turn
 from edge_agentd.agent.supervision import OnDone, RunThreads, RunTicket, shared_run_threads
 from edge_agentd.agent.workflow import Soul, Workflow
@@ -96,7 +96,7 @@ class Agent:
         self.handle: ModelHandle = full_handle(self.model)
         """The model with the whole ModelHandle protocol: the bare ones get its defaults."""
         self._systems: dict[
-            tuple[int, Soul | None, Workflow | None], tuple[str, dict[str, None]]
+            tuple[int, Soul | None, Workflow | None, RunChoices], tuple[str, dict[str, None]]
         ] = {}
 
     def close(self) -> None:
@@ -109,9 +109,12 @@ class Agent:
     def chat_format(self) -> ChatFormat:
         return self.handle.chat_format
 
-    def _system(self, workflow: Workflow | None) -> tuple[str, dict[str, None]]:
-        """(system text, allowed skill names), rendered once per registry version."""
-        key = (self.registry.version, self.soul, workflow)
+    def _system(
+        self, workflow: Workflow | None, choices: RunChoices = ()
+    ) -> tuple[str, dict[str, None]]:
+        """(system text, allowed skill names), rendered once per registry version and choices:
+        while the device has the same sensors, the preamble stays byte-identical."""
+        key = (self.registry.version, self.soul, workflow, choices)
         system = self._systems.get(key)
         if system is None:
             if len(self._systems) > 64:
@@ -122,7 +125,9 @@ class Agent:
             example = self.guidance.answer_examples if self.guidance is not None else None
             grounding = self.grounding
             rules = grounding.rules if grounding is not None and self.guidance is None else None
-            text = render_system(self.soul or Soul(), workflow, skills, example, rules)
+            text = render_system(
+                self.soul or Soul(), workflow, skills, example, rules, choices=dict(choices)
+            )
             system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
         return system
 
@@ -131,16 +136,28 @@ class Agent:
         return self._system(workflow)[1]
 
     def system_prompt(self, workflow: Workflow | None = None) -> str:
-        """The system part of every prompt for ``workflow``."""
-        return self._system(workflow)[0]
+        """The system part of every prompt for ``workflow``, with the choices the skills list
+        now."""
+        allowed = None if workflow is None else workflow.allowed_skills
+        return self._system(workflow, self.registry.choices(allowed))[0]
 
     def preamble(self, workflow: Workflow | None = None) -> str:
         """The prompt text shared by every request: what a model can evaluate once and keep."""
         return self.chat_format.preamble(self.system_prompt(workflow))
 
+    def run_choices(self, state: AgentState) -> RunChoices:
+        """The skills' arguments' choices for ``state``'s run: read at its first step and kept,
+        so the run's prompt, grammar and checks agree."""
+        context = state.context
+        if context.choices is None:
+            workflow = state.workflow
+            allowed = None if workflow is None else workflow.allowed_skills
+            context.choices = self.registry.choices(allowed)
+        return context.choices  # type: ignore[return-value]
+
     def render_prompt(self, state: AgentState) -> str:
         """The prompt for the next step, rendering only the events added since the last call."""
-        return self._render(state, self._system(state.workflow)[0])
+        return self._render(state, self._system(state.workflow, self.run_choices(state))[0])
 
     def _render(self, state: AgentState, system: str) -> str:
         fmt = self.chat_format
@@ -177,7 +194,8 @@ class Agent:
         if not isinstance(state, AgentState):
             raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
         workflow = state.workflow
-        system, names = self._system(workflow)
+        choices = self.run_choices(state)
+        system, names = self._system(workflow, choices)
         self.handle.take_tokens()  # what came before this step is not its cost
         prompt = self._render(state, system)
         allowed = workflow.allowed_skills if workflow is not None else None
@@ -187,7 +205,7 @@ class Agent:
         # that decodes under no schema gets the plain one; the validator holds its answers to
         # the same rules. The evidence is gathered only where something reads it.
         grounding = self.grounding if self.handle.uses_action_schema else None
-        schema = self.registry.action_schema(allowed)
+        schema = self.registry.action_schema(allowed, choices)
         if grounding is not None:
             schema = grounding.hold(schema, state, self.registry, names)
         written: list[str] = []

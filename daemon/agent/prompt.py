@@ -9,7 +9,7 @@ the new tokens.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from edge_agentd.agent.events import (
     CallSkillAction,
@@ -25,6 +25,7 @@ from edge_agentd.agent.events import (
 from edge_agentd.agent.jsonvalues import compact_json
 from edge_agentd.agent.registry import SkillSpec
 from edge_agentd.agent.resultlines import result_lines
+from edge_agentd.agent.skillspec import Choices
 from edge_agentd.agent.workflow import Soul, Workflow
 
 
@@ -115,17 +116,21 @@ def render_system(
     skills: Sequence[SkillSpec],
     example: str | None = None,
     rules: str | None = None,
+    *,
+    choices: Mapping[str, Choices] | None = None,
 ) -> str:
-    """The system part: soul, workflow instructions, skill catalogue, the action language and
-    ``rules`` (the answers' grounding rules, if given), closed by ``example`` (default: an
-    example action)."""
+    """The system part: soul, workflow instructions, skill catalogue (each skill's arguments
+    shown with their ``choices`` now, where it lists them), the action language and ``rules``
+    (the answers' grounding rules, if given), closed by ``example`` (default: an example
+    action)."""
     parts = [soul.render()]
     if workflow is not None and workflow.instructions.strip():
         parts.append(workflow.instructions.strip())
     if skills:
         lines = ["Skills you can call:"]
         for spec in skills:
-            line = f"- {signature_text(spec)}"
+            listed = choices.get(spec.name, ()) if choices else ()
+            line = f"- {spec.signature_with(listed) if listed else signature_text(spec)}"
             if spec.description:
                 line += f": {spec.description}"
             lines.append(line)

@@ -12,6 +12,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from edge_agentd.agent.skillspec import (
     DEFAULT_TIMEOUT_S,
+    Choices,
     SkillOptions,
     SkillSpec,
     check_timeout,
@@ -19,6 +20,8 @@ from edge_agentd.agent.skillspec import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+RunChoices = tuple[tuple[str, Choices], ...]
+"""Each skill's arguments' choices at one moment, ``((skill name, choices), ...)``."""
 Options = ParamSpec("Options")
 
 
@@ -69,7 +72,7 @@ class Registry:
         self._skills: dict[str, SkillSpec] = {}
         self._version = 0
         self._lock = threading.Lock()
-        self._schemas: dict[frozenset[str] | None, dict[str, Any]] = {}
+        self._schemas: dict[tuple[frozenset[str] | None, RunChoices], dict[str, Any]] = {}
         self._schemas_version = 0
         self.skill = SkillDecorator(SkillOptions, self.add)
         """Register a function as a skill: ``@registry.skill``, or with :class:`SkillOptions`'
@@ -139,20 +142,38 @@ class Registry:
         wanted = set(allowed)
         return [spec for spec in self._skills.values() if spec.name in wanted]
 
-    def action_schema(self, allowed: frozenset[str] | None = None) -> dict[str, Any]:
-        """The JSON schema of one action: a branch per skill, plus ``final_answer``.
+    def choices(self, allowed: Iterable[str] | None = None) -> RunChoices:
+        """What each skill (of ``allowed``) that lists its arguments' choices gives now
+        (:meth:`SkillSpec.current_choices`): read once a run, so its prompt and its grammar show
+        the device as it was when the run began."""
+        found = []
+        for spec in self.select(allowed):
+            if spec.options.choices is not None:
+                listed = spec.current_choices()
+                if listed:
+                    found.append((spec.name, listed))
+        return tuple(found)
 
-        Cached per registry version and skill subset; callers must not mutate the result.
+    def action_schema(
+        self, allowed: frozenset[str] | None = None, choices: RunChoices = ()
+    ) -> dict[str, Any]:
+        """The JSON schema of one action: a branch per skill, plus ``final_answer``; each
+        argument of ``choices`` held to its values.
+
+        Cached per registry version, skill subset and choices; callers must not mutate it.
         """
         if self._schemas_version != self._version or len(self._schemas) > 64:
             self._schemas = {}
             self._schemas_version = self._version
-        schema = self._schemas.get(allowed)
+        key = (allowed, choices)
+        schema = self._schemas.get(key)
         if schema is None:
-            schema = self._schemas[allowed] = self._build_action_schema(allowed)
+            schema = self._schemas[key] = self._build_action_schema(allowed, dict(choices))
         return schema
 
-    def _build_action_schema(self, allowed: frozenset[str] | None) -> dict[str, Any]:
+    def _build_action_schema(
+        self, allowed: frozenset[str] | None, choices: dict[str, Choices]
+    ) -> dict[str, Any]:
         branches: list[dict[str, Any]] = []
         for spec in self.select(allowed):
             branches.append(
@@ -160,7 +181,7 @@ class Registry:
                     "type": "object",
                     "properties": {
                         "skill_name": {"const": spec.name},
-                        "arguments": spec.parameters_schema,
+                        "arguments": spec.schema_with(choices.get(spec.name, ())),
                     },
                     "required": ["skill_name", "arguments"],
                     "additionalProperties": False,
@@ -211,6 +232,7 @@ skill = SkillDecorator(SkillOptions, _add_to_process_registry)
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "Registry",
+    "RunChoices",
     "SkillDecorator",
     "SkillNameClash",
     "SkillOptions",

@@ -282,6 +282,16 @@ class Turn:
                 feedback=format_validation_error(spec.name, exc),
                 call_id=action.call_id,
             )
+        # A value the skill does not list now (a sensor that is not there) is an argument
+        # error, shown with the values it may take: a failed call is not the end.
+        unchosen = spec.unchosen(arguments, dict(agent.run_choices(run.state)).get(spec.name, ()))
+        if unchosen is not None:
+            return ValidationErrorObservation(
+                validator_name="skill_arguments",
+                error_type="invalid_arguments",
+                feedback=unchosen,
+                call_id=action.call_id,
+            )
         # Every skill is watched: its timeout if it has one, the run's deadline and cancel always.
         run.enter_skill(spec, list(names))
         try:

@@ -13,6 +13,7 @@ import functools
 import inspect
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -21,6 +22,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 log = logging.getLogger(__name__)
 
 ReadyCalls = Callable[[], Iterable[tuple[Mapping[str, Any], str]]]
+ArgumentChoices = Callable[[], Mapping[str, Iterable[Any]]]
+Choices = tuple[tuple[str, tuple[Any, ...]], ...]
+"""The values each argument may take now, ``((argument, values), ...)`` in the signature's
+order: hashable, so a prompt or a schema rendered with them can be kept while they hold."""
+
+MAX_CHOICES = 64
+"""The most values an argument's choices may list: each is a word of the catalogue and a branch
+of the grammar."""
 
 DEFAULT_TIMEOUT_S = 2.0
 
@@ -55,6 +64,11 @@ class SkillOptions:
     calls: ReadyCalls | None = None
     """For a skill whose useful arguments are known only at run time (one call per sensor
     present), a function that lists those calls: ``(arguments, what that call gets)`` pairs."""
+    choices: ArgumentChoices | None = None
+    """For an argument whose valid values are known only at run time (the sensors present now),
+    a function that gives them: ``{argument: values}``. They are shown in the catalogue, held by
+    the grammar where the decoding is ours, and checked before the skill is called, so a model
+    cannot ask for a sensor that is not there. Read afresh at each run."""
     reads_sentences: bool = False
     """Its one required text argument may be a whole question: the skill finds what it reads
     inside it (``resolve_date``). A guided small model then passes the question first, not a
@@ -82,6 +96,8 @@ class SkillOptions:
             raise TypeError(f"{who}: reads_sentences must be True or False")
         if self.calls is not None and not callable(self.calls):
             raise TypeError(f"{who}: calls must be a function that lists calls")
+        if self.choices is not None and not callable(self.choices):
+            raise TypeError(f"{who}: choices must be a function that gives each argument's values")
 
 
 def _type_text(schema: dict[str, Any]) -> str:
@@ -129,19 +145,72 @@ class SkillSpec:
     def reads_sentences(self) -> bool:
         return self.options.reads_sentences
 
+    def current_choices(self) -> Choices:
+        """The values each argument may take now, as ``choices`` gives them: only arguments the
+        skill has, only JSON scalars that fit the argument, at most :data:`MAX_CHOICES` each. A
+        function that fails, or gives an argument no value, restricts nothing (logged): the
+        skill still works and says for itself what is wrong."""
+        if self.options.choices is None:
+            return ()
+        try:
+            given = {str(k): list(v) for k, v in self.options.choices().items()}
+        except Exception as exc:  # noqa: BLE001 - a plugin's list must not stop a run
+            log.warning("skill %s: listing its arguments' choices failed: %r", self.name, exc)
+            return ()
+        found: list[tuple[str, tuple[Any, ...]]] = []
+        for argument in self.parameters_schema.get("properties", {}):
+            values: dict[Any, None] = {}
+            for value in given.pop(argument, ()):
+                if len(values) >= MAX_CHOICES:
+                    break
+                if _fits(self.arguments_model, argument, value):
+                    values.setdefault(value, None)
+            if values:
+                found.append((argument, tuple(values)))
+        if given:
+            log.warning("skill %s: choices for no argument of it: %s", self.name, sorted(given))
+        return tuple(found)
+
+    def schema_with(self, choices: Choices) -> dict[str, Any]:
+        """The arguments' JSON schema with each argument of ``choices`` held to its values (and
+        to null where the argument may be null)."""
+        if not choices:
+            return self.parameters_schema
+        properties = dict(self.parameters_schema.get("properties", {}))
+        for argument, values in choices:
+            prop = properties.get(argument)
+            if not isinstance(prop, dict):
+                continue
+            nullable = any(
+                isinstance(option, dict) and option.get("type") == "null"
+                for option in prop.get("anyOf", ())
+            )
+            held: dict[str, Any] = {"enum": [*values, None] if nullable else list(values)}
+            if "default" in prop:
+                held["default"] = prop["default"]
+            properties[argument] = held
+        return {**self.parameters_schema, "properties": properties}
+
+    def signature_with(self, choices: Choices) -> str:
+        """:attr:`signature`, each argument of ``choices`` shown with its values."""
+        return self.signature if not choices else _signature(self.name, self.schema_with(choices))
+
+    def unchosen(self, arguments: Mapping[str, Any], choices: Choices) -> str | None:
+        """What of ``arguments`` is none of ``choices`` (the feedback a model sees: the values
+        it may use), or None."""
+        for argument, values in choices:
+            value = arguments.get(argument)
+            if value is not None and value not in values:
+                shown = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+                given = json.dumps(value, ensure_ascii=False)[:80]
+                return f"{self.name}: {argument} must be one of {shown}; {given} is none of them"
+        return None
+
     @functools.cached_property
     def signature(self) -> str:
         """``read_sensor(name: string)``: the compact form a small model reads best, worked out
         on first use and kept (every new Agent renders its catalogue from it)."""
-        schema = self.parameters_schema
-        required = set(schema.get("required", ()))
-        params = []
-        for name, prop in schema.get("properties", {}).items():
-            text = f"{name}: {_type_text(prop)}"
-            if name not in required:
-                text += f" = {json.dumps(prop.get('default'), ensure_ascii=False)}"
-            params.append(text)
-        return f"{self.name}({', '.join(params)})"
+        return _signature(self.name, self.parameters_schema)
 
     def ready_calls(self) -> list[tuple[dict[str, Any], str]]:
         """The calls ``calls`` lists now, each with valid arguments. A list that fails, or a
@@ -166,6 +235,37 @@ class SkillSpec:
     def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check the model's arguments against the schema; raises pydantic's ValidationError."""
         return dict(self.arguments_model.model_validate(arguments).__dict__)
+
+
+def _signature(name: str, schema: dict[str, Any]) -> str:
+    required = set(schema.get("required", ()))
+    params = []
+    for argument, prop in schema.get("properties", {}).items():
+        text = f"{argument}: {_type_text(prop)}"
+        if argument not in required:
+            text += f" = {json.dumps(prop.get('default'), ensure_ascii=False)}"
+        params.append(text)
+    return f"{name}({', '.join(params)})"
+
+
+def _fits(model: type[BaseModel], argument: str, value: Any) -> bool:
+    """Whether ``value`` is a JSON scalar the argument takes as it is."""
+    if value is not None and not isinstance(value, str | int | float | bool):
+        return False
+    if isinstance(value, float) and math.isnan(value):  # NaN is no value to choose
+        return False
+    field = model.model_fields.get(argument)
+    if field is None:
+        return False
+    try:
+        checked = model.__pydantic_validator__.validate_assignment(
+            model.model_construct(), argument, value
+        )
+    except ValidationError:
+        return False
+    kept = getattr(checked, argument, value)
+    # Taken as it is, not coerced: a True is no count, and 1.0 or "1" no integer.
+    return type(kept) is type(value) and kept == value
 
 
 def _parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -221,6 +321,9 @@ def spec_of(function: Callable[..., Any], options: SkillOptions) -> SkillSpec:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "MAX_CHOICES",
+    "ArgumentChoices",
+    "Choices",
     "ReadyCalls",
     "SkillOptions",
     "SkillSpec",
