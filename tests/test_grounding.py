@@ -337,11 +337,9 @@ def test_the_schema_asks_for_a_call_first_then_i_cannot_tell_until_a_result() ->
     first, after_failure, after_result = (c["action_schema"] for c in model.calls)
     # First a call: a driving model otherwise answers at once (held to "I cannot tell").
     assert all("skill_name" in b["properties"] for b in first["oneOf"])
-    # After a call, even one that failed, "I cannot tell" is open; no other answer is.
-    before = _answer_pattern(after_failure)
-    assert re.fullmatch(before, "I cannot tell: no result yet.")
-    assert not re.fullmatch(before, "The humidity is pleasant.")
-    assert any("skill_name" in b["properties"] for b in after_failure["oneOf"])
+    # After a call that failed, while a skill not called yet names the humidity, calls only:
+    # "I cannot tell" waits for it (tests below); no other answer is open either.
+    assert all("skill_name" in b["properties"] for b in after_failure["oneOf"])
     after = _answer_pattern(after_result)
     assert re.fullmatch(after, "The humidity is 41.5 %RH.")
     assert not re.fullmatch(after, "The humidity is 50 %RH.")
@@ -577,3 +575,43 @@ def test_a_run_parses_its_question_once(monkeypatch: Any) -> None:
     )
     assert state.outcome == "answered" and len(refusals(state)) == 2
     assert parsed == ["What is the humidity?", "What is the humidity?"]  # one per run
+
+
+def test_i_cannot_tell_waits_while_a_call_not_made_could_answer() -> None:
+    # A driving model called the wrong skill for the humidity (Qwen2.5-Coder called
+    # system_status, then declined with ten steps left): while a skill it has not called
+    # names the humidity, the schema offers calls only; at the last step it may decline.
+    registry = Registry()
+
+    @registry.skill
+    def system_status() -> dict[str, float]:
+        """Load and memory of this device."""
+        return {"load": 0.4}
+
+    @registry.skill
+    def humidity() -> dict[str, Any]:
+        """The relative humidity of the room."""
+        return {"humidity": 41.5, "unit": "%RH"}
+
+    for steps in (3, 2):
+        model = MockModel([call("system_status"), answer("I cannot tell.")], uses_action_schema=True)
+        agent = Agent(model, registry, grounding=Grounding())
+        agent.run("What is the humidity?", max_iterations=steps)
+        after_the_wrong_call = model.calls[1]["action_schema"]["oneOf"]
+        answers = [b for b in after_the_wrong_call if "final_answer" in b["properties"]]
+        # With a step to spare, calls only; at the last step, "I cannot tell" is open.
+        assert (answers == []) is (steps == 3)
+
+
+def test_i_cannot_tell_is_open_when_no_call_left_names_the_subject() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def system_status() -> dict[str, float]:
+        """Load and memory of this device."""
+        return {"load": 0.4}
+
+    model = MockModel([call("system_status"), answer("I cannot tell.")], uses_action_schema=True)
+    state = Agent(model, registry, grounding=Grounding()).run("What is the humidity?")
+    assert any("final_answer" in b["properties"] for b in model.calls[1]["action_schema"]["oneOf"])
+    assert state.final_answer == "I cannot tell."

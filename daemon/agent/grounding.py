@@ -98,6 +98,8 @@ class Evidence:
     """The words of the skills whose calls returned a result: names, descriptions, examples."""
     arguments: tuple[str, ...] = ()
     """The arguments of those calls, as texts."""
+    called_names: frozenset[str] = frozenset()
+    """The skills the run has called, whatever came of it."""
 
     @functools.cached_property
     def vocabulary(self) -> frozenset[str]:
@@ -132,8 +134,8 @@ class _Gathered:
     since the last, so a run of n steps gathers in O(n), not O(n^2)."""
 
     __slots__ = (
-        "arguments", "calls", "described", "evidence", "key", "last", "named", "results", "seen",
-        "texts", "words",
+        "arguments", "called_names", "calls", "described", "evidence", "key", "last", "named",
+        "results", "seen", "texts", "words",
     )
 
     def __init__(self, key: tuple[int, int], query: str) -> None:
@@ -146,6 +148,7 @@ class _Gathered:
         self.texts: list[str] = [query]
         self.words: set[str] = set()
         self.described = False
+        self.called_names: set[str] = set()
         self.evidence: Evidence | None = None
         self.named: dict[str, frozenset[str]] = {}
         self.arguments: list[str] = []
@@ -179,6 +182,7 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
             event = events[index]
             if isinstance(event, CallSkillAction):
                 gathered.described = True  # called, whatever came of it
+                gathered.called_names.add(event.skill_name)
                 if event.call_id:
                     gathered.calls[event.call_id] = event
             if not isinstance(event, SkillResultObservation):
@@ -204,6 +208,7 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
             gathered.described,
             frozenset(gathered.words),
             tuple(gathered.arguments),
+            frozenset(gathered.called_names),
         )
     return evidence
 
@@ -308,9 +313,17 @@ class Grounding:
         state: AgentState,
         registry: Registry,
         skills: Iterable[str],
+        *,
+        last_step: bool = False,
     ) -> dict[str, Any]:
-        """``schema`` with its answer held to the rules (:func:`grounded_schema`)."""
-        return grounded_schema(schema, gather(state, registry, skills))
+        """``schema`` with its answer held to the rules (:func:`grounded_schema`): while only
+        "I cannot tell" may be said and a skill not yet called names what the question asks
+        about, the answer waits for that call, unless this is the run's last step."""
+        evidence = gather(state, registry, skills)
+        waiting = not last_step and only_declines(evidence) and evidence.called
+        return grounded_schema(
+            schema, evidence, unmade_call=waiting and could_answer(evidence, registry)
+        )
 
 
 # -- the same rules, where the decoding is ours ---------------------------------------------------
@@ -343,15 +356,36 @@ def only_declines(evidence: Evidence) -> bool:
     return evidence.unnamed_subject() is not None
 
 
-def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
+def could_answer(evidence: Evidence, registry: Registry) -> bool:
+    """Whether a skill the run has not called names the question's subject in its own words
+    (name, description, examples): a call it has not made could answer."""
+    question = evidence.question
+    if question.subject is None and not question.parts:
+        return False
+    for name in evidence.skills:
+        spec = registry.get(name)
+        if name in evidence.called_names or spec is None:
+            continue
+        words = known_words([name, spec.description, *spec.examples], [])
+        if unnamed_subject(question, words) is None:
+            return True
+    return False
+
+
+def grounded_schema(
+    schema: dict[str, Any], evidence: Evidence, *, unmade_call: bool = False
+) -> dict[str, Any]:
     """``schema`` (an action schema, or an answer's alone) with its answer held to the rules:
-    a pattern the strategy already set is kept unless only "I cannot tell" may be said now."""
+    a pattern or a list of answers the strategy already set is kept unless only "I cannot
+    tell" may be said now."""
     pattern = answer_rule(evidence)
     declining = only_declines(evidence)
 
     def held(branch: dict[str, Any]) -> dict[str, Any]:
         answer = branch.get("properties", {}).get("final_answer")
-        if not isinstance(answer, dict) or ("pattern" in answer and not declining):
+        if not isinstance(answer, dict) or (
+            ("pattern" in answer or "enum" in answer) and not declining
+        ):
             return branch
         properties = {**branch["properties"], "final_answer": {**answer, "pattern": pattern}}
         return {**branch, "properties": properties}
@@ -359,6 +393,10 @@ def grounded_schema(schema: dict[str, Any], evidence: Evidence) -> dict[str, Any
     if "oneOf" in schema:
         branches = [held(branch) for branch in schema["oneOf"]]
         calls = [b for b in branches if "final_answer" not in b.get("properties", {})]
+        if calls and unmade_call:
+            # "I cannot tell" is no answer while a call not made could answer: Qwen2.5-Coder
+            # declined after one wrong skill with ten steps left.
+            return {**schema, "oneOf": calls}
         if calls and not evidence.called and not evidence.question.about_catalogue:
             # The first action is a call: a model that drives the loop otherwise answers at once
             # (Qwen2.5-Coder-1.5B did, held to "I cannot tell", for "What is the humidity?").
@@ -380,6 +418,7 @@ __all__ = [
     "Verdict",
     "answer_rule",
     "check_answer",
+    "could_answer",
     "declines",
     "gather",
     "grounded_schema",

@@ -32,8 +32,9 @@ class Guide(Protocol):
         """Whether a result turn shows the result as lines (``path = value``), not JSON."""
 
     @property
-    def answer_examples(self) -> str:
-        """The system prompt's closing part, in place of the plain prompt's grounding rules."""
+    def answer_examples(self) -> str | None:
+        """The system prompt's closing part, in place of the plain prompt's example action and
+        grounding rules; None keeps those (a model that drives the loop reads them)."""
 
     def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
         """The part of a skill result the question asks about, named in its turn; None for

@@ -124,7 +124,7 @@ class Agent:
             # the engine's, and its prompt closes with worked answers instead.
             example = self.guidance.answer_examples if self.guidance is not None else None
             grounding = self.grounding
-            rules = grounding.rules if grounding is not None and self.guidance is None else None
+            rules = grounding.rules if grounding is not None and example is None else None
             text = render_system(
                 self.soul or Soul(), workflow, skills, example, rules, choices=dict(choices)
             )
@@ -207,13 +207,13 @@ class Agent:
         grounding = self.grounding if self.handle.uses_action_schema else None
         schema = self.registry.action_schema(allowed, choices)
         if grounding is not None:
-            schema = grounding.hold(schema, state, self.registry, names)
+            schema = grounding.hold(schema, state, self.registry, names, last_step=last_step)
         written: list[str] = []
 
         def generate(text: str, **more: Any) -> str:
             if grounding is not None and isinstance(more.get("action_schema"), dict):
                 more["action_schema"] = grounding.hold(
-                    more["action_schema"], state, self.registry, names
+                    more["action_schema"], state, self.registry, names, last_step=last_step
                 )
             reply = self.handle.generate(text, **{"action_schema": schema, **opts, **more})
             written.append(reply)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from edge_agentd.agent.skillspec import (
@@ -174,28 +174,7 @@ class Registry:
     def _build_action_schema(
         self, allowed: frozenset[str] | None, choices: dict[str, Choices]
     ) -> dict[str, Any]:
-        branches: list[dict[str, Any]] = []
-        for spec in self.select(allowed):
-            branches.append(
-                {
-                    "type": "object",
-                    "properties": {
-                        "skill_name": {"const": spec.name},
-                        "arguments": spec.schema_with(choices.get(spec.name, ())),
-                    },
-                    "required": ["skill_name", "arguments"],
-                    "additionalProperties": False,
-                }
-            )
-        branches.append(
-            {
-                "type": "object",
-                "properties": {"final_answer": {"type": "string", "minLength": 1}},
-                "required": ["final_answer"],
-                "additionalProperties": False,
-            }
-        )
-        return {"oneOf": branches}
+        return action_schema_of(self.select(allowed), choices)
 
     # -- dispatch -----------------------------------------------------------------------------
 
@@ -205,6 +184,39 @@ class Registry:
         The agent enforces ``spec.timeout_s`` (see :mod:`edge_agentd.agent.supervision`).
         """
         return spec.function(**arguments)
+
+
+ANSWER_BRANCH: dict[str, Any] = {
+    "type": "object",
+    "properties": {"final_answer": {"type": "string", "minLength": 1}},
+    "required": ["final_answer"],
+    "additionalProperties": False,
+}
+"""The schema of a ``final_answer`` action, as the action schema's last branch has it."""
+
+
+def action_schema_of(
+    skills: Iterable[SkillSpec],
+    choices: Mapping[str, Choices],
+    answer: dict[str, Any] | None = ANSWER_BRANCH,
+) -> dict[str, Any]:
+    """The JSON schema of one action among ``skills`` (each argument of ``choices`` held to its
+    values), and ``answer`` (a final answer's branch; None: calls only)."""
+    branches: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {
+                "skill_name": {"const": spec.name},
+                "arguments": spec.schema_with(choices.get(spec.name, ())),
+            },
+            "required": ["skill_name", "arguments"],
+            "additionalProperties": False,
+        }
+        for spec in skills
+    ]
+    if answer is not None:
+        branches.append(answer)
+    return {"oneOf": branches}
 
 
 _default_registry: Registry | None = None
@@ -230,6 +242,7 @@ skill = SkillDecorator(SkillOptions, _add_to_process_registry)
 
 
 __all__ = [
+    "ANSWER_BRANCH",
     "DEFAULT_TIMEOUT_S",
     "Registry",
     "RunChoices",
@@ -237,6 +250,7 @@ __all__ = [
     "SkillNameClash",
     "SkillOptions",
     "SkillSpec",
+    "action_schema_of",
     "get_registry",
     "skill",
 ]
