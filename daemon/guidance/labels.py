@@ -191,7 +191,9 @@ def labels(
     if subject is not None:
         held = [*own, *(w for label in found[2:] for w in label)]
         vocabulary = {w.casefold() for text in held for w in words_of(text)}
-        asked = [w for word in (*subject.which, subject.head) for w in words_of(word)]
+        # "state of charge" whole: its "of" phrase is part of what it names.
+        phrase = (*subject.which, subject.head, *(("of", *subject.of) if subject.of else ()))
+        asked = [w for word in phrase for w in words_of(word)]
         if asked and all(forms(w) & vocabulary for w in asked) and forms(asked[-1]) & heads:
             found.append(asked)
     kept: dict[tuple[str, ...], None] = {}

@@ -266,6 +266,10 @@ def bound_sentences(
             words |= known_words(called[index], [])
         bound = bound_lines(question, chosen, lines, words)
         if yes_no:
+            # Every line: the state the question names ("closed" of "Is the door closed?") is
+            # one a line it asks about may hold, not a text it already states.
+            every = [line for line in lines if not line.alternative]
+            bound = bound_lines(question, every, lines, words)
             said = yes_no_sentences(question, bound, lines, words)
         else:
             group = [(skill_name, result, bound)]
