@@ -83,6 +83,43 @@ def test_the_subject_is_the_noun_phrase_the_question_asks_about(
     assert question_subject(question) == subject
 
 
+@pytest.mark.parametrize(
+    ("question", "state", "predicate"),
+    [
+        ("Is the front door open?", "open", ("open",)),
+        ("Is the car plugged in?", "in", ("plugged", "in")),
+        # A yes-or-no question inside a request or after "whether" or "if" is read as one.
+        ("Tell me whether the garage door is open", "open", ("open",)),
+        ("Could you check if the door is locked?", "locked", ("locked",)),
+        ("Can you tell me whether the heater is on, please?", "on", ("on",)),
+        ("Is there mail?", None, ()),
+        ("What is the humidity?", None, ()),
+    ],
+)
+def test_a_yes_or_no_question_asks_for_its_state_in_whatever_shape(
+    question: str, state: str | None, predicate: tuple[str, ...]
+) -> None:
+    parsed = Question.parse(question)
+    assert (parsed.state, parsed.predicate) == (state, predicate)
+
+
+def test_a_question_the_grammar_reads_in_another_shape_is_held_as_its_plain_form() -> None:
+    # The subject rule holds a request or a fragment as it holds the plain question: "garage"
+    # is no word of a front door's evidence, so each is unknown.
+    door = known_words(["front_door", "Whether the front door is open or closed."], [])
+    for question in (
+        "Is the garage door open?",
+        "Tell me whether the garage door is open",
+        "Could you check the garage door?",
+        "The garage door?",
+    ):
+        assert unnamed_subject(Question.parse(question), door) == "garage door", question
+    # "How loud is it?" asks about loudness: no result's word starts as "loud" does.
+    weather = known_words(["weather"], [{"humidity": 41.5, "pressure": 1009.2}])
+    assert unnamed_subject(Question.parse("How loud is it in the room?"), weather) == "loud"
+    assert unnamed_subject(Question.parse("How humid is it?"), weather) is None
+
+
 def test_a_long_phrase_is_judged_by_its_head_and_the_words_nearest_it() -> None:
     words = [f"w{i}x" for i in range(500)]
     subject = question_subject(f"What is the {' '.join(words)} of the {' '.join(words)}?")
