@@ -10,7 +10,14 @@ skill. The run parses its question once (:attr:`AgentState.question
   verb of the question, a pronoun, "current" and other words that say when), with the phrase
   after an "of" that follows it ("the ID of the 1-Wire sensor") and a place after an "in"
   ("the CO2 level in the bedroom"). Its last word is its head; the words before say which one
-  ("garage door" of "garage door sensor").
+  ("garage door" of "garage door sensor"); a possessive's owner is kept ("car" of "the car's
+  battery"), and a "how" question's adjective ("charged").
+- **Other shapes** are read as their plain form (:func:`normalised`): a request or a polite
+  form cut off ("Could you check ...", "Would you mind telling me ...", "I'd like to know
+  ..."), a command's verb too ("Please read the DS18B20 probe."), a fragment is its own
+  subject ("Humidity?", "CPU temp?"), and "whether"/"if" turned into the question ("Tell me
+  whether the garage door is open": "is the garage door open"). "How loud is it?" asks about
+  the quality: its subject is "loud".
 """
 
 from __future__ import annotations
@@ -181,7 +188,7 @@ def _normalised(query: str) -> tuple[str, bool]:
 
 def question_subject(query: str) -> Subject | None:
     """The noun phrase the first sentence of ``query`` asks about, or None when its grammar
-    names none ("How humid is it?", "On what day ...?")."""
+    names none ("Does it have a humidity sensor?", "On what day ...?")."""
     text, commanded = _normalised(query)
     words = TOKEN.findall(text)
     low = [w.casefold() for w in words]

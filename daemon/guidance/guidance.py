@@ -28,14 +28,15 @@ question word.
 - **What it says.** Results are shown as short ``name: value unit`` lines, and the answer is
   one of the sentences the engine renders from them (:mod:`edge_agentd.guidance.render`): the
   value of a line the question asks about (:mod:`edge_agentd.guidance.asked`) under its own label,
-  a state with what names it, a list's names or count. The model chooses among them by its
-  likelihood of each as its reply; no word of it decides what the answer claims. The
-  answer's event says so (``made_by="engine"``).
+  a state with what names it, a list's names or count, only those whose own label names what
+  the question asks about (:func:`~edge_agentd.guidance.render.bound_sentences`). The model
+  chooses among them by its likelihood of each as its reply; no word of it decides what the
+  answer claims. The answer's event says so (``made_by="engine"``).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the answer is at once "I cannot tell ...".
   After the results, a question whose subject (the noun phrase it asks about) the calls made
-  and their results do not know is answered "I cannot tell: no result says ..."; one whose
+  and their results do not know is answered "I cannot tell: no skill here reads ..."; one whose
   subject they know states a value (:mod:`edge_agentd.guidance.subject`); one not judged is
   offered both.
 """
