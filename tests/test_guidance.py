@@ -102,7 +102,7 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
     # The action was chosen by scoring, not generated. The sentence the engine renders from the
     # result ("The bme280 sensor is 61.0.") is not the cellar's, so the grounding rules refuse it:
     # it is not offered, and the one sentence left is "I cannot tell", in one answer, no retry.
-    assert state.final_answer == "I cannot tell: no result says the cellar."
+    assert state.final_answer == "I cannot tell: no skill here reads the cellar."
     assert not [e for e in state.stream.root if e.type == "ValidationErrorObservation"]
     assert state.stream.root[-1].made_by == "engine"
     assert model.prompts == []
@@ -423,20 +423,21 @@ def test_the_system_prompt_shows_how_answers_read_and_favours_no_skill() -> None
 
 def test_the_last_allowed_step_answers() -> None:
     model = MockModel(
-        [], scores={("CPU", " How hot is it?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
+        [], scores={("CPU", " How hot is the CPU?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
     )
-    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run("How hot is it?", max_iterations=2)
+    # (Not "How hot is it?": its subject is "hot", which no skill here reads.)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run("How hot is the CPU?", max_iterations=2)
     assert len(calls(state)) == 1
     assert state.outcome == "answered"
-    assert state.final_answer == "The cpu temperature is 48.3 °C."
+    assert state.final_answer == "The CPU temperature is 48.3 °C."
 
 
 def test_the_result_turn_repeats_the_question() -> None:
     model = MockModel([], scores={("CPU", " Hot?"): 0.0})
-    agent = Agent(model, house(), guidance=Guidance(), grounding=Grounding())
+    agent = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding())
     state = agent.run("Hot?")
     assert "The question was: Hot?" in agent.render_prompt(state)
-    # The answer was chosen after that turn.
+    # The answer was chosen after that turn (among "I cannot tell" and the CPU's).
     assert "The question was: Hot?" in answer_prompt(model)
     plain = MockModel(
         ['{"skill_name": "cpu_temperature", "arguments": {}}', '{"final_answer": "x"}']
@@ -451,7 +452,8 @@ def test_prompts_stay_append_only_under_guidance() -> None:
     )
     registry = house()
     registry.remove("read_sensor")
-    state = Agent(model, registry, guidance=Guidance(go_on=True), grounding=Grounding()).run("Friday?")
+    # Not judged, the answer is "I cannot tell" or the date: the model chooses, after the rest.
+    state = Agent(model, registry, guidance=Guidance(go_on=True, know_subject=False), grounding=Grounding()).run("Friday?")
     # Each conversation prompt scored, in order: answer or go on after each result, then the
     # answer itself.
     prompts = [p for p, options in model.scored if options[0].startswith("{")]

@@ -90,7 +90,7 @@ def test_no_skill_that_fits_better_than_none_means_i_cannot_tell() -> None:
     model = MockModel([], scores=fits(-19.5))
     state = Agent(model, cellar(), guidance=Guidance(), grounding=Grounding()).run(QUESTION)
     assert [e.type for e in state.stream.root] == ["FinalAnswerAction"]
-    assert state.final_answer == "I cannot tell: no result says the cellar."
+    assert state.final_answer == "I cannot tell: no skill here reads the cellar."
     assert state.stream.root[-1].made_by == "engine"
     assert model.prompts == []  # nothing was generated: the one sentence needs no choice
     # Off, the skill is called however badly it fits.

@@ -36,13 +36,14 @@ FREE = content_free(PLAIN)
         ("What does the garage door sensor read?", Subject(("garage", "door"), "sensor")),
         ("What's the weather like outside today?", Subject((), "weather")),
         ("Is the front door locked?", Subject(("front",), "door")),
-        ("How warm is the CPU?", Subject((), "CPU")),
+        ("How warm is the CPU?", Subject((), "CPU", quality="warm")),
         ("How much RAM is free right now?", Subject((), "RAM")),
         ("How many gigabytes of disk space are free?", Subject((), "gigabytes", ("disk", "space"))),
         ("What is the ID of the 1-Wire sensor?", Subject((), "ID", ("1-Wire", "sensor"))),
         ("Tell me the current humidity reading.", Subject(("humidity",), "reading")),
         ("What is the atmospheric pressure right now?", Subject(("atmospheric",), "pressure")),
-        ("Is my Raspberry Pi's CPU running hot?", Subject(("CPU",), "running")),
+        # Whose it is: like an "of" phrase, it may name the thing and need not.
+        ("Is my Raspberry Pi's CPU running hot?", Subject(("CPU",), "running", owner=("Raspberry", "Pi"))),
         ("What temperature does the DS18B20 probe read?", Subject((), "temperature")),
         ("What does the BME280 say the temperature is?", Subject((), "BME280")),
         ("What will the date be in 30 days?", Subject((), "date")),
@@ -54,9 +55,24 @@ FREE = content_free(PLAIN)
         ("What does the probe read in Fahrenheit?", Subject((), "probe")),
         ("Is the CPU hot right now?", Subject((), "CPU")),
         # No noun phrase to ask about: a pronoun, or an opening the grammar does not read.
-        ("Can you tell me the CO2 level?", None),
+        # Requests, commands, fragments, "whether" and polite forms (the grammar's other shapes).
+        ("Can you tell me the CO2 level?", Subject(("CO2",), "level")),
+        ("Could you check the garage temperature?", Subject(("garage",), "temperature")),
+        ("Please read the DS18B20 probe.", Subject(("DS18B20",), "probe")),
+        ("Would you mind telling me the humidity?", Subject((), "humidity")),
+        ("I'd like to know the air pressure, please.", Subject(("air",), "pressure")),
+        ("Do you know what the humidity is?", Subject((), "humidity")),
+        ("Tell me whether the garage door is open", Subject(("garage",), "door")),
+        ("Humidity?", Subject((), "Humidity")),
+        ("CPU temp?", Subject(("CPU",), "temp")),
+        ("The garage door?", Subject(("garage",), "door")),
+        # "How <adjective> is it?" asks about the quality itself: "humid" ~ "humidity".
+        ("How humid is it in here?", Subject((), "humid", quality="humid")),
+        ("How loud is it in the room?", Subject((), "loud", quality="loud")),
+        ("How charged is the car's battery?", Subject((), "battery", owner=("car",), quality="charged")),
         ("Does it have a humidity sensor?", None),
-        ("How humid is it in here?", None),
+        ("How long is it until Christmas?", None),
+        ("Compare them", None),
         ("On what day of the week does Halloween fall?", None),
         ("", None),
         ("?!", None),
@@ -66,6 +82,43 @@ def test_the_subject_is_the_noun_phrase_the_question_asks_about(
     question: str, subject: Subject | None
 ) -> None:
     assert question_subject(question) == subject
+
+
+@pytest.mark.parametrize(
+    ("question", "state", "predicate"),
+    [
+        ("Is the front door open?", "open", ("open",)),
+        ("Is the car plugged in?", "in", ("plugged", "in")),
+        # A yes-or-no question inside a request or after "whether" or "if" is read as one.
+        ("Tell me whether the garage door is open", "open", ("open",)),
+        ("Could you check if the door is locked?", "locked", ("locked",)),
+        ("Can you tell me whether the heater is on, please?", "on", ("on",)),
+        ("Is there mail?", None, ()),
+        ("What is the humidity?", None, ()),
+    ],
+)
+def test_a_yes_or_no_question_asks_for_its_state_in_whatever_shape(
+    question: str, state: str | None, predicate: tuple[str, ...]
+) -> None:
+    parsed = Question.parse(question)
+    assert (parsed.state, parsed.predicate) == (state, predicate)
+
+
+def test_a_question_the_grammar_reads_in_another_shape_is_held_as_its_plain_form() -> None:
+    # The subject rule holds a request or a fragment as it holds the plain question: "garage"
+    # is no word of a front door's evidence, so each is unknown.
+    door = known_words(["front_door", "Whether the front door is open or closed."], [])
+    for question in (
+        "Is the garage door open?",
+        "Tell me whether the garage door is open",
+        "Could you check the garage door?",
+        "The garage door?",
+    ):
+        assert unnamed_subject(Question.parse(question), door) == "garage door", question
+    # "How loud is it?" asks about loudness: no result's word starts as "loud" does.
+    weather = known_words(["weather"], [{"humidity": 41.5, "pressure": 1009.2}])
+    assert unnamed_subject(Question.parse("How loud is it in the room?"), weather) == "loud"
+    assert unnamed_subject(Question.parse("How humid is it?"), weather) is None
 
 
 def test_a_long_phrase_is_judged_by_its_head_and_the_words_nearest_it() -> None:
@@ -205,7 +258,7 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # The true value of another thing, the answer a 270M model wrote, is not offered at all.
-    assert state.final_answer == "I cannot tell: no result says the light level."
+    assert state.final_answer == "I cannot tell: no skill here reads the light level."
     assert offered(model, state) == [state.final_answer]
     assert state.stream.root[-1].made_by == "engine"
     # Turned off, the guidance would offer the result's values, but the loop's own grounding
@@ -213,8 +266,8 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     # offers only what the loop takes.
     model = MockModel([], scores=scores)
     state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(question)
-    assert offered(model, state) == ["I cannot tell: no result says the light level."]
-    assert state.final_answer == "I cannot tell: no result says the light level."
+    assert offered(model, state) == ["I cannot tell: no skill here reads the light level."]
+    assert state.final_answer == "I cannot tell: no skill here reads the light level."
 
 
 def house_with_a_failing_forecast() -> Registry:
@@ -246,7 +299,7 @@ def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
     model, state = weather_run(weather=-9.0, sensor=-5.0)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # The weather skill's description says "weather", but the result is the sensor's.
-    assert offered(model, state) == ["I cannot tell: no result says the weather."]
+    assert offered(model, state) == ["I cannot tell: no skill here reads the weather."]
 
 
 def test_a_call_that_failed_vouches_for_nothing() -> None:
@@ -257,7 +310,7 @@ def test_a_call_that_failed_vouches_for_nothing() -> None:
         "CallSkillAction",
         "SkillResultObservation",
     ]
-    assert offered(model, state) == ["I cannot tell: no result says the weather."]
+    assert offered(model, state) == ["I cannot tell: no skill here reads the weather."]
 
 
 def test_a_question_in_two_parts_is_held_back_only_when_both_ask_the_unknown() -> None:
@@ -273,15 +326,15 @@ def test_a_question_in_two_parts_is_held_back_only_when_both_ask_the_unknown() -
     # One part is answered by the result: the answer is not held to "I cannot tell", and, the
     # other part unknown, it may still say it cannot tell.
     assert "The humidity is 41.5 %RH." in offered(model, state)
-    assert "I cannot tell: no result says the light level." in offered(model, state)
+    assert "I cannot tell: no skill here reads the light level." in offered(model, state)
 
 
 def test_a_question_with_no_subject_may_still_say_it_cannot_tell() -> None:
-    question = "Can you tell me the CO2 level?"
+    question = "Does it have a humidity sensor?"
     scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
     model = MockModel([], scores=scores)
     state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
-    assert "I cannot tell: no result says what was asked." in offered(model, state)
+    assert "I cannot tell: no skill here says what was asked." in offered(model, state)
     assert "The humidity is 41.5 %RH." in offered(model, state)
 
 
@@ -296,7 +349,7 @@ def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
     assert not any("cannot tell" in answer for answer in offered(model, state))
     model = MockModel([], scores=scores)
     state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(question)
-    assert "I cannot tell: no result says the humidity." in offered(model, state)
+    assert "I cannot tell: no skill here reads the humidity." in offered(model, state)
 
 
 @given(st.text(max_size=200))
@@ -340,7 +393,7 @@ def test_any_question_is_judged_by_which_of_its_subject_words_the_texts_name(
         # A place after "in", opened by a determiner, says which one too.
         ("What is the CO2 level in the bedroom?", Subject(("CO2",), "level", (), ("bedroom",))),
         ("Is the light in the hallway on?", Subject((), "light", (), ("hallway",))),
-        ("How dry is the soil of the tomato plant?", Subject((), "soil", ("tomato", "plant"))),
+        ("How dry is the soil of the tomato plant?", Subject((), "soil", ("tomato", "plant"), quality="dry")),
         # A bare word after "in" is a unit or a manner; "the room" is where the asker is.
         ("What is the temperature in Fahrenheit?", Subject((), "temperature")),
         ("What's the humidity in the room?", Subject((), "humidity")),

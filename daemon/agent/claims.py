@@ -153,7 +153,7 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
     unnamed_after = [w for w in after if not named(w) and not any(c.isdigit() for c in w)]
     if unnamed_after:
         return " ".join([*subject.which, subject.head, *unnamed_after])
-    others = [w for w in (*subject.which, *subject.of) if WORD.search(w)]
+    others = [w for w in (*subject.which, *subject.of, *subject.owner) if WORD.search(w)]
     if named(subject.head) or any(named(w) for w in others):
         return None
     return " ".join(subject.words)

@@ -114,3 +114,81 @@ stands where an article would), "What will the date be ...?". "What does the pro
 none: "does" names no line."""
 
 HOW_MANY = re.compile(r"^\s*how\s+many\b", re.IGNORECASE)
+
+
+# -- requests, polite forms and fragments: questions in other shapes ---------------------------
+
+REQUEST = re.compile(
+    r"^\s*(?:(?:please|kindly)\s*,?\s+)?"
+    r"(?:would\s+you\s+mind\s+"
+    r"|(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+)?"
+    r"|(?:i['’]d|i\s+would|we['’]d|we\s+would)\s+like\s+(?:you\s+)?to\s+"
+    r"|(?:i|we)\s+(?:want|need|wish)\s+(?:you\s+)?to\s+"
+    r"|(?:do|does|did)\s+(?:you|anyone)\s+(?:happen\s+to\s+)?"
+    r"|i\s+(?:wonder|wondered|was\s+wondering)\s+"
+    r"|let\s+me\s+"
+    r")",
+    re.IGNORECASE,
+)
+"""What a request or a polite form opens with before the question it asks: "Could you check
+the garage temperature?", "Would you mind telling me ...", "I'd like to know ...", "Do you know
+...", "I wonder ...". Cut off, what is left reads as a command or a question."""
+
+PLEASE = re.compile(r"(?:^\s*(?:please|kindly)\b\s*,?\s*|\s*,?\s*\bplease\s*(?=[?!.]?\s*$))", re.I)
+"""A "please" at either end: it says nothing of what is asked."""
+
+IMPERATIVE_FORMS = re.compile(
+    r"^(tell|telling|give|giving|show|showing|list|listing|read|reading|check|checking|get|"
+    r"getting|find|finding|report|reporting|say|saying|know|knowing|see|seeing|measure|"
+    r"measuring|look|looking)\b(?:\s+(?:me|us))?(?:\s+(?:up|at|out))?\s*",
+    re.IGNORECASE,
+)
+"""A command's verb (as "would you mind" takes it, too), with its "me" or "us": what follows is
+what it asks for, or a clause ("whether ...", "what ... is")."""
+
+EMBEDDED = words("whether if")
+QUESTION_WORDS = words("what which who whom whose when where why how")
+"""Words that open a yes-or-no question inside a sentence: "Tell me whether the door is open"."""
+
+# -- how a person says a result: units a key ends with -----------------------------------------
+
+UNIT_SUFFIXES: dict[str, str] = {
+    "percent": "%", "pct": "%", "perc": "%",
+    "c": "°C", "celsius": "°C", "degc": "°C", "f": "°F", "fahrenheit": "°F", "degf": "°F",
+    "kelvin": "K",
+    "kw": "kW", "w": "W", "mw": "mW", "watts": "W", "kwh": "kWh", "wh": "Wh",
+    "v": "V", "mv": "mV", "volts": "V", "ma": "mA", "amps": "A",
+    "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB",
+    "kb": "kB", "mb": "MB", "gb": "GB", "tb": "TB", "bytes": "bytes",
+    "hz": "Hz", "khz": "kHz", "mhz": "MHz", "ghz": "GHz", "rpm": "rpm",
+    "hpa": "hPa", "kpa": "kPa", "pa": "Pa", "mbar": "mbar", "bar": "bar", "psi": "psi",
+    "mm": "mm", "cm": "cm", "km": "km", "kmh": "km/h", "mph": "mph", "ms": "ms",
+    "l": "L", "ml": "mL", "litres": "L", "liters": "L",
+    "lux": "lx", "lx": "lx", "db": "dB", "dba": "dBA", "ppm": "ppm", "ppb": "ppb",
+    "kg": "kg",
+    "s": "seconds", "sec": "seconds", "secs": "seconds", "seconds": "seconds",
+    "min": "minutes", "mins": "minutes", "minutes": "minutes",
+    "h": "hours", "hr": "hours", "hrs": "hours", "hours": "hours", "days": "days",
+}
+"""A key's last word that says its number's unit (``charging_power_kw``, ``available_mib``,
+``uptime_s``), and how the unit is written after the value: units of measure, no skill's or
+key's name. A number's key ending in one is said "The charging power is 7.2 kW.", the unit
+after the value and not glued to the name; a duration in its unit's word ("3600 seconds": the
+number is the result's, so no other is written). Only where the key has a word before it: a key
+``s`` or ``min`` alone names what it is."""
+
+UNIT_WORDS = frozenset(
+    w.casefold() for unit in UNIT_SUFFIXES.values() for w in LETTERS.findall(unit)
+)
+"""The words the units above write: a rendered sentence may hold them (render.TEMPLATE_WORDS)."""
+
+FORM_WORDS = words("text value display formatted human readable string str pretty")
+"""Words of a key that say how its value is written, not what it is (``uptime text``,
+``humidity_value``): a label says the thing without them."""
+
+STATE_KEYS = words("state status position mode condition")
+"""Keys that, by the language's convention, hold what state their object is in: the text of
+one answers a yes-or-no question about the object when no line names the state asked."""
+
+YES, NO, NOT = "Yes", "No", "not"
+"""How a person answers a yes-or-no question, and denies a state."""

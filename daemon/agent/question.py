@@ -10,7 +10,14 @@ skill. The run parses its question once (:attr:`AgentState.question
   verb of the question, a pronoun, "current" and other words that say when), with the phrase
   after an "of" that follows it ("the ID of the 1-Wire sensor") and a place after an "in"
   ("the CO2 level in the bedroom"). Its last word is its head; the words before say which one
-  ("garage door" of "garage door sensor").
+  ("garage door" of "garage door sensor"); a possessive's owner is kept ("car" of "the car's
+  battery"), and a "how" question's adjective ("charged").
+- **Other shapes** are read as their plain form (:func:`normalised`): a request or a polite
+  form cut off ("Could you check ...", "Would you mind telling me ...", "I'd like to know
+  ..."), a command's verb too ("Please read the DS18B20 probe."), a fragment is its own
+  subject ("Humidity?", "CPU temp?"), and "whether"/"if" turned into the question ("Tell me
+  whether the garage door is open": "is the garage door open"). "How loud is it?" asks about
+  the quality: its subject is "loud".
 """
 
 from __future__ import annotations
@@ -25,14 +32,19 @@ from edge_agentd.agent.english import (
     CATALOGUE_HEADS,
     CATALOGUE_QUESTION,
     DETERMINERS,
+    EMBEDDED,
     ENDS_PHRASE,
     HEAD_NOUN,
     HERE,
+    IMPERATIVE_FORMS,
     IMPERATIVES,
     PAIRED,
     PLACE,
+    PLEASE,
     POSSESSIVE_END,
     QUESTION_OPENING,
+    QUESTION_WORDS,
+    REQUEST,
     SENTENCE_END,
     STATE_VERBS,
     TOKEN,
@@ -54,6 +66,9 @@ class Question:
     parts: tuple[Question, ...] = ()
     """Its two parts when it asks two things joined by "and" (:func:`question_parts`), each
     parsed; () for a question in one part."""
+    predicate: tuple[str, ...] = ()
+    """What a yes-or-no question asks its subject to be, as it writes it ("plugged", "in" of
+    "Is the car plugged in?"; "open" of "Is the front door open?"); () for other questions."""
 
     @classmethod
     def parse(cls, text: str) -> Question:
@@ -62,7 +77,13 @@ class Question:
 
     @classmethod
     def _one(cls, text: str) -> Question:
-        return cls(text, question_subject(text), asked_state(text), about_catalogue(text))
+        return cls(
+            text,
+            question_subject(text),
+            asked_state(text),
+            about_catalogue(text),
+            predicate=asked_predicate(text),
+        )
 
 
 MAX_PHRASE_WORDS = 6
@@ -84,17 +105,27 @@ class Subject:
     where: tuple[str, ...] = ()
     """The place after an "in" that follows it, when a determiner opens the place ("bedroom" of
     "the CO2 level in the bedroom"; none of "the temperature in Fahrenheit", a unit)."""
+    owner: tuple[str, ...] = ()
+    """Whose it is, before a possessive ("car" of "the car's battery"): like an "of" phrase of
+    one word, it may name the thing when the head does not, and is not required to."""
+    quality: str | None = None
+    """The adjective a "how" question asks about ("charged" of "How charged is the car's
+    battery?", "loud" of "How loud is it?"): the line that answers is the one whose own name
+    starts as it does ("state_of_charge"), where one does."""
 
     @property
     def words(self) -> tuple[str, ...]:
         return (*self.which, self.head, *self.of)
 
 
-def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str], int]:
+def _phrase(
+    words: Sequence[str], start: int, verb_last: bool, owner: list[str] | None = None
+) -> tuple[list[str], int]:
     """The noun phrase from ``start``: determiners, words that say when and a possessive skipped
-    ("my Pi's CPU" is "CPU"), then words to one that ends a phrase. ``verb_last``: the
-    question's verb follows the phrase ("What does the probe read now?", "Is the door
-    locked?"), so the phrase drops its last word, unless an "of" follows it."""
+    ("my Pi's CPU" is "CPU", its owner "Pi" put in ``owner``), then words to one that ends a
+    phrase. ``verb_last``: the question's verb follows the phrase ("What does the probe read
+    now?", "Is the door locked?"), so the phrase drops its last word, unless an "of" follows
+    it."""
     i = start
     while i < len(words) and words[i].casefold() in DETERMINERS | WHEN:
         i += 1
@@ -104,6 +135,8 @@ def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str
         if folded in ENDS_PHRASE or folded in DETERMINERS or folded in WHEN:
             break
         if POSSESSIVE_END.search(folded):
+            if owner is not None:
+                owner[:] = [*phrase, POSSESSIVE_END.sub("", words[i])]
             phrase.clear()
         else:
             phrase.append(words[i])
@@ -114,17 +147,65 @@ def _phrase(words: Sequence[str], start: int, verb_last: bool) -> tuple[list[str
     return phrase, i
 
 
+def normalised(query: str) -> str:
+    """The first sentence of ``query`` as a question or a command the grammar reads: a request
+    or a polite form cut off ("Could you check the garage temperature?" reads "the garage
+    temperature", "Would you mind telling me ..." what follows), a yes-or-no question inside
+    a sentence turned into one ("Tell me whether the garage door is open" reads "is the garage
+    door open"), and "how warm the CPU is" into "how warm is the CPU"."""
+    return _normalised(query)[0]
+
+
+def _normalised(query: str) -> tuple[str, bool]:
+    """:func:`normalised`, and whether a command or a request was cut off (what is left is then
+    what it asks for, whatever verb it holds)."""
+    text = SENTENCE_END.split(query.strip())[0]
+    commanded = False
+    for _ in range(3):  # "Please, could you tell me ...": each opening cut in turn
+        before = text
+        text = PLEASE.sub("", text)
+        for opening in (REQUEST.match(text), IMPERATIVE_FORMS.match(text)):
+            if opening:
+                text, commanded = text[opening.end() :], True
+                break
+        if text == before:
+            break
+    words = TOKEN.findall(text)
+    low = [w.casefold() for w in words]
+    if low and low[0] in EMBEDDED:
+        # "whether the garage door is open": its verb goes first, as the question asks it.
+        verb = next((i for i, w in enumerate(low[1:], 1) if w in AUXILIARIES), None)
+        if verb is not None:
+            return " ".join([words[verb], *words[1:verb], *words[verb + 1 :]]), False
+    how = len(low) > 3 and low[0] == "how" and low[1] not in {"many", "much"}
+    if how and low[2] not in AUXILIARIES and low[-1] in AUXILIARIES:
+        # "how warm the CPU is": the clause's verb, last, is the question's.
+        return " ".join([*words[:2], words[-1], *words[2:-1]]), False
+    if low and (low[0] in QUESTION_WORDS or low[0] in AUXILIARIES):
+        commanded = False  # "(Do you know) what time it is": a question, read as one
+    return text, commanded
+
+
 def question_subject(query: str) -> Subject | None:
     """The noun phrase the first sentence of ``query`` asks about, or None when its grammar
-    names none ("How humid is it?", "On what day ...?")."""
-    words = TOKEN.findall(SENTENCE_END.split(query.strip())[0])
+    names none ("Does it have a humidity sensor?", "On what day ...?")."""
+    text, commanded = _normalised(query)
+    words = TOKEN.findall(text)
     low = [w.casefold() for w in words]
     if not words:
         return None
     first = low[0]
+    owner: list[str] = []
+    quality = None
+    if first == "how" and len(low) > 2 and low[1] not in {"many", "much"}:
+        quality = words[1]  # "How charged is the car's battery?"
+    if first == "how" and quality and len(low) > 2 and low[2] in STATE_VERBS and _about_it(low):
+        # "How loud is it (in the room)?": no thing named, the quality is what is asked about.
+        where = _place(words, low, 4)
+        return Subject((), quality, where=tuple(where[:MAX_PHRASE_WORDS]), quality=quality)
     if first in IMPERATIVES:  # "Tell me the time."
         start = 2 if len(low) > 1 and low[1] in {"me", "us"} else 1
-        phrase, end = _phrase(words, start, verb_last=False)
+        phrase, end = _phrase(words, start, verb_last=False, owner=owner)
     elif first in {"what's", "what’s"} or (
         first in {"what", "which"} and len(low) > 1 and low[1] in AUXILIARIES
     ):
@@ -132,22 +213,29 @@ def question_subject(query: str) -> Subject | None:
         verb = "is" if start == 1 else low[1]
         if start < len(low) and low[start] == "be":
             start += 1
-        phrase, end = _phrase(words, start, verb_last=verb in {"does", "do", "did"})
+        phrase, end = _phrase(words, start, verb_last=verb in {"does", "do", "did"}, owner=owner)
     elif first in {"what", "which"}:  # "What date is it?"
-        phrase, end = _phrase(words, 1, verb_last=False)
+        phrase, end = _phrase(words, 1, verb_last=False, owner=owner)
     elif first == "how" and len(low) > 2 and low[1] in {"many", "much"}:
         start = 3 if low[2] == "of" else 2
         phrase, end = _phrase(words, start, verb_last=False)
     elif first == "how" and len(low) > 3 and low[2] in AUXILIARIES:  # "How warm is the CPU?"
         # The question's verb ends it after "does" or "will" ("How long will the battery
         # last?"), not after "is" ("How full is the rain barrel?" asks about the barrel).
-        phrase, end = _phrase(words, 3, verb_last=low[2] not in STATE_VERBS)
+        phrase, end = _phrase(words, 3, verb_last=low[2] not in STATE_VERBS, owner=owner)
     elif first in AUXILIARIES and len(low) > 2 and low[1] in {"it", "there"}:
         # "Will it rain?", "Is there a light sensor?": with no subject of its own, what the
         # question asks about comes after the "it" or the "there".
         phrase, end = _phrase(words, 2, verb_last=False)
     elif first in AUXILIARIES:  # "Is the front door locked?"
-        phrase, end = _phrase(words, 1, verb_last=True)
+        phrase, end = _phrase(words, 1, verb_last=True, owner=owner)
+    elif first not in ENDS_PHRASE and (commanded or not set(low) & AUXILIARIES):
+        # A fragment, or what a command asks for: "Humidity?", "CPU temp?", "The garage door?",
+        # "(Please read) the DS18B20 probe." The whole phrase is the subject, when nothing but
+        # an "of" or a place follows it: "Compare them" is a command the grammar cannot read.
+        phrase, end = _phrase(words, 0, verb_last=False, owner=owner)
+        if end < len(low) and low[end] not in PLACE | {"of"} and not commanded:
+            return None
     else:
         return None
     if not phrase:
@@ -159,8 +247,23 @@ def question_subject(query: str) -> Subject | None:
     # Each word may be scored: a phrase of hundreds of words costs only its last few.
     which = phrase[:-1][-(MAX_PHRASE_WORDS - 1) :]
     return Subject(
-        tuple(which), phrase[-1], tuple(of[:MAX_PHRASE_WORDS]), tuple(where[:MAX_PHRASE_WORDS])
+        tuple(which),
+        phrase[-1],
+        tuple(of[:MAX_PHRASE_WORDS]),
+        tuple(where[:MAX_PHRASE_WORDS]),
+        owner=tuple(owner[-MAX_PHRASE_WORDS:]),
+        quality=quality,
     )
+
+
+def _about_it(low: Sequence[str]) -> bool:
+    """Whether a "how ... is" question is about "it" alone, at most a place or a time after it
+    ("How loud is it in the room?"), not "it" before what it stands for ("How long is it until
+    Christmas?")."""
+    if len(low) < 4 or low[3] != "it":
+        return False
+    rest = low[4:]
+    return not rest or rest[0] in PLACE | WHEN | {"here", "now", "right", "today", "outside"}
 
 
 def _place(words: Sequence[str], low: Sequence[str], at: int) -> list[str]:
@@ -180,7 +283,7 @@ def asked_state(query: str) -> str | None:
     front door open?", "on" of "Is the heater on?", "running" of "Is the washing machine
     running?"; None for other questions ("Is there a light sensor?", "Is it raining?", "Is the
     CPU hotter than 70 °C?")."""
-    words = TOKEN.findall(SENTENCE_END.split(query.strip())[0])
+    words = TOKEN.findall(normalised(query))
     low: list[str] = [w.casefold() for w in words]
     if len(low) < 3 or low[0] not in STATE_VERBS or low[1] in {"it", "there"}:
         return None
@@ -192,6 +295,21 @@ def asked_state(query: str) -> str | None:
     if len(phrase) >= 2 and (end == len(low) or low[end] not in AUXILIARIES):
         return low[end - 1]  # "Is the front door open (at night)?"
     return None
+
+
+def asked_predicate(query: str) -> tuple[str, ...]:
+    """What a yes-or-no question asks its subject to be, its words as written: its state
+    (:func:`asked_state`), with the participle before a state that ends a phrase ("plugged in"
+    of "Is the car plugged in?", "switched on"); () for other questions."""
+    state = asked_state(query)
+    if state is None:
+        return ()
+    words = TOKEN.findall(normalised(query))
+    low = [w.casefold() for w in words]
+    phrase, end = _phrase(words, 1, verb_last=False)
+    if end == len(low) - 1 and low[end] == state:
+        return (*phrase[-1:], words[end]) if len(phrase) >= 2 else (words[end],)
+    return (words[end - 1],)
 
 
 def head_opening(query: str) -> str | None:
@@ -253,10 +371,12 @@ __all__ = [
     "Question",
     "Subject",
     "about_catalogue",
+    "asked_predicate",
     "asked_state",
     "head_noun",
     "head_noun_forms",
     "head_opening",
+    "normalised",
     "question_parts",
     "question_subject",
 ]

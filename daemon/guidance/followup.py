@@ -25,13 +25,14 @@ margin in nats; it is never a call already made, and there is at most one.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from edge_agentd.agent.events import AgentState, CallSkillAction, SkillResultObservation
+from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.agent.question import head_noun_forms
@@ -61,6 +62,19 @@ def first_candidate(call: CallSkillAction, candidates: Sequence[Candidate]) -> C
     return next((c for c in same if c.key == key), None) or next(
         (c for c in same if c.arguments is None), None
     )
+
+
+def call_words(events: Sequence[Event], candidates: Sequence[Candidate]) -> list[list[str]]:
+    """For each result of ``events``, the words of the call that gave it: its arguments' values
+    and what its candidate gets ("humidity in %RH")."""
+    found: list[list[str]] = []
+    for before, event in itertools.pairwise([None, *events]):
+        if isinstance(event, SkillResultObservation):
+            call = before if isinstance(before, CallSkillAction) else None
+            candidate = first_candidate(call, candidates) if call is not None else None
+            arguments = [str(v) for v in call.arguments.values()] if call is not None else []
+            found.append([*arguments, *([candidate.description] if candidate else [])])
+    return found
 
 
 def second_call(
@@ -195,6 +209,7 @@ def follow_up(
 
 
 __all__ = [
+    "call_words",
     "content_free",
     "first_candidate",
     "follow_up",

@@ -28,14 +28,15 @@ question word.
 - **What it says.** Results are shown as short ``name: value unit`` lines, and the answer is
   one of the sentences the engine renders from them (:mod:`edge_agentd.guidance.render`): the
   value of a line the question asks about (:mod:`edge_agentd.guidance.asked`) under its own label,
-  a state with what names it, a list's names or count. The model chooses among them by its
-  likelihood of each as its reply; no word of it decides what the answer claims. The
-  answer's event says so (``made_by="engine"``).
+  a state with what names it, a list's names or count, only those whose own label names what
+  the question asks about (:func:`~edge_agentd.guidance.render.bound_sentences`). The model
+  chooses among them by its likelihood of each as its reply; no word of it decides what the
+  answer claims. The answer's event says so (``made_by="engine"``).
 - **When it cannot tell.** Before the first call, the question is also scored after a
   description of no skill at all; when no candidate beats that content-free baseline by
   ``cannot_tell_margin``, no skill fits, and the answer is at once "I cannot tell ...".
   After the results, a question whose subject (the noun phrase it asks about) the calls made
-  and their results do not know is answered "I cannot tell: no result says ..."; one whose
+  and their results do not know is answered "I cannot tell: no skill here reads ..."; one whose
   subject they know states a value (:mod:`edge_agentd.guidance.subject`); one not judged is
   offered both.
 """
@@ -53,15 +54,18 @@ from edge_agentd.agent.events import (
     CallSkillAction,
     Event,
     SkillResultObservation,
+    ToolErrorObservation,
 )
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
+from edge_agentd.agent.question import Question
 from edge_agentd.agent.registry import SkillSpec
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.guidance.asked import asked_lines, candidate_lines
 from edge_agentd.guidance.candidates import Candidate, candidates_for
 from edge_agentd.guidance.focus import focused_part
 from edge_agentd.guidance.followup import (
+    call_words,
     content_free,
     follow_up,
     named_calls,
@@ -73,7 +77,13 @@ from edge_agentd.guidance.phrases import (
     phrases_to_try,
     spent,
 )
-from edge_agentd.guidance.render import CANNOT_TELL, both_parts, cannot_tell_sentence, sentences_for
+from edge_agentd.guidance.render import (
+    CANNOT_TELL,
+    Skills,
+    both_parts,
+    bound_sentences,
+    cannot_tell_sentence,
+)
 from edge_agentd.guidance.subject import asks_unknown
 
 log = logging.getLogger(__name__)
@@ -197,8 +207,9 @@ class Guidance:
             failed_after = not result_last and any(
                 isinstance(e, SkillResultObservation) for e in events
             )
+            named = {spec.name: spec for spec in skills}
             if last_step or not left or failed_after:
-                return self._answer(model, prompt, state, candidates, grounded)
+                return self._answer(model, prompt, state, candidates, grounded, skills=named)
             second = follow_up(
                 model, state, candidates, left, self.follow_up_margin, part_margin=self.part_margin
             )
@@ -207,7 +218,7 @@ class Guidance:
                 and second is None
                 and (not self.go_on or self._prefers_answer(model, prompt))
             ):
-                return self._answer(model, prompt, state, candidates, grounded)
+                return self._answer(model, prompt, state, candidates, grounded, skills=named)
             baseline = self.cannot_tell_margin is not None and not made
             # A question in two parts is first asked its first part; the second comes after.
             parts = [p.text for p in state.question.parts] if self.part_margin is not None else []
@@ -219,7 +230,7 @@ class Guidance:
             pool = named_calls(asking, left) or left
             best, fits = (second, 0.0) if second else self._best(model, query, pool, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
-                return self._answer(model, prompt, state, candidates, grounded)
+                return self._answer(model, prompt, state, candidates, grounded, skills=named)
         except ScoringUnsupported:
             return generate(prompt)
         if best.arguments is not None:
@@ -254,35 +265,52 @@ class Guidance:
         state: AgentState,
         model: ModelHandle | None = None,
         candidates: Sequence[Candidate] = (),
+        skills: Skills | None = None,
     ) -> tuple[list[str], list[str]]:
         """The sentences the answer to ``state``'s question may be, rendered from its results
-        (:mod:`~edge_agentd.guidance.render`): those of its first part, and those of its second
-        (empty unless the question is in two parts with a result for each). "I cannot tell"
-        alone where the subject is unknown to the evidence or nothing can be stated; beside
-        the others where the subject was not judged. With ``model``, the lines stated are
-        those the question asks about (:func:`~edge_agentd.guidance.asked.asked_lines`)."""
+        (:mod:`~edge_agentd.guidance.render`) and bound to what it asks
+        (:func:`~edge_agentd.guidance.render.bound_sentences`; ``skills`` gives each skill's
+        words): those of its first part, and those of its second (empty unless the question is
+        in two parts with a result for each). "I cannot tell" alone where the subject is
+        unknown to the evidence or no sentence is about it; beside the others where the subject
+        was not judged. With ``model``, the lines stated are those the question asks about
+        (:func:`~edge_agentd.guidance.asked.asked_lines`) where any of them is bound, else every
+        bound line: "Humidity?" is not answered with the pressure the model scored first."""
         events = state.stream.root
-        cannot = cannot_tell_sentence(state.question)
+        failed = [e.error for e in events if isinstance(e, ToolErrorObservation)]
+        observed = [e for e in events if isinstance(e, SkillResultObservation)]
+        # Every call failed: the last skill's own words say why ("no thermal zone was found").
+        reason = failed[-1] if failed and not observed else None
+        cannot = cannot_tell_sentence(state.question, reason)
         judged = None
         if model is not None and self.know_subject:
             judged = asks_unknown(model, state.question, events, candidates)
         if judged:
             return [cannot], []
-        observed = [e for e in events if isinstance(e, SkillResultObservation)]
-        groups = []
+        narrowed, whole = [], []
+        called = call_words(events, candidates)
         for event in observed:
+            every = candidate_lines(event.result, state.query)
             asked = None
             if model is not None and self.state_asked:
                 asked = asked_lines(model, state.query, [(event.skill_name, event.result)])
-            lines: list[Line] = asked or candidate_lines(event.result, state.query)
-            groups.append((event.skill_name, event.result, lines))
+            lines: list[Line] = asked or every
+            narrowed.append((event.skill_name, event.result, lines))
+            whole.append((event.skill_name, event.result, every))
+
+        def bound(question: Question, pick: slice) -> list[str]:
+            words = called[pick]
+            return bound_sentences(narrowed[pick], question, skills, words) or bound_sentences(
+                whole[pick], question, skills, words
+            )
+
         if self.part_margin is not None and two_parts_answered(state):
             # Each part's sentences, its own subject naming what its result says.
             parts = state.question.parts
-            first, second = (sentences_for([g], q) for g, q in zip(groups, parts, strict=True))
+            first, second = (bound(q, slice(i, i + 1)) for i, q in enumerate(parts))
             if first and second:
                 return [*first, *([cannot] if judged is None else [])], second
-        stated = sentences_for(groups, state.question)
+        stated = bound(state.question, slice(None))
         if not stated:
             return [cannot], []
         # Where the subject was judged known, the answer states a value: "I cannot tell" was
@@ -296,11 +324,13 @@ class Guidance:
         state: AgentState,
         candidates: Sequence[Candidate],
         grounded: Callable[[str], bool] | None,
+        *,
+        skills: Skills | None = None,
     ) -> str:
         """The answer: the sentence of :meth:`answers` the model finds likeliest as its reply,
         and for a question in two parts, the likeliest of the second part's after it. The
         engine writes every word; the model only chooses (``made_by="engine"``)."""
-        options, second = self.answers(state, model, candidates)
+        options, second = self.answers(state, model, candidates, skills)
         if grounded is None:
             grounded = _anything
         # Only what the loop takes is offered; with nothing left, "I cannot tell".

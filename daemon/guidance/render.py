@@ -2,26 +2,41 @@
 
 A small model that writes its own answer makes claims with its free words, even when every
 digit is bound to the evidence: "The CPU is overheating: 51.687 °C.", "Yes, the front door is
-open." for a result that says ``closed``. So for a guided model the engine writes the sentences
-and the model only chooses among them, by its likelihood of each, whole, as its reply
-(:class:`~edge_agentd.guidance.guidance.Guidance`). Every sentence is built from a result's
-lines (:mod:`~edge_agentd.agent.resultlines`), the names of the skills that gave them, and
-the question, with a handful of words of the engine's own (:data:`TEMPLATE_WORDS`):
+open." for a result that says ``closed``. So the engine writes the sentences and a model only
+chooses among them, by its likelihood of each, whole, as its reply
+(:class:`~edge_agentd.guidance.guidance.Guidance`), or, where one fits, the engine says it.
+Every sentence is built from a result's lines (:mod:`~edge_agentd.agent.resultlines`), the
+names and words of the skills that gave them, and the question, with a few words of the
+engine's own (:data:`TEMPLATE_WORDS`), said as a person says them:
 
-- **A reading, a number or a text**: "The <label> is <value>.", where the label is the line's
-  own key ("humidity" of ``readings humidity``), its whole name when each part is a key, a list
-  item's name before the key ("The fern moisture is 58.0 %."), the skill's name for a bare
-  value (``rain_barrel_level``), what the object calls itself before the key (``{"door":
-  "front", "state": "closed"}`` gives "The front door state is closed."), or the question's
-  own subject when the line's labels hold each of its words and its head is the line's key or,
-  for a state, what the object is (so "The front door is closed." and "The CPU temperature is
-  48.3 °C.", but never "The air pressure is 41.5 %RH." of a humidity line).
-- **A list**: its names ("The sensors are cpu, bme280 and probe.") and its count ("There are 3
-  sensors.").
-- **Both parts of a question in two parts**: a sentence for each, joined by "and".
-- **"I cannot tell: no result says <subject>."** where the question's subject is unknown to the
-  evidence (:mod:`~edge_agentd.guidance.subject`), where nothing was returned, and beside the
-  others where the subject was not judged.
+- **A reading, a number or a text**: "The <label> is <value> <unit>.", the label spoken
+  (:mod:`~edge_agentd.guidance.labels`): "The charging power is 7.2 kW." of
+  ``charging_power_kw``, "The memory available is 2587.9 MiB.", "The state of charge is
+  64 %.", "The uptime is 3600 seconds.", "The front door is closed.".
+- **A flag**: "Plugged in: yes."; to a yes-or-no question, "Yes, the car is plugged in." or
+  "No, the front door is closed." (:mod:`~edge_agentd.guidance.fitting`).
+- **A list**: its names ("The sensors are cpu, bme280 and probe."), or, to a how-many
+  question, its count ("There are 3 sensors.").
+- **A skill's own way** of saying its result (``says="The {label} reads {value}."``): the
+  fields ``{label}`` and ``{value}`` (with its unit), no digit; one that does not fit is
+  ignored.
+- **"I cannot tell: no skill here reads the garage door."**, or the skill's own error
+  (:func:`cannot_tell_sentence`).
+
+The API, for the loop and the guidance:
+
+- ``fitting_sentences(question, results, skills=None, called=()) -> list[str]``: ``results``
+  are ``(skill_name, result)`` pairs of the run's calls that returned one; ``skills`` looks a
+  skill up by name (a :class:`~edge_agentd.agent.registry.Registry` or a mapping of specs) for
+  its description and its ``says``; ``called``, optional, beside each result the words of the
+  call that gave it (its arguments' values, what a listed call gets). Only the sentences
+  about what the question asks: its subject named by each sentence's own label source; []
+  when none is, and for a yes-or-no question whose state no result writes. With no subject,
+  every sentence (the model chooses).
+- ``bound_sentences(asked, question, skills=None)``: the same, of the lines given for each
+  result (``(skill_name, result, lines)``), as the guidance narrows them.
+- ``cannot_tell_sentence(question, reason=None) -> str``, always beginning "I cannot tell".
+- ``sentences_for(asked, question)``: every sentence of the lines given, unbound.
 
 Nothing here knows any skill or any question word: keys, texts and names are the results'.
 """
@@ -29,9 +44,11 @@ Nothing here knows any skill or any question word: keys, texts and names are the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
+from edge_agentd.agent.english import HOW_MANY, NO, NOT, UNIT_WORDS, YES
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import (
     Line,
@@ -42,166 +59,52 @@ from edge_agentd.agent.resultlines import (
     reading_text,
     result_line_parts,
 )
+from edge_agentd.agent.vocabulary import known_words
+from edge_agentd.guidance.asked import candidate_lines
+from edge_agentd.guidance.fitting import (
+    asks_existence,
+    bound_lines,
+    subject_phrase,
+    yes_no_sentences,
+)
+from edge_agentd.guidance.labels import (
+    PLACEHOLDER,
+    keys_of,
+    labels,
+    reading_of,
+    spell,
+    spoken,
+    verb,
+    words_of,
+)
 
 CANNOT_TELL = "I cannot tell"
-"""How an answer that states no value begins."""
+"""How an answer that states no value begins (grounding's ``declines`` reads it)."""
 TEMPLATE_WORDS = frozenset(
     [
-        "the",
-        "is",
-        "are",
-        "there",
-        "in",
-        "all",
-        "and",
-        "no",
-        "result",
-        "says",
-        "i",
-        "cannot",
-        "tell",
-        "what",
-        "was",
-        "asked",
+        "the", "is", "are", "there", "in", "all", "and", "no", "result", "says", "i",
+        "cannot", "tell", "what", "was", "asked", "skill", "here", "reads", "whether", "of",
+        YES.casefold(), NO.casefold(), NOT,
     ]
-)
-"""Every word a rendered sentence may hold that is not a result's, a skill's or the question's."""
+) | UNIT_WORDS
+"""Every word a rendered sentence may hold that is not a result's, a skill's or the question's:
+the engine's own, and the units a key's last word says (``kw`` gives "kW", ``s`` "seconds")."""
 MAX_SENTENCES = 32
 """The most sentences offered for one part of an answer: each is a branch the model scores."""
-MAX_LABEL_WORDS = 6
-"""A label longer than this (a deep path) is not offered: its last key or a sibling says it."""
 MAX_VALUE_CHARS = 160
 """A value longer than this is no sentence's: the line shows it cut."""
-_PLACEHOLDER = frozenset({"value", "items"})
-"""The names :func:`~edge_agentd.agent.resultlines.result_line_parts` gives a line with no key
-of its own (a bare reading, a bare list): the skill's name says what it is instead."""
-_LETTER = re.compile(r"[^\W\d_]")
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+MAX_REASON_CHARS = 160
+"""A skill's error longer than this is not said: it is a trace, not a reason."""
 
 
-def words_of(text: str) -> list[str]:
-    """The words of ``text`` as a label uses them: runs of letters and digits (``available_mib``
-    gives "available" and "mib")."""
-    return _WORD.findall(text)
+_EXCEPTION_NAME = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning):\s*")
+"""The type a skill's error is told with ("SensorError: "): a person reads what follows."""
 
 
-def _key_words(text: str) -> list[str]:
-    """The words of a key or a name that a label may use: those with a letter, not opening with
-    a digit (the "1" of a key ``_1``, or of ``_1a``, would read as a number the result does not
-    state)."""
-    return [w for w in words_of(text) if _LETTER.search(w) and not w[0].isdigit()]
+class Skills(Protocol):
+    """What the renderer reads of the skills: a spec by name (a Registry, a dict of specs)."""
 
-
-def _spell(label: Sequence[str], question: str) -> str:
-    """``label``'s words, each as the question spells it where the question has it ("CPU" for
-    a key's "cpu")."""
-    spelled = {w.casefold(): w for w in words_of(question) if _LETTER.search(w)}
-    return " ".join(spelled.get(w.casefold(), w) for w in label)
-
-
-def _verb(label: Sequence[str]) -> str:
-    last = label[-1].casefold() if label else ""
-    return "are" if last.endswith("s") and not last.endswith("ss") and len(last) > 3 else "is"
-
-
-def _prefix(line: Line) -> tuple[str, ...]:
-    return tuple(line.name.split()[:-1])
-
-
-def _qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
-    """``(value, key)`` of the first short text of the object ``line`` is in, when that is not
-    ``line`` itself: what the object calls itself, as a list item's line does (``front`` of
-    ``{"door": "front", "state": "closed"}``). One without a letter (a date) names nothing."""
-    if isinstance(line.node, list):
-        return None  # a list is named by its own key: "There are 2 bme280" says nothing
-    for other in lines:
-        node = other.node
-        if _prefix(other) != _prefix(line) or not isinstance(node, str) or not other.name:
-            continue
-        fits = 0 < len(node.strip()) <= 40 and _LETTER.search(node) and len(words_of(node)) <= 3
-        if other == line or not fits:
-            return None
-        return node.strip(), other.name.split()[-1]
-    return None
-
-
-def _reading_of(form: Line, lines: Sequence[Line]) -> Line:
-    """The reading line another form's line belongs to (stated in the asked form, under the
-    reading's own labels), or the form's line itself when there is none."""
-    for line in lines:
-        node = line.node
-        if not line.alternative and isinstance(node, dict) and form.node in node.values():
-            return line
-    return form
-
-
-def _keys(node: Any) -> set[str]:
-    """Every key of the objects in ``node``."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            found.update(str(key) for key in item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
-
-
-def _labels(
-    line: Line, lines: Sequence[Line], skill_name: str, question: Question, keys: set[str]
-) -> list[list[str]]:
-    """The labels a line's value may be stated under (see the module's docstring). The line's
-    whole name is one only when each part of it is a key: a list item's part is its value
-    ("sensors 28-0316a2791bff measures"), no label."""
-    whole = all(part in keys for part in line.name.split())
-    name = _key_words(line.name) if whole else []
-    key = _key_words(line.name.split()[-1]) if line.name.split() else []
-    skill = _key_words(skill_name)
-    own = key if key and line.name not in _PLACEHOLDER else skill
-    labels = [own, name if line.name not in _PLACEHOLDER else skill]
-    # A part of the name that is no key is a list item's own name ("fern" of ``plants fern
-    # moisture``): it says which one, taken whole ("The fern moisture is 58.0 %.").
-    items = [part for part in line.name.split()[:-1] if part not in keys]
-    if items:
-        labels.append([items[-1], *own])
-    qualifier = _qualifier(line, lines)
-    heads = {w.casefold() for w in own}
-    if qualifier is not None:
-        # The text whole, as the result writes it ("28-0316a2791bff", "washing machine"), and
-        # always before the line's own key: "The temperature quantity difference is 25.6 °C",
-        # never "The temperature is 25.6 °C" of a difference.
-        value, sibling_key = qualifier
-        which = [value, *_key_words(sibling_key)]
-        # A bare value is the object's own ("The bme280 sensor is 61.0.").
-        labels.append(which if line.name in _PLACEHOLDER else [*which, *own])
-        if isinstance(line.node, str):
-            # A state is the state of what the object is: the "door" of ``{"door": "front"}``.
-            heads |= {w.casefold() for w in _key_words(sibling_key)}
-    # The question's subject, when the line's own label and what says which one hold each of
-    # its words (or their plural or singular), its head the line's key or, for a state, what
-    # the object is: the label then claims nothing the result does not ("CPU temperature" of
-    # ``cpu_temperature``, "front door" of a front door's state; never "air pressure" of
-    # ``humidity``, nor "temperature" of a difference of temperatures).
-    subject = question.subject
-    if subject is not None:
-        held = [*own, *(w for label in labels[2:] for w in label)]
-        vocabulary = {w.casefold() for text in held for w in words_of(text)}
-        asked = [w for word in (*subject.which, subject.head) for w in words_of(word)]
-        if asked and all(_forms(w) & vocabulary for w in asked) and _forms(asked[-1]) & heads:
-            labels.append(asked)
-    kept: dict[tuple[str, ...], None] = {}
-    for label in labels:
-        if label and len(label) <= MAX_LABEL_WORDS:
-            kept.setdefault(tuple(label), None)
-    return [list(label) for label in kept]
-
-
-def _forms(word: str) -> set[str]:
-    """``word`` case folded, with its plural and singular."""
-    folded = word.casefold()
-    return {folded, folded.removesuffix("s"), f"{folded}s"}
+    def get(self, name: str, /) -> Any: ...
 
 
 def _list_names(items: list[Any]) -> list[str] | None:
@@ -220,11 +123,20 @@ def _joined(names: Sequence[str]) -> str:
 
 
 def line_sentences(
-    line: Line, lines: Sequence[Line], skill_name: str, question: Question, keys: set[str]
+    line: Line,
+    lines: Sequence[Line],
+    skill_name: str,
+    question: Question,
+    keys: set[str],
+    *,
+    says: str | None = None,
+    fit: bool = False,
 ) -> list[str]:
     """The sentences that state ``line`` of a result whose lines are ``lines`` and whose
-    objects' keys are ``keys``. A reading whose other form's unit the question names is stated
-    in that form ("What is the CPU temperature in Fahrenheit?")."""
+    objects' keys are ``keys``, as ``says`` (the skill's way, see :func:`says_template`) has it
+    where it has one. A reading whose other form's unit the question names is stated in that
+    form ("What is the CPU temperature in Fahrenheit?"). With ``fit``, a list is said as its
+    names, or as its count to a how-many question: the one a person would say."""
     sentences: list[str] = []
     node = line.node
     shown = line.shown.strip()
@@ -233,50 +145,175 @@ def line_sentences(
     if isinstance(node, dict):
         named = [f for f in alternative_forms(node).values() if names_unit(f, question.text)]
         shown = str(reading_text(named[0])) if named else shown
-    for label in _labels(line, lines, skill_name, question, keys):
-        said = _spell(label, question.text)
+    how_many = HOW_MANY.match(question.text) is not None
+    found = labels(line, lines, skill_name, question, keys)
+    # The unit a label's last word gives is the line's, whatever label states it ("The charging
+    # power is 7.2 kW." under the question's words too); a single word left of a key that
+    # only its unit followed is no label where its path says more ("The available is ...").
+    units = [unit for label in found if (unit := spoken(label, node)[1])]
+    whole = max((len(spoken(label, node)[0]) for label in found), default=0)
+    for label in found:
+        words, unit = spoken(label, node)
+        if unit and len(words) == 1 and whole > 1:
+            continue
+        unit = unit or (units[0] if units else None)
+        said = spell(words, question.text)
         if isinstance(node, list):
             names = _list_names(node)
-            if names:
-                sentences.append(f"The {said} {_verb(label)} {_joined(names)}.")
-            sentences.append(f"There are {len(node)} {said}.")
+            if names and not (fit and how_many):
+                sentences.append(f"The {said} {verb(words)} {_joined(names)}.")
+            if not (fit and names and not how_many):
+                sentences.append(f"There are {len(node)} {said}.")
         elif is_number(node) and line.shown.startswith(f"{node} in all"):
             sentences.append(f"There are {node} {said}.")  # a list's count (how many)
-        elif shown and len(shown) <= MAX_VALUE_CHARS and label != words_of(shown):
-            sentences.append(f"The {said} {_verb(label)} {shown}.")
+        elif isinstance(node, bool):
+            sentences.append(f"{said[:1].upper()}{said[1:]}: {(YES if node else NO).lower()}.")
+        elif shown and len(shown) <= MAX_VALUE_CHARS and words != words_of(shown):
+            value = f"{shown} {unit}" if unit else shown
+            template = says if line.name not in PLACEHOLDER or not isinstance(node, str) else None
+            if template is not None:
+                sentences.append(_capital(template.format(label=said, value=value)))
+            else:
+                sentences.append(f"The {said} {verb(words)} {value}.")
     return sentences
 
 
+def says_template(says: Any) -> str | None:
+    """A skill's ``says`` when it is one the renderer can fill: ``{label}`` and ``{value}``
+    fields only, ``{value}`` among them, no digit (every number is a result's), no quote or
+    backslash; None otherwise."""
+    if not isinstance(says, str) or not says.strip() or not says.isprintable():
+        return None
+    if any(c.isdigit() for c in says) or '"' in says or "\\" in says:
+        return None
+    try:
+        fields = [f for _, f, spec, conv in string.Formatter().parse(says) if f is not None]
+    except ValueError:
+        return None
+    if "value" not in fields or not set(fields) <= {"label", "value"}:
+        return None
+    return " ".join(says.split())
+
+
+def _capital(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:]
+
+
+def _clean(sentence: str) -> bool:
+    """Whether ``sentence`` can stand in a JSON string and a grammar as written."""
+    return '"' not in sentence and "\\" not in sentence and sentence.isprintable()
+
+
 def sentences_for(
-    asked: Sequence[tuple[str, Any, Sequence[Line]]], question: Question
+    asked: Sequence[tuple[str, Any, Sequence[Line]]],
+    question: Question,
+    says: Mapping[str, str | None] | None = None,
+    fit: bool = False,
 ) -> list[str]:
     """The sentences stating the ``asked`` lines, each given as ``(skill_name, result, lines)``
     (the lines of that result the question asks about), at most :data:`MAX_SENTENCES`."""
     found: dict[str, None] = {}
     for skill_name, result, chosen in asked:
         lines = result_line_parts(result)
-        keys = _keys(result)
+        keys = keys_of(result)
+        template = says_template((says or {}).get(skill_name))
         # Each line renders a sentence or more: a result of thousands of lines is stated from
         # its first few asked ones, as its turn shows only its first lines.
         for asked_line in list(chosen)[:MAX_SENTENCES]:
-            line = _reading_of(asked_line, lines) if asked_line.alternative else asked_line
-            for sentence in line_sentences(line, lines, skill_name, question, keys):
-                if '"' not in sentence and "\\" not in sentence and sentence.isprintable():
+            line = reading_of(asked_line, lines) if asked_line.alternative else asked_line
+            for sentence in line_sentences(
+                line, lines, skill_name, question, keys, says=template, fit=fit
+            ):
+                if _clean(sentence):
                     found.setdefault(sentence, None)
     return list(found)[:MAX_SENTENCES]
 
 
-def cannot_tell_sentence(question: Question) -> str:
-    """ "I cannot tell: no result says <the question's subject>." (its words the question's)."""
+def _skill_words(skills: Skills | None, name: str) -> tuple[frozenset[str], str | None]:
+    """A skill's words (its name, description and examples) and its ``says``, as ``skills``
+    has them."""
+    spec = skills.get(name) if skills is not None else None
+    description = getattr(spec, "description", "")
+    examples = getattr(spec, "examples", ())
+    # ``says`` is an option a skill may declare (SkillOptions.says); read where it is.
+    says = getattr(getattr(spec, "options", None), "says", None)
+    texts = [t for t in (description, *examples) if isinstance(t, str)]
+    return known_words([name, *texts], []), says_template(says)
+
+
+def bound_sentences(
+    asked: Sequence[tuple[str, Any, Sequence[Line]]],
+    question: Question,
+    skills: Skills | None = None,
+    called: Sequence[Iterable[str]] = (),
+) -> list[str]:
+    """The sentences of the ``asked`` lines about what ``question`` asks (see the module's
+    docstring); for a question in two parts, one of each part joined where both have some.
+    ``called``, beside each result, the words of the call that gave it (its arguments, what a
+    listed call gets): the skill's words, for that result."""
+    if question.parts:
+        first, second = (bound_sentences(asked, part, skills, called) for part in question.parts)
+        if first and second:
+            joined = [both_parts(a, b) for a in first for b in second if a != b]
+            return [s for s in joined if _clean(s)][:MAX_SENTENCES]
+        return first or second
+    found: dict[str, None] = {}
+    yes_no = question.state is not None or asks_existence(question)
+    for index, (skill_name, result, chosen) in enumerate(asked):
+        lines = result_line_parts(result)
+        words, says = _skill_words(skills, skill_name)
+        if index < len(called):
+            words |= known_words(called[index], [])
+        bound = bound_lines(question, chosen, lines, words)
+        if yes_no:
+            # Every line: the state the question names ("closed" of "Is the door closed?") is
+            # one a line it asks about may hold, not a text it already states.
+            every = [line for line in lines if not line.alternative]
+            bound = bound_lines(question, every, lines, words)
+            said = yes_no_sentences(question, bound, lines, words)
+        else:
+            group = [(skill_name, result, bound)]
+            said = sentences_for(group, question, {skill_name: says}, fit=True)
+        for sentence in said:
+            if _clean(sentence):
+                found.setdefault(sentence, None)
+    return list(found)[:MAX_SENTENCES]
+
+
+def fitting_sentences(
+    question: Question,
+    results: Sequence[tuple[str, Any]],
+    skills: Skills | None = None,
+    called: Sequence[Iterable[str]] = (),
+) -> list[str]:
+    """The sentences that answer ``question`` from ``results``, ``(skill_name, result)`` pairs
+    (see the module's docstring): [] when none is about what it asks. ``called``: as
+    :func:`bound_sentences` takes it."""
+    asked = [(name, result, candidate_lines(result, question.text)) for name, result in results]
+    return bound_sentences(asked, question, skills, called)
+
+
+def cannot_tell_sentence(question: Question, reason: str | None = None) -> str:
+    """ "I cannot tell: " and why, in words a person reads: ``reason`` (a skill's own error,
+    "no thermal zone was found under /sys/class/thermal.") where there is one, else "no skill
+    here reads the <subject>." (or "says whether the <subject> is <state>." to a yes-or-no
+    question), the subject in the question's words."""
+    said = _EXCEPTION_NAME.sub("", " ".join((reason or "").split()))
+    if said and len(said) <= MAX_REASON_CHARS and _clean(said):
+        said = said if said[1:2].isupper() else said[:1].lower() + said[1:]
+        return f"{CANNOT_TELL}: {said.rstrip('.!?')}."
+    phrase = subject_phrase(question)
+    if phrase is None or not _clean(phrase):
+        return f"{CANNOT_TELL}: no skill here says what was asked."
     subject = question.subject
-    if subject is None:
-        return f"{CANNOT_TELL}: no result says what was asked."
-    phrase = " ".join([*subject.which, subject.head])
-    if subject.of:
-        phrase += " of the " + " ".join(subject.of)
-    if '"' in phrase or "\\" in phrase or not phrase.isprintable():
-        return f"{CANNOT_TELL}: no result says what was asked."
-    return f"{CANNOT_TELL}: no result says the {phrase}."
+    if subject is not None and subject.quality == subject.head and not subject.which:
+        return f"{CANNOT_TELL}: no skill here says how {phrase} it is."  # "How loud is it?"
+    if question.predicate:
+        be = verb(words_of(phrase))
+        return f"{CANNOT_TELL}: no skill here says whether the {phrase} {be} " + (
+            " ".join(question.predicate) + "."
+        )
+    return f"{CANNOT_TELL}: no skill here reads the {phrase}."
 
 
 def both_parts(first: str, second: str) -> str:
@@ -298,10 +335,14 @@ __all__ = [
     "CANNOT_TELL",
     "MAX_SENTENCES",
     "TEMPLATE_WORDS",
+    "Skills",
     "both_parts",
+    "bound_sentences",
     "cannot_tell_sentence",
     "evidence_words",
+    "fitting_sentences",
     "line_sentences",
+    "says_template",
     "sentence_words",
     "sentences_for",
     "words_of",

@@ -136,7 +136,7 @@ def unknown_subject(
     # description, and says nothing of whether this device has one.
     if named(head) or not LETTERS.search(head.casefold()):
         return False
-    if any(named(w) for w in (*subject.which, *subject.of)):
+    if any(named(w) for w in (*subject.which, *subject.of, *subject.owner)):
         return False
     gain = _gain(model, query, head, descriptions, content_free)
     return None if gain is None else gain < KNOWN_GAIN

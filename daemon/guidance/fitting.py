@@ -1,0 +1,170 @@
+"""Which result lines a question is about, and how a yes-or-no question is answered from them
+(docs/design.md, "Small models", "Bound to the question").
+
+A sentence is offered only when the thing the question names is named by the sentence's own
+label source, not merely somewhere in the run's evidence: "Humidity?" is never answered with
+the pressure because the result that holds both also holds a humidity. A line's own words are
+its path (keys and a list item's name) and what its object says of itself (its short texts
+and their keys); a skill's name and description are the line's too, but only where no line of
+the run names the thing by its own words (a plugin ``ev_charger`` that says "the car" in its
+description, whose keys do not). The subject is named as grounding names it
+(:func:`~edge_agentd.agent.claims.unnamed_subject`): each word that says which one, a place
+after it, and the head or another of its words. A "how <adjective>" question's adjective
+picks, among those, the lines whose own path starts as it does ("charged" and
+``state_of_charge_percent``), where any does.
+
+A yes-or-no question (:attr:`~edge_agentd.agent.question.Question.state`) is answered "Yes,
+..." or "No, ..." only from a line that writes its state: a flag whose key holds each word the
+question asks ("plugged_in" of "Is the car plugged in?"), or a state text that has the word, or
+whose own words, or (for a text under a state key, or the object's only text) whose skill's
+words name it ("closed" under ``state`` of a skill that says "open or closed"). Otherwise it
+gets none. Every word is the question's, the result's or the language's (YES, NO, NOT).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+
+from edge_agentd.agent.claims import absent_value, unnamed_subject
+from edge_agentd.agent.english import NEGATIONS, NO, NOT, STATE_KEYS, STATE_VERBS, TOKEN, YES
+from edge_agentd.agent.question import Question, normalised
+from edge_agentd.agent.resultlines import Line
+from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.guidance.labels import forms, object_texts, verb, words_of
+
+_LETTER = re.compile(r"[^\W\d_]")
+MAX_STATE_WORDS = 3
+"""A text longer than this is no state ("closed", "fully open"), but a sentence of its own."""
+
+
+def own_words(line: Line, lines: Sequence[Line]) -> frozenset[str]:
+    """The words ``line`` names by itself: its path and its object's short texts and keys."""
+    return known_words([line.name, *object_texts(line, lines)], [])
+
+
+def names_subject(question: Question, vocabulary: frozenset[str]) -> bool:
+    """Whether ``vocabulary`` names ``question``'s subject as grounding's rule does."""
+    return unnamed_subject(dataclasses.replace(question, parts=()), vocabulary) is None
+
+
+def bound_lines(
+    question: Question,
+    chosen: Sequence[Line],
+    lines: Sequence[Line],
+    skill_words: frozenset[str],
+) -> list[Line]:
+    """Of ``chosen`` (lines of a result whose lines are ``lines``), those about ``question``'s
+    subject (see the module's docstring); all of them for a question with no subject."""
+    subject = question.subject
+    if subject is None:
+        return list(chosen)
+    own = {id(line): own_words(line, lines) for line in chosen}
+    bound = [line for line in chosen if names_subject(question, own[id(line)])]
+    if not bound:
+        bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
+    quality = subject.quality
+    if quality and quality != subject.head:
+        # "How charged is the car's battery?": of the car's lines, the one the adjective names.
+        keyed = [line for line in bound if is_known(quality, known_words([line.name], []))]
+        bound = keyed or bound
+    return bound
+
+
+def subject_phrase(question: Question) -> str | None:
+    """The question's subject as a sentence names it, the question's own words ("the front
+    door", "the soil of the basil plant"); None when it has none."""
+    subject = question.subject
+    if subject is None:
+        return None
+    # A word with no letter ("1" of "W.1") is no name a sentence can copy: the question may
+    # write it glued to another, where it is no number of its own.
+    said = [w for w in (*subject.which, subject.head) if _LETTER.search(w)]
+    if not said:
+        return None
+    opening = question.text.lstrip()[: len(said[0])]
+    if opening == said[0] and said[0][1:].islower():
+        said[0] = said[0].lower()  # "Humidity?": capitalised as a sentence opens
+    phrase = " ".join(said)
+    of = [w for w in subject.of if _LETTER.search(w)]
+    if of:
+        phrase += " of the " + " ".join(of)
+    # Its values as grounding reads them: a "1W" the question wrote as ".1W" is a 1 it lacks.
+    return phrase if absent_value(phrase, [question.text]) is None else None
+
+
+def asks_existence(question: Question) -> bool:
+    """Whether ``question`` asks whether something is there ("Is there mail?")."""
+    low = [w.casefold() for w in TOKEN.findall(normalised(question.text))]
+    return len(low) > 2 and low[0] in STATE_VERBS and low[1] == "there"
+
+
+def yes_no_sentences(
+    question: Question,
+    bound: Sequence[Line],
+    lines: Sequence[Line],
+    skill_words: frozenset[str],
+) -> list[str]:
+    """"Yes, ..." or "No, ..." from each of ``bound`` that writes the state ``question`` asks
+    about, or whether its subject is there (see the module's docstring)."""
+    phrase = subject_phrase(question)
+    if phrase is None:
+        return []
+    be = verb(words_of(phrase))
+    if asks_existence(question):
+        flags = [line for line in bound if isinstance(line.node, bool)]
+        return [
+            f"{YES}, there {be} {phrase}." if line.node else f"{NO}, there {be} no {phrase}."
+            for line in flags
+        ]
+    state, predicate = question.state, " ".join(question.predicate)
+    if state is None or not predicate:
+        return []
+    said: list[str] = []
+    for line in bound:
+        key = known_words([line.name.split()[-1] if line.name else ""], [])
+        if isinstance(line.node, bool) and all(is_known(w, key) for w in question.predicate):
+            said.append(
+                f"{YES}, the {phrase} {be} {predicate}."
+                if line.node
+                else f"{NO}, the {phrase} {be} {NOT} {predicate}."
+            )
+    texts = [line for line in bound if _state_text(line)]
+    strong = [
+        line
+        for line in texts
+        if is_known(state, known_words([line.name.split()[-1], str(line.node)], []))
+    ]
+    if not strong:
+        # The state is the skill's word ("open or closed"), and the line is its object's state.
+        weak = [line for line in texts if is_known(state, own_words(line, lines) | skill_words)]
+        keyed = [line for line in weak if line.name.split()[-1].casefold() in STATE_KEYS]
+        strong = keyed or (weak if len(texts) == 1 else [])
+    for line in strong:
+        text = str(line.node).strip()
+        has = any(forms(w) & {state} for w in words_of(text))
+        said.append(f"{YES if has else NO}, the {phrase} {be} {text}.")
+    return said
+
+
+def _state_text(line: Line) -> bool:
+    """Whether ``line`` shows a text that can be a state: a few words of letters, with no
+    negation (a "not open" would answer "Yes" to "open")."""
+    node = line.node
+    if not isinstance(node, str) or not line.name:
+        return False
+    found = words_of(node)
+    plain = all(w.isalpha() for w in found) and not {w.casefold() for w in found} & NEGATIONS
+    return 0 < len(found) <= MAX_STATE_WORDS and plain and not node.strip().endswith("n't")
+
+
+__all__ = [
+    "MAX_STATE_WORDS",
+    "asks_existence",
+    "bound_lines",
+    "names_subject",
+    "own_words",
+    "subject_phrase",
+    "yes_no_sentences",
+]

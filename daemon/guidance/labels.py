@@ -1,0 +1,221 @@
+"""What a rendered sentence calls a result's line (docs/design.md, "Small models", "Rendered
+answers"): the thing by its label or the skill's words, as a person says it.
+
+A line's label is its own key, its whole name when each part of it is a key, a list item's
+name before the key, what its object calls itself before the key, the skill's name for a bare
+value, or the question's own subject when the line's labels hold each of its words
+(:func:`labels`). Each is then *spoken* (:func:`spoken`): a key's words, never its ``_``, and
+a number's key that ends in a unit (``charging_power_kw``, ``available_mib``,
+``state_of_charge_percent``, ``uptime_s``) loses that word to the value's unit ("The charging
+power is 7.2 kW.", "The state of charge is 64 %.", a duration "3600 seconds"); a word that
+says only how a value is written (``text`` of ``uptime text``) is dropped. A label left with
+no word is its object's or its skill's. The unit words and form words are the language's
+(:mod:`~edge_agentd.agent.english`), never a skill's or a key's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from edge_agentd.agent.english import FORM_WORDS, UNIT_SUFFIXES
+from edge_agentd.agent.question import Question
+from edge_agentd.agent.resultlines import Line, is_number
+
+MAX_LABEL_WORDS = 6
+"""A label longer than this (a deep path) is not offered: its last key or a sibling says it."""
+PLACEHOLDER = frozenset({"value", "items"})
+"""The names :func:`~edge_agentd.agent.resultlines.result_line_parts` gives a line with no key
+of its own (a bare reading, a bare list): the skill's name says what it is instead."""
+_LETTER = re.compile(r"[^\W\d_]")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` as a label uses them: runs of letters and digits (``available_mib``
+    gives "available" and "mib")."""
+    return _WORD.findall(text)
+
+
+def key_words(text: str) -> list[str]:
+    """The words of a key or a name that a label may use: those with a letter, not opening with
+    a digit (the "1" of a key ``_1``, or of ``_1a``, would read as a number the result does not
+    state)."""
+    return [w for w in words_of(text) if _LETTER.search(w) and not w[0].isdigit()]
+
+
+def spoken(label: Sequence[str], node: Any) -> tuple[list[str], str | None]:
+    """``label`` as a person says it of a line showing ``node``, and the unit its value takes
+    from it: a word that says only the value's form dropped, and for a number, a last word that
+    is a unit (after another word) taken off as the unit ("charging power", "kW")."""
+    said = [w for w in label if w.casefold() not in FORM_WORDS] or list(label)
+    unit = None
+    if is_number(node) and len(said) >= 2 and said[-1].casefold() in UNIT_SUFFIXES:
+        unit = UNIT_SUFFIXES[said[-1].casefold()]
+        said = said[:-1]
+    return said, unit
+
+
+def _says_nothing(label: Sequence[str], node: Any) -> bool:
+    """Whether each word of ``label`` says only a value's form or, for a number, its unit."""
+    number = is_number(node)
+    return all(
+        w.casefold() in FORM_WORDS or (number and w.casefold() in UNIT_SUFFIXES) for w in label
+    )
+
+
+def spell(label: Sequence[str], question: str) -> str:
+    """``label``'s words, each as the question spells it where the question has it ("CPU" for
+    a key's "cpu")."""
+    found = words_of(question)
+    # The question's first word is capitalised as a sentence opens, not as the word is spelt:
+    # "Humidity?" gives no "The Humidity is ...".
+    opening = found[0] if found and found[0][1:].islower() else None
+    spelled = {w.casefold(): w for w in found if _LETTER.search(w) and w != opening}
+    return " ".join(
+        spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label
+    )
+
+
+def verb(label: Sequence[str]) -> str:
+    """"is", or "are" after a plural."""
+    last = label[-1].casefold() if label else ""
+    return "are" if last.endswith("s") and not last.endswith("ss") and len(last) > 3 else "is"
+
+
+def prefix(line: Line) -> tuple[str, ...]:
+    """The path of the object ``line`` is in."""
+    return tuple(line.name.split()[:-1])
+
+
+def qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
+    """``(value, key)`` of the first short text of the object ``line`` is in, when that is not
+    ``line`` itself: what the object calls itself, as a list item's line does (``front`` of
+    ``{"door": "front", "state": "closed"}``). One without a letter (a date) names nothing."""
+    if isinstance(line.node, list):
+        return None  # a list is named by its own key: "There are 2 bme280" says nothing
+    for other in lines:
+        node = other.node
+        if prefix(other) != prefix(line) or not isinstance(node, str) or not other.name:
+            continue
+        fits = 0 < len(node.strip()) <= 40 and _LETTER.search(node) and len(words_of(node)) <= 3
+        if other == line or not fits:
+            return None
+        return node.strip(), other.name.split()[-1]
+    return None
+
+
+def object_texts(line: Line, lines: Sequence[Line]) -> list[str]:
+    """The short texts of the object ``line`` is in, with their keys: what the object says of
+    itself ("bme280", "humidity" of ``{"sensor": "bme280", "quantity": "humidity", ...}``)."""
+    texts = []
+    for other in lines:
+        node = other.node
+        if prefix(other) == prefix(line) and isinstance(node, str) and len(node) <= 40:
+            texts += [node, other.name.split()[-1] if other.name else ""]
+    return texts
+
+
+def reading_of(form: Line, lines: Sequence[Line]) -> Line:
+    """The reading line another form's line belongs to (stated in the asked form, under the
+    reading's own labels), or the form's line itself when there is none."""
+    for line in lines:
+        node = line.node
+        if not line.alternative and isinstance(node, dict) and form.node in node.values():
+            return line
+    return form
+
+
+def keys_of(node: Any) -> set[str]:
+    """Every key of the objects in ``node``."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.update(str(key) for key in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def forms(word: str) -> set[str]:
+    """``word`` case folded, with its plural and singular."""
+    folded = word.casefold()
+    return {folded, folded.removesuffix("s"), f"{folded}s"}
+
+
+def labels(
+    line: Line, lines: Sequence[Line], skill_name: str, question: Question, keys: set[str]
+) -> list[list[str]]:
+    """The labels a line's value may be stated under (see the module's docstring), each as its
+    key's words (:func:`spoken` says them). The line's whole name is one only when each part of
+    it is a key: a list item's part is its value ("sensors 28-0316a2791bff measures"), no
+    label. A key that is only a unit or a form word (``seconds``, ``text``) is said as what its
+    object is: the path before it, or the skill."""
+    whole = all(part in keys for part in line.name.split())
+    name = key_words(line.name) if whole else []
+    key = key_words(line.name.split()[-1]) if line.name.split() else []
+    skill = key_words(skill_name)
+    own = key if key and line.name not in PLACEHOLDER else skill
+    if own and _says_nothing(own, line.node):
+        # "seconds" or "text" alone says no thing: the object's path does, or the skill.
+        own = [*((key_words(" ".join(prefix(line))) if whole else []) or skill), *own]
+    found = [own, name if line.name not in PLACEHOLDER else skill]
+    # A part of the name that is no key is a list item's own name ("fern" of ``plants fern
+    # moisture``): it says which one, taken whole ("The fern moisture is 58.0 %.").
+    items = [part for part in line.name.split()[:-1] if part not in keys]
+    if items:
+        found.append([items[-1], *own])
+    named = qualifier(line, lines)
+    heads = {w.casefold() for w in own}
+    if named is not None:
+        # The text whole, as the result writes it ("28-0316a2791bff", "washing machine"), and
+        # always before the line's own key: "The temperature quantity difference is 25.6 °C",
+        # never "The temperature is 25.6 °C" of a difference.
+        value, sibling_key = named
+        which = [value, *key_words(sibling_key)]
+        # A bare value is the object's own ("The bme280 sensor is 61.0.").
+        found.append(which if line.name in PLACEHOLDER else [*which, *own])
+        if isinstance(line.node, str):
+            # A state is the state of what the object is: the "door" of ``{"door": "front"}``.
+            heads |= {w.casefold() for w in key_words(sibling_key)}
+    # The question's subject, when the line's own label and what says which one hold each of
+    # its words (or their plural or singular), its head the line's key or, for a state, what
+    # the object is: the label then claims nothing the result does not ("CPU temperature" of
+    # ``cpu_temperature``, "front door" of a front door's state; never "air pressure" of
+    # ``humidity``, nor "temperature" of a difference of temperatures).
+    subject = question.subject
+    if subject is not None:
+        held = [*own, *(w for label in found[2:] for w in label)]
+        vocabulary = {w.casefold() for text in held for w in words_of(text)}
+        # "state of charge" whole: its "of" phrase is part of what it names.
+        phrase = (*subject.which, subject.head, *(("of", *subject.of) if subject.of else ()))
+        asked = [w for word in phrase for w in words_of(word)]
+        if asked and all(forms(w) & vocabulary for w in asked) and forms(asked[-1]) & heads:
+            found.append(asked)
+    kept: dict[tuple[str, ...], None] = {}
+    for label in found:
+        if label and len(label) <= MAX_LABEL_WORDS:
+            kept.setdefault(tuple(label), None)
+    return [list(label) for label in kept]
+
+
+__all__ = [
+    "MAX_LABEL_WORDS",
+    "PLACEHOLDER",
+    "forms",
+    "key_words",
+    "keys_of",
+    "labels",
+    "object_texts",
+    "prefix",
+    "qualifier",
+    "reading_of",
+    "spell",
+    "spoken",
+    "verb",
+    "words_of",
+]

@@ -1,0 +1,323 @@
+"""Sentences a person would say, bound to the question (daemon/guidance/render.py,
+fitting.py, labels.py; docs/design.md, "Small models", "Rendered answers" and "Bound to the
+question"), for plugins written as docs/skills.md's ten-line example: no ``examples=``, no
+``calls=``, keys as a plugin's author writes them.
+
+Each rule with real result dicts; every sentence is also put to grounding (the loop's
+validator, for a model that drives the loop and writes that sentence), which must take it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.evidence import answer_numbers, numbers_in
+from edge_agentd.agent.grounding import Grounding
+from edge_agentd.agent.question import Question
+from edge_agentd.agent.resultlines import result_line_parts
+from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
+from edge_agentd.guidance.render import (
+    TEMPLATE_WORDS,
+    cannot_tell_sentence,
+    fitting_sentences,
+    says_template,
+    words_of,
+)
+
+
+def plugin_home() -> Registry:
+    """Plugins a user might write: a car charger, a door, a weather station, a mailbox, a
+    status with units in its keys, and a temperature probe that is not there."""
+    registry = Registry()
+
+    @registry.skill(timeout=1.0)
+    def ev_charger() -> dict[str, Any]:
+        """The electric car's charger: whether the car is plugged in, its state of charge and
+        the charging power."""
+        return {"plugged_in": True, "state_of_charge_percent": 64, "charging_power_kw": 7.2}
+
+    @registry.skill(timeout=1.0)
+    def front_door() -> dict[str, Any]:
+        """Whether the front door is open or closed."""
+        return {"door": "front", "state": "closed"}
+
+    @registry.skill(timeout=1.0)
+    def weather_station() -> dict[str, Any]:
+        """Readings of the weather station on the balcony."""
+        return {
+            "readings": [
+                {"quantity": "pressure", "value": 1009.2, "unit": "hPa"},
+                {"quantity": "humidity", "value": 41.5, "unit": "%RH"},
+            ]
+        }
+
+    @registry.skill(timeout=1.0)
+    def mailbox() -> dict[str, Any]:
+        """Whether there is mail in the mailbox."""
+        return {"mail": False}
+
+    @registry.skill(timeout=1.0)
+    def box_status() -> dict[str, Any]:
+        """Memory and uptime of the box."""
+        return {
+            "memory": {"available_mib": 2587.9, "used_percent": 31.8},
+            "uptime": {"seconds": 273600, "text": "3 d 4 h 0 min"},
+        }
+
+    @registry.skill(timeout=1.0)
+    def probe() -> dict[str, Any]:
+        """The water tank probe's temperature."""
+        raise OSError("no thermal zone was found under /sys/class/thermal")
+
+    return registry
+
+
+def results_of(*skills: str) -> list[tuple[str, Any]]:
+    registry = plugin_home()
+    return [(name, registry.call(registry.get(name), {})) for name in skills]  # type: ignore[arg-type]
+
+
+def fitting(question: str, *skills: str) -> list[str]:
+    return fitting_sentences(Question.parse(question), results_of(*skills), plugin_home())
+
+
+def taken_by_grounding(question: str, skill: str, sentence: str) -> bool:
+    """Whether the loop's grounding takes ``sentence`` as the answer of a model that called
+    ``skill`` for ``question`` and wrote it (a plain run: its validator is the only check)."""
+    replies = [json.dumps({"skill_name": skill, "arguments": {}})]
+    replies.append(json.dumps({"final_answer": sentence}))
+    state = Agent(MockModel(replies), plugin_home(), grounding=Grounding()).run(question, max_retries=0)
+    return state.outcome == "answered" and state.final_answer == sentence
+
+
+# -- sentences a person would say --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "skill", "expected"),
+    [
+        # A unit a key ends with goes after the value, not into the name.
+        ("What is the charging power?", "ev_charger", ["The charging power is 7.2 kW."]),
+        ("What is the state of charge?", "ev_charger", ["The state of charge is 64 %."]),
+        # A single word a unit followed gives way to the path that says more.
+        ("How much memory is available?", "box_status", None),
+        # A duration in its unit's word, and a key that says only a value's form ("text")
+        # is said as what its object is.
+        ("What is the uptime?", "box_status", None),
+    ],
+)
+def test_a_key_is_said_in_words_with_its_unit_after_the_value(
+    question: str, skill: str, expected: list[str] | None
+) -> None:
+    said = fitting(question, skill)
+    if expected is not None:
+        assert said == expected
+    for sentence in said:
+        assert "_" not in sentence and " mib" not in sentence and " percent" not in sentence
+        assert taken_by_grounding(question, skill, sentence), sentence
+    if question == "How much memory is available?":
+        assert "The memory available is 2587.9 MiB." in said
+        assert "The available is 2587.9 MiB." not in said
+    if question == "What is the uptime?":
+        assert said == ["The uptime is 273600 seconds.", "The uptime is 3 d 4 h 0 min."]
+
+
+@pytest.mark.parametrize(
+    ("question", "skill", "expected"),
+    [
+        ("Is the front door open?", "front_door", "No, the front door is closed."),
+        ("Is the front door closed?", "front_door", "Yes, the front door is closed."),
+        ("Tell me whether the front door is open", "front_door", "No, the front door is closed."),
+        ("Is the car plugged in?", "ev_charger", "Yes, the car is plugged in."),
+        ("Could you check if the car is plugged in?", "ev_charger", "Yes, the car is plugged in."),
+        ("Is there mail?", "mailbox", "No, there is no mail."),
+    ],
+)
+def test_a_yes_or_no_question_is_answered_yes_or_no_from_the_state_a_result_writes(
+    question: str, skill: str, expected: str
+) -> None:
+    assert fitting(question, skill) == [expected]
+    assert taken_by_grounding(question, skill, expected)
+
+
+def test_a_yes_or_no_question_whose_state_no_result_writes_gets_no_sentence() -> None:
+    # No lock flag or state, and no skill's word says "locked": nothing to say yes or no by.
+    assert fitting("Is the car locked?", "ev_charger") == []
+    assert fitting("Is the front door locked?", "front_door") == []
+    assert cannot_tell_sentence(Question.parse("Is the car locked?")) == (
+        "I cannot tell: no skill here says whether the car is locked."
+    )
+
+
+def test_a_flag_outside_a_yes_or_no_question_reads_yes_or_no() -> None:
+    said = fitting("What does the car charger say?", "ev_charger")
+    assert "Plugged in: yes." in said
+    assert not any(" true" in s or " false" in s for s in said)
+
+
+def test_a_list_is_said_as_a_list_and_its_count_only_to_how_many() -> None:
+    registry = Registry()
+
+    @registry.skill(timeout=1.0)
+    def garden() -> dict[str, Any]:
+        """The plants in the garden."""
+        return {"plants": [{"name": "basil"}, {"name": "fern"}, {"name": "mint"}]}
+
+    results = [("garden", {"plants": [{"name": "basil"}, {"name": "fern"}, {"name": "mint"}]})]
+    listed = fitting_sentences(Question.parse("List the plants."), results, registry)
+    assert listed == ["The plants are basil, fern and mint."]
+    counted = fitting_sentences(Question.parse("How many plants are there?"), results, registry)
+    assert counted == ["There are 3 plants."]
+
+
+def test_a_skill_may_say_its_result_its_own_way() -> None:
+    class Spec:
+        description = "The rain gauge on the shed."
+
+        class options:  # stands for SkillOptions, with its optional ``says``
+            says = "The {label} reads {value} today."
+
+    results = [("rain_gauge", {"rain_mm": 3.5})]
+    said = fitting_sentences(Question.parse("How much rain fell?"), results, {"rain_gauge": Spec})
+    assert said == ["The rain reads 3.5 mm today."]
+    # A template with a digit, a field of its own or no value is not one: the default is used.
+    assert says_template("The {label} is {value} in 2024.") is None
+    assert says_template("The {label} is {other}.") is None
+    assert says_template("Look at {label}.") is None
+    assert says_template("{label}: {value}") == "{label}: {value}"
+
+
+# -- bound to the question ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Humidity?", ["The humidity is 41.5 %RH."]),
+        ("Can you tell me the humidity?", ["The humidity is 41.5 %RH."]),
+        ("How humid is it?", ["The humidity is 41.5 %RH."]),
+        ("Would you mind telling me the pressure?", ["The pressure is 1009.2 hPa."]),
+        # Nothing here reads loudness, or the garage: no sentence of the pressure or humidity.
+        ("How loud is it in the room?", []),
+        ("What is the garage humidity?", []),
+        ("The garage door?", []),
+    ],
+)
+def test_only_sentences_whose_own_label_names_the_subject_are_offered(
+    question: str, expected: list[str]
+) -> None:
+    assert fitting(question, "weather_station") == expected
+
+
+def test_the_skills_words_name_the_thing_when_no_line_does_and_an_adjective_picks_the_line() -> None:
+    # No key says "car" or "battery"; the skill's description says "car"; "charged" starts
+    # the key state_of_charge, not charging_power.
+    question = "How charged is the car's battery?"
+    assert fitting(question, "ev_charger") == ["The state of charge is 64 %."]
+    assert taken_by_grounding(question, "ev_charger", "The state of charge is 64 %.")
+
+
+def test_a_question_with_no_subject_gets_every_sentence() -> None:
+    said = fitting("Does it have a humidity sensor?", "weather_station")
+    assert {"The pressure is 1009.2 hPa.", "The humidity is 41.5 %RH."} <= set(said)
+
+
+def test_cannot_tell_says_why_in_words() -> None:
+    assert cannot_tell_sentence(Question.parse("Could you check the garage door?")) == (
+        "I cannot tell: no skill here reads the garage door."
+    )
+    question = "What is the water tank temperature?"
+    registry = plugin_home()
+    model = MockModel([], scores={("The skill probe", f" {question}"): 0.0, ANSWER_HEAD: 0.0})
+    for other in ("ev_charger", "front_door", "weather_station", "mailbox", "box_status"):
+        registry.remove(other)
+    state = Agent(model, registry, guidance=Guidance(cannot_tell_margin=None), grounding=Grounding()).run(question)
+    # Every call failed: the skill's own error is why.
+    assert state.final_answer == (
+        "I cannot tell: no thermal zone was found under /sys/class/thermal."
+    )
+
+
+def test_the_guided_answer_to_a_fragment_is_the_bound_sentence_not_the_likelier_one() -> None:
+    # The model finds the pressure sentence far likelier; it is not about humidity, so it is
+    # not offered: one sentence fits, and the engine says it.
+    question = "Humidity?"
+    model = MockModel(
+        [],
+        scores={
+            ("The skill weather_station", f" {question}"): 0.0,
+            ANSWER_HEAD: 0.0,
+            f"{ANSWER_HEAD}The pressure": 50.0,
+        },
+    )
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
+    assert state.final_answer == "The humidity is 41.5 %RH."
+    assert state.stream.root[-1].made_by == "engine"
+
+
+# -- every word and number is the evidence's, and grounding takes it ----------------------------
+
+scalars = st.one_of(
+    st.integers(-500, 5000),
+    st.floats(-50, 5000, allow_nan=False).map(lambda x: round(x, 2)),
+    st.booleans(),
+    st.sampled_from(["open", "closed", "front", "on", "3 d 4 h"]),
+)
+keys = st.sampled_from(
+    ["state", "door", "power_kw", "available_mib", "level_percent", "plugged_in", "text",
+     "uptime_s", "seconds", "name", "mail", "charge"]
+)
+results = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(keys, inner, min_size=1, max_size=4)
+    ),
+    max_leaves=8,
+)
+questions = st.sampled_from(
+    [
+        "Is the front door open?",
+        "Is the car plugged in?",
+        "What is the power?",
+        "How charged is the car's battery?",
+        "Please read the level.",
+        "Is there mail?",
+        "Uptime?",
+        "What does it say?",
+        "How loud is it in the room?",
+    ]
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(results, questions)
+def test_every_fitting_sentence_is_of_the_evidence_and_grounding_takes_it(
+    result: Any, question: str
+) -> None:
+    registry = Registry()
+
+    @registry.skill(timeout=1.0)
+    def gadget() -> Any:
+        """The gadget by the front door, and the car: whatever it says."""
+        return result
+
+    said = fitting_sentences(Question.parse(question), [("gadget", result)], registry)
+    texts = [question, "gadget", str(gadget.__doc__)]
+    texts += [line.text for line in result_line_parts(result)]
+    texts += [" ".join(words_of(text)) for text in texts]
+    words = {w.casefold() for text in texts for w in words_of(text)} | TEMPLATE_WORDS
+    for sentence in said:
+        for word in words_of(sentence):
+            assert word.casefold() in words, (word, sentence)
+        for number in answer_numbers(sentence):
+            assert float(number.replace(",", "")) in numbers_in(texts), (number, sentence)
+        replies = [json.dumps({"skill_name": "gadget", "arguments": {}})]
+        replies.append(json.dumps({"final_answer": sentence}))
+        state = Agent(MockModel(replies), registry, grounding=Grounding()).run(question, max_retries=0)
+        assert state.final_answer == sentence, (sentence, result, state.stream.root[-1])
