@@ -16,6 +16,7 @@ from typing import Any
 from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.prompt import PLAIN
+from edge_agentd.guidance.answering import Answering
 from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance, content_free
 from edge_agentd.service.config.strategy import guidance_for
 
@@ -70,16 +71,10 @@ def test_the_answer_is_a_sentence_the_engine_renders_from_the_result() -> None:
     assert state.final_answer == "The humidity is 61.0 %RH."
     assert state.stream.root[-1].made_by == "engine"
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
-    # Each sentence offered states a line of the result with its own label and unit; the
+    # "damp" asks the humidity (english.QUALITY_NOUNS): of the cellar's lines, the humidity's
+    # alone is offered, so the engine states it without asking the model to choose; the
     # question's subject ("cellar") is known to the skill, so "I cannot tell" is not offered.
-    assert set(offered(model)) <= {
-        "There are 2 readings.",
-        "The humidity is 61.0 %RH.",
-        "The readings humidity is 61.0 %RH.",
-        "The temperature is 9.5 °C.",
-        "The readings temperature is 9.5 °C.",
-    }
-    assert "The humidity is 61.0 %RH." in offered(model)
+    assert not any(options[0].startswith(ANSWER_HEAD) for _, options in model.scored)
     # The result turn shows the reading as lines; the event keeps the whole result.
     prompt = agent.render_prompt(state)
     assert "Result of cellar_sensor:\nreadings: 2 in all\nreadings humidity: 61.0 %RH\n" in prompt
@@ -119,9 +114,12 @@ class SizedModel(MockModel):
 def test_a_model_of_a_gibibyte_or_more_gets_none_of_these_helps_by_default() -> None:
     replies = ['{"skill_name": "cellar_sensor", "arguments": {}}', '{"final_answer": "61 %."}']
     model = SizedModel(3 << 30, replies, uses_action_schema=True)
-    agent = Agent(model, cellar(), guidance=guidance_for("auto", model), grounding=Grounding())
+    # Its own words asked for (``[model] answers = "model"``): only grounding holds them.
+    agent = Agent(
+        model, cellar(), guidance=guidance_for("auto", model, "model"), grounding=Grounding()
+    )
     state = agent.run(QUESTION)
-    assert agent.guidance is None
+    assert isinstance(agent.guidance, Answering) and agent.guidance.own_words
     assert state.final_answer == "61 %."
     # The result as JSON, and the answer under the registry's own action schema, held only to
     # the loop's grounding: no value required, none invented.

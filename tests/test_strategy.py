@@ -9,7 +9,8 @@ import pytest
 from edge_agentd import MockModel, Registry
 from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client
-from edge_agentd.guidance.guidance import ANSWER_HEAD
+from edge_agentd.guidance.answering import Answering
+from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.service.config.settings import ConfigError, parse_settings
 from edge_agentd.service.config.strategy import SMALL_MODEL_BYTES, guidance_for
 
@@ -38,7 +39,14 @@ class SizedModel(MockModel):
     ],
 )
 def test_each_strategy_picks_its_guidance(strategy: Any, size: int | None, guided: bool) -> None:
-    assert (guidance_for(strategy, SizedModel(size, [])) is not None) is guided
+    guide = guidance_for(strategy, SizedModel(size, []))
+    assert isinstance(guide, Guidance) is guided
+    # A model that drives the loop gets the engine's answers (its own words only when asked).
+    assert isinstance(guide, Answering) is not guided
+    if not guided:
+        assert isinstance(guide, Answering) and not guide.own_words
+        own = guidance_for(strategy, SizedModel(size, []), "model")
+        assert isinstance(own, Answering) and own.own_words
 
 
 def test_an_unknown_strategy_is_a_config_error_naming_the_key() -> None:

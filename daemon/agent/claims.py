@@ -15,6 +15,7 @@ from typing import Any
 from edge_agentd.agent.english import (
     INDEFINITE,
     NEGATIONS,
+    QUALITY_NOUNS,
     WORD,
 )
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
@@ -156,7 +157,14 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
     others = [w for w in (*subject.which, *subject.of, *subject.owner) if WORD.search(w)]
     if named(subject.head) or any(named(w) for w in others):
         return None
+    if subject.quality == subject.head and any(named(n) for n in quality_nouns(subject.head)):
+        return None  # "How warm is it?" and a temperature
     return " ".join(subject.words)
+
+
+def quality_nouns(adjective: str) -> tuple[str, ...]:
+    """The nouns of the quantity ``adjective`` asks about ("temperature" of "warm"), or ()."""
+    return QUALITY_NOUNS.get(adjective.casefold(), ())
 
 
 def _comparative(head: str, query: str) -> bool:
@@ -229,6 +237,7 @@ __all__ = [
     "holds_state",
     "misplaced_unit",
     "names_a_skill",
+    "quality_nouns",
     "state_claim",
     "unnamed_subject",
 ]

@@ -192,3 +192,23 @@ one answers a yes-or-no question about the object when no line names the state a
 
 YES, NO, NOT = "Yes", "No", "not"
 """How a person answers a yes-or-no question, and denies a state."""
+
+
+# -- what a "how <adjective>" question asks for -----------------------------------------------
+
+QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
+    "warm": ("temperature",), "hot": ("temperature",), "cold": ("temperature",),
+    "cool": ("temperature",), "chilly": ("temperature",), "humid": ("humidity",),
+    "damp": ("humidity", "moisture"), "moist": ("moisture",), "wet": ("moisture",),
+    "dry": ("humidity", "moisture"), "loud": ("loudness", "noise", "sound"),
+    "noisy": ("noise", "loudness", "sound"), "quiet": ("noise", "loudness", "sound"),
+    "bright": ("light", "brightness", "illuminance"), "dark": ("light", "brightness"),
+    "full": ("level", "fill"), "empty": ("level", "fill"), "heavy": ("weight",),
+    "fast": ("speed",), "windy": ("wind",), "busy": ("load", "usage"), "old": ("age",),
+    "big": ("size",), "large": ("size",), "long": ("length", "duration"),
+    "high": ("height", "level"), "deep": ("depth",), "far": ("distance",),
+    "strong": ("strength",), "charged": ("charge",),
+}  # fmt: skip
+"""The nouns of the quantity a "how <adjective>" question asks about: "How warm is it?" asks
+the temperature, as a person reading "temperature: 21.5 °C" knows. Words of the language, not
+of any skill: a result names its quantity in any of them, or in the adjective itself."""

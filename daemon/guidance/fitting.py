@@ -27,7 +27,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from edge_agentd.agent.claims import absent_value, unnamed_subject
+from edge_agentd.agent.claims import absent_value, quality_nouns, unnamed_subject
 from edge_agentd.agent.english import NEGATIONS, NO, NOT, STATE_KEYS, STATE_VERBS, TOKEN, YES
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line
@@ -67,7 +67,12 @@ def bound_lines(
     quality = subject.quality
     if quality and quality != subject.head:
         # "How charged is the car's battery?": of the car's lines, the one the adjective names.
-        keyed = [line for line in bound if is_known(quality, known_words([line.name], []))]
+        asked = (quality, *quality_nouns(quality))
+        keyed = [
+            line
+            for line in bound
+            if any(is_known(word, known_words([line.name], [])) for word in asked)
+        ]
         bound = keyed or bound
     return bound
 

@@ -17,7 +17,7 @@ from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.protocol import full_handle
 from edge_agentd.service.config.settings import Settings
-from edge_agentd.service.config.strategy import guidance_for
+from edge_agentd.service.config.strategy import guidance_for, strategy_name
 from edge_agentd.service.handlers import RequestHandler
 from edge_agentd.service.journal.journal import Journal
 from edge_agentd.service.lifecycle import Lifecycle
@@ -121,13 +121,15 @@ def agent_builder(settings: Settings, options: ServerOptions) -> Callable[[], Ag
     def build() -> Agent:
         model = options.load_model()
         # A bare model (only ``generate``) has no ``info``: read it through the full protocol.
-        guidance = guidance_for(settings.model.strategy, full_handle(model))
+        guidance = guidance_for(
+            settings.model.strategy, full_handle(model), settings.model.answers
+        )
         # Grounding is the daemon's promise: every run it serves (a client's, a trigger's, an
         # MQTT ask's) is driven by this one agent, so every answer passes the rules.
         agent = Agent(
             model, options.registry, soul=options.soul, guidance=guidance, grounding=Grounding()
         )
-        log.info("model strategy: %s", "guided" if guidance else "plain")
+        log.info("model strategy: %s", strategy_name(guidance))
         if settings.model.warm_up:
             agent.handle.warm_up(agent.preamble())
         return agent

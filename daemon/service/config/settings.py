@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from edge_agentd.agent.workflow import Soul, Workflow
 from edge_agentd.service.config.mqtt import MqttSettings
 from edge_agentd.service.config.safepaths import UnsafePath, check_safe
-from edge_agentd.service.config.strategy import Strategy
+from edge_agentd.service.config.strategy import Answers, Strategy
 from edge_agentd.service.config.triggers import TriggerSettings, trigger_lines
 
 SMALL_MODEL_MAX_ITERATIONS = 12
@@ -68,7 +68,12 @@ class ModelSettings(_Section):
     warm_up: bool = True
     strategy: Strategy = "auto"
     """How the loop helps the model (docs/design.md, "Small models"): ``guided`` picks skills
-    for it and has it answer, ``plain`` leaves it alone, ``auto`` guides a model under 1 GiB."""
+    for it and has it answer, ``plain`` lets it drive the loop, ``auto`` guides a model under
+    1 GiB."""
+    answers: Answers = "engine"
+    """Who words a driving (``plain``) model's answer once it has results: ``engine``, a sentence
+    rendered from them that fits the question (one turn less where one fits); ``model``, its
+    own words, held to the grounding rules (docs/design.md, "One model turn")."""
     load_timeout_s: PositiveSeconds = 900.0
     """How long systemd's start timeout is extended while the model loads; then it applies."""
 

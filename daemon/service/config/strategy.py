@@ -1,32 +1,45 @@
-"""Which help the loop gives the model, from ``[model] strategy`` (docs/design.md, "Small models").
+"""Which help the loop gives the model, from ``[model] strategy`` and ``answers``
+(docs/design.md, "Small models" and "One model turn").
 
 A model too small to drive the loop by itself (the embedded Gemma 3 270M) is guided; a larger one
-(Gemma 4 E2B) is left alone, so it never answers worse than it would unhelped.
+(Gemma 4 E2B) drives it, its calls its own, and its answer, once it has results, is the engine's
+sentence that fits the question (``answers = "engine"``) or its own words (``"model"``).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from edge_agentd.agent.guide import Guide
 from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.guidance.answering import Answering
 from edge_agentd.guidance.guidance import Guidance
 
 Strategy = Literal["auto", "plain", "guided"]
+Answers = Literal["engine", "model"]
 
 SMALL_MODEL_BYTES = 1 << 30
 """Under ``auto``, a model file smaller than this is guided: Gemma 3 270M's is 241 MiB, Gemma 4
 E2B's (Q4_K_M) about 3 GiB."""
 
 
-def guidance_for(strategy: Strategy, model: ModelHandle) -> Guidance | None:
-    """The guidance for ``model`` under ``strategy``; None leaves the model alone."""
+def guidance_for(strategy: Strategy, model: ModelHandle, answers: Answers = "engine") -> Guide:
+    """The help ``model`` gets under ``strategy``: :class:`Guidance` for a small model, else
+    :class:`Answering` (its calls its own; its answers the engine's unless ``answers`` is
+    ``"model"``)."""
     if strategy == "guided":
         return Guidance()
+    driving = Answering(own_words=answers == "model")
     if strategy == "plain":
-        return None
+        return driving
     size = model.info.get("file_size_bytes")
     small = isinstance(size, int) and not isinstance(size, bool) and 0 < size < SMALL_MODEL_BYTES
-    return Guidance() if small else None
+    return Guidance() if small else driving
 
 
-__all__ = ["SMALL_MODEL_BYTES", "Strategy", "guidance_for"]
+def strategy_name(guide: Guide) -> str:
+    """What the log and status call ``guide``: ``guided``, or ``plain`` (the model drives)."""
+    return "guided" if isinstance(guide, Guidance) else "plain"
+
+
+__all__ = ["SMALL_MODEL_BYTES", "Answers", "Strategy", "guidance_for", "strategy_name"]

@@ -1,0 +1,105 @@
+"""Answers the engine states for a model that drives the loop by itself (docs/design.md, "One
+model turn").
+
+A model that drives the loop (Gemma 4 E2B; Qwen2.5-Coder-1.5B stands in for it here) chooses its
+calls in its own words. Once it has results, its answer is a choice among the sentences the
+engine renders from them that are about what the question asks
+(:func:`~edge_agentd.guidance.render.fitting_sentences`), and that the loop would take:
+
+- exactly one fits: the engine says it, with no second model turn (``made_by="engine"``);
+- several fit: the model decodes under a grammar whose only branch is an answer among them, so
+  it writes only the tokens that tell them apart, and the answer is the engine's sentence;
+- none fits: the model goes on as it would alone (another call, or "I cannot tell", as the
+  grounding rules hold it).
+
+Its prompt is the plain one (the example action and the grounding rules), so a model that drives
+the loop reads what it would read unhelped. ``Answering(own_words=True)`` leaves every answer to
+the model (the copy-only answers grounding holds it to): ``[model] answers = "model"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+
+from edge_agentd.agent.events import AgentState, Event, SkillResultObservation
+from edge_agentd.agent.protocol import Completion, ModelHandle
+from edge_agentd.agent.skillspec import SkillSpec
+from edge_agentd.guidance.render import fitting_sentences
+
+ANSWER_OBJECT = '{{"final_answer": {}}}'
+
+
+def answer_text(sentence: str) -> str:
+    """``sentence`` as the answer action the canonical grammar spells."""
+    return ANSWER_OBJECT.format(json.dumps(sentence, ensure_ascii=False))
+
+
+@dataclasses.dataclass(eq=False)
+class Answering:
+    """The engine's answers for a model that drives the loop; ``Agent(..., guidance=Answering())``
+    turns them on (the daemon's ``plain`` strategy)."""
+
+    own_words: bool = False
+    """Leave every answer to the model: no sentence is offered, and the model writes its own."""
+    restate_question: bool = False
+    result_lines: bool = False
+    answer_examples: str | None = None
+    """None: the plain prompt's closing part (an example action, and the grounding rules)."""
+
+    def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
+        return None
+
+    def reply(
+        self,
+        model: ModelHandle,
+        state: AgentState,
+        prompt: str,
+        skills: Sequence[SkillSpec],
+        *,
+        version: int,
+        last_step: bool,
+        generate: Callable[..., str],
+        grounded: Callable[[str], bool],
+    ) -> str:
+        """The model's next reply: the one sentence that fits, said by the engine; a choice
+        among several, decoded by the model; or, with none, whatever the model writes."""
+        results = [
+            (event.skill_name, event.result)
+            for event in state.stream.root
+            if isinstance(event, SkillResultObservation)
+        ]
+        if self.own_words or not results:
+            return generate(prompt)
+        named = {spec.name: spec for spec in skills}
+        fitting = [s for s in fitting_sentences(state.question, results, named) if grounded(s)]
+        if not fitting:
+            return generate(prompt)
+        if len(fitting) == 1:
+            return Completion(answer_text(fitting[0]), made_by="engine")
+        answer = {
+            "type": "object",
+            "properties": {"final_answer": {"enum": fitting}},
+            "required": ["final_answer"],
+            "additionalProperties": False,
+        }
+        # The answer alone: a question the results answer is not asked of another skill.
+        reply = generate(prompt, action_schema={"oneOf": [answer]})
+        usage = reply.usage if isinstance(reply, Completion) else None
+        # A model that decodes under no grammar may still write something else: then it is its.
+        chosen = _answer_of(str(reply)) in fitting
+        return Completion(str(reply), usage, made_by="engine" if chosen else "model")
+
+
+def _answer_of(reply: str) -> str | None:
+    """The ``final_answer`` of a reply that is one answer action, else None."""
+    try:
+        action = json.loads(reply)
+    except ValueError:
+        return None
+    answer = action.get("final_answer") if isinstance(action, dict) else None
+    return answer if isinstance(answer, str) else None
+
+
+__all__ = ["Answering", "answer_text"]
