@@ -91,6 +91,20 @@ class State(Check):
 
 
 @dataclasses.dataclass
+class YesNo(Check):
+    """A yes-or-no question whose answer is no state word (a flag, a threshold, a comparison):
+    right when the answer starts with the right "Yes" or "No"; the wrong one misleads."""
+
+    yes: bool
+
+    def __call__(self, answer: str) -> bool:
+        return _yes_no(answer) == self.yes
+
+    def __str__(self) -> str:
+        return "yes" if self.yes else "no"
+
+
+@dataclasses.dataclass
 class Since(Check):
     """Since when: the clock time (to the minute, or one off), or how long ago, in minutes
     (within 2) or hours (as the answer rounds them)."""
@@ -157,6 +171,15 @@ def _results_text(results: list[Any]) -> str:
     return " ".join(text).lower()
 
 
+def _right_yes(check: Check) -> bool | None:
+    """The right yes or no to a yes-or-no check (None: the check is no such question)."""
+    if isinstance(check, YesNo):
+        return check.yes
+    if isinstance(check, State) and check.asked is not None:
+        return check.asked == check.state
+    return None
+
+
 def judge_grounded(check: Check, answer: Any, question: str) -> tuple[bool, list[str]]:
     """(strictly right, what misleads), by bench_competence's judge and the rules above."""
     right, misleads = judge(check, answer, question)
@@ -170,9 +193,10 @@ def judge_grounded(check: Check, answer: Any, question: str) -> tuple[bool, list
         return right and not misleads, misleads
     if cannot_tell and not isinstance(check, NoneFound):
         return False, misleads  # wrong, not misleading: it claims nothing
-    if isinstance(check, State) and check.asked is not None:
+    right_yes = _right_yes(check)
+    if right_yes is not None:
         yes = _yes_no(text)
-        if yes is not None and yes != (check.asked == check.state):
+        if yes is not None and yes != right_yes:
             misleads.append(f"says {'yes' if yes else 'no'}")
     misleads = list(dict.fromkeys([*misleads, *claims_misleading(text, answer.results)]))
     return right and not misleads, misleads
