@@ -174,3 +174,26 @@ def test_a_wrong_yes_or_no_misleads() -> None:
     # No yes or no at all: not right, not misleading (the person rule counts it).
     assert judge_grounded(YesNo(False), _answer("It is 870 ppm.", co2), q) == (False, [])
 
+
+def test_the_rephrased_set_is_selectable_by_prefix_and_kind() -> None:
+    """``--only rephrased`` asks the whole set; ``rp-pi`` one device's share; a kind its own."""
+    import bench_grounding as bg
+    import grounding_questions as gq
+
+    everyone = [q for device in gq.DEVICES for q in gq.QUESTIONS[device]]
+    rephrased = [q for q in everyone if q.rephrased]
+    assert len({q.id for q in everyone}) == len(everyone)
+    assert 35 <= len(rephrased) <= 45
+    assert all(q.id.startswith(f"rp-{q.device}") for q in rephrased)
+    cannot = [q for q in rephrased if q.kind == "rephrased-cannot"]
+    assert 0.15 <= len(cannot) / len(rephrased) <= 0.25
+    for only in ("rephrased", "rp"):
+        chosen = [q for d in gq.DEVICES for q in bg.select(d, only, None)]
+        assert chosen == rephrased
+    assert {q.device for q in bg.select("pi", "rp-pi", None)} == {"pi"}
+    assert bg.select("home", "rp-home", None) == [q for q in rephrased if q.device == "home"]
+    assert bg.select("bare", "rephrased-cannot", None) == [
+        q for q in cannot if q.device == "bare"
+    ]
+    assert [q.id for q in bg.select("home", "home08,rp-home03", None)] == ["home08", "rp-home03"]
+    assert all(q.kind == "cannot" for q in bg.select("home", "cannot", None))
