@@ -14,22 +14,37 @@ ask (bench_competence's DaemonStrategy):
 Three devices (grounding_questions.py): bench_competence's fake Pi, a plugin home (seven
 plugins written as docs/skills.md shows, loaded by the daemon's real plugin loader from a
 ``[skills] directories`` entry, written in one sitting before any run and never tuned on), and
-a machine with no sensors at all. One device at a time: its daemons start, its questions are
-asked of every model in turn (who goes first rotates), its daemons stop.
+a machine with no sensors at all. Each device also gets its share of the questions asked in
+other words (rephrased_questions.py: requests, fragments, "whether", polite forms, yes-or-no
+questions, and ones no skill answers; ids ``rp-<device>NN``, kinds ``rephrased-<form>``),
+written blind before any run and never tuned on. One device at a time: its daemons start, its
+questions are asked of every model in turn (who goes first rotates), its daemons stop.
 
 Scoring is bench_competence's, strict, plus states and claims (grounding_scoring.py): an answer
 is *misleading* when it states a value, unit, state or claim no result holds, or answers a
-question no skill answers with anything but "I cannot tell". The report gives, per model,
-device and kind: strict right, misleading, "I cannot tell" on unanswerable questions, median
-model calls and seconds. The verdict is issue 36's "Done when" (misleading <= 1 per device for
-each model; qwen >= 80% on pi and home; 270m >= 80% on pi and >= 70% on home; on the bare
-machine no misleading answer at all, so every answer is "I cannot tell" or a value its results
-hold); it exits 1 on a miss. ``--json OUT`` writes the records as it goes (each with its
-events: bench_pi.py ``--from-grounding`` prices qwen's tokens at E2B's Pi 5 rates).
+question no skill answers with anything but "I cannot tell". Beside right and misleading, an
+answer is one *a person would write* unless it holds a raw key (a word with ``_``, a unit
+glued to a name, "is true", "The state is ...") or answers a yes-or-no question (marked so
+where it is written) with anything but "Yes", "No" or "I cannot tell"
+(grounding_scoring.person_faults). The report gives, per model, device and kind: strict right,
+misleading, "I cannot tell" on unanswerable questions, answers a person would write, raw keys,
+yes-or-no questions answered so, median model calls and seconds; per device also its
+``original`` questions (all but the rephrased ones), and per model the rephrased set over
+every device. The verdict is issue 41's "Done when": misleading <= 1 per model per device (the
+rephrased questions included); right: 270m >= 87% on pi's and >= 80% on home's original
+questions and >= 80% on the rephrased set, qwen >= 80%, >= 85% and >= 85%; no answer holds a
+raw key and every yes-or-no question is answered "Yes", "No" or "I cannot tell" (a question
+not answered at all is not); and issue 36's: on the bare machine no misleading answer at all.
+It exits 1 on a miss. ``--json OUT`` writes the records as it goes (each with its events:
+bench_pi.py ``--from-grounding`` prices qwen's tokens at E2B's Pi 5 rates).
+
+``--only`` takes question ids, kinds, or their prefixes: an id without its number (``rp-pi``,
+``home``, ``pi-f``), ``rp`` for every rephrased id, and a kind's first part (``rephrased``
+selects every ``rephrased-<form>``; ``cannot`` only the kind ``cannot`` itself).
 
     .venv/bin/python scripts/bench/bench_grounding.py [--models 270m,qwen,peer-270m]
-        [--devices pi,home,bare] [--peer-devices home] [--only home08,cannot] [--limit N]
-        [--max-iterations 6] [--json OUT]
+        [--devices pi,home,bare] [--peer-devices home] [--only home08,cannot,rephrased]
+        [--limit N] [--max-iterations 6] [--json OUT]
     .venv/bin/python scripts/bench/bench_grounding.py --report RUN.json [MORE.json ...]
 
 On a loaded 2-core machine the full run takes more than an hour; qwen is most of it.
@@ -53,17 +68,23 @@ from typing import Any
 import bench_competence as comp
 import grounding_questions as gq
 from driving_model import driving_model_path
-from grounding_scoring import judge_grounded, rejudge
+from grounding_scoring import YES_NO_FAULT, judge_grounded, person_faults, rejudge
 
 from edge_agentd.model.embedded import default_model_path
 from edge_agentd.service.assembly.plugins import load_plugins
 from edge_agentd.service.config.strategy import SMALL_MODEL_BYTES
 
 MODELS = ("270m", "qwen", "peer-270m", "peer-qwen")
-GOALS = {  # (model, device): least share strictly right
-    ("qwen", "pi"): 0.8, ("qwen", "home"): 0.8, ("270m", "pi"): 0.8, ("270m", "home"): 0.7,
+REPHRASED = gq.REPHRASED_KIND
+GOALS = {  # (model, set): least share strictly right (issue 41, "Done when")
+    ("270m", "pi"): 0.87, ("270m", "home"): 0.80, ("270m", REPHRASED): 0.80,
+    ("qwen", "pi"): 0.80, ("qwen", "home"): 0.85, ("qwen", REPHRASED): 0.85,
 }  # fmt: skip
-GOAL_MISLEADING = 1  # per device, per model
+"""pi and home: the device's original questions (all but the rephrased ones); rephrased: the
+rephrased questions of every device."""
+GOAL_MISLEADING = 1  # per device (the rephrased questions included), per model
+ORIGINAL = "original"
+EVERY = "every"
 
 
 def _runner(name: str, device: str, built: gq.Built, workdir: Path, *,
@@ -122,11 +143,14 @@ def ask_device(device: str, args: argparse.Namespace, records: list[dict[str, An
                 check = question.expect(local, built.home)
                 answer = runners[name].ask(question.text)
                 right, misleads = judge_grounded(check, answer, question.text)
+                faults = person_faults(answer, question.text, yes_no=question.yes_no)
                 record = {
                     "model": name, "strategy": _auto_chose(name, args), "device": device,
                     "id": question.id, "kind": question.kind, "question": question.text,
+                    "yes_no": question.yes_no, "rephrased": question.rephrased,
                     "expected": str(check), "correct": right, "misleads": misleads,
-                    "cannot_tell_expected": question.kind == "cannot",
+                    "person_faults": faults,
+                    "cannot_tell_expected": isinstance(check, comp.CannotTell),
                     **dataclasses.asdict(answer),
                 }  # fmt: skip
                 records.append(record)
@@ -138,7 +162,8 @@ def ask_device(device: str, args: argparse.Namespace, records: list[dict[str, An
                 print(f"  {mark} {name:<9} {question.id} {question.text!r} -> {shown!r} "
                       f"[expected {check}; {answer.model_calls} calls "
                       f"{'/'.join(answer.skills) or '-'}; {answer.seconds:.1f} s]"
-                      + (f" misleads: {'; '.join(misleads)}" if misleads else ""),
+                      + (f" misleads: {'; '.join(misleads)}" if misleads else "")
+                      + (f" not a person's: {'; '.join(faults)}" if faults else ""),
                       flush=True)  # fmt: skip
     finally:
         for runner in runners.values():
@@ -147,10 +172,21 @@ def ask_device(device: str, args: argparse.Namespace, records: list[dict[str, An
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def selected(question: gq.Question, wanted: str) -> bool:
+    """Whether ``--only``'s ``wanted`` names the question: its id or kind, its id without the
+    number (``rp-pi``, ``home``), its id's first part (``rp``), or its kind's (``rephrased``)."""
+    return (
+        wanted in (question.id, question.kind)
+        or question.id.rstrip("0123456789") == wanted
+        or question.id.startswith(wanted + "-")
+        or question.kind.startswith(wanted + "-")
+    )
+
+
 def select(device: str, only: str | None, limit: int | None) -> list[gq.Question]:
     wanted = {w.strip() for w in only.split(",") if w.strip()} if only else None
     chosen = [q for q in gq.QUESTIONS[device]
-              if wanted is None or q.id in wanted or q.kind in wanted]  # fmt: skip
+              if wanted is None or any(selected(q, w) for w in wanted)]  # fmt: skip
     return chosen[:limit]
 
 
@@ -158,8 +194,20 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def _raw_key(record: dict[str, Any]) -> bool:
+    return any(f != YES_NO_FAULT for f in record.get("person_faults") or [])
+
+
+def _yes_no_answered(record: dict[str, Any]) -> bool:
+    """A yes-or-no question answered "Yes", "No" or "I cannot tell" (not answered: not so)."""
+    answered = record["outcome"] == "answered" and bool(record.get("answer"))
+    return answered and YES_NO_FAULT not in (record.get("person_faults") or [])
+
+
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     cannot = [r for r in records if r["cannot_tell_expected"]]
+    answered = [r for r in records if r["outcome"] == "answered" and r.get("answer")]
+    yes_no = [r for r in records if r.get("yes_no")]
     return {
         "n": len(records),
         "correct": sum(r["correct"] for r in records),
@@ -168,58 +216,113 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "cannot_n": len(cannot),
         "cannot_told": sum(r["correct"] for r in cannot),
         "answered": sum(r["outcome"] == "answered" for r in records),
+        "person": sum(not r.get("person_faults") for r in answered),
+        "person_n": len(answered),
+        "raw_key": sum(_raw_key(r) for r in records),
+        "yes_no_n": len(yes_no),
+        "yes_no_answered": sum(_yes_no_answered(r) for r in yes_no),
         "median_calls": _median([r["model_calls"] for r in records]),
         "median_s": _median([r["seconds"] for r in records]),
     }
 
 
+def _rephrased(record: dict[str, Any]) -> bool:
+    return bool(record.get("rephrased", str(record["kind"]).startswith(REPHRASED + "-")))
+
+
+def _in_row(record: dict[str, Any], kind: str) -> bool:
+    if kind == "all":
+        return True
+    if kind == ORIGINAL:
+        return not _rephrased(record)
+    if kind == REPHRASED:
+        return _rephrased(record)
+    return record["kind"] == kind
+
+
 def report(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Per model, device and kind; per device its original questions and all of them; per model
+    the rephrased set over every device (device ``every``)."""
     summaries: dict[tuple[str, str, str], dict[str, Any]] = {}
     models = list(dict.fromkeys(r["model"] for r in records))
     devices = [d for d in gq.DEVICES if any(r["device"] == d for r in records)]
-    header = (f"  {'model':<10} {'device':<6} {'kind':<9} {'strict right':>13} {'misleading':>10} "
-              f"{'cannot tell':>11} {'answered':>8} {'calls':>5} {'s/q':>6}")  # fmt: skip
+    header = (f"  {'model':<10} {'device':<6} {'kind':<18} {'strict right':>13} "
+              f"{'misleading':>10} {'cannot tell':>11} {'person':>9} {'raw key':>7} "
+              f"{'yes/no':>7} {'answered':>8} {'calls':>5} {'s/q':>6}")  # fmt: skip
     print("\n" + header + "\n  " + "-" * (len(header) - 2))
+
+    def row(model: str, device: str, kind: str, rows: list[dict[str, Any]]) -> None:
+        s = summaries[(model, device, kind)] = summarize(rows)
+        cannot = f"{s['cannot_told']}/{s['cannot_n']}" if s["cannot_n"] else "-"
+        person = f"{s['person']}/{s['person_n']}"
+        yes_no = f"{s['yes_no_answered']}/{s['yes_no_n']}" if s["yes_no_n"] else "-"
+        print(f"  {model:<10} {device:<6} {kind:<18} {s['correct']:>5}/{s['n']:<3}"
+              f"({s['correct_rate']:>4.0%}) {s['misleading']:>10} {cannot:>11} {person:>9} "
+              f"{s['raw_key']:>7} {yes_no:>7} {s['answered']:>8} {s['median_calls']:>5.1f} "
+              f"{s['median_s']:>6.1f}")  # fmt: skip
+
     for model in models:
         for device in devices:
             mine = [r for r in records if r["model"] == model and r["device"] == device]
             kinds = list(dict.fromkeys(r["kind"] for r in mine))
-            for kind in [*kinds, "all"]:
-                rows = [r for r in mine if kind in ("all", r["kind"])]
-                if not rows:
-                    continue
-                s = summaries[(model, device, kind)] = summarize(rows)
-                cannot = f"{s['cannot_told']}/{s['cannot_n']}" if s["cannot_n"] else "-"
-                print(f"  {model:<10} {device:<6} {kind:<9} {s['correct']:>5}/{s['n']:<3}"
-                      f"({s['correct_rate']:>4.0%}) {s['misleading']:>10} {cannot:>11} "
-                      f"{s['answered']:>8} {s['median_calls']:>5.1f} "
-                      f"{s['median_s']:>6.1f}")  # fmt: skip
+            for kind in [*kinds, ORIGINAL, "all"]:
+                rows = [r for r in mine if _in_row(r, kind)]
+                if rows and not (kind == ORIGINAL and len(rows) == len(mine)):
+                    row(model, device, kind, rows)
+                elif rows:
+                    summaries[(model, device, kind)] = summarize(rows)
+        rephrased = [r for r in records if r["model"] == model and _rephrased(r)]
+        if rephrased:
+            row(model, EVERY, REPHRASED, rephrased)
+    print("  (person: answers a person would write, of those answered; raw key: answers holding "
+          "one; yes/no: yes-or-no questions answered Yes, No or I cannot tell)")  # fmt: skip
     return summaries
 
 
 def verdict(summaries: dict[tuple[str, str, str], dict[str, Any]]) -> bool:
-    print("\ngoal (issue 36, Done when):")
+    print("\ngoal (issue 41, Done when; and issue 36's on the bare machine):")
     checks: dict[str, bool] = {}
     for (model, device, kind), s in summaries.items():
-        if kind != "all" or model.startswith("peer"):
+        if model.startswith("peer"):
             continue
-        checks[f"{model} misleading <= {GOAL_MISLEADING} on {device}"] = (
-            s["misleading"] <= GOAL_MISLEADING
-        )
-        if device == "bare":
-            checks[f"{model} on bare: every answer 'cannot tell' or held by its results"] = (
-                s["misleading"] == 0
+        if kind == "all":
+            checks[f"{model} misleading <= {GOAL_MISLEADING} on {device} (rephrased included)"] = (
+                s["misleading"] <= GOAL_MISLEADING
             )
-        goal = GOALS.get((model, device))
-        if goal is not None:
-            checks[f"{model} strict right >= {goal:.0%} on {device}"] = s["correct_rate"] >= goal
+            checks[f"{model} on {device}: no answer holds a raw key"] = s["raw_key"] == 0
+            if s["yes_no_n"]:
+                checks[f"{model} on {device}: every yes-or-no answered Yes/No/I cannot tell"] = (
+                    s["yes_no_answered"] == s["yes_no_n"]
+                )
+            if device == "bare":
+                checks[f"{model} on bare: every answer 'cannot tell' or held by its results"] = (
+                    s["misleading"] == 0
+                )
+        goal = GOALS.get((model, device if kind == ORIGINAL else kind))
+        if goal is not None and kind in (ORIGINAL, REPHRASED):
+            where = "the rephrased set" if kind == REPHRASED else f"{device}'s original questions"
+            checks[f"{model} strict right >= {goal:.0%} on {where}"] = s["correct_rate"] >= goal
     for model in ("270m", "qwen"):
         for device in gq.DEVICES:
             if (model, device, "all") not in summaries:
                 checks[f"{model} asked on {device}"] = False
+        if (model, EVERY, REPHRASED) not in summaries:
+            checks[f"{model} asked the rephrased set"] = False
     for text, met in checks.items():
-        print(f"  {text:<62} {'met' if met else 'NOT MET'}")
+        print(f"  {text:<72} {'met' if met else 'NOT MET'}")
     return all(checks.values())
+
+
+def rejudge_saved(record: dict[str, Any]) -> dict[str, Any]:
+    """A saved record judged again by today's rules: states and claims (grounding_scoring's
+    ``rejudge``), and whether a person would write it (``yes_no`` as the record says, or, for
+    a record from before the field, as the question says now)."""
+    record = rejudge(record)
+    question = next((q for q in gq.QUESTIONS.get(record["device"], [])
+                     if q.id == record["id"]), None)  # fmt: skip
+    yes_no = record.get("yes_no", question.yes_no if question is not None else False)
+    return {**record, "yes_no": yes_no,
+            "person_faults": person_faults(record, record["question"], yes_no=yes_no)}  # fmt: skip
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -256,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     if args.report:
         # A run cut short, or devices run apart: the records of several files, judged as one.
-        saved = [rejudge(r) for path in args.report
+        saved = [rejudge_saved(r) for path in args.report
                  for r in json.loads(Path(path).read_text())["records"]]  # fmt: skip
         return 0 if verdict(report(saved)) else 1
     signal.signal(signal.SIGTERM, _stop_on_sigterm)

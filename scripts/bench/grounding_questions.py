@@ -12,6 +12,12 @@
 - ``bare``: a machine with no sensors at all (an empty sysfs tree; the fake /proc): the usual
   first questions, which only "I cannot tell" answers, and what it can answer (the clock,
   dates, load, memory, disk, uptime, and that it has no sensors).
+
+Each device also gets the questions asked in other words (rephrased_questions.py, issue 41:
+requests, fragments, "whether", polite forms, yes-or-no questions and ones no skill answers;
+ids ``rp-<device>NN``, kinds ``rephrased-<form>``), written blind and never tuned on. A
+question's ``yes_no`` says a person answers it "Yes" or "No": set by hand where each question
+is written (the rephrased ones), or listed below (the earlier ones), never inferred.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pathlib import Path
 import bench_competence as comp
 from bench_competence import CannotTell, Check, Date, Number, Time, Uptime, Weekday
 from grounding_scoring import NoneFound, Since, State
+from rephrased_questions import REPHRASED
 
 DEVICES = ("pi", "home", "bare")
 PLUGINS = Path(__file__).resolve().parent / "plugin_home"
@@ -43,6 +50,12 @@ PI_IDS = (
     "f19", "f20", "f22", "f24", "f27", "f28", "f29", "f31", "f32", "f33", "f34",
     "d35", "h35", "d36", "h36", "f35", "f36",
 )  # fmt: skip
+YES_NO_IDS = frozenset({
+    "pi-h35", "pi-f35",  # "Will it rain tomorrow?", "Is the front door locked?"
+    "home08", "home09", "home10", "home11", "home22", "home23", "home26",
+})  # fmt: skip
+"""The earlier questions a person answers "Yes" or "No" (the rephrased ones say it themselves)."""
+REPHRASED_KIND = "rephrased"
 
 
 @dataclasses.dataclass
@@ -144,6 +157,12 @@ class Question:
     kind: str
     text: str
     expect: Callable[[comp.Device, Home | None], Check]
+    yes_no: bool = False
+    """A person answers it "Yes" or "No" (or "I cannot tell"); set where it is written."""
+
+    @property
+    def rephrased(self) -> bool:
+        return self.kind.startswith(REPHRASED_KIND + "-")
 
 
 def _h(n: int, kind: str, text: str, expect: Callable[[Home], Check]) -> Question:
@@ -151,7 +170,8 @@ def _h(n: int, kind: str, text: str, expect: Callable[[Home], Check]) -> Questio
         assert home is not None  # the home's questions are asked on the home only
         return expect(home)
 
-    return Question(f"home{n:02d}", "home", kind, text, check)
+    id = f"home{n:02d}"
+    return Question(id, "home", kind, text, check, yes_no=id in YES_NO_IDS)
 
 
 def _b(n: int, kind: str, text: str, expect: Callable[[comp.Device], Check]) -> Question:
@@ -248,13 +268,19 @@ def _pi_questions() -> list[Question]:
             KINDS[by_id[i].category],
             by_id[i].text,
             lambda device, _home, q=by_id[i]: q.expect(device),
+            yes_no=f"pi-{i}" in YES_NO_IDS,
         )
         for i in PI_IDS
     ]
 
 
+def _rephrased(device: str) -> list[Question]:
+    return [Question(q.id, q.device, q.kind, q.text, q.expect, yes_no=q.yes_no)
+            for q in REPHRASED[device]]  # fmt: skip
+
+
 QUESTIONS: dict[str, list[Question]] = {
-    "pi": _pi_questions(),
-    "home": HOME_QUESTIONS,
-    "bare": BARE_QUESTIONS,
+    "pi": _pi_questions() + _rephrased("pi"),
+    "home": HOME_QUESTIONS + _rephrased("home"),
+    "bare": BARE_QUESTIONS + _rephrased("bare"),
 }

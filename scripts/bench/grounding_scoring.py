@@ -13,6 +13,31 @@ name that neither the skill results nor the question hold), and also when it
   "The tank is full." for 45.8 % claims);
 - answers a question no skill answers with anything but "I cannot tell".
 
+Apart from right and misleading, an answer is one **a person would write** (issue 41) unless
+``person_faults`` finds one of these (each fault names what it found):
+
+- **a raw key**:
+  - a word with ``_`` in it ("available_mib", "energy_today"), unless it is a name the device
+    gives a thing (a string value of a result, such as the sensor ``thermal_zone0``) or a
+    word of the question;
+  - a unit glued to a name: a unit abbreviation that key names end in (``kw``, ``kwh``,
+    ``mib``, ``gb``, ``percent``, ``ppm``, ``min`` ... see ``GLUED_UNITS``) right after a word
+    rather than after a number ("The charging power kw is 7.2.", "The memory available mib
+    is 2587.9.", "The state of charge percent is 64."), unless that word is one a person puts
+    before a unit ("in percent", "how many MiB", "a few min", "ten percent":
+    ``BEFORE_A_UNIT`` and number words); a unit written out in full (hours, days, seconds,
+    minutes) only when a name before it is then the sentence's subject ("The uptime hours is
+    127.2.");
+  - a flag's raw value: "is true", "is false", ": null" ("The plugged in is true.");
+  - a result's field as the thing a sentence is about: "The state is closed.", "The text is
+    3 d 4 h 0 min.", "The value is ...", "The unit is ...", "The quantity is ..." at a
+    sentence's start (a person names the door, the uptime, the sensor);
+- **a yes-or-no question not answered yes or no**: the question is marked ``yes_no`` (set by
+  hand where it is written) and the answer does not start "Yes", "No" or "I cannot tell"
+  ("I can't tell" too).
+
+An answer that is not ``answered`` has no faults here (it is already wrong).
+
 The word lists are the scorer's, a reader's; the agent under test never sees them.
 """
 
@@ -91,6 +116,20 @@ class State(Check):
 
 
 @dataclasses.dataclass
+class YesNo(Check):
+    """A yes-or-no question whose answer is no state word (a flag, a threshold, a comparison):
+    right when the answer starts with the right "Yes" or "No"; the wrong one misleads."""
+
+    yes: bool
+
+    def __call__(self, answer: str) -> bool:
+        return _yes_no(answer) == self.yes
+
+    def __str__(self) -> str:
+        return "yes" if self.yes else "no"
+
+
+@dataclasses.dataclass
 class Since(Check):
     """Since when: the clock time (to the minute, or one off), or how long ago, in minutes
     (within 2) or hours (as the answer rounds them)."""
@@ -157,6 +196,15 @@ def _results_text(results: list[Any]) -> str:
     return " ".join(text).lower()
 
 
+def _right_yes(check: Check) -> bool | None:
+    """The right yes or no to a yes-or-no check (None: the check is no such question)."""
+    if isinstance(check, YesNo):
+        return check.yes
+    if isinstance(check, State) and check.asked is not None:
+        return check.asked == check.state
+    return None
+
+
 def judge_grounded(check: Check, answer: Any, question: str) -> tuple[bool, list[str]]:
     """(strictly right, what misleads), by bench_competence's judge and the rules above."""
     right, misleads = judge(check, answer, question)
@@ -170,9 +218,10 @@ def judge_grounded(check: Check, answer: Any, question: str) -> tuple[bool, list
         return right and not misleads, misleads
     if cannot_tell and not isinstance(check, NoneFound):
         return False, misleads  # wrong, not misleading: it claims nothing
-    if isinstance(check, State) and check.asked is not None:
+    right_yes = _right_yes(check)
+    if right_yes is not None:
         yes = _yes_no(text)
-        if yes is not None and yes != (check.asked == check.state):
+        if yes is not None and yes != right_yes:
             misleads.append(f"says {'yes' if yes else 'no'}")
     misleads = list(dict.fromkeys([*misleads, *claims_misleading(text, answer.results)]))
     return right and not misleads, misleads
@@ -203,3 +252,89 @@ def rejudge(record: dict[str, Any]) -> dict[str, Any]:
     claims = claims_misleading(record["answer"], record.get("results") or [])
     misleads = list(dict.fromkeys([*kept, *claims]))
     return {**record, "misleads": misleads, "correct": record["correct"] and not misleads}
+
+
+# -- answers a person would write -----------------------------------------------------------------
+
+GLUED_UNITS = (
+    "kw", "kwh", "wh", "mw", "mib", "gib", "kib", "mb", "gb", "kb", "hpa", "kpa", "ppm",
+    "percent", "pct", "degc", "degf", "ms", "min", "mins", "secs", "hrs", "lx",
+)  # fmt: skip
+"""Unit words that key names end in (``power_kw``, ``available_mib``, ``used_percent``)."""
+SPELLED_UNITS = ("hours", "days", "seconds", "minutes")
+"""Units written out: glued only when the name before them is a sentence's subject."""
+BEFORE_A_UNIT = frozenset({
+    "in", "of", "per", "a", "an", "the", "many", "much", "what", "as", "by", "to", "and", "or",
+    "than", "few", "several", "into", "from", "some", "more", "less", "fewer", "whole", "any",
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "half", "dozen",
+    "zero", "no", "those", "these", "which",
+})  # fmt: skip
+"""Words a person writes right before a unit ("in percent", "how many MiB", "ten percent")."""
+_SNAKE = re.compile(r"(?<![\w-])[a-z0-9]+(?:_[a-z0-9]+)+(?![\w-])")
+_GLUED = re.compile(r"\b([a-z]+)\s+(" + "|".join(GLUED_UNITS) + r")\b")
+_SPELLED = re.compile(
+    r"\b([a-z]+)\s+(" + "|".join(SPELLED_UNITS) + r")\s+(?:is|are|was|were|=|:)(?=\s|$)"
+)
+_RAW_FLAG = re.compile(r"(?:\b(?:is|are|was|were)|[=:])\s*(true|false|null)\b")
+_FIELD_SUBJECT = re.compile(
+    r"(?:^|[.!?;]\s+)the (state|text|value|unit|quantity)s? (?:is|are|was|were)\b"
+)
+YES_NO_FAULT = "a yes-or-no question not answered yes, no or 'I cannot tell'"
+_YES_NO_START = re.compile(r"(?:yes|no|i (?:cannot|can't|can not) tell)\b")
+
+
+def _result_strings(results: list[Any]) -> set[str]:
+    """The string values of the results (names the device gives things), lower-cased."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, str):
+            found.update(_SNAKE.findall(node.lower()))
+
+    walk(results)
+    return found
+
+
+def raw_keys(text: str, results: list[Any] | None = None, question: str = "") -> list[str]:
+    """What in ``text`` reads as a raw key rather than as a person's words (see the module's
+    rules); empty when nothing does."""
+    low = text.lower().replace("’", "'")
+    found: list[str] = []
+    names = _result_strings(results or []) | set(_SNAKE.findall(question.lower()))
+    found += [f"raw key {w!r}" for w in _SNAKE.findall(low) if w not in names]
+    for pattern in (_GLUED, _SPELLED):
+        for match in pattern.finditer(low):
+            before = match.group(1)
+            if before not in BEFORE_A_UNIT:
+                found.append(f"unit glued to a name {match.group(1) + ' ' + match.group(2)!r}")
+    found += [f"raw flag {m.group(1)!r}" for m in _RAW_FLAG.finditer(low)]
+    found += [f"field as the subject {m.group(1)!r}" for m in _FIELD_SUBJECT.finditer(low)]
+    return list(dict.fromkeys(found))
+
+
+def answers_yes_or_no(text: str) -> bool:
+    """Whether ``text`` starts "Yes", "No" or "I cannot tell" (quotes and marks before it
+    aside)."""
+    low = text.lower().replace("’", "'").lstrip(" \t\n\"'*_-")
+    return bool(_YES_NO_START.match(low))
+
+
+def person_faults(answer: Any, question: str, *, yes_no: bool) -> list[str]:
+    """Why ``answer`` (an ``Answer`` or a saved record's fields) is not one a person would
+    write: its raw keys, and a yes-or-no question not answered yes or no. Empty: it is one."""
+    outcome = answer.get("outcome") if isinstance(answer, dict) else answer.outcome
+    text = answer.get("answer") if isinstance(answer, dict) else answer.answer
+    results = (answer.get("results") if isinstance(answer, dict) else answer.results) or []
+    if outcome != "answered" or not text:
+        return []
+    faults = raw_keys(text, results, question)
+    if yes_no and not answers_yes_or_no(text):
+        faults.append(YES_NO_FAULT)
+    return faults
