@@ -29,7 +29,8 @@ from edge_agentd import (
 )
 from edge_agentd.agent.claims import absent_value
 from edge_agentd.agent.evidence import numbers_in
-from edge_agentd.agent.grounding import answer_rule, check_answer, gather
+from edge_agentd.agent.grounding import answer_rule, check_answer
+from edge_agentd.agent.observed import gather
 from edge_agentd.agent.question import Question
 from edge_agentd.guidance.guidance import Guidance
 

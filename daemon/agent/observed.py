@@ -1,0 +1,158 @@
+"""What one run observed, as the grounding rules read it (docs/design.md, "Grounding"):
+every result a skill returned, their texts and numbers, and the words of the calls that gave
+them, gathered as the run's events come, so a run of n steps gathers in O(n)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from edge_agentd.agent.claims import unnamed_subject
+from edge_agentd.agent.events import AgentState, CallSkillAction, SkillResultObservation
+from edge_agentd.agent.question import Question
+from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
+from edge_agentd.agent.vocabulary import known_words
+
+if TYPE_CHECKING:
+    from edge_agentd.agent.registry import Registry
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What one run observed, as the rules read it."""
+
+    question: Question
+    """The run's question, parsed once."""
+    results: tuple[Any, ...]
+    """Every result a skill returned in this run."""
+    texts: tuple[str, ...]
+    """The results' texts and numbers as written (and each list's count), and the question."""
+    skills: tuple[str, ...]
+    """The catalogue: the names of the skills the model may call."""
+    called: bool = False
+    """Whether the run has called a skill yet (whatever came of it)."""
+    skill_words: frozenset[str] = frozenset()
+    """The words of the skills whose calls returned a result: names, descriptions, examples."""
+    arguments: tuple[str, ...] = ()
+    """The arguments of those calls, as texts."""
+    called_names: frozenset[str] = frozenset()
+    """The skills the run has called, whatever came of it."""
+
+    @functools.cached_property
+    def vocabulary(self) -> frozenset[str]:
+        """The words of the calls that returned a result and of those results, case folded:
+        read only where a rule needs them (a question with a subject)."""
+        return self.skill_words | known_words(self.arguments, self.results)
+
+    def unnamed_subject(self) -> str | None:
+        """What of the question's subject this evidence does not name (:func:`unnamed_subject`);
+        None at once for a question with no subject."""
+        question = self.question
+        if question.subject is None and not question.parts:
+            return None
+        return unnamed_subject(question, self.vocabulary)
+
+
+class _Gathered:
+    """A run's evidence so far, added to as its events come: each step reads only the events
+    since the last, so a run of n steps gathers in O(n), not O(n^2)."""
+
+    __slots__ = (
+        "arguments", "called_names", "calls", "described", "evidence", "key", "last", "named",
+        "results", "seen", "texts", "words",
+    )
+
+    def __init__(self, key: tuple[int, int], query: str) -> None:
+        self.key = key
+        self.seen = 0
+        self.last: object = None
+        """The last event read: a stream that is not the one read so far starts anew."""
+        self.calls: dict[str, CallSkillAction] = {}
+        self.results: list[Any] = []
+        self.texts: list[str] = [query]
+        self.words: set[str] = set()
+        self.described = False
+        self.called_names: set[str] = set()
+        self.evidence: Evidence | None = None
+        self.named: dict[str, frozenset[str]] = {}
+        self.arguments: list[str] = []
+
+    def skill_words(self, name: str, registry: Registry) -> frozenset[str]:
+        """The words that name what a skill's calls ask about: its name, description and
+        examples (read once a run, however often it is called)."""
+        words = self.named.get(name)
+        if words is None:
+            spec = registry.get(name)
+            texts = [name] if spec is None else [name, spec.description, *spec.examples]
+            words = self.named[name] = known_words(texts, [])
+        return words
+
+
+def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
+    """The evidence of ``state``'s run so far: each result, and each call that returned one."""
+    events = state.stream.root
+    skills = tuple(skills)
+    key = (id(registry), registry.version)
+    gathered = state.context.evidence
+    if (
+        not isinstance(gathered, _Gathered)
+        or gathered.key != key
+        or gathered.seen > len(events)
+        or (gathered.seen and events[gathered.seen - 1] is not gathered.last)
+    ):
+        gathered = state.context.evidence = _Gathered(key, state.query)
+    if gathered.seen < len(events):
+        for index in range(gathered.seen, len(events)):
+            event = events[index]
+            if isinstance(event, CallSkillAction):
+                gathered.described = True  # called, whatever came of it
+                gathered.called_names.add(event.skill_name)
+                if event.call_id:
+                    gathered.calls[event.call_id] = event
+            if not isinstance(event, SkillResultObservation):
+                continue
+            gathered.results.append(event.result)
+            _walk_texts(event.result, gathered.texts)
+            call = gathered.calls.get(event.call_id) if event.call_id else None
+            before = events[index - 1] if index else None
+            if call is None and isinstance(before, CallSkillAction):
+                call = before  # an event stream made by hand, without ids
+            if call is not None:
+                gathered.words |= gathered.skill_words(call.skill_name, registry)
+                gathered.arguments.extend(map(str, call.arguments.values()))
+        gathered.seen, gathered.last = len(events), events[-1]
+        gathered.evidence = None
+    evidence = gathered.evidence
+    if evidence is None or evidence.skills != skills:
+        evidence = gathered.evidence = Evidence(
+            state.question,
+            tuple(gathered.results),
+            tuple(gathered.texts),
+            skills,
+            gathered.described,
+            frozenset(gathered.words),
+            tuple(gathered.arguments),
+            frozenset(gathered.called_names),
+        )
+    return evidence
+
+
+def _walk_texts(node: Any, texts: list[str]) -> None:
+    if isinstance(node, dict):
+        reading = reading_text(node)
+        if reading is not None:
+            texts.append(reading)
+        for key, value in node.items():
+            texts.append(str(key))
+            _walk_texts(value, texts)
+    elif isinstance(node, list):
+        texts.append(str(len(node)))
+        for item in node:
+            _walk_texts(item, texts)
+    elif isinstance(node, str) or is_number(node):
+        texts.append(scalar_text(node))
+
+
+__all__ = ["Evidence", "gather"]
