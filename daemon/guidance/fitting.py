@@ -26,8 +26,9 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any
 
-from edge_agentd.agent.claims import absent_value, unnamed_subject
+from edge_agentd.agent.claims import absent_value, holds_state, unnamed_subject
 from edge_agentd.agent.english import NEGATIONS, NO, NOT, STATE_KEYS, STATE_VERBS, TOKEN, YES
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line
@@ -105,9 +106,11 @@ def yes_no_sentences(
     bound: Sequence[Line],
     lines: Sequence[Line],
     skill_words: frozenset[str],
+    result: Any = None,
 ) -> list[str]:
-    """"Yes, ..." or "No, ..." from each of ``bound`` that writes the state ``question`` asks
-    about, or whether its subject is there (see the module's docstring)."""
+    """"Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
+    state ``question`` asks about, or whether its subject is there (see the module's
+    docstring). No "No" where the result writes the state elsewhere: it says both."""
     phrase = subject_phrase(question)
     if phrase is None:
         return []
@@ -145,6 +148,8 @@ def yes_no_sentences(
         text = str(line.node).strip()
         has = any(forms(w) & {state} for w in words_of(text))
         said.append(f"{YES if has else NO}, the {phrase} {be} {text}.")
+    if holds_state([result], state):
+        said = [s for s in said if not s.startswith(NO)]
     return said
 
 

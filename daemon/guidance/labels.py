@@ -166,7 +166,8 @@ def labels(
     found = [own, name if line.name not in PLACEHOLDER else skill]
     # A part of the name that is no key is a list item's own name ("fern" of ``plants fern
     # moisture``): it says which one, taken whole ("The fern moisture is 58.0 %.").
-    items = [part for part in line.name.split()[:-1] if part not in keys]
+    # An item with no name is shown by its place ("[1]"): a number no result states.
+    items = [p for p in line.name.split()[:-1] if p not in keys and "[" not in p]
     if items:
         found.append([items[-1], *own])
     named = qualifier(line, lines)
