@@ -26,6 +26,10 @@ ENDS_PHRASE = words(
 words that say when ("the pressure right now")."""
 
 WHEN = words("current present latest last next previous")
+
+WHEN_AFTER = words("now right today tonight tomorrow yesterday currently please here outside")
+"""Words after a noun phrase that say when or where the asker is, not which thing: a fragment
+("Humidity right now?") or "How loud is it here?" may end with them."""
 """Words before a noun that say when, not which: "the current time" asks for the time."""
 
 DETERMINERS = words("the a an my your its our their this that these those all some any each every")
