@@ -320,3 +320,49 @@ def test_every_fitting_sentence_is_of_the_evidence_and_grounding_takes_it(
         replies.append(json.dumps({"final_answer": sentence}))
         state = Agent(MockModel(replies), registry).run(question, max_retries=0)
         assert state.final_answer == sentence, (sentence, result, state.stream.root[-1])
+
+
+def sensor_home() -> Registry:
+    """A Pi's sensor skill as a plugin might write it, with no probe but a thermal zone, and a
+    weather station."""
+    registry = plugin_home()
+
+    @registry.skill(timeout=1.0)
+    def read_sensor(name: str) -> dict[str, Any]:
+        """Current value of one sensor, with units."""
+        # The only sensor there is, whatever was asked for (a model may pass any text).
+        return {"sensor": "thermal_zone0", "quantity": "temperature", "value": 51.687, "unit": "°C"}
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    ("question", "skill", "expected"),
+    [
+        # The model finds the thermal zone's sentence likely: it names no DS18B20 probe.
+        (
+            "Please read the DS18B20 probe.",
+            "read_sensor",
+            "I cannot tell: no skill here reads the DS18B20 probe.",
+        ),
+        # Nothing reads loudness; the weather station's pressure is not offered.
+        ("How loud is it in the room?", "weather_station", "I cannot tell: no skill here says how loud it is."),
+        ("Is the car locked?", "ev_charger", "I cannot tell: no skill here says whether the car is locked."),
+    ],
+)
+def test_a_guided_answer_is_i_cannot_tell_when_no_sentence_is_about_the_question(
+    question: str, skill: str, expected: str
+) -> None:
+    model = MockModel(
+        [],
+        scores={
+            (f"The skill {skill}", f" {question}"): 0.0,
+            ANSWER_HEAD: 0.0,
+            f"{ANSWER_HEAD}The": 50.0,  # any stated value is far likelier to the model
+        },
+    )
+    guidance = Guidance(cannot_tell_margin=None)
+    state = Agent(model, sensor_home(), guidance=guidance).run(question)
+    assert [e.skill_name for e in state.stream.root if e.type == "CallSkillAction"][:1] == [skill]
+    assert state.final_answer == expected
+    assert state.stream.root[-1].made_by == "engine"
