@@ -154,6 +154,11 @@ EMBEDDED = words("whether if")
 QUESTION_WORDS = words("what which who whom whose when where why how")
 """Words that open a yes-or-no question inside a sentence: "Tell me whether the door is open"."""
 
+GRAMMAR = (
+    ENDS_PHRASE | DETERMINERS | AUXILIARIES | WHEN | WHEN_AFTER | QUESTION_WORDS | IMPERATIVES
+) | words("much many tell telling give show list read check say know like mind")
+"""The grammar's own words: what a question says with them names no line of a result."""
+
 # -- how a person says a result: units a key ends with -----------------------------------------
 
 UNIT_SUFFIXES: dict[str, str] = {

@@ -11,7 +11,9 @@ description, whose keys do not). The subject is named as grounding names it
 (:func:`~edge_agentd.agent.claims.unnamed_subject`): each word that says which one, a place
 after it, and the head or another of its words. A "how <adjective>" question's adjective
 picks, among those, the lines whose own path starts as it does ("charged" and
-``state_of_charge_percent``), where any does.
+``state_of_charge_percent``), where any does; so do the question's other words ("available"
+of "How much memory is available?"), the grammar's own left out (:data:`~edge_agentd.agent.
+english.GRAMMAR`).
 
 A yes-or-no question (:attr:`~edge_agentd.agent.question.Question.state`) is answered "Yes,
 ..." or "No, ..." only from a line that writes its state: a flag whose key holds each word the
@@ -29,7 +31,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from edge_agentd.agent.claims import absent_value, holds_state, unnamed_subject
-from edge_agentd.agent.english import NEGATIONS, NO, NOT, STATE_KEYS, STATE_VERBS, TOKEN, YES
+from edge_agentd.agent.english import (
+    GRAMMAR,
+    NEGATIONS,
+    NO,
+    NOT,
+    STATE_KEYS,
+    STATE_VERBS,
+    TOKEN,
+    YES,
+)
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.vocabulary import is_known, known_words
@@ -70,7 +81,31 @@ def bound_lines(
         # "How charged is the car's battery?": of the car's lines, the one the adjective names.
         keyed = [line for line in bound if is_known(quality, known_words([line.name], []))]
         bound = keyed or bound
-    return bound
+    # The question's other words may name the line too: "How much memory is available?" asks
+    # for ``memory available_mib``, not the total or the share used, where a line is so named.
+    others = other_words(question)
+    keyed = [
+        line
+        for line in bound
+        if any(is_known(w, known_words([line.name], [])) for w in others)
+    ]
+    return keyed or bound
+
+
+def other_words(question: Question) -> list[str]:
+    """The question's words that are neither its subject's nor the grammar's own (its verbs,
+    pronouns, determiners, question words): "available" of "How much memory is available?"."""
+    subject = question.subject
+    taken: set[str] = set()
+    if subject is not None:
+        said = (*subject.words, *subject.owner, *subject.where, subject.quality or "")
+        taken = {w.casefold() for w in said}
+    found = []
+    for word in TOKEN.findall(normalised(question.text)):
+        folded = word.casefold()
+        if len(folded) >= 3 and folded.isalpha() and folded not in GRAMMAR | taken:
+            found.append(folded)
+    return found
 
 
 def subject_phrase(question: Question) -> str | None:
