@@ -365,3 +365,10 @@ def test_a_guided_answer_is_i_cannot_tell_when_no_sentence_is_about_the_question
     assert [e.skill_name for e in state.stream.root if e.type == "CallSkillAction"][:1] == [skill]
     assert state.final_answer == expected
     assert state.stream.root[-1].made_by == "engine"
+
+
+def test_a_result_of_thousands_of_lines_is_bound_from_its_first_ones() -> None:
+    huge = {f"k{i}": {"state": f"s{i}x", "name": f"n{i}x"} for i in range(5000)}
+    said = fitting_sentences(Question.parse("What is the state?"), [("gadget", huge)])
+    assert 0 < len(said) <= 32
+    assert fitting_sentences(Question.parse("Is the k1 open?"), [("gadget", huge)]) == []

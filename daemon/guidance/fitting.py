@@ -44,16 +44,22 @@ from edge_agentd.agent.english import (
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.vocabulary import is_known, known_words
-from edge_agentd.guidance.labels import forms, object_texts, verb, words_of
+from edge_agentd.guidance.labels import forms, object_texts, prefix, verb, words_of
 
 _LETTER = re.compile(r"[^\W\d_]")
 MAX_STATE_WORDS = 3
 """A text longer than this is no state ("closed", "fully open"), but a sentence of its own."""
 
 
-def own_words(line: Line, lines: Sequence[Line]) -> frozenset[str]:
-    """The words ``line`` names by itself: its path and its object's short texts and keys."""
-    return known_words([line.name, *object_texts(line, lines)], [])
+MAX_BOUND_LINES = 256
+"""The most lines of one result judged: a result of thousands is read from its first ones, as
+its turn shows only its first lines."""
+
+
+def own_words(line: Line, texts: dict[tuple[str, ...], list[str]]) -> frozenset[str]:
+    """The words ``line`` names by itself: its path and its object's short texts and keys
+    (``texts``, :func:`~edge_agentd.guidance.labels.object_texts` of its result's lines)."""
+    return known_words([line.name, *texts.get(prefix(line), ())], [])
 
 
 def names_subject(question: Question, vocabulary: frozenset[str]) -> bool:
@@ -72,7 +78,9 @@ def bound_lines(
     subject = question.subject
     if subject is None:
         return list(chosen)
-    own = {id(line): own_words(line, lines) for line in chosen}
+    chosen = list(chosen)[:MAX_BOUND_LINES]
+    texts = object_texts(lines)
+    own = {id(line): own_words(line, texts) for line in chosen}
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
     if not bound:
         bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
@@ -176,7 +184,8 @@ def yes_no_sentences(
     ]
     if not strong:
         # The state is the skill's word ("open or closed"), and the line is its object's state.
-        weak = [line for line in texts if is_known(state, own_words(line, lines) | skill_words)]
+        objects = object_texts(lines)
+        weak = [t for t in texts if is_known(state, own_words(t, objects) | skill_words)]
         keyed = [line for line in weak if line.name.split()[-1].casefold() in STATE_KEYS]
         strong = keyed or (weak if len(texts) == 1 else [])
     for line in strong:
@@ -200,6 +209,7 @@ def _state_text(line: Line) -> bool:
 
 
 __all__ = [
+    "MAX_BOUND_LINES",
     "MAX_STATE_WORDS",
     "asks_existence",
     "bound_lines",

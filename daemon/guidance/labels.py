@@ -106,15 +106,17 @@ def qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
     return None
 
 
-def object_texts(line: Line, lines: Sequence[Line]) -> list[str]:
-    """The short texts of the object ``line`` is in, with their keys: what the object says of
-    itself ("bme280", "humidity" of ``{"sensor": "bme280", "quantity": "humidity", ...}``)."""
-    texts = []
-    for other in lines:
-        node = other.node
-        if prefix(other) == prefix(line) and isinstance(node, str) and len(node) <= 40:
-            texts += [node, other.name.split()[-1] if other.name else ""]
-    return texts
+def object_texts(lines: Sequence[Line]) -> dict[tuple[str, ...], list[str]]:
+    """For each object's path, its short texts with their keys: what the object says of itself
+    ("bme280", "humidity" of ``{"sensor": "bme280", "quantity": "humidity", ...}``). Read once
+    a result, so a result of thousands of lines is read in one pass."""
+    found: dict[tuple[str, ...], list[str]] = {}
+    for line in lines:
+        node = line.node
+        if isinstance(node, str) and len(node) <= 40:
+            key = line.name.split()[-1] if line.name else ""
+            found.setdefault(prefix(line), []).extend([node, key])
+    return found
 
 
 def reading_of(form: Line, lines: Sequence[Line]) -> Line:
