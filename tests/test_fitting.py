@@ -154,7 +154,7 @@ def test_a_yes_or_no_question_whose_state_no_result_writes_gets_no_sentence() ->
 
 
 def test_a_flag_outside_a_yes_or_no_question_reads_yes_or_no() -> None:
-    said = fitting("What does the car charger say?", "ev_charger")
+    said = fitting("What does the car say?", "ev_charger")
     assert "Plugged in: yes." in said
     assert not any(" true" in s or " false" in s for s in said)
 
@@ -372,3 +372,30 @@ def test_a_result_of_thousands_of_lines_is_bound_from_its_first_ones() -> None:
     said = fitting_sentences(Question.parse("What is the state?"), [("gadget", huge)])
     assert 0 < len(said) <= 32
     assert fitting_sentences(Question.parse("Is the k1 open?"), [("gadget", huge)]) == []
+
+
+def test_the_line_whose_own_key_is_the_thing_is_said_not_its_siblings_or_children() -> None:
+    clock = {"date": "2026-12-06", "time": "10:30:44", "weekday": "Sunday"}
+    said = fitting_sentences(Question.parse("What time is it?"), [("clock", clock)])
+    assert said == ["The time is 10:30:44."]
+    sensors = {
+        "sensors": [
+            {"name": "cpu", "kind": "thermal_zone", "unit": "°C"},
+            {"name": "bme280", "kind": "iio", "unit": "%RH"},
+        ]
+    }
+    question = Question.parse("How many sensors are there?")
+    assert fitting_sentences(question, [("list_sensors", sensors)]) == ["There are 2 sensors."]
+
+
+def test_a_key_that_opens_with_a_number_says_which_one_and_a_written_out_value_names_nothing() -> None:
+    status = {
+        "load_average": {"1min": 0.42, "5min": 0.3},
+        "uptime": {"seconds": 1983, "text": "33 min"},
+    }
+    loads = fitting_sentences(Question.parse("What is the load average?"), [("status", status)])
+    assert "The load average 1min is 0.42." in loads and "The load average 5min is 0.3." in loads
+    uptime = fitting_sentences(Question.parse("What is the uptime?"), [("status", status)])
+    assert uptime == ["The uptime is 1983 seconds.", "The uptime is 33 min."]
+    for sentence in loads + uptime:
+        assert "status" not in sentence  # no "The system status are 0.42."

@@ -72,9 +72,13 @@ def bound_lines(
     chosen: Sequence[Line],
     lines: Sequence[Line],
     skill_words: frozenset[str],
+    *,
+    narrow: bool = True,
 ) -> list[Line]:
     """Of ``chosen`` (lines of a result whose lines are ``lines``), those about ``question``'s
-    subject (see the module's docstring); all of them for a question with no subject."""
+    subject (see the module's docstring); all of them for a question with no subject. With
+    ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
+    its object's sibling holds: ``state`` beside ``door``)."""
     subject = question.subject
     if subject is None:
         return list(chosen)
@@ -84,6 +88,12 @@ def bound_lines(
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
     if not bound:
         bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
+    # A line whose own key is the thing ("time" of "What time is it?", the list ``sensors`` of
+    # "How many sensors are there?") says it more than its siblings and children, which its
+    # object's words or its path name too.
+    if narrow:
+        keyed = [line for line in bound if is_known(subject.head, _key_of(line))]
+        bound = keyed or bound
     quality = subject.quality
     if quality and quality != subject.head:
         # "How charged is the car's battery?": of the car's lines, the one the adjective names.
@@ -98,6 +108,11 @@ def bound_lines(
         if any(is_known(w, known_words([line.name], [])) for w in others)
     ]
     return keyed or bound
+
+
+def _key_of(line: Line) -> frozenset[str]:
+    """The words of ``line``'s own key (the last part of its name)."""
+    return known_words([line.name.split()[-1] if line.name else ""], [])
 
 
 def other_words(question: Question) -> list[str]:

@@ -41,8 +41,14 @@ def words_of(text: str) -> list[str]:
 def key_words(text: str) -> list[str]:
     """The words of a key or a name that a label may use: those with a letter, not opening with
     a digit (the "1" of a key ``_1``, or of ``_1a``, would read as a number the result does not
-    state)."""
-    return [w for w in words_of(text) if _LETTER.search(w) and not w[0].isdigit()]
+    state) unless the key opens with it (``1min`` of a load average: written so, its 1 is a
+    number the result's line states)."""
+    found = words_of(text)
+    return [
+        w
+        for index, w in enumerate(found)
+        if _LETTER.search(w) and (not w[0].isdigit() or (index == 0 and text.startswith(w)))
+    ]
 
 
 def spoken(label: Sequence[str], node: Any) -> tuple[list[str], str | None]:
@@ -58,10 +64,12 @@ def spoken(label: Sequence[str], node: Any) -> tuple[list[str], str | None]:
 
 
 def _says_nothing(label: Sequence[str], node: Any) -> bool:
-    """Whether each word of ``label`` says only a value's form or, for a number, its unit."""
+    """Whether each word of ``label`` says only a value's form, or which one by a number
+    (``1min``), or, for a number, its unit: it names no thing by itself."""
     number = is_number(node)
     return all(
-        w.casefold() in FORM_WORDS or (number and w.casefold() in UNIT_SUFFIXES) for w in label
+        w.casefold() in FORM_WORDS or w[0].isdigit() or (number and w.casefold() in UNIT_SUFFIXES)
+        for w in label
     )
 
 
@@ -99,6 +107,8 @@ def qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
         node = other.node
         if prefix(other) != prefix(line) or not isinstance(node, str) or not other.name:
             continue
+        if other.name.split()[-1].casefold() in FORM_WORDS:
+            continue  # a value written out ("33 min" of ``text``) is no name of its object
         fits = 0 < len(node.strip()) <= 40 and _LETTER.search(node) and len(words_of(node)) <= 3
         if other == line or not fits:
             return None
