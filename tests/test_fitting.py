@@ -399,3 +399,21 @@ def test_a_key_that_opens_with_a_number_says_which_one_and_a_written_out_value_n
     assert uptime == ["The uptime is 1983 seconds.", "The uptime is 33 min."]
     for sentence in loads + uptime:
         assert "status" not in sentence  # no "The system status are 0.42."
+
+
+def test_a_line_is_named_by_the_objects_it_is_in_not_by_a_sibling_item() -> None:
+    probe = {
+        "sensor": "28-0316a2791bff",
+        "label": "DS18B20",
+        "readings": [{"quantity": "temperature", "value": 12.437, "unit": "°C"}],
+    }
+    said = fitting_sentences(Question.parse("What does the DS18B20 probe read?"), [("s", probe)])
+    assert "The temperature is 12.437 °C." in said
+    sensors = {
+        "sensors": [
+            {"name": "attic", "readings": [{"quantity": "humidity", "value": 61.0, "unit": "%"}]},
+            {"name": "cellar", "readings": [{"quantity": "humidity", "value": 83.0, "unit": "%"}]},
+        ]
+    }
+    said = fitting_sentences(Question.parse("What is the cellar humidity?"), [("s", sensors)])
+    assert said and all("83.0" in s for s in said) and not any("61.0" in s for s in said)

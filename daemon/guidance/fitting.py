@@ -57,9 +57,13 @@ its turn shows only its first lines."""
 
 
 def own_words(line: Line, texts: dict[tuple[str, ...], list[str]]) -> frozenset[str]:
-    """The words ``line`` names by itself: its path and its object's short texts and keys
-    (``texts``, :func:`~edge_agentd.guidance.labels.object_texts` of its result's lines)."""
-    return known_words([line.name, *texts.get(prefix(line), ())], [])
+    """The words ``line`` names by itself: its path, and the short texts and keys of its
+    object and of the objects that object is in (``texts``, :func:`~edge_agentd.guidance.
+    labels.object_texts` of its result's lines): a reading in a sensor's ``readings`` is that
+    sensor's, named "DS18B20" by its ``label``; a sibling item's texts are not its."""
+    path = prefix(line)
+    found = [t for depth in range(len(path) + 1) for t in texts.get(path[:depth], ())]
+    return known_words([line.name, *found], [])
 
 
 def names_subject(question: Question, vocabulary: frozenset[str]) -> bool:
@@ -92,8 +96,13 @@ def bound_lines(
     # "How many sensors are there?") says it more than its siblings and children, which its
     # object's words or its path name too.
     if narrow:
-        keyed = [line for line in bound if is_known(subject.head, _key_of(line))]
-        bound = keyed or bound
+        # The head first; else another word of the subject ("sensors" of "Which sensors measure
+        # humidity?", which the grammar reads as saying which one).
+        for words in ([subject.head], subject.which):
+            keyed = [x for x in bound if any(is_known(w, _key_of(x)) for w in words)]
+            if keyed:
+                bound = keyed
+                break
     quality = subject.quality
     if quality and quality != subject.head:
         # "How charged is the car's battery?": of the car's lines, the one the adjective names.
