@@ -123,3 +123,18 @@ def test_an_adjective_asks_for_its_quantity_and_nothing_else_answers_it() -> Non
     refused = [e for e in state.stream if e.type == "ValidationErrorObservation"]
     assert [e.error_type for e in refused] == ["unknown_subject"]
     assert state.final_answer == "I cannot tell."
+
+
+def test_a_skill_may_say_how_its_result_is_said() -> None:
+    registry = Registry()
+
+    @registry.skill(says="The {label} reads {value} right now.")
+    def rain_gauge() -> dict[str, Any]:
+        """Rain fallen today in the garden."""
+        return {"rain": {"value": 3.5, "unit": "mm"}}
+
+    model = MockModel([call("rain_gauge")], uses_action_schema=True)
+    agent = Agent(model, registry, guidance=Answering(), grounding=Grounding())
+    action = answered(agent.run("How much rain fell?"))
+    assert action.answer == "The rain reads 3.5 mm right now."
+    assert action.made_by == "engine"

@@ -223,10 +223,11 @@ def test_a_guided_run_states_the_asked_line() -> None:
     # The asked line alone is stated: one sentence, no choice to make.
     assert state.final_answer == "The time is 12:35:06."
     assert not [o for _, o in model.scored if o[0].startswith(f"{ANSWER_HEAD}The")]
-    # Turned off, a sentence of each of the result's lines is offered.
+    # Turned off, the sentences are still bound to the question: the line whose own key is
+    # its subject ("time") is stated, however likely the model finds the weekday.
     model = MockModel([], scores=scores | {f"{ANSWER_HEAD}The weekday": 1.0})
     state = Agent(model, registry, guidance=Guidance(state_asked=False), grounding=Grounding()).run(question)
-    assert state.final_answer == "The weekday is Friday."
+    assert state.final_answer == "The time is 12:35:06."
 
 
 readings = st.fixed_dictionaries(

@@ -70,6 +70,8 @@ FREE = content_free(PLAIN)
         ("How humid is it in here?", Subject((), "humid", quality="humid")),
         ("How loud is it in the room?", Subject((), "loud", quality="loud")),
         ("How charged is the car's battery?", Subject((), "battery", owner=("car",), quality="charged")),
+        ("Humidity right now?", Subject((), "Humidity")),
+        ("How loud is it here?", Subject((), "loud", quality="loud")),
         ("Does it have a humidity sensor?", None),
         ("How long is it until Christmas?", None),
         ("Compare them", None),

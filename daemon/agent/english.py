@@ -26,6 +26,10 @@ ENDS_PHRASE = words(
 words that say when ("the pressure right now")."""
 
 WHEN = words("current present latest last next previous")
+
+WHEN_AFTER = words("now right today tonight tomorrow yesterday currently please here outside")
+"""Words after a noun phrase that say when or where the asker is, not which thing: a fragment
+("Humidity right now?") or "How loud is it here?" may end with them."""
 """Words before a noun that say when, not which: "the current time" asks for the time."""
 
 DETERMINERS = words("the a an my your its our their this that these those all some any each every")
@@ -149,6 +153,11 @@ what it asks for, or a clause ("whether ...", "what ... is")."""
 EMBEDDED = words("whether if")
 QUESTION_WORDS = words("what which who whom whose when where why how")
 """Words that open a yes-or-no question inside a sentence: "Tell me whether the door is open"."""
+
+GRAMMAR = (
+    ENDS_PHRASE | DETERMINERS | AUXILIARIES | WHEN | WHEN_AFTER | QUESTION_WORDS | IMPERATIVES
+) | words("much many tell telling give show list read check say know like mind")
+"""The grammar's own words: what a question says with them names no line of a result."""
 
 # -- how a person says a result: units a key ends with -----------------------------------------
 

@@ -49,6 +49,7 @@ from edge_agentd.agent.english import (
     STATE_VERBS,
     TOKEN,
     WHEN,
+    WHEN_AFTER,
 )
 
 
@@ -234,7 +235,7 @@ def question_subject(query: str) -> Subject | None:
         # "(Please read) the DS18B20 probe." The whole phrase is the subject, when nothing but
         # an "of" or a place follows it: "Compare them" is a command the grammar cannot read.
         phrase, end = _phrase(words, 0, verb_last=False, owner=owner)
-        if end < len(low) and low[end] not in PLACE | {"of"} and not commanded:
+        if end < len(low) and low[end] not in PLACE | WHEN_AFTER | {"of"} and not commanded:
             return None
     else:
         return None
@@ -263,7 +264,7 @@ def _about_it(low: Sequence[str]) -> bool:
     if len(low) < 4 or low[3] != "it":
         return False
     rest = low[4:]
-    return not rest or rest[0] in PLACE | WHEN | {"here", "now", "right", "today", "outside"}
+    return not rest or rest[0] in PLACE | WHEN | WHEN_AFTER
 
 
 def _place(words: Sequence[str], low: Sequence[str], at: int) -> list[str]:

@@ -69,6 +69,11 @@ class SkillOptions:
     a function that gives them: ``{argument: values}``. They are shown in the catalogue, held by
     the grammar where the decoding is ours, and checked before the skill is called, so a model
     cannot ask for a sensor that is not there. Read afresh at each run."""
+    says: str | None = None
+    """How its result is said, if not as the engine would: a sentence with ``{label}`` (the
+    thing, as the engine names it) and ``{value}`` (the value with its unit), such as ``"The
+    {label} reads {value} today."``; no digit, quote or backslash (a template that breaks
+    this is not used). None: the engine's own ("The <label> is <value>.")."""
     reads_sentences: bool = False
     """Its one required text argument may be a whole question: the skill finds what it reads
     inside it (``resolve_date``). A guided small model then passes the question first, not a
@@ -81,7 +86,7 @@ class SkillOptions:
             raise TypeError(f"skill name must be an identifier, got {name!r}")
         # Options made before their function is known have no name to tell yet.
         who = f"skill {name!r}" if name is not None else "a skill's options"
-        for field in ("description", "source"):
+        for field in ("description", "source", "says"):
             value = getattr(self, field)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"{who}: {field} must be a str, not {value!r}")

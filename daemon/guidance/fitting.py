@@ -11,7 +11,9 @@ description, whose keys do not). The subject is named as grounding names it
 (:func:`~edge_agentd.agent.claims.unnamed_subject`): each word that says which one, a place
 after it, and the head or another of its words. A "how <adjective>" question's adjective
 picks, among those, the lines whose own path starts as it does ("charged" and
-``state_of_charge_percent``), where any does.
+``state_of_charge_percent``), where any does; so do the question's other words ("available"
+of "How much memory is available?"), the grammar's own left out (:data:`~edge_agentd.agent.
+english.GRAMMAR`).
 
 A yes-or-no question (:attr:`~edge_agentd.agent.question.Question.state`) is answered "Yes,
 ..." or "No, ..." only from a line that writes its state: a flag whose key holds each word the
@@ -26,22 +28,42 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Any
 
-from edge_agentd.agent.claims import absent_value, quality_nouns, unnamed_subject
-from edge_agentd.agent.english import NEGATIONS, NO, NOT, STATE_KEYS, STATE_VERBS, TOKEN, YES
+from edge_agentd.agent.claims import absent_value, holds_state, quality_nouns, unnamed_subject
+from edge_agentd.agent.english import (
+    GRAMMAR,
+    NEGATIONS,
+    NO,
+    NOT,
+    STATE_KEYS,
+    STATE_VERBS,
+    TOKEN,
+    YES,
+)
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.vocabulary import is_known, known_words
-from edge_agentd.guidance.labels import forms, object_texts, verb, words_of
+from edge_agentd.guidance.labels import forms, object_texts, prefix, verb, words_of
 
 _LETTER = re.compile(r"[^\W\d_]")
 MAX_STATE_WORDS = 3
 """A text longer than this is no state ("closed", "fully open"), but a sentence of its own."""
 
 
-def own_words(line: Line, lines: Sequence[Line]) -> frozenset[str]:
-    """The words ``line`` names by itself: its path and its object's short texts and keys."""
-    return known_words([line.name, *object_texts(line, lines)], [])
+MAX_BOUND_LINES = 256
+"""The most lines of one result judged: a result of thousands is read from its first ones, as
+its turn shows only its first lines."""
+
+
+def own_words(line: Line, texts: dict[tuple[str, ...], list[str]]) -> frozenset[str]:
+    """The words ``line`` names by itself: its path, and the short texts and keys of its
+    object and of the objects that object is in (``texts``, :func:`~edge_agentd.guidance.
+    labels.object_texts` of its result's lines): a reading in a sensor's ``readings`` is that
+    sensor's, named "DS18B20" by its ``label``; a sibling item's texts are not its."""
+    path = prefix(line)
+    found = [t for depth in range(len(path) + 1) for t in texts.get(path[:depth], ())]
+    return known_words([line.name, *found], [])
 
 
 def names_subject(question: Question, vocabulary: frozenset[str]) -> bool:
@@ -54,16 +76,33 @@ def bound_lines(
     chosen: Sequence[Line],
     lines: Sequence[Line],
     skill_words: frozenset[str],
+    *,
+    narrow: bool = True,
 ) -> list[Line]:
     """Of ``chosen`` (lines of a result whose lines are ``lines``), those about ``question``'s
-    subject (see the module's docstring); all of them for a question with no subject."""
+    subject (see the module's docstring); all of them for a question with no subject. With
+    ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
+    its object's sibling holds: ``state`` beside ``door``)."""
     subject = question.subject
     if subject is None:
         return list(chosen)
-    own = {id(line): own_words(line, lines) for line in chosen}
+    chosen = list(chosen)[:MAX_BOUND_LINES]
+    texts = object_texts(lines)
+    own = {id(line): own_words(line, texts) for line in chosen}
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
     if not bound:
         bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
+    # A line whose own key is the thing ("time" of "What time is it?", the list ``sensors`` of
+    # "How many sensors are there?") says it more than its siblings and children, which its
+    # object's words or its path name too.
+    if narrow:
+        # The head first; else another word of the subject ("sensors" of "Which sensors measure
+        # humidity?", which the grammar reads as saying which one).
+        for words in ([subject.head], subject.which):
+            keyed = [x for x in bound if any(is_known(w, _key_of(x)) for w in words)]
+            if keyed:
+                bound = keyed
+                break
     quality = subject.quality
     if quality and quality != subject.head:
         # "How charged is the car's battery?": of the car's lines, the one the adjective names.
@@ -74,7 +113,36 @@ def bound_lines(
             if any(is_known(word, known_words([line.name], [])) for word in asked)
         ]
         bound = keyed or bound
-    return bound
+    # The question's other words may name the line too: "How much memory is available?" asks
+    # for ``memory available_mib``, not the total or the share used, where a line is so named.
+    others = other_words(question)
+    keyed = [
+        line
+        for line in bound
+        if any(is_known(w, known_words([line.name], [])) for w in others)
+    ]
+    return keyed or bound
+
+
+def _key_of(line: Line) -> frozenset[str]:
+    """The words of ``line``'s own key (the last part of its name)."""
+    return known_words([line.name.split()[-1] if line.name else ""], [])
+
+
+def other_words(question: Question) -> list[str]:
+    """The question's words that are neither its subject's nor the grammar's own (its verbs,
+    pronouns, determiners, question words): "available" of "How much memory is available?"."""
+    subject = question.subject
+    taken: set[str] = set()
+    if subject is not None:
+        said = (*subject.words, *subject.owner, *subject.where, subject.quality or "")
+        taken = {w.casefold() for w in said}
+    found = []
+    for word in TOKEN.findall(normalised(question.text)):
+        folded = word.casefold()
+        if len(folded) >= 3 and folded.isalpha() and folded not in GRAMMAR | taken:
+            found.append(folded)
+    return found
 
 
 def subject_phrase(question: Question) -> str | None:
@@ -110,9 +178,11 @@ def yes_no_sentences(
     bound: Sequence[Line],
     lines: Sequence[Line],
     skill_words: frozenset[str],
+    result: Any = None,
 ) -> list[str]:
-    """"Yes, ..." or "No, ..." from each of ``bound`` that writes the state ``question`` asks
-    about, or whether its subject is there (see the module's docstring)."""
+    """"Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
+    state ``question`` asks about, or whether its subject is there (see the module's
+    docstring). No "No" where the result writes the state elsewhere: it says both."""
     phrase = subject_phrase(question)
     if phrase is None:
         return []
@@ -143,13 +213,16 @@ def yes_no_sentences(
     ]
     if not strong:
         # The state is the skill's word ("open or closed"), and the line is its object's state.
-        weak = [line for line in texts if is_known(state, own_words(line, lines) | skill_words)]
+        objects = object_texts(lines)
+        weak = [t for t in texts if is_known(state, own_words(t, objects) | skill_words)]
         keyed = [line for line in weak if line.name.split()[-1].casefold() in STATE_KEYS]
         strong = keyed or (weak if len(texts) == 1 else [])
     for line in strong:
         text = str(line.node).strip()
         has = any(forms(w) & {state} for w in words_of(text))
         said.append(f"{YES if has else NO}, the {phrase} {be} {text}.")
+    if holds_state([result], state):
+        said = [s for s in said if not s.startswith(NO)]
     return said
 
 
@@ -165,6 +238,7 @@ def _state_text(line: Line) -> bool:
 
 
 __all__ = [
+    "MAX_BOUND_LINES",
     "MAX_STATE_WORDS",
     "asks_existence",
     "bound_lines",

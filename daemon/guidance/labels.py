@@ -41,8 +41,14 @@ def words_of(text: str) -> list[str]:
 def key_words(text: str) -> list[str]:
     """The words of a key or a name that a label may use: those with a letter, not opening with
     a digit (the "1" of a key ``_1``, or of ``_1a``, would read as a number the result does not
-    state)."""
-    return [w for w in words_of(text) if _LETTER.search(w) and not w[0].isdigit()]
+    state) unless the key opens with it (``1min`` of a load average: written so, its 1 is a
+    number the result's line states)."""
+    found = words_of(text)
+    return [
+        w
+        for index, w in enumerate(found)
+        if _LETTER.search(w) and (not w[0].isdigit() or (index == 0 and text.startswith(w)))
+    ]
 
 
 def spoken(label: Sequence[str], node: Any) -> tuple[list[str], str | None]:
@@ -58,10 +64,12 @@ def spoken(label: Sequence[str], node: Any) -> tuple[list[str], str | None]:
 
 
 def _says_nothing(label: Sequence[str], node: Any) -> bool:
-    """Whether each word of ``label`` says only a value's form or, for a number, its unit."""
+    """Whether each word of ``label`` says only a value's form, or which one by a number
+    (``1min``), or, for a number, its unit: it names no thing by itself."""
     number = is_number(node)
     return all(
-        w.casefold() in FORM_WORDS or (number and w.casefold() in UNIT_SUFFIXES) for w in label
+        w.casefold() in FORM_WORDS or w[0].isdigit() or (number and w.casefold() in UNIT_SUFFIXES)
+        for w in label
     )
 
 
@@ -99,6 +107,8 @@ def qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
         node = other.node
         if prefix(other) != prefix(line) or not isinstance(node, str) or not other.name:
             continue
+        if other.name.split()[-1].casefold() in FORM_WORDS:
+            continue  # a value written out ("33 min" of ``text``) is no name of its object
         fits = 0 < len(node.strip()) <= 40 and _LETTER.search(node) and len(words_of(node)) <= 3
         if other == line or not fits:
             return None
@@ -106,15 +116,17 @@ def qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
     return None
 
 
-def object_texts(line: Line, lines: Sequence[Line]) -> list[str]:
-    """The short texts of the object ``line`` is in, with their keys: what the object says of
-    itself ("bme280", "humidity" of ``{"sensor": "bme280", "quantity": "humidity", ...}``)."""
-    texts = []
-    for other in lines:
-        node = other.node
-        if prefix(other) == prefix(line) and isinstance(node, str) and len(node) <= 40:
-            texts += [node, other.name.split()[-1] if other.name else ""]
-    return texts
+def object_texts(lines: Sequence[Line]) -> dict[tuple[str, ...], list[str]]:
+    """For each object's path, its short texts with their keys: what the object says of itself
+    ("bme280", "humidity" of ``{"sensor": "bme280", "quantity": "humidity", ...}``). Read once
+    a result, so a result of thousands of lines is read in one pass."""
+    found: dict[tuple[str, ...], list[str]] = {}
+    for line in lines:
+        node = line.node
+        if isinstance(node, str) and len(node) <= 40:
+            key = line.name.split()[-1] if line.name else ""
+            found.setdefault(prefix(line), []).extend([node, key])
+    return found
 
 
 def reading_of(form: Line, lines: Sequence[Line]) -> Line:
@@ -166,7 +178,8 @@ def labels(
     found = [own, name if line.name not in PLACEHOLDER else skill]
     # A part of the name that is no key is a list item's own name ("fern" of ``plants fern
     # moisture``): it says which one, taken whole ("The fern moisture is 58.0 %.").
-    items = [part for part in line.name.split()[:-1] if part not in keys]
+    # An item with no name is shown by its place ("[1]"): a number no result states.
+    items = [p for p in line.name.split()[:-1] if p not in keys and "[" not in p]
     if items:
         found.append([items[-1], *own])
     named = qualifier(line, lines)

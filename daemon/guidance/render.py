@@ -269,8 +269,8 @@ def bound_sentences(
             # Every line: the state the question names ("closed" of "Is the door closed?") is
             # one a line it asks about may hold, not a text it already states.
             every = [line for line in lines if not line.alternative]
-            bound = bound_lines(question, every, lines, words)
-            said = yes_no_sentences(question, bound, lines, words)
+            bound = bound_lines(question, every, lines, words, narrow=False)
+            said = yes_no_sentences(question, bound, lines, words, result)
         else:
             group = [(skill_name, result, bound)]
             said = sentences_for(group, question, {skill_name: says}, fit=True)
