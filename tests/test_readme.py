@@ -117,6 +117,12 @@ def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
         if name.startswith("EXIT_") and name != "EXIT_CONFIG"
     }
     assert listed == constants
+    # A script that fetches a run by id must know what a wrong id exits with: every error code
+    # that means no answer (1) is named in that row.
+    (no_answer,) = re.findall(r"^\| 1 \|(.*)$", client, re.M)
+    for code, exit_code in cli.CODE_EXITS.items():
+        if exit_code == cli.EXIT_NO_ANSWER:
+            assert f"`{code}`" in no_answer, code
     assert {int(code) for code in re.findall(r"^\| (\d+) \|", serve, re.M)} == {0, 1, 65, 69, 78}
     # `edge-agent status` right after `make run` needs .venv/bin on PATH; the README says how.
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in text
