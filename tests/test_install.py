@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
 INSTALLER = REPO / "scripts" / "deploy" / "install.sh"
-MODEL_NAME = "gemma-4-e2b-it-Q4_K_M.gguf"  # as README.md names it
+MODEL_NAME = "gemma-4-E2B-it-Q4_K_M.gguf"  # as README.md names it
 MODEL = f"/opt/edge-agent/models/{MODEL_NAME}"
 # Where a dry run says pip builds from: a fresh copy of the checkout (mktemp's template).
 BUILD_COPY = "/tmp/edge-agent-build.XXXXXX/source"

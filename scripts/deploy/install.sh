@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install edge-agent as a systemd service on Debian or Raspberry Pi OS, or remove it again.
 #
-#   sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf
+#   sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-E2B-it-Q4_K_M.gguf
 #   sudo scripts/deploy/install.sh --model ... --mqtt 192.168.1.10   # with the MQTT bridge
 #   sudo scripts/deploy/install.sh --model mock:/opt/edge-agent/models/replies.json   # no model
 #   sudo scripts/deploy/install.sh --uninstall [--purge]
