@@ -68,17 +68,30 @@ def test_ask_json_is_one_object_for_home_assistant(mock_daemon: str) -> None:
     assert result["query"] == "How warm?"
 
 
-def test_ask_stream_prints_each_event_then_the_answer(mock_daemon: str) -> None:
+def test_ask_stream_is_json_lines_to_the_end_the_answer_last(mock_daemon: str) -> None:
+    # A script reads --stream line by line: every line is one JSON object, each event as it
+    # happens and then the object --json prints, answer and all (not a bare answer line).
     done = edge_agentd(
         "ask", "How warm?", "--stream", "--workflow", "kitchen", "--endpoint", mock_daemon
     )
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert [json.loads(line)["type"] for line in lines[:2]] == [
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line.get("type") for line in lines[:2]] == [
         "ValidationErrorObservation",
         "FinalAnswerAction",
     ]
-    assert lines[2:] == ["I cannot tell how warm the kitchen is."]
+    (last,) = lines[2:]
+    assert (last["answer"], last["outcome"], last["workflow"]) == (
+        "I cannot tell how warm the kitchen is.",
+        "answered",
+        "kitchen",
+    )
+    assert last["events"] == lines[:2] and len(last["run_id"]) == 32
+    # With --json as well it is the same: the events, then the one object.
+    both = edge_agentd("ask", "How warm?", "--stream", "--json", "--endpoint", mock_daemon)
+    objects = [json.loads(line) for line in both.stdout.splitlines()]
+    assert [o.get("type") for o in objects[:-1]] == ["ValidationErrorObservation", "FinalAnswerAction"]
+    assert objects[-1]["answer"] == "I cannot tell how warm the kitchen is."
 
 
 def test_ask_exit_codes(mock_daemon: str, tmp_path: Path) -> None:

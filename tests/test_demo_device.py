@@ -94,3 +94,86 @@ def test_serve_demo_reads_the_simulated_pi_and_removes_it_when_stopped(tmp_path:
     where = re.search(r"simulated Raspberry Pi under (\S+), not this machine's", output)
     assert where is not None, output
     assert not Path(where.group(1)).exists(), "the demo tree outlived the daemon"
+
+
+def _serve_demo(tmp_path: Path, replies: list[str], *more: str) -> tuple[Any, str]:
+    mock = write_mock(tmp_path / f"mock-{len(list(tmp_path.iterdir()))}.json", list(replies))
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    process = start_daemon(
+        ["--model", f"mock:{mock}", *more, "--log-level", "WARNING", "--endpoint", endpoint]
+    )
+    wait_ready(endpoint, process)
+    return process, endpoint
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        edge_agent_command(*args), capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_an_answer_drawn_from_the_demo_device_says_so_in_its_text(tmp_path: Path) -> None:
+    cpu = [json.dumps({"skill_name": "cpu_temperature"}), json.dumps({"final_answer": "The CPU is 48.312 °C."})]
+    process, endpoint = _serve_demo(tmp_path, cpu, "--demo")
+    try:
+        plain = _run("ask", "How hot is the CPU?", "--endpoint", endpoint)
+        streamed = _run("ask", "How hot is the CPU?", "--stream", "--endpoint", endpoint)
+        listed = _run("runs", "--json", "--endpoint", endpoint)
+    finally:
+        stop_daemon(process)
+    # What a person reads says it: the printed answer.
+    assert (plain.returncode, plain.stdout) == (0, "The CPU is 48.312 °C. (demo device)\n")
+    # The event and the reply say the same answer; raw keeps what the model wrote.
+    lines = [json.loads(line) for line in streamed.stdout.splitlines()]
+    final_event, result = lines[-2], lines[-1]
+    assert final_event["type"] == "FinalAnswerAction"
+    assert final_event["answer"] == result["answer"] == "The CPU is 48.312 °C. (demo device)"
+    assert result["events"][-1] == final_event
+    assert json.loads(final_event["raw"])["final_answer"] == "The CPU is 48.312 °C."
+    # And the journal keeps the answer as it was given.
+    assert {run["answer"] for run in json.loads(listed.stdout)} == {
+        "The CPU is 48.312 °C. (demo device)"
+    }
+
+
+def test_an_answer_no_demo_result_went_into_is_the_machines_own(tmp_path: Path) -> None:
+    clock = [json.dumps({"skill_name": "now"}), json.dumps({"final_answer": "It is noon."})]
+    process, endpoint = _serve_demo(tmp_path, clock, "--demo")
+    try:
+        asked = _run("ask", "What time is it?", "--endpoint", endpoint)
+    finally:
+        stop_daemon(process)
+    assert (asked.returncode, asked.stdout) == (0, "It is noon.\n")
+
+
+def test_the_demo_keeps_its_own_journal_and_keys(tmp_path: Path) -> None:
+    # `make run` and `make demo` serve the same endpoint one after the other: a key asked of one
+    # never returns the other's answer, and neither lists the other's runs.
+    said = {"machine": "I cannot tell: no result says the CPU.", "demo": "The CPU is 48.312 °C."}
+    script = {
+        name: [json.dumps({"skill_name": "cpu_temperature"}), json.dumps({"final_answer": text})]
+        for name, text in said.items()
+    }
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    key = ["ask", "How hot is the CPU?", "--key", "cpu-07:00", "--endpoint", endpoint]
+    answers: dict[str, list[str]] = {}
+    listed: dict[str, list[str]] = {}
+    for name, demo in (("machine", []), ("demo", ["--demo"]), ("machine", [])):
+        mock = write_mock(tmp_path / f"{name}.json", script[name])
+        sysfs = tmp_path / "no-sensors"
+        sysfs.mkdir(exist_ok=True)
+        process = start_daemon(
+            ["--model", f"mock:{mock}", *demo, "--endpoint", endpoint],
+            env={"EDGE_AGENT_SYSFS_ROOT": str(sysfs)},
+        )
+        try:
+            wait_ready(endpoint, process)
+            answers.setdefault(name, []).append(_run(*key).stdout.strip())
+            listed[name] = [run["answer"] for run in json.loads(_run("runs", "--json", "--endpoint", endpoint).stdout)]
+        finally:
+            stop_daemon(process)
+    assert answers == {
+        "machine": [said["machine"], said["machine"]],
+        "demo": [f"{said['demo']} (demo device)"],
+    }
+    assert listed == {"machine": [said["machine"]], "demo": [f"{said['demo']} (demo device)"]}

@@ -170,5 +170,5 @@ def test_install_sh_installs_a_service_that_answers_and_uninstalls_cleanly(
     journal = machine.root / "var" / "lib" / "edge-agent" / "journal.sqlite3"
     with contextlib.closing(sqlite3.connect(f"file:{journal}?mode=ro", uri=True)) as db:
         kept = {row[0]: row[1:] for row in db.execute("SELECT id, state, answer FROM runs")}
-    assert kept[first["id"]] == ("done", ANSWER), kept
-    assert kept[second["id"]] == ("done", ANSWER), kept
+    assert kept[first["run_id"]] == ("done", ANSWER), kept
+    assert kept[second["run_id"]] == ("done", ANSWER), kept

@@ -43,16 +43,16 @@ def test_ask_with_a_key_runs_once_and_result_and_runs_show_it(journaled: str) ->
     )
     assert first.returncode == 0, first.stderr
     asked = json.loads(first.stdout)
-    assert len(asked["id"]) == 32 and asked["answer"] == "It is noon."
+    assert len(asked["run_id"]) == 32 and asked["answer"] == "It is noon."
     again = json.loads(
         edge_agentd(
             "ask", "What time is it?", "--key", "noon-check", "--json", "--endpoint", journaled
         ).stdout
     )
-    assert again["id"] == asked["id"]
+    assert again["run_id"] == asked["run_id"]
     assert again["answer"] == asked["answer"]
 
-    fetched = edge_agentd("result", asked["id"], "--json", "--endpoint", journaled)
+    fetched = edge_agentd("result", asked["run_id"], "--json", "--endpoint", journaled)
     assert fetched.returncode == 0, fetched.stderr
     record = json.loads(fetched.stdout)
     assert record == {
@@ -62,28 +62,33 @@ def test_ask_with_a_key_runs_once_and_result_and_runs_show_it(journaled: str) ->
         "reason": None,
     }
     assert (
-        edge_agentd("result", asked["id"], "--endpoint", journaled).stdout.strip() == "It is noon."
+        edge_agentd("result", asked["run_id"], "--endpoint", journaled).stdout.strip() == "It is noon."
     )
-    waited = edge_agentd("result", asked["id"], "--wait", "5", "--endpoint", journaled)
+    waited = edge_agentd("result", asked["run_id"], "--wait", "5", "--endpoint", journaled)
     assert waited.returncode == 0
 
     listed = json.loads(edge_agentd("runs", "--json", "--endpoint", journaled).stdout)
-    assert [run["id"] for run in listed] == [asked["id"]]  # one run, not two
-    assert set(listed[0]) == {
-        "id",
+    assert [run["run_id"] for run in listed] == [asked["run_id"]]  # one run, not two
+    # The protocol's names for the protocol's fields (docs/protocol.md, "`runs`").
+    assert list(listed[0]) == [
+        "run_id",
         "source",
         "state",
         "outcome",
-        "when",
+        "queued_at",
         "seconds",
         "query",
         "answer",
-    }
+    ]
+    assert isinstance(listed[0]["queued_at"], float)  # seconds since the epoch, as the wire
     table = edge_agentd("runs", "--limit", "5", "--endpoint", journaled).stdout
-    assert asked["id"] in table and "What time is it?" in table
+    assert asked["run_id"] in table and "What time is it?" in table
 
     missing = edge_agentd("result", "no-such-run", "--endpoint", journaled)
-    assert missing.returncode == 1 and "not_found" in missing.stderr
+    assert missing.returncode == 1 and "no run with this id" in missing.stderr
+    assert json.loads(
+        edge_agentd("result", "no-such-run", "--json", "--endpoint", journaled).stdout
+    )["error"]["code"] == "not_found"
     for bad in (["runs", "--limit", "0"], ["runs", "--limit", "1000000"], ["result", "x" * 129]):
         assert edge_agentd(*bad, "--endpoint", journaled).returncode == 65, bad
     assert edge_agentd("ask", "hi", "--key", "bad\nkey", "--endpoint", journaled).returncode == 65
@@ -93,11 +98,11 @@ def test_ask_with_a_key_another_question_holds_exits_65_and_names_its_run(
     journaled: str,
 ) -> None:
     asked = edge_agentd("ask", "What time is it?", "--key", "K1", "--json", "--endpoint", journaled)
-    holder = json.loads(asked.stdout)["id"]
+    holder = json.loads(asked.stdout)["run_id"]
     other = edge_agentd("ask", "What is the load average?", "--key", "K1", "--endpoint", journaled)
     assert other.returncode == 65, other
     assert other.stdout == ""  # never the other question's answer
-    assert "key_conflict" in other.stderr and holder in other.stderr
+    assert "a new question needs a new key" in other.stderr and holder in other.stderr
     as_json = edge_agentd(
         "ask", "What is the load average?", "--key", "K1", "--json", "--endpoint", journaled
     )
@@ -151,7 +156,7 @@ def test_a_timed_out_ask_names_its_run(tmp_path: Path, context: zmq.Context[Any]
         stuck.join(5)
     assert late.returncode == 75, late.stderr
     (sent,) = stuck.runs
-    assert json.loads(late.stdout)["id"] == sent["id"]
+    assert json.loads(late.stdout)["run_id"] == sent["id"]
     assert sent["key"] == "k1"
     assert f"edge-agent result {sent['id']}" in late.stderr
     assert "--key" in late.stderr

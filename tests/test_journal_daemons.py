@@ -35,7 +35,7 @@ def ask_json(endpoint: str, query: str, key: str) -> dict[str, object]:
 def run_ids(endpoint: str) -> set[str]:
     listed = edge_agent("runs", "--json", "--endpoint", endpoint)
     assert listed.returncode == 0, listed.stderr
-    return {run["id"] for run in json.loads(listed.stdout)}
+    return {run["run_id"] for run in json.loads(listed.stdout)}
 
 
 def test_two_daemons_with_the_same_keys_never_answer_from_each_other(
@@ -53,11 +53,11 @@ def test_two_daemons_with_the_same_keys_never_answer_from_each_other(
         with daemon_process(["--model", f"mock:{load}"], second):
             theirs = ask_json(second, "How warm is it?", "K1")
             assert theirs["answer"] == "I cannot tell: no skill reads the load."  # its own run, not the first's
-            assert theirs["id"] != mine["id"]
+            assert theirs["run_id"] != mine["run_id"]
             again = ask_json(first, "How warm is it?", "K1")
-            assert (again["id"], again["answer"]) == (mine["id"], "I cannot tell: no skill reads the room.")
-            assert run_ids(first) == {mine["id"]}
-            assert run_ids(second) == {theirs["id"]}
+            assert (again["run_id"], again["answer"]) == (mine["run_id"], "I cannot tell: no skill reads the room.")
+            assert run_ids(first) == {mine["run_id"]}
+            assert run_ids(second) == {theirs["run_id"]}
             status = json.loads(edge_agent("status", "--json", "--endpoint", second).stdout)
             assert status["journal"]["state"] == "ok"
             assert (

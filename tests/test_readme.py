@@ -117,9 +117,32 @@ def test_the_readme_lists_every_exit_code_and_where_the_client_is() -> None:
         if name.startswith("EXIT_") and name != "EXIT_CONFIG"
     }
     assert listed == constants
+    # A script that fetches a run by id must know what a wrong id exits with: every error code
+    # that means no answer (1) is named in that row.
+    (no_answer,) = re.findall(r"^\| 1 \|(.*)$", client, re.M)
+    for code, exit_code in cli.CODE_EXITS.items():
+        if exit_code == cli.EXIT_NO_ANSWER:
+            assert f"`{code}`" in no_answer, code
     assert {int(code) for code in re.findall(r"^\| (\d+) \|", serve, re.M)} == {0, 1, 65, 69, 78}
     # `edge-agent status` right after `make run` needs .venv/bin on PATH; the README says how.
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in text
+
+
+def test_the_readme_names_one_tested_route_per_home_assistant_install() -> None:
+    # Home Assistant OS has no shell for our client: its owner must be sent to MQTT, not to a
+    # same-Pi YAML that only a comment in it says needs Core. Each kind of install has one row
+    # naming its route's YAML and the test that runs that YAML against a daemon.
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("\n## Home Assistant\n") :].split("\n## ", 2)[1]
+    rows = [line for line in section.splitlines() if line.startswith("| **Home Assistant ")]
+    kinds = [re.match(r"\| \*\*Home Assistant (\w+)\*\*", row).group(1) for row in rows]  # type: ignore[union-attr]
+    assert kinds == ["OS", "Container", "Core"]
+    for row in rows:
+        yaml, test = re.findall(r"`([\w./-]+\.(?:yaml|py))`", row)[-2:]
+        assert (REPO / "scripts" / "examples" / yaml).is_file(), row
+        assert yaml in (REPO / test).read_text(encoding="utf-8"), row
+    routes = dict(zip(kinds, rows, strict=True))
+    assert "home-assistant-mqtt.yaml" in routes["OS"] and "home-assistant.yaml" in routes["Core"]
 
 
 # -- every command of the README and docs/, run as written ---------------------------------------
@@ -138,10 +161,10 @@ BARE_PATH = "/usr/bin:/bin"
 
 NOT_RUN = {
     "make test": "it is this test suite (ruff, mypy and pytest); CI and the lead run it",
-    "sudo install -m 0644 ~/gemma-4-e2b-it-Q4_K_M.gguf /opt/edge-agent/models/": (
+    "sudo install -m 0644 ~/gemma-4-E2B-it-Q4_K_M.gguf /opt/edge-agent/models/": (
         "root, and the Gemma 4 E2B file (3 GB) is not here"
     ),
-    "sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf"
+    "sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-E2B-it-Q4_K_M.gguf"
     ' --add-user "$(id -un)"': (
         "root, a booted systemd and the Gemma 4 E2B file; tests/test_install.py runs the"
         " installer's --dry-run and tests/test_systemd_unit.py the unit under a real systemd"
@@ -152,7 +175,7 @@ NOT_RUN = {
         "needs the installed service's journal; tests/test_logs.py checks the <N> priorities"
         " journald reads"
     ),
-    "sha256sum gemma-4-e2b-it-Q4_K_M.gguf": "the Gemma 4 E2B file (3 GB) is not here",
+    "sha256sum gemma-4-E2B-it-Q4_K_M.gguf": "the Gemma 4 E2B file (3 GB) is not here",
     "sudo /opt/edge-agent/venv/bin/pip install 'paho-mqtt>=2.1'": (
         "root, the installed service's venv and the network"
     ),
@@ -555,6 +578,22 @@ def test_make_demo_answers_from_the_demo_device(
     assert "demo device: the sensor skills read a simulated Raspberry Pi" in make.output  # type: ignore[attr-defined]
 
 
+def test_the_model_check_block_reads_a_gguf_header(
+    shell: Callable[..., Shell], tmp_path: Path
+) -> None:
+    # The README's check of the downloaded model, run as written on a tiny gemma4 GGUF that
+    # stands in for the 3 GB file: it prints the architecture first, as the comment promises.
+    from tiny_gguf import build_gemma4_gguf
+
+    block = block_with(".venv/bin/python -c 'import sys; from edge_agentd.model.gguf")
+    assert "# must print: gemma4 15" in block.commands[0]
+    model = build_gemma4_gguf(tmp_path / "gemma-4-E2B-it-Q4_K_M.gguf")
+    command = block.commands[0].replace("gemma-4-E2B-it-Q4_K_M.gguf", str(model))
+    [(code, out, err)] = shell().run([f"cd {shlex.quote(str(REPO))} && {command}"])
+    assert code == 0, err
+    assert out.split()[0] == "gemma4", out
+
+
 def cpu_at(root: Path, answer: str) -> Path:
     """A sysfs tree whose CPU reads the temperature ``answer`` states ("48.3 °C")."""
 
@@ -603,6 +642,9 @@ RUNNERS = {
         "test_make_run_serves_where_the_client_looks"
     ),
     ("README.md", "make demo"): "test_make_demo_answers_from_the_demo_device",
+    ("README.md", _bare(block_with(".venv/bin/python -c 'import sys;").commands[0])): (
+        "test_the_model_check_block_reads_a_gguf_header"
+    ),
     ("README.md", 'edge-agent ask "What is the humidity?"'): (
         "test_make_demo_answers_from_the_demo_device"
     ),

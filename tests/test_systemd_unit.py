@@ -397,7 +397,7 @@ def test_the_daemon_runs_as_the_unit_says_and_only_its_group_may_ask(sandbox: Sa
     # The run journal, in the unit's StateDirectory (written out at the stop): the run is there.
     journal = sandbox.root / "var" / "lib" / "edge-agent" / "journal.sqlite3"
     with contextlib.closing(sqlite3.connect(f"file:{journal}?mode=ro", uri=True)) as db:
-        row = db.execute("SELECT state, answer FROM runs WHERE id = ?", (reply["id"],)).fetchone()
+        row = db.execute("SELECT state, answer FROM runs WHERE id = ?", (reply["run_id"],)).fetchone()
     assert row == ("done", "Served from the sandbox.")
 
 

@@ -78,3 +78,27 @@ def test_watch_of_an_unknown_trigger_exits_65(scripted_daemon: Any, sysfs: FakeS
     Probe(sysfs)
     _, endpoint = scripted_daemon(config=CONFIG, registry=builtin_registry(sysfs.root))
     assert main(["watch", "--trigger", "nope", "--endpoint", endpoint]) == 65
+
+
+def test_watch_says_what_it_waits_for_before_anything_fires(
+    scripted_daemon: Any, sysfs: FakeSysfs
+) -> None:
+    # Nothing fires here (-20 °C is below the threshold): watch must not look hung meanwhile.
+    Probe(sysfs, -20.0)
+    _, endpoint = scripted_daemon(config=CONFIG, registry=builtin_registry(sysfs.root))
+    process = subprocess.Popen(
+        [*edge_agent_command("watch", "--endpoint", endpoint)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        assert select.select([process.stderr], [], [], 30)[0], "watch said nothing while waiting"
+        said = process.stderr.readline()
+    finally:
+        process.send_signal(signal.SIGINT)
+        stdout, _ = process.communicate(timeout=20)
+    assert said.startswith(f"edge-agent: watching {endpoint} for the runs of 2 triggers"), said
+    assert "(freezer, morning)" in said and "Ctrl-C" in said
+    assert (process.returncode, stdout) == (0, "")  # stdout is the results' alone

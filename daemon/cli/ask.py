@@ -31,7 +31,8 @@ def client_command(args: argparse.Namespace) -> int:
     from edge_agentd.client.zmqclient import Client, DaemonError, run_wait  # noqa: PLC0415
 
     endpoint = args.endpoint or os.environ.get("EDGE_AGENT_ENDPOINT") or None
-    as_json = bool(getattr(args, "json", False))
+    # --stream is JSON lines to the end: its last line is the object --json prints.
+    as_json = bool(getattr(args, "json", False) or getattr(args, "stream", False))
     # The run's id is chosen here, so a timed-out ask can name it (`edge-agent result ID`).
     run_id = os.urandom(16).hex() if args.command == "ask" else None
     args.run_id = run_id
@@ -67,7 +68,7 @@ def client_command(args: argparse.Namespace) -> int:
             interrupted = {"type": "InterruptedObservation", "reason": "cancelled"}
             _emit(
                 {
-                    "id": run_id,
+                    "run_id": run_id,
                     "query": args.query,
                     "answer": None,
                     "outcome": "interrupted",
@@ -83,15 +84,17 @@ def client_command(args: argparse.Namespace) -> int:
         if as_json:
             _emit(
                 {
-                    **({"id": run_id} if run_id else {}),
+                    **({"run_id": run_id} if run_id else {}),
                     "answer": None,
                     "outcome": None,
                     "error": {"code": exc.code, "message": exc.message},
                 }
             )
-        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
-        if exc.code == "timeout" and run_id is not None:
-            _print_fetch_hint(run_id, getattr(args, "key", None))
+        if exc.code == "timeout" and run_id is not None and not getattr(args, "mqtt", None):
+            print(f"edge-agent: {_late(args, run_id)}", file=sys.stderr, flush=True)
+        else:
+            # The code is for scripts (--json, the exit code); a person reads the sentence.
+            print(f"edge-agent: {exc.message}", file=sys.stderr)
         return code
 
 
@@ -112,15 +115,20 @@ def watchdog(
                 error = {"code": "timeout", "message": message}
                 _emit(
                     {
-                        **({"id": run_id} if run_id else {}),
+                        **({"run_id": run_id} if run_id else {}),
                         "answer": None,
                         "outcome": None,
                         "error": error,
                     }
                 )
-            print(f"edge-agent: timeout: {message}", file=sys.stderr, flush=True)
+            print(f"edge-agent: {message}", file=sys.stderr, flush=True)
             if run_id is not None:
-                _print_fetch_hint(run_id, None)
+                # The process ends here without cancelling: the daemon keeps the run going.
+                print(
+                    f"edge-agent: run {run_id}; fetch it later with `edge-agent result {run_id}`",
+                    file=sys.stderr,
+                    flush=True,
+                )
         except OSError:  # BrokenPipeError included: the reader left; the exit must still come
             stdout_to_devnull()
         os._exit(EXIT_TEMPFAIL)
@@ -130,12 +138,24 @@ def watchdog(
     timer.start()
 
 
-def _print_fetch_hint(run_id: str, key: str | None) -> None:
-    again = " (or ask again with the same --key)" if key else ""
-    print(
-        f"edge-agent: run {run_id}; fetch it later with `edge-agent result {run_id}`{again}",
-        file=sys.stderr,
-        flush=True,
+def _late(args: argparse.Namespace, run_id: str) -> str:
+    """What an ask that gave up waiting says: how long it waited and why, and what became of the
+    run. A keyed run goes on (the client leaves it); an unkeyed one was cancelled."""
+    from edge_agentd.client.zmqclient import RUN_GRACE_S  # noqa: PLC0415
+
+    waited = (
+        f"--wait {args.wait:g} s"
+        if args.wait is not None and args.wait < args.timeout + RUN_GRACE_S
+        else f"--timeout {args.timeout:g} s and the daemon's {RUN_GRACE_S:g} s to answer after it"
+    )
+    if args.key is not None:
+        return (
+            f"no answer within {waited}; run {run_id} goes on: fetch its answer later with "
+            f"`edge-agent result {run_id}`, or ask again with the same --key"
+        )
+    return (
+        f"no answer within {waited}, so the run was cancelled; give it a longer --timeout, or "
+        "a --key to come back for its answer later"
     )
 
 
@@ -198,10 +218,10 @@ def _ask(
     outcome = reply.get("outcome")
     answer = reply.get("answer")
     events = reply.get("state", {}).get("events", [])
-    if args.json:
+    if args.json or args.stream:
         _emit(
             {
-                "id": reply.get("run_id") or reply.get("id"),
+                "run_id": reply.get("run_id") or reply.get("id"),
                 "query": args.query,
                 "answer": answer,
                 "outcome": outcome,
@@ -272,7 +292,9 @@ def _print_status(status: dict[str, Any], as_json: bool) -> None:
         f" (running: {_running_text(status.get('running'))})"
     )
     print(f"requests:  {counters.get('requests')}, errors: {counters.get('errors')}")
-    print(f"skills:    {status.get('skills')}; workflows: {', '.join(status.get('workflows', []))}")
+    workflows = status.get("workflows") or []
+    named = f"; workflows: {', '.join(workflows)}" if workflows else ""  # none: no empty list
+    print(f"skills:    {status.get('skills')}{named}")
     for problem in status.get("skill_problems", []):
         print(f"problem:   {problem.get('source')}: {problem.get('error')}")
 

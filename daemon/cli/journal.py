@@ -66,7 +66,7 @@ def journal_command(args: argparse.Namespace) -> int:
     except DaemonError as exc:
         if as_json:
             _emit({"error": {"code": exc.code, "message": exc.message}})
-        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
+        print(f"edge-agent: {exc.message}", file=sys.stderr)  # scripts read the exit code
         return CODE_EXITS.get(exc.code, EXIT_NO_ANSWER)
     except KeyboardInterrupt:
         print("edge-agent: interrupted", file=sys.stderr)
@@ -76,7 +76,7 @@ def journal_command(args: argparse.Namespace) -> int:
 def result_object(record: dict[str, Any]) -> dict[str, Any]:
     """The object ``ask --json`` prints, plus the run's ``state`` (and ``reason``)."""
     return {
-        "id": record.get("run_id"),
+        "run_id": record.get("run_id"),
         "query": record.get("query"),
         "answer": record.get("answer"),
         "outcome": record.get("outcome"),
@@ -107,20 +107,13 @@ def _print_result(record: dict[str, Any], as_json: bool) -> int:
     return EXIT_TEMPFAIL if record.get("reason") == "deadline" else EXIT_NO_ANSWER
 
 
+RUN_FIELDS = ("run_id", "source", "state", "outcome", "queued_at", "seconds", "query", "answer")
+"""What ``runs --json`` prints of each run: the protocol's ``runs`` fields, by the protocol's
+names (docs/protocol.md, "`runs`"), so a script reads one vocabulary."""
+
+
 def _print_runs(runs: list[dict[str, Any]], as_json: bool) -> None:
-    rows = [
-        {
-            "id": run.get("run_id"),
-            "source": run.get("source"),
-            "state": run.get("state"),
-            "outcome": run.get("outcome"),
-            "when": _when(run.get("queued_at")),
-            "seconds": run.get("seconds"),
-            "query": run.get("query"),
-            "answer": run.get("answer"),
-        }
-        for run in runs
-    ]
+    rows = [{field: run.get(field) for field in RUN_FIELDS} for run in runs]
     if as_json:
         _emit(rows)
         return
@@ -128,8 +121,9 @@ def _print_runs(runs: list[dict[str, Any]], as_json: bool) -> None:
         seconds = row["seconds"]
         took = f"{seconds:7.1f} s" if isinstance(seconds, int | float) else "      - "
         print(
-            f"{row['id']}  {row['when']}  {row['source']:<8} {row['outcome'] or row['state']:<17}"
-            f" {took}  {_preview(row['query'])}  ->  {_preview(row['answer'])}"
+            f"{row['run_id']}  {_when(row['queued_at'])}  {row['source']:<8}"
+            f" {row['outcome'] or row['state']:<17} {took}  {_preview(row['query'])}  ->  "
+            f"{_preview(row['answer'])}"
         )
 
 
@@ -152,4 +146,4 @@ def _emit(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False), flush=True)
 
 
-__all__ = ["add_parsers", "journal_command", "result_object"]
+__all__ = ["RUN_FIELDS", "add_parsers", "journal_command", "result_object"]

@@ -1,7 +1,8 @@
 """``edge-agent``: serve the daemon, or ask it something from a shell.
 
 Exit codes of ``ask`` (and ``status``/``skills`` where they apply): 0 answered; 1 no answer (max
-iterations, retries exhausted, cancelled, or the daemon failed the run); 65 bad input (including a
+iterations, retries exhausted, cancelled, or the daemon failed the run; ``result`` of an id the
+journal does not keep); 65 bad input (including a
 malformed endpoint, and a ``--key`` another question holds); 69 the daemon is unavailable; 75
 busy, shutting down, or out of time (the whole command ends within ``--timeout`` plus a few
 seconds, whatever happens); 130 Ctrl-C (the run is cancelled too). ``serve`` exits 0 after a
@@ -45,8 +46,10 @@ CLIENT_COMMANDS = ("ask", "status", "skills", "result", "runs", "triggers", "wat
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every command's parser, or only the one named (argparse spends a few ms per command, which
     ``ask``, ``status`` and ``skills`` need not pay at start)."""
-    parser = _Parser(prog="edge-agent", description=__doc__.split("\n")[0])
+    # The docstring's first line, as a person reads it on a terminal (no reStructuredText).
+    parser = _Parser(prog="edge-agent", description=__doc__.split("\n")[0].replace("``", ""))
     commands = parser.add_subparsers(dest="command", required=True)
+    parser.set_defaults(commands=commands)  # for _unknown_options: the command's own usage
     endpoint_help = (
         "daemon endpoint (default: $EDGE_AGENT_ENDPOINT, else your own daemon's ipc socket, "
         "else the service's /run/edge-agent/agent.sock)"
@@ -109,7 +112,9 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
         "--json", action="store_true", help="print one JSON object: answer, outcome, events"
     )
     ask.add_argument(
-        "--stream", action="store_true", help="print each event as a JSON line as it happens"
+        "--stream",
+        action="store_true",
+        help="print JSON lines only: each event as it happens, then the --json object last",
     )
     ask.add_argument(
         "--timeout",
@@ -137,6 +142,22 @@ def _add_ask(commands: Any, endpoint_help: str) -> None:
     ask.add_argument("--endpoint", help=endpoint_help)
 
 
+def _unknown_options(args: argparse.Namespace, unknown: list[str]) -> NoReturn:
+    """Exit 65 with the command's own usage, naming what it does not take and the option
+    closest to each (``ask --jsn``: did you mean --json?); argparse alone would show the
+    top-level usage, which says nothing of the command's options."""
+    import difflib  # noqa: PLC0415 - only on a mistake
+
+    sub: argparse.ArgumentParser = args.commands.choices[args.command]
+    known = [name for action in sub._actions for name in action.option_strings]
+    hints = [
+        f"{word} (did you mean {close[0]}?)" if close else word
+        for word in unknown
+        for close in [difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.6)]
+    ]
+    sub.error(f"unrecognized arguments: {' '.join(hints)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a reader that left stdout ends it quietly (README.md, "Exit codes")."""
     return quiet_on_closed_stdout(lambda: _command(argv))
@@ -145,7 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _command(argv: Sequence[str] | None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     first = words[0] if words else None
-    args = _parser(first if first in CLIENT_COMMANDS else None).parse_args(words)
+    parser = _parser(first if first in CLIENT_COMMANDS else None)
+    args, unknown = parser.parse_known_args(words)
+    if unknown:
+        _unknown_options(args, unknown)
     if args.command == "serve":
         from edge_agentd.cli.serve import serve  # noqa: PLC0415
 

@@ -89,7 +89,7 @@ def nodes_command(args: argparse.Namespace) -> int:
         else:
             nodes = list_nodes(options, timeout=args.timeout)
     except DaemonError as exc:
-        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
+        print(f"edge-agent: {exc.message}", file=sys.stderr)  # scripts read the exit code
         return NODES_EXITS.get(exc.code, EXIT_BAD_INPUT)
     if args.forget is None:
         print_nodes(nodes, args.json, args.all)

@@ -44,13 +44,34 @@ def triggers_command(args: argparse.Namespace) -> int:
             if args.command == "triggers":
                 _print_triggers(client.triggers(), args.json)
                 return EXIT_OK
+            _say_watching(client.triggers(), args.trigger, client.endpoint)
             client.watch(lambda result: _print_result(result, args.json), trigger=args.trigger)
             return EXIT_OK
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED if args.command == "triggers" else EXIT_OK
     except DaemonError as exc:
-        print(f"edge-agent: {exc.code}: {exc.message}", file=sys.stderr)
+        print(f"edge-agent: {exc.message}", file=sys.stderr)  # scripts read the exit code
         return CODE_EXITS.get(exc.code, EXIT_NO_ANSWER)
+
+
+def _say_watching(triggers: list[dict[str, Any]], only: str | None, endpoint: str) -> None:
+    """One line on stderr (stdout is the results') that says the watch is on and what it waits
+    for: without it, ``watch`` looks hung until a trigger fires, which may be hours."""
+    names = [entry["name"] for entry in triggers]
+    if only is not None and only not in names:
+        return  # the daemon refuses the watch, and that error is what to say
+    if only is not None:
+        what = f"trigger {only}"
+    elif names:
+        what = f"{len(names)} trigger{'s' if len(names) != 1 else ''} ({', '.join(names)})"
+    else:
+        what = "triggers, but it has none configured ([[triggers]] in its config)"
+    print(
+        f"edge-agent: watching {endpoint} for the runs of {what}; each result is printed as it "
+        "ends (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _print_triggers(triggers: list[dict[str, Any]], as_json: bool) -> None:

@@ -249,7 +249,12 @@ def _describe(error: ValidationError, known: Mapping[str, Any]) -> str:
 def decode_request(frame: bytes, *, max_bytes: int, max_query_chars: int) -> Request:
     """Turn one frame into a checked request, or raise :class:`WireError`."""
     if len(frame) > max_bytes:
-        raise WireError("too_large", f"the request is {len(frame)} bytes; the limit is {max_bytes}")
+        # Named for what the user sent: a long question is what makes a request this big.
+        raise WireError(
+            "too_large",
+            f"the request is {len(frame)} bytes, over the daemon's limit of {max_bytes} bytes a "
+            f"request; a question may be at most {max_query_chars} characters",
+        )
     try:
         data = unpack_frame(frame)
     except UNPACK_ERRORS as exc:
@@ -281,7 +286,8 @@ def decode_request(frame: bytes, *, max_bytes: int, max_query_chars: int) -> Req
     if isinstance(query, str) and len(query) > max_query_chars:
         raise WireError(
             "too_large",
-            f"the query is {len(query)} characters; the limit is {max_query_chars}",
+            f"the question is {len(query)} characters, over the daemon's limit of "
+            f"{max_query_chars} characters",
             request_id,
         )
     try:

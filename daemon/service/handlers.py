@@ -223,7 +223,8 @@ class RequestHandler:
                 envelope,
                 request.id,
                 "busy",
-                f"{len(self._runs)} runs are already waiting; try again later",
+                f"the daemon is busy: its queue is full ({len(self._runs)} waiting, its "
+                "queue_limit); try again later",
             )
             return
         if self._runs.count_of(envelope[:1]) >= self._limits.queue_per_client:

@@ -47,6 +47,9 @@ class ServerOptions:
     """The MQTT bridge's state for ``status`` (any thread may call it)."""
     trigger_memory: TriggerMemory | None = None
     """Where the triggers' firings outlive a restart (the run journal); None forgets them."""
+    demo: bool = False
+    """The sensor skills read the demo device (``serve --demo``): its answers say so
+    (service/demomark.py), and it keeps a journal of its own (journal.path.demo_path)."""
 
 
 @dataclasses.dataclass

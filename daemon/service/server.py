@@ -18,6 +18,7 @@ import zmq
 
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.supervision import POLL_S, RunTicket
+from edge_agentd.service.demomark import DemoMarks
 from edge_agentd.service.handlers import MAX_FRAMES_PER_WAKE
 from edge_agentd.service.parts import ServerParts
 from edge_agentd.service.runs.jobs import Finished, Loaded, LoadFailed, Send, start_job
@@ -55,6 +56,8 @@ class Server:
         self.shutdown = parts.shutdown
         self.counts = parts.counts
         """``runs_finished`` and ``outcome_<outcome>``."""
+        self._demo = DemoMarks() if parts.options.demo else None
+        """Marks the answers drawn from the demo device (service/demomark.py), or None."""
         self._agent: Agent | None = None
         self._ticket: RunTicket | None = None
         """The run on the agent's thread, from its start until its reply, or past shutdown's
@@ -69,10 +72,12 @@ class Server:
     def bind(self) -> list[str]:
         """Claim and bind every endpoint; raises EndpointError and leaves nothing bound."""
         try:
-            return self._router.bind(self.options.endpoints, allow_remote=self.limits.allow_remote)
+            bound = self._router.bind(self.options.endpoints, allow_remote=self.limits.allow_remote)
         except BaseException:
             self.close()
             raise
+        self.journal.start()  # only now: the endpoint says first whether this daemon may serve
+        return bound
 
     def close(self) -> None:
         self._router.close()
@@ -212,9 +217,12 @@ class Server:
         for message in self._outbox.take():
             match message:
                 case Send(job, payload):
+                    if self._demo is not None:
+                        payload = self._demo.event(job.request_id, payload)
                     self.replies.send_packed(job.envelope, payload, job.connection)
                 case Finished():
-                    self._finish(message)
+                    # Marked before anything reads it: the reply, the journal, the triggers.
+                    self._finish(message if self._demo is None else self._demo.finished(message))
                 case Loaded(agent):
                     self._loaded(agent)
                 case LoadFailed(error, config):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install edge-agent as a systemd service on Debian or Raspberry Pi OS, or remove it again.
 #
-#   sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-e2b-it-Q4_K_M.gguf
+#   sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-E2B-it-Q4_K_M.gguf
 #   sudo scripts/deploy/install.sh --model ... --mqtt 192.168.1.10   # with the MQTT bridge
 #   sudo scripts/deploy/install.sh --model mock:/opt/edge-agent/models/replies.json   # no model
 #   sudo scripts/deploy/install.sh --uninstall [--purge]
@@ -44,6 +44,7 @@ MQTT_HOST=""
 # The broker's addresses for the drop-in; empty for a broker on loopback, which needs none.
 MQTT_ADDRESSES=""
 DRY_RUN=0
+NOT_READY=""  # a dry run's reason why a real run would stop (it shows the steps all the same)
 UNINSTALL=0
 PURGE=0
 ADD_USERS=()
@@ -213,7 +214,10 @@ check_model() {
     [[ $MODEL == mock:* ]] && kind="replies file"
     if [[ ! -r $MODEL_FILE ]]; then
         if [[ $DRY_RUN -eq 1 ]]; then
+            # The steps are still shown (what the install will do once the file is there), but
+            # the dry run ends in failure: a real run would stop here, before any of them.
             printf '! %s does not exist yet; copy the %s there before the service starts\n' "$MODEL_FILE" "$kind"
+            NOT_READY="cannot read $MODEL_FILE: a real install stops before any step until the $kind is there"
             return
         fi
         die "cannot read $MODEL_FILE; copy the $kind there first"
@@ -536,6 +540,9 @@ main() {
     install_config
     install_mqtt_dropin
     install_unit
+    if [[ -n $NOT_READY ]]; then
+        die "dry run: $NOT_READY"
+    fi
 }
 
 main "$@"

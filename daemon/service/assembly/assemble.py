@@ -217,6 +217,7 @@ def assemble(
         soul=settings.make_soul(),
         workflows=workflows,
         skill_problems=problems,
+        demo=demo_device is not None,
     )
     return build_server(settings, options)
 

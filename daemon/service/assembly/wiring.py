@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from edge_agentd.agent.grounding import Grounding
@@ -20,6 +21,7 @@ from edge_agentd.service.config.settings import Settings
 from edge_agentd.service.config.strategy import guidance_for, strategy_name
 from edge_agentd.service.handlers import RequestHandler
 from edge_agentd.service.journal.journal import Journal
+from edge_agentd.service.journal.path import default_path, demo_path
 from edge_agentd.service.lifecycle import Lifecycle
 from edge_agentd.service.outbox import Outbox
 from edge_agentd.service.parts import ServerOptions, ServerParts
@@ -46,11 +48,14 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
     wakeup = WakeUpPipe()
     outbox = Outbox(wakeup)
     replies = Replies(router)
+    endpoint = options.endpoints[0] if options.endpoints else None
+    path = Path(settings.journal.path) if settings.journal.path else default_path(endpoint)
     journal = Journal(
         settings.journal,
         post=outbox.post,
         send=replies.send_packed,
-        endpoint=options.endpoints[0] if options.endpoints else None,
+        path=demo_path(path) if options.demo else path,
+        open_now=False,  # Server.bind opens it, once the endpoints are its own
     )
     triggers = TriggerOps(
         settings, options, post=outbox.post, router=router, replies=replies, runs=runs,

@@ -79,6 +79,7 @@ class Journal:
         send: Send,
         path: Path | None = None,
         endpoint: str | None = None,
+        open_now: bool = True,
     ) -> None:
         self.settings = settings
         self.enabled = settings.enabled
@@ -109,7 +110,14 @@ class Journal:
         self.thread = DaemonThread(
             "edge-agent-journal", self._work, ask_stop=lambda: self._tasks.call(None)
         )
-        if self.enabled:
+        if open_now:
+            self.start()
+
+    def start(self) -> None:
+        """Open the file and start the thread (once). The daemon does it once its endpoints are
+        bound, so that a second daemon on a taken endpoint is told that, and not first that the
+        journal is in use."""
+        if self.enabled and not self.thread.started:
             self._open()  # here, not on the thread: the keys must be known before any request
             self.thread.start()
 

@@ -6,10 +6,12 @@ share the XDG state directory, so there the default file is named after the daem
 daemon on the default endpoint keeps ``journal.sqlite3`` (so an existing journal stays where it
 was), any other endpoint gets ``journal-<endpoint>-<digest>.sqlite3``. Under systemd the state
 directory is the unit's own (``StateDirectory=``), so the service keeps ``journal.sqlite3`` on
-whatever endpoints its config names. Keys, runs and ``runs`` listings therefore never
-cross daemons. Two daemons given the same file anyway (one ``[journal] path`` in two configs) are
-kept apart by an exclusive lock on ``<file>.lock``: the second one's journal is ``degraded`` and
-says which process holds it, rather than read the first one's keys or mark its runs interrupted.
+whatever endpoints its config names. A daemon serving the demo device keeps its own file beside
+the machine's (:func:`demo_path`). Keys, runs and ``runs`` listings therefore never cross daemons,
+nor the demo device and the machine. Two daemons given the same file anyway (one ``[journal]
+path`` in two configs) are kept apart by an exclusive lock on ``<file>.lock``: the second one's
+journal is ``degraded`` and says which process holds it, rather than read the first one's keys or
+mark its runs interrupted.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ def default_path(endpoint: str | None = None, environ: Mapping[str, str] | None 
     if endpoint is None or endpoint == default_endpoint(env):
         return directory / FILE_NAME
     return directory / f"journal-{endpoint_tag(endpoint)}.sqlite3"
+
+
+def demo_path(journal: Path) -> Path:
+    """The journal of a daemon serving the demo device (``serve --demo``) where the machine's
+    would be ``journal``: beside it, ``-demo`` before its suffix. Its runs and keys are the demo
+    device's own, so a key asked of one never returns the other's answer."""
+    return journal.with_name(f"{journal.stem}-demo{journal.suffix}")
 
 
 def endpoint_tag(endpoint: str) -> str:
@@ -105,4 +114,4 @@ def _holder(fd: int) -> str | None:
     return text if text.isdigit() else None
 
 
-__all__ = ["FILE_NAME", "JournalLock", "default_path", "endpoint_tag"]
+__all__ = ["FILE_NAME", "JournalLock", "default_path", "demo_path", "endpoint_tag"]
