@@ -138,3 +138,12 @@ def test_a_skill_may_say_how_its_result_is_said() -> None:
     action = answered(agent.run("How much rain fell?"))
     assert action.answer == "The rain reads 3.5 mm right now."
     assert action.made_by == "engine"
+
+
+def test_a_question_about_many_things_is_not_answered_by_one_sentence() -> None:
+    replies = [call("climate"), call("front_door"),
+               '{"final_answer": "It is 21.5 °C and the front door is closed."}']  # fmt: skip
+    model = MockModel(replies, uses_action_schema=True)
+    agent = Agent(model, home(), guidance=Answering(), grounding=Grounding())
+    action = answered(agent.run("How warm is it everywhere?"))
+    assert action.made_by == "model" and len(model.prompts) == 3

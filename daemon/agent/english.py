@@ -67,6 +67,10 @@ INDEFINITE = frozenset(
 )
 """Heads that name no one thing: a question about them has no subject to find in the evidence."""
 
+EVERY = frozenset({"everywhere", "everything", "every", "all", "each", "both"})
+"""Words that ask about many things at once ("How warm is it everywhere?"): no one sentence
+about one of them answers the question."""
+
 WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 
 NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nothing"})

@@ -34,6 +34,7 @@ from edge_agentd.agent.english import (
     DETERMINERS,
     EMBEDDED,
     ENDS_PHRASE,
+    EVERY,
     HEAD_NOUN,
     HERE,
     IMPERATIVE_FORMS,
@@ -356,6 +357,12 @@ def question_parts(query: str) -> list[str]:
     return [part[:1].upper() + part[1:] for part in (first, second)]
 
 
+def asks_about_many(query: str) -> bool:
+    """Whether ``query`` asks about many things at once ("How warm is it everywhere?", "What
+    do all the sensors read?"), so that one sentence about one of them is not its answer."""
+    return any(word.casefold() in EVERY for word in TOKEN.findall(query))
+
+
 def about_catalogue(query: str) -> bool:
     """Whether ``query`` asks about the skills themselves ("What skills do you have?", "What
     can you do?"): the catalogue in the system prompt answers it."""
@@ -374,6 +381,7 @@ __all__ = [
     "about_catalogue",
     "asked_predicate",
     "asked_state",
+    "asks_about_many",
     "head_noun",
     "head_noun_forms",
     "head_opening",

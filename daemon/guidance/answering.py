@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 from edge_agentd.agent.events import AgentState, Event, SkillResultObservation
 from edge_agentd.agent.protocol import Completion, ModelHandle
+from edge_agentd.agent.question import asks_about_many
 from edge_agentd.agent.skillspec import SkillSpec
 from edge_agentd.guidance.render import fitting_sentences
 
@@ -70,7 +71,9 @@ class Answering:
             for event in state.stream.root
             if isinstance(event, SkillResultObservation)
         ]
-        if self.own_words or not results:
+        # A question about many things at once ("How warm is it everywhere?") is not answered
+        # by a sentence about one: the model reads on and says it.
+        if self.own_words or not results or asks_about_many(state.query):
             return generate(prompt)
         named = {spec.name: spec for spec in skills}
         fitting = [s for s in fitting_sentences(state.question, results, named) if grounded(s)]
