@@ -616,3 +616,23 @@ def test_i_cannot_tell_is_open_when_no_call_left_names_the_subject() -> None:
     state = Agent(model, registry, grounding=Grounding()).run("What is the humidity?")
     assert any("final_answer" in b["properties"] for b in model.calls[1]["action_schema"]["oneOf"])
     assert state.final_answer == "I cannot tell."
+
+
+def test_an_answer_that_cannot_tell_may_say_why_in_the_failed_skills_words() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def cpu_temperature() -> float:
+        """The CPU temperature in degrees Celsius."""
+        raise OSError("no thermal zone was found under /srv/sys2/class/thermal")
+
+    reason = "I cannot tell: no thermal zone was found under /srv/sys2/class/thermal."
+    model = MockModel([call("cpu_temperature"), answer(reason)])
+    state = Agent(model, registry, grounding=Grounding()).run("How hot is the CPU?")
+    assert state.final_answer == reason
+    # The same words are no evidence for a value: only a decline may quote them.
+    model = MockModel([call("cpu_temperature"), answer("The zone is sys2."), answer("I cannot tell.")])
+    state = Agent(model, registry, grounding=Grounding()).run("How hot is the CPU?")
+    assert [e.error_type for e in state.stream if e.type == "ValidationErrorObservation"] == [
+        "value_not_in_evidence"
+    ]

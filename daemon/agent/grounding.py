@@ -93,7 +93,9 @@ def declines(answer: str) -> bool:
 
 def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     """The first grounding rule ``answer`` breaks, or None when it keeps them all."""
-    absent = absent_value(answer, evidence.texts) or misplaced_unit(
+    # An answer that cannot tell may say why in a failed skill's own words.
+    texts = (*evidence.texts, *evidence.errors) if declines(answer) else evidence.texts
+    absent = absent_value(answer, texts) or misplaced_unit(
         answer, evidence.results, evidence.question.text
     )
     if absent is not None:

@@ -10,7 +10,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.claims import unnamed_subject
-from edge_agentd.agent.events import AgentState, CallSkillAction, SkillResultObservation
+from edge_agentd.agent.events import (
+    AgentState,
+    CallSkillAction,
+    SkillResultObservation,
+    ToolErrorObservation,
+)
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
 from edge_agentd.agent.vocabulary import known_words
@@ -39,6 +44,9 @@ class Evidence:
     """The arguments of those calls, as texts."""
     called_names: frozenset[str] = frozenset()
     """The skills the run has called, whatever came of it."""
+    errors: tuple[str, ...] = ()
+    """What the skills that failed said: no evidence of a value, but a reason an answer that
+    cannot tell may give ("no thermal zone was found under /sys/class/thermal")."""
 
     @functools.cached_property
     def vocabulary(self) -> frozenset[str]:
@@ -60,8 +68,19 @@ class _Gathered:
     since the last, so a run of n steps gathers in O(n), not O(n^2)."""
 
     __slots__ = (
-        "arguments", "called_names", "calls", "described", "evidence", "key", "last", "named",
-        "results", "seen", "texts", "words",
+        "arguments",
+        "called_names",
+        "calls",
+        "described",
+        "errors",
+        "evidence",
+        "key",
+        "last",
+        "named",
+        "results",
+        "seen",
+        "texts",
+        "words",
     )
 
     def __init__(self, key: tuple[int, int], query: str) -> None:
@@ -72,6 +91,7 @@ class _Gathered:
         self.calls: dict[str, CallSkillAction] = {}
         self.results: list[Any] = []
         self.texts: list[str] = [query]
+        self.errors: list[str] = []
         self.words: set[str] = set()
         self.described = False
         self.called_names: set[str] = set()
@@ -111,6 +131,8 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
                 gathered.called_names.add(event.skill_name)
                 if event.call_id:
                     gathered.calls[event.call_id] = event
+            if isinstance(event, ToolErrorObservation):
+                gathered.errors.append(event.error)
             if not isinstance(event, SkillResultObservation):
                 continue
             gathered.results.append(event.result)
@@ -135,6 +157,7 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
             frozenset(gathered.words),
             tuple(gathered.arguments),
             frozenset(gathered.called_names),
+            tuple(gathered.errors),
         )
     return evidence
 
