@@ -78,6 +78,9 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         add_journal_parsers(commands, endpoint_help, only)
     if only is None:
         add_parsers(commands)  # nodes, ha-discovery
+        from edge_agentd.cli.mcp import add_parser as add_mcp_parser  # noqa: PLC0415
+
+        add_mcp_parser(commands, endpoint_help)  # mcp (docs/mcp.md)
     return parser
 
 
@@ -162,6 +165,10 @@ def _command(argv: Sequence[str] | None) -> int:
         from edge_agentd.cli.triggers import triggers_command  # noqa: PLC0415
 
         return triggers_command(args)
+    if args.command == "mcp":
+        from edge_agentd.cli.mcp import mcp_command  # noqa: PLC0415
+
+        return mcp_command(args)
     if args.command in ("result", "runs"):
         from edge_agentd.cli.journal import journal_command  # noqa: PLC0415
 

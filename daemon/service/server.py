@@ -55,6 +55,7 @@ class Server:
         self.shutdown = parts.shutdown
         self.counts = parts.counts
         """``runs_finished`` and ``outcome_<outcome>``."""
+        self.calls = parts.calls
         self._agent: Agent | None = None
         self._ticket: RunTicket | None = None
         """The run on the agent's thread, from its start until its reply, or past shutdown's
@@ -149,6 +150,8 @@ class Server:
                 connections.drain(self.runs.owners())
         finally:
             self.triggers.runner.stop()
+            if self.calls is not None:
+                self.calls.stop()
             self._loader.thread.join(1.0)
             if self._agent is not None:
                 self._agent.close()
