@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from edge_agentd.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
 from edge_agentd.agent.registry import Registry, SkillSpec
 from edge_agentd.agent.run import SkillStillRunning
@@ -95,13 +97,9 @@ class SkillCalls:
             return
         try:
             arguments = spec.validate_arguments(request.arguments)
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        except ValidationError as exc:
             self.counts["calls_refused"] += 1
-            problem = (
-                format_validation_error(spec.name, exc)
-                if hasattr(exc, "errors")
-                else f"Bad arguments for skill {spec.name!r}: {exc}"
-            )
+            problem = format_validation_error(spec.name, exc)
             self._replies.fail(envelope, request.id, "bad_request", problem)
             return
         with self._lock:

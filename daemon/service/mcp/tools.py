@@ -120,7 +120,9 @@ def _described(node: Mapping[str, Any]) -> dict[str, Any]:
     return {"description": text} if isinstance(text, str) else {}
 
 
-def skill_tools(skills: Iterable[Mapping[str, Any]], allowed: Iterable[str] | None) -> list[dict]:
+def skill_tools(
+    skills: Iterable[Mapping[str, Any]], allowed: Iterable[str] | None
+) -> list[dict[str, Any]]:
     """One tool per skill of a ``skills`` reply (``allowed`` only, when given), as maps with
     ``name``, ``description`` and ``inputSchema``."""
     wanted = None if allowed is None else set(allowed)
