@@ -66,8 +66,7 @@ def mcp_daemon(
     )
     config = tmp_path / "config.toml"
     config.write_text(
-        f'[daemon]\nshutdown_grace_s = 0.05\n[skills]\ndirectories = ["{skills}"]\n'
-        f"[mcp]\n{mcp}",
+        f'[daemon]\nshutdown_grace_s = 0.05\n[skills]\ndirectories = ["{skills}"]\n[mcp]\n{mcp}',
         encoding="utf-8",
     )
     endpoint = f"ipc://{tmp_path}/agent.sock"
