@@ -13,6 +13,8 @@ schema anyway, and answers a bad one with a tool error.
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -73,7 +75,8 @@ def _safe(schema: Any, root: Mapping[str, Any], depth: int) -> dict[str, Any]:
                 merged.update(_safe(part, root, depth + 1))
         node = {**merged, **node}
     if isinstance(node.get("enum"), list):
-        return {k: v for k, v in node.items() if k in ("enum", "description", "title", "default")}
+        return {"enum": node["enum"], **_described(node)}
+    node.pop("enum", None)
     if "const" in node and "type" not in node:
         return {"enum": [node["const"]], **_described(node)}
     for key in ("anyOf", "oneOf"):
@@ -84,11 +87,11 @@ def _safe(schema: Any, root: Mapping[str, Any], depth: int) -> dict[str, Any]:
             return {key: [_safe(option, root, depth + 1) for option in options], **_described(node)}
     kind = node.get("type")
     if isinstance(kind, list):
-        kinds = [k for k in kind if k in _TYPES]
+        kinds = list(dict.fromkeys(k for k in kind if isinstance(k, str) and k in _TYPES))
         if not kinds:
             return {**ANY_VALUE, **_described(node)}
         return {"anyOf": [_safe({**node, "type": k}, root, depth + 1) for k in kinds]}
-    if kind not in _TYPES:
+    if not isinstance(kind, str) or kind not in _TYPES:
         return {**ANY_VALUE, **_described(node)}
     if kind == "array":
         node["items"] = _safe(node.get("items"), root, depth + 1)
@@ -110,8 +113,37 @@ def _safe(schema: Any, root: Mapping[str, Any], depth: int) -> dict[str, Any]:
                 [r for r in required if isinstance(r, str)] if isinstance(required, list) else []
             )
         node.pop("anyOf", None)
-    elif kind == "string" and not isinstance(node.get("pattern", ""), str):
-        node.pop("pattern")
+    return _clean(node)
+
+
+def _clean(node: dict[str, Any]) -> dict[str, Any]:
+    """The bounds and words of a typed node that the converter reads, each dropped when it is not
+    of the kind it expects (a pattern that does not compile, a bound that is not a number)."""
+    for key in ("minLength", "maxLength", "minItems", "maxItems"):
+        value = node.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            node.pop(key)
+    for key in ("minimum", "maximum"):
+        value = node.get(key)
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            node.pop(key)
+    for key in ("format", "description", "title"):
+        if key in node and not isinstance(node[key], str):
+            node.pop(key)
+    if "nullable" in node and not isinstance(node["nullable"], bool):
+        node.pop("nullable")
+    pattern = node.get("pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError, ValueError, RecursionError, OverflowError):
+            node.pop("pattern")
     return node
 
 
