@@ -89,10 +89,15 @@ def status(endpoint: str) -> dict[str, Any]:
 
 
 def session(
-    url: str, use: Callable[[ClientSession], Awaitable[T]], headers: dict[str, str] | None = None
+    url: str,
+    use: Callable[[ClientSession], Awaitable[T]],
+    headers: dict[str, str] | None = None,
+    *,
+    unwrap: bool = False,
 ) -> T:
     """One request as Home Assistant makes it: a fresh session, initialized, used once, closed,
-    the whole within :data:`HA_TIMEOUT_S`."""
+    the whole within :data:`HA_TIMEOUT_S`. With ``unwrap``, an error raised inside the session
+    comes out alone, not in the task group's ExceptionGroup."""
 
     async def main() -> T:
         with anyio.fail_after(HA_TIMEOUT_S):
@@ -104,7 +109,15 @@ def session(
                 await client.initialize()
                 return await use(client)
 
-    return anyio.run(main)
+    if not unwrap:
+        return anyio.run(main)
+    try:
+        return anyio.run(main)
+    except BaseExceptionGroup as group:
+        first = group.exceptions[0]
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None
 
 
 def tools(url: str, headers: dict[str, str] | None = None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ event loop.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import math
 import threading
@@ -110,18 +111,22 @@ class Tools:
             if self.settings.ask and name == RESULT:
                 return await self._result(arguments)
             if self.settings.skills is not None and name not in self.settings.skills:
-                return self._unknown(name)
+                await self._unknown(name)
             reply = await self._blocking(lambda: self.backend.call(name, arguments))
         except DaemonError as exc:
-            if exc.code == "not_found":
-                return self._unknown(name)
-            return self.failed(exc.message if exc.code == "bad_request" else str(exc))
+            if exc.code == "not_found" and not _is_model_tool(name):
+                await self._unknown(name)
+            if exc.code == "bad_request":
+                return self.failed(exc.message)
+            return self.failed(f"{name}: {exc.code}: {exc.message}")
         if not reply.get("ok"):
             return self.failed(f"{name} failed: {reply.get('error')}")
         return self.answer(skill_text(name, reply.get("result")), structured(reply.get("result")))
 
-    def _unknown(self, name: str) -> NoReturn:
+    async def _unknown(self, name: str) -> NoReturn:
         self._count("unknown_tools")
+        with contextlib.suppress(DaemonError):  # the error says so without the names, then
+            await self.list()
         known = ", ".join(sorted(self._names or ())) or "see tools/list"
         raise MCPError(types.INVALID_PARAMS, f"no tool named {name[:128]!r}; the tools: {known}")
 
@@ -219,6 +224,10 @@ class Tools:
                     with self._lock:
                         if session in self._listeners:
                             self._listeners.remove(session)
+
+
+def _is_model_tool(name: str) -> bool:
+    return name in (ASK, RESULT)
 
 
 def _seconds(value: Any, default: float) -> float | None:
