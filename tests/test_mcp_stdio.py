@@ -100,3 +100,69 @@ def test_without_the_extra_the_daemon_starts_as_before_and_mcp_says_what_to_inst
     )  # fmt: skip
     assert stdio.returncode == EXIT_CONFIG
     assert "needs the mcp extra: pip install 'mcp>=2.3,<3'" in stdio.stderr
+
+
+RAIN_PLUGIN = '''
+def register(registry):
+    @registry.skill(timeout=1.0)
+    def rain_barrel_level() -> dict:
+        """Water left in the rain barrel, in litres."""
+        return {"quantity": "volume", "value": 112.0, "unit": "L"}
+'''
+
+
+def test_a_client_that_listens_is_told_when_the_tool_list_changes(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    endpoint = f"ipc://{tmp_path}/agent.sock"
+    config = tmp_path / "mcp.toml"
+    config.write_text("[mcp]\nwatch_s = 0.2\n", encoding="utf-8")
+    command = edge_agent_command("mcp", "--endpoint", endpoint, "--config", str(config))
+    parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+
+    def serve(place: Path, plugin: str | None) -> Any:
+        args = ["--endpoint", endpoint]
+        if plugin is not None:
+            skills = place / "skills.d"
+            skills.mkdir(mode=0o755)
+            (skills / "plugin.py").write_text(plugin, encoding="utf-8")
+            (place / "config.toml").write_text(
+                f'[daemon]\nshutdown_grace_s = 0.05\n[skills]\ndirectories = ["{skills}"]\n',
+                encoding="utf-8",
+            )
+            args += ["--config", str(place / "config.toml")]
+        mock = write_mock(place / "mock.json", [f'{{"final_answer": "{ANSWER}"}}'])
+        process = start_daemon([*args, "--model", f"mock:{mock}"])
+        wait_ready(endpoint, process)
+        return process
+
+    async def main() -> tuple[set[str], set[str]]:
+        changed = anyio.Event()
+
+        async def on_message(message: Any) -> None:
+            if "tools/list_changed" in repr(message) or "ToolListChanged" in repr(message):
+                changed.set()
+
+        first = await anyio.to_thread.run_sync(serve, tmp_path / "a", None)
+        try:
+            with anyio.fail_after(60):
+                async with (
+                    stdio_client(parameters) as (read, write),
+                    ClientSession(read, write, message_handler=on_message) as client,
+                ):
+                    await client.initialize()
+                    before = {tool.name for tool in (await client.list_tools()).tools}
+                    await anyio.to_thread.run_sync(stop_daemon, first)
+                    second = await anyio.to_thread.run_sync(serve, tmp_path / "b", RAIN_PLUGIN)
+                    try:
+                        await changed.wait()
+                        after = {tool.name for tool in (await client.list_tools()).tools}
+                    finally:
+                        await anyio.to_thread.run_sync(stop_daemon, second)
+        finally:
+            await anyio.to_thread.run_sync(stop_daemon, first)
+        return before, after
+
+    before, after = anyio.run(main)
+    assert "rain_barrel_level" not in before
+    assert after - before == {"rain_barrel_level"}

@@ -40,6 +40,8 @@ class McpSettings(BaseModel):
     max_body_bytes: Annotated[int, Field(ge=1024, le=16 * 1024 * 1024)] = 256 * 1024
     max_connections: Annotated[int, Field(ge=1, le=10_000)] = 64
     """Open HTTP connections at once; beyond, a new one gets 503."""
+    watch_s: Annotated[float, Field(ge=0.1, le=86_400, allow_inf_nan=False)] = 30.0
+    """How often the skills are read, to tell listening clients when the tool list changed."""
 
     @field_validator("allow")
     @classmethod

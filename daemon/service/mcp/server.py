@@ -46,8 +46,6 @@ log = logging.getLogger(__name__)
 NAME = "edge-agent"
 MAX_WORKERS = 8
 """Requests to the daemon at once; more wait their turn on the event loop, costing no thread."""
-WATCH_S = 30.0
-"""How often the skills are read to tell listening clients that the tool list changed."""
 LISTENERS = 64
 
 
@@ -196,11 +194,11 @@ class Tools:
             if session not in self._listeners:
                 self._listeners.append(session)
 
-    async def watch(self, every_s: float = WATCH_S) -> None:
-        """Read the tool list every ``every_s``; when it changed, tell every client that listed
-        it (a client gone is dropped)."""
+    async def watch(self) -> None:
+        """Read the tool list every ``[mcp] watch_s``; when it changed, tell every client that
+        listed it (a client gone is dropped)."""
         while True:
-            await anyio.sleep(every_s)
+            await anyio.sleep(self.settings.watch_s)
             before = self._names
             try:
                 await self.list()
