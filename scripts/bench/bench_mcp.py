@@ -18,6 +18,7 @@ Exits 1 when a budget is missed.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -162,9 +163,14 @@ def idle(work: Path, window_s: float, rounds: int) -> dict[str, list[tuple[int, 
     return got
 
 
-def base_env(base: Path, work: Path) -> dict[str, str]:
-    """Import ``edge_agentd`` from the checkout at ``base`` (a tree laid out as installed)."""
-    tree = work / "base-tree" / "edge_agentd"
+def tree_env(base: Path, work: Path, name: str) -> dict[str, str]:
+    """Import ``edge_agentd`` from the checkout at ``base`` (a tree laid out as installed, put
+    first on PYTHONPATH: both sides are imported the same way, so neither pays another path)."""
+    # Both compiled first: with PYTHONDONTWRITEBYTECODE set, a tree never compiled would pay the
+    # compiler at every start, and the other not.
+    for folder in ("daemon", "skills"):
+        compileall.compile_dir(base / folder, quiet=1)
+    tree = work / f"{name}-tree" / "edge_agentd"
     tree.mkdir(parents=True, exist_ok=True)
     for entry in (base / "daemon").iterdir():
         link = tree / entry.name
@@ -176,13 +182,14 @@ def base_env(base: Path, work: Path) -> dict[str, str]:
 
 
 def startup(work: Path, base: Path, rounds: int) -> dict[str, list[tuple[float, int]]]:
-    env = base_env(base, work)
+    envs = {
+        "base": tree_env(base, work, "base"),
+        "off": tree_env(Path(__file__).resolve().parents[2], work, "off"),
+    }
     got: dict[str, list[tuple[float, int]]] = {"base": [], "off": []}
     for index in range(rounds * 2):
         name = ("off", "base")[index % 2] if (index // 2) % 2 else ("base", "off")[index % 2]
-        process, endpoint = start(
-            work, f"start-{name}-{index}", False, env if name == "base" else None
-        )
+        process, endpoint = start(work, f"start-{name}-{index}", False, envs[name])
         try:
             seconds = wait_ready(endpoint, process)
             time.sleep(1.0)
@@ -192,37 +199,43 @@ def startup(work: Path, base: Path, rounds: int) -> dict[str, list[tuple[float, 
     return got
 
 
+def calls_and_idle(work: Path, args: argparse.Namespace) -> None:
+    process, endpoint = start(work, "calls", True)
+    try:
+        wait_ready(endpoint, process)
+        with Client(endpoint, timeout=10) as client:
+            url = client.status()["mcp"]["url"]
+        times = anyio.run(round_trips, url, endpoint, args.calls)
+    finally:
+        stop(process)
+    print(f"== one tool call (skill `now`), {args.calls} interleaved rounds")
+    for name, values in times.items():
+        print(line(name, values))
+    zmq50 = pct(times["zmq"], 0.5)
+    for name in ("mcp_session_per_call", "mcp_warm"):
+        ratio = pct(times[name], 0.5) / zmq50
+        print(f"{name} / zmq at p50: {ratio:.1f}x")
+    print(f"== idle, [mcp] on against off, {args.rounds} rounds of {args.idle_s:g} s")
+    got = idle(work, args.idle_s, args.rounds)
+    for name, samples in got.items():
+        rss = statistics.median(s[0] for s in samples) / 1024
+        cpu = statistics.median(s[1] for s in samples) / args.idle_s * 100
+        print(f"[mcp] {name:<4} RSS {rss:6.1f} MiB   CPU {cpu:.3f} % of a core")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--idle-s", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--base", type=Path, help="a checkout of the code before [mcp]")
+    parser.add_argument("--only-base", action="store_true", help="only the comparison with --base")
     args = parser.parse_args()
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-mcp-") as place:
         work = Path(place)
-        process, endpoint = start(work, "calls", True)
-        try:
-            wait_ready(endpoint, process)
-            with Client(endpoint, timeout=10) as client:
-                url = client.status()["mcp"]["url"]
-            times = anyio.run(round_trips, url, endpoint, args.calls)
-        finally:
-            stop(process)
-        print(f"== one tool call (skill `now`), {args.calls} interleaved rounds")
-        for name, values in times.items():
-            print(line(name, values))
-        zmq50 = pct(times["zmq"], 0.5)
-        for name in ("mcp_session_per_call", "mcp_warm"):
-            ratio = pct(times[name], 0.5) / zmq50
-            print(f"{name} / zmq at p50: {ratio:.1f}x")
-        print(f"== idle, [mcp] on against off, {args.rounds} rounds of {args.idle_s:g} s")
-        got = idle(work, args.idle_s, args.rounds)
-        for name, samples in got.items():
-            rss = statistics.median(s[0] for s in samples) / 1024
-            cpu = statistics.median(s[1] for s in samples) / args.idle_s * 100
-            print(f"[mcp] {name:<4} RSS {rss:6.1f} MiB   CPU {cpu:.3f} % of a core")
+        if not args.only_base:
+            calls_and_idle(work, args)
         if args.base is not None:
             print(f"== [mcp] off against the code before it ({args.base}), {args.rounds} rounds")
             starts = startup(work, args.base, args.rounds)
