@@ -99,6 +99,12 @@ def test_ask_answers_within_the_wait_and_result_fetches_a_slow_one(tmp_path: Pat
         # The key asks once: the same key gives the same run, at once.
         again = call(url, "ask", {"question": "How warm is the hall?", "key": "hall-1"})
         assert again.structured_content["run_id"] == answered.structured_content["run_id"]
+        by_key = call(url, "result", {"key": "hall-1"})
+        assert by_key.structured_content["run_id"] == answered.structured_content["run_id"]
+        assert by_key.content[0].text == ANSWER
+        both = call(url, "result", {"key": "hall-1", "run_id": running["run_id"]})
+        assert both.is_error
+        assert "`run_id` (the id `ask` returned) or `key`, one" in both.content[0].text
         with Client(endpoint, timeout=10) as client:
             record = client.result(running["run_id"])
         assert record["source"] == "mcp"

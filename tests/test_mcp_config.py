@@ -88,3 +88,20 @@ def test_the_call_op_over_zeromq(tmp_path: Path) -> None:
         failed = client.request("call", skill="broken_gauge", arguments={"zone": 1})
         assert failed["ok"] is False
         assert failed["error"] == "OSError: zone 1: no such device"
+
+
+def test_result_by_key_over_zeromq(tmp_path: Path) -> None:
+    with mcp_daemon(tmp_path) as (endpoint, _), Client(endpoint, timeout=10) as client:
+        ran = client.run("How warm is the hall?", key="hall-7")
+        record = client.request("result", key="hall-7")
+        assert record["run_id"] == ran["run_id"]
+        assert record["key"] == "hall-7"
+        assert record["state"] == "done"
+        with pytest.raises(DaemonError) as unknown:
+            client.request("result", key="no-such-key")
+        assert unknown.value.code == "not_found"
+        for fields in ({}, {"key": "hall-7", "target": ran["run_id"]}):
+            with pytest.raises(DaemonError) as neither:
+                client.request("result", **fields)
+            assert neither.value.code == "bad_request"
+            assert "`target` (a run's id) or `key`" in neither.value.message

@@ -18,7 +18,7 @@ def add_parser(commands: Any, endpoint_help: str) -> None:
     mcp.add_argument("--endpoint", help=endpoint_help)
     mcp.add_argument(
         "--config",
-        help="read the tools to offer from this config's [mcp] section (skills, ask, ask_wait_s, watch_s)",
+        help="read what to offer from this config's [mcp] (skills, ask, ask_wait_s, watch_s)",
     )
     mcp.add_argument(
         "--log-level",

@@ -65,10 +65,17 @@ class DaemonBackend:
                 return Asked(run_id, key, None)
         return Asked(str(reply.get("run_id") or run_id), key, reply)
 
-    def result(self, run_id: str, *, wait_s: float) -> dict[str, Any]:
-        """The journal's record of ``run_id``, waited for up to ``wait_s`` while it goes on."""
+    def result(self, run_id: str | None, *, key: str | None, wait_s: float) -> dict[str, Any]:
+        """The journal's record of ``run_id`` (or of the run holding ``key``), waited for up to
+        ``wait_s`` while it goes on."""
+        wait = min(max(wait_s, 0.0), MAX_WAIT_S)
         with self._client() as client:
-            return client.result(run_id, wait=min(max(wait_s, 0.0), MAX_WAIT_S))
+            if run_id is None:
+                record = client.request("result", key=key)
+                if record.get("state") not in ("queued", "running") or wait <= 0:
+                    return record
+                run_id = str(record["run_id"])
+            return client.result(run_id, wait=wait)
 
 
 __all__ = ["CALL_WAIT_S", "Asked", "DaemonBackend", "DaemonError"]

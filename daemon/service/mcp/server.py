@@ -154,12 +154,15 @@ class Tools:
 
     async def _result(self, arguments: dict[str, Any]) -> types.CallToolResult:
         run_id = arguments.get("run_id")
-        if not isinstance(run_id, str) or not run_id:
-            return self.failed("result needs `run_id`, the id `ask` returned")
+        key = arguments.get("key")
+        given = [value for value in (run_id, key) if value is not None]
+        if len(given) != 1 or not isinstance(given[0], str) or not given[0]:
+            return self.failed("result needs `run_id` (the id `ask` returned) or `key`, one")
         wait = _seconds(arguments.get("wait_s"), 0.0)
         if wait is None:
             return self.failed("result: `wait_s` must be a number of seconds")
-        record = await self._blocking(lambda: self.backend.result(run_id, wait_s=wait))
+        record = await self._blocking(lambda: self.backend.result(run_id, key=key, wait_s=wait))
+        run_id = str(record.get("run_id") or run_id)
         if record.get("state") in ("queued", "running"):
             text = f"Run {run_id} is still {record.get('state')}: ask `result` again shortly."
             return self.answer(text, {"run_id": run_id, "state": record.get("state")})

@@ -213,7 +213,9 @@ def model_tools(default_wait_s: float) -> list[dict[str, Any]]:
         },
         {
             "name": RESULT,
-            "description": "The answer of a question asked earlier with `ask`, by its run id.",
+            "description": (
+                "The answer of a question asked earlier with `ask`, by its run id or its key."
+            ),
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -223,6 +225,12 @@ def model_tools(default_wait_s: float) -> list[dict[str, Any]]:
                         "maxLength": 128,
                         "description": "The run id `ask` returned.",
                     },
+                    "key": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 128,
+                        "description": "Or the key the question was asked with.",
+                    },
                     "wait_s": {
                         "type": "number",
                         "minimum": 0,
@@ -230,7 +238,6 @@ def model_tools(default_wait_s: float) -> list[dict[str, Any]]:
                         "description": "How long to wait for the run to end, in seconds.",
                     },
                 },
-                "required": ["run_id"],
                 "additionalProperties": False,
             },
         },
