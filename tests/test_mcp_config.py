@@ -105,3 +105,16 @@ def test_result_by_key_over_zeromq(tmp_path: Path) -> None:
                 client.request("result", **fields)
             assert neither.value.code == "bad_request"
             assert "`target` (a run's id) or `key`" in neither.value.message
+
+
+def test_a_call_may_not_take_the_id_of_one_still_going(tmp_path: Path) -> None:
+    with mcp_daemon(tmp_path) as (endpoint, _), Client(endpoint, timeout=10) as client:
+        client.send("call", {"skill": "stuck_valve"}, request_id="valve-1")
+        client.send("call", {"skill": "beehive_weight"}, request_id="valve-1")
+        replies = [client.receive(10), client.receive(10)]
+        assert [reply and reply["kind"] for reply in replies] == ["error", "result"]
+        assert replies[0] is not None
+        assert replies[0]["code"] == "bad_request"
+        assert "already going" in replies[0]["message"]
+        assert replies[1] is not None
+        assert "ran past its timeout" in replies[1]["error"]

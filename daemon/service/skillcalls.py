@@ -69,6 +69,7 @@ class SkillCalls:
         replies: Replies,
         post: Callable[[LoopCall], None],
         *,
+        run_holds: Callable[[str], bool] = lambda _: False,
         max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self._registry = registry
@@ -76,6 +77,9 @@ class SkillCalls:
         self._replies = replies
         self._post = post
         self._max = max_in_flight
+        self._run_holds = run_holds
+        """Whether a run with this id is queued or running: a call may not take its id (the
+        journal keeps one record per id)."""
         self._threads = shared_run_threads()
         self._lock = threading.Condition()
         self._calls: list[Call] = []
@@ -101,6 +105,13 @@ class SkillCalls:
             self.counts["calls_refused"] += 1
             problem = format_validation_error(spec.name, exc)
             self._replies.fail(envelope, request.id, "bad_request", problem)
+            return
+        with self._lock:
+            taken = any(call.request.id == request.id for call in self._calls)
+        if taken or self._run_holds(request.id):
+            self.counts["calls_refused"] += 1
+            message = "a run or call with this id is already going; use a fresh id"
+            self._replies.fail(envelope, request.id, "bad_request", message)
             return
         with self._lock:
             if len(self._calls) >= self._max:

@@ -59,7 +59,7 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
     loader = ModelLoader(agent_builder(settings, options), outbox.post)
     counts: collections.Counter[str] = collections.Counter()
     watcher = router.connections.watch
-    calls = SkillCalls(options.registry, journal, replies, outbox.post)
+    calls = SkillCalls(options.registry, journal, replies, outbox.post, run_holds=runs.holds)
     threads = [loader.thread, journal.thread, watcher.thread, triggers.runner.thread, calls.thread]
 
     def describe() -> dict[str, Any]:
