@@ -116,3 +116,34 @@ def test_an_allow_list_of_skills_and_no_model_tools(tmp_path: Path) -> None:
     with mcp_daemon(tmp_path, config) as (_, url):
         assert set(tools(url)) == {"beehive_weight", "now"}
         assert not call(url, "now").is_error
+
+
+def test_an_older_client_negotiates_its_own_protocol_version(tmp_path: Path) -> None:
+    """Home Assistant releases ship older SDKs: their ``initialize`` (2025-03-26 and 2025-06-18,
+    streamable HTTP) is answered in their version."""
+    import httpx2
+
+    with mcp_daemon(tmp_path) as (_, url):
+        for version in ("2025-03-26", "2025-06-18"):
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "home-assistant", "version": "2025.6"},
+                },
+            }
+            answer = httpx2.post(
+                url,
+                json=body,
+                headers={"accept": "application/json, text/event-stream"},
+                timeout=10,
+            )
+            assert answer.status_code == 200
+            data = [line[5:] for line in answer.text.splitlines() if line.startswith("data:")]
+            result = json.loads(data[0] if data else answer.text)["result"]
+            assert result["protocolVersion"] == version
+            assert "tools" in result["capabilities"]
+            assert result["serverInfo"]["name"] == "edge-agent"

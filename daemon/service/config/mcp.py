@@ -41,7 +41,8 @@ class McpSettings(BaseModel):
     max_connections: Annotated[int, Field(ge=1, le=10_000)] = 64
     """Open HTTP connections at once; beyond, a new one gets 503."""
     watch_s: Annotated[float, Field(ge=0.1, le=86_400, allow_inf_nan=False)] = 30.0
-    """How often the skills are read, to tell listening clients when the tool list changed."""
+    """How often ``edge-agent mcp`` reads the skills, to tell its client the tool list changed
+    (the HTTP server restarts with the daemon, the only time the skills change)."""
 
     @field_validator("allow")
     @classmethod

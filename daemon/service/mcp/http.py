@@ -181,13 +181,13 @@ class HttpListener:
         with self._lock:
             self._server = server
             server.should_exit = self._stopping
+        # No watch of the tool list here: the skills change only when the daemon restarts, and
+        # that ends this server and every session with it (stdio.py's server outlives them).
         anyio.run(self._main, server, sock)
 
-    async def _main(self, server: uvicorn.Server, sock: socket.socket) -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(self.tools.watch)
-            await server.serve(sockets=[sock])
-            group.cancel_scope.cancel()
+    @staticmethod
+    async def _main(server: uvicorn.Server, sock: socket.socket) -> None:
+        await server.serve(sockets=[sock])
 
     def _ask_stop(self) -> None:
         with self._lock:

@@ -56,9 +56,13 @@ class Tools:
     ``list_changed_sent``; any thread may read it.
     """
 
-    def __init__(self, backend: DaemonBackend, settings: McpSettings) -> None:
+    def __init__(
+        self, backend: DaemonBackend, settings: McpSettings, *, notify: bool = False
+    ) -> None:
         self.backend = backend
         self.settings = settings
+        self.notify = notify
+        """Keep the clients that list the tools, for :meth:`watch` to tell (stdio only)."""
         self.counts: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
         self._limiter = anyio.CapacityLimiter(MAX_WORKERS)
@@ -90,7 +94,8 @@ class Tools:
         self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         self._count("tools_listed")
-        self._listen(ctx.session)
+        if self.notify:
+            self._listen(ctx.session)
         try:
             tools = await self.list()
         except DaemonError as exc:

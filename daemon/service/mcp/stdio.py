@@ -22,7 +22,7 @@ async def serve_stdio(tools: Tools, version: str) -> None:
 
 def run_stdio(endpoint: str | None, settings: McpSettings, version: str) -> None:
     """Block serving stdio (``endpoint``: the daemon's; None where every client looks)."""
-    tools = Tools(DaemonBackend(endpoint), settings)
+    tools = Tools(DaemonBackend(endpoint), settings, notify=True)
     anyio.run(serve_stdio, tools, version)
 
 
