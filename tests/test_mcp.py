@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcp_harness import ANSWER, call, mcp_daemon, status, tools
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_harness import ANSWER, call, mcp_daemon, session, status, tools
 from voluptuous_openapi import convert_to_voluptuous
 
 from edge_agentd.client.zmqclient import Client
@@ -116,6 +118,9 @@ def test_an_allow_list_of_skills_and_no_model_tools(tmp_path: Path) -> None:
     with mcp_daemon(tmp_path, config) as (_, url):
         assert set(tools(url)) == {"beehive_weight", "now"}
         assert not call(url, "now").is_error
+        for hidden in ("ask", "read_sensor"):
+            with pytest.raises(MCPError, match=f"no tool named '{hidden}'"):
+                session(url, lambda client, name=hidden: client.call_tool(name, {}), unwrap=True)
 
 
 def test_an_older_client_negotiates_its_own_protocol_version(tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ event loop.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import math
 import threading
@@ -117,7 +116,7 @@ class Tools:
                 await self._unknown(name)
             reply = await self._blocking(lambda: self.backend.call(name, arguments))
         except DaemonError as exc:
-            if exc.code == "not_found" and not _is_model_tool(name):
+            if exc.code == "not_found" and not (self.settings.ask and _is_model_tool(name)):
                 await self._unknown(name)
             if exc.code == "bad_request":
                 return self.failed(exc.message)
@@ -128,8 +127,10 @@ class Tools:
 
     async def _unknown(self, name: str) -> NoReturn:
         self._count("unknown_tools")
-        with contextlib.suppress(DaemonError):  # the error says so without the names, then
+        try:
             await self.list()
+        except DaemonError as exc:  # the error then says "see tools/list" instead of the names
+            log.info("mcp: the tools could not be listed for an unknown tool's error: %s", exc)
         known = ", ".join(sorted(self._names or ())) or "see tools/list"
         raise MCPError(types.INVALID_PARAMS, f"no tool named {name[:128]!r}; the tools: {known}")
 
