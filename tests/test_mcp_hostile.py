@@ -206,3 +206,23 @@ def test_fuzzed_arguments_get_a_result_or_a_tool_error(tmp_path: Path) -> None:
 
         fuzz()
         still_serving(endpoint, url)
+
+
+def test_clients_that_never_finish_their_request_hold_nothing_else_up(tmp_path: Path) -> None:
+    """Slow clients (a request's headers half sent, then nothing) cost the HTTP server at most
+    its connections: ZeroMQ is served throughout, and MCP again once they go."""
+    with mcp_daemon(tmp_path, "port = 0\nmax_connections = 8\n") as (endpoint, url):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        slow = []
+        try:
+            for _ in range(40):
+                sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99\r\n")
+                slow.append(sock)
+            with Client(endpoint, timeout=10) as client:
+                assert client.run("how warm?")["answer"] == ANSWER
+                assert client.request("call", skill="beehive_weight")["ok"] is True
+        finally:
+            for sock in slow:
+                sock.close()
+        still_serving(endpoint, url)
