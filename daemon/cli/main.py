@@ -7,9 +7,11 @@ malformed endpoint, and a ``--key`` another question holds); 69 the daemon is un
 busy, shutting down, or out of time (the whole command ends within ``--timeout`` plus a few
 seconds, whatever happens); 130 Ctrl-C (the run is cancelled too). ``serve`` exits 0 after a
 clean shutdown, 1 on an unexpected failure, 65 on a bad option, 69 when another daemon holds the
-endpoint, 78 on a config error or a model that cannot be loaded. ``triggers`` exits as
-``status``; ``watch`` exits 0 on Ctrl-C. Every command exits 65 on a bad option, and 141 when the
-reader of its stdout has gone (``status | head -1``), quietly (README.md, "Exit codes").
+endpoint (or another program the ``[mcp]`` port), 78 on a config error or a model that cannot be
+loaded. ``triggers`` exits as ``status``; ``watch`` exits 0 on Ctrl-C; ``mcp`` (stdio) exits 0
+when its client closes stdin, 65 on a bad endpoint, 78 without the ``mcp`` extra or on a config
+error. Every command exits 65 on a bad option, and 141 when the reader of its stdout has gone
+(``status | head -1``), quietly (README.md, "Exit codes").
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
         add_journal_parsers(commands, endpoint_help, only)
     if only is None:
         add_parsers(commands)  # nodes, ha-discovery
+        from edge_agentd.cli.mcp import add_parser as add_mcp_parser  # noqa: PLC0415
+
+        add_mcp_parser(commands, endpoint_help)  # mcp (docs/mcp.md)
     return parser
 
 
@@ -186,6 +191,10 @@ def _command(argv: Sequence[str] | None) -> int:
         from edge_agentd.cli.triggers import triggers_command  # noqa: PLC0415
 
         return triggers_command(args)
+    if args.command == "mcp":
+        from edge_agentd.cli.mcp import mcp_command  # noqa: PLC0415
+
+        return mcp_command(args)
     if args.command in ("result", "runs"):
         from edge_agentd.cli.journal import journal_command  # noqa: PLC0415
 

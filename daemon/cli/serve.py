@@ -37,6 +37,7 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
     from edge_agentd.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
     from edge_agentd.service.assembly.assemble import assemble  # noqa: PLC0415
     from edge_agentd.service.config.settings import ConfigError  # noqa: PLC0415
+    from edge_agentd.service.mcp.wiring import daemon_endpoint, make_listener  # noqa: PLC0415
     from edge_agentd.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
 
     try:
@@ -44,6 +45,7 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
             args.config, model=args.model, endpoints=args.endpoint, demo_device=demo_device
         )
         bridge = make_bridge(server.settings, server.options.registry)  # None without [mqtt]
+        listener = make_listener(server.settings)  # None without [mcp]
     except ConfigError as exc:
         log.error("config error: %s", exc)
         return EXIT_CONFIG
@@ -55,6 +57,18 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
     except EndpointError as exc:
         log.error("%s", exc)
         return EXIT_CONFIG
+    if listener is not None:
+        try:
+            url = listener.bind()
+        except OSError as exc:
+            section = server.settings.mcp
+            where = f"{section.host}:{section.port}" if section else "?"
+            log.error("mcp: cannot listen on %s: %s", where, exc.strerror or exc)
+            server.close()
+            return EXIT_UNAVAILABLE
+        server.options.mcp_status = listener.status
+        listener.start(daemon_endpoint(bound))
+        log.info("mcp: Model Context Protocol server on %s", url)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
     # SIGHUP (a closed terminal, a stray `kill -HUP`, a reload habit) would end the daemon by
@@ -74,6 +88,8 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
         triggers.listeners.append(bridge.follow_triggers(triggers.enabled_names()))
         bridge.start(bridge_endpoint(bound))
     code = server.serve()
+    if listener is not None:
+        listener.stop()
     if bridge is not None:
         bridge.stop()  # passes on the daemon's last replies, then says offline
     log.info("edge-agent stopped")

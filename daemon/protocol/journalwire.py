@@ -35,10 +35,12 @@ RunId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
 class ResultRequest(RequestBase):
-    """The journal's record of the run whose id is ``target``: queued, running or ended."""
+    """The journal's record of the run whose id is ``target``, or that holds ``key`` (one of
+    the two): queued, running or ended."""
 
     op: Literal["result"]
-    target: RunId
+    target: RunId | None = None
+    key: Key | None = None
 
 
 class RunsRequest(RequestBase):

@@ -78,6 +78,12 @@ class StatusResult(ResultBase):
     """The run journal's state: ``ok``, ``degraded`` (and why) or ``off``; its size."""
     triggers: dict[str, Any] | None = None
     """Triggers configured, failing (and why), fired; None without ``[[triggers]]``."""
+    skill_calls: dict[str, int] = Field(default_factory=dict)
+    """The ``call`` op's counters: ``calls``, ``calls_ok``, ``calls_failed``, ``calls_timed_out``,
+    ``calls_refused``."""
+    mcp: dict[str, Any] | None = None
+    """The Model Context Protocol server's address and counters (docs/mcp.md); None without
+    ``[mcp]``."""
     crashed_threads: dict[str, str] = Field(default_factory=dict)
     """The daemon's own threads whose loop crashed, by name: what ended it. Empty when well."""
 

@@ -20,6 +20,7 @@ import msgpack
 from pydantic import Field, ValidationError
 
 from edge_agentd.protocol import triggerwire as tw
+from edge_agentd.protocol.callwire import CallRequest, CallResult
 from edge_agentd.protocol.framing import (
     IDEMPOTENT_OPS,
     MAX_ID_CHARS,
@@ -62,7 +63,7 @@ ErrorCode = Literal[
 ]
 ERROR_CODES: Final[tuple[str, ...]] = get_args(ErrorCode)
 
-RunSource = Literal["zmq", "mqtt"]
+RunSource = Literal["zmq", "mqtt", "mcp"]
 """The ``source`` a ``run`` may state; triggers' runs are journaled as ``trigger:NAME``."""
 
 
@@ -115,7 +116,7 @@ class CancelRequest(RequestBase):
     target: Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
-_MoreRequests = ResultRequest | RunsRequest | TriggerRequest
+_MoreRequests = ResultRequest | RunsRequest | TriggerRequest | CallRequest
 Request = RunRequest | StatusRequest | SkillsRequest | CancelRequest | _MoreRequests
 
 
@@ -190,7 +191,7 @@ class CancelResult(ResultBase):
 
 
 _RunReply = AcceptedReply | EventReply | ErrorReply | RunResult
-_MoreReplies = RunRecord | RunsResult | TriggerReply
+_MoreReplies = RunRecord | RunsResult | TriggerReply | CallResult
 Reply = _RunReply | StatusResult | SkillsResult | CancelResult | _MoreReplies
 
 
@@ -218,6 +219,7 @@ PROTOCOL: Final[Mapping[str, Exchange]] = {
     "runs": Exchange(RunsRequest, (RunsResult, ErrorReply)),
     "triggers": Exchange(tw.TriggersRequest, (tw.TriggersResult, ErrorReply)),
     "watch": Exchange(tw.WatchRequest, (EventReply, tw.WatchResult, ErrorReply)),
+    "call": Exchange(CallRequest, (CallResult, ErrorReply)),
 }
 OPS: Final[tuple[str, ...]] = tuple(PROTOCOL)
 TABLE_REPLY_KINDS: Final[tuple[str, ...]] = tuple(

@@ -283,7 +283,20 @@ class RequestHandler:
         self._journal.read(keyed_query(run_id, request.id), then)
 
     def result(self, envelope: list[bytes], request: ResultRequest, req_shape: bool) -> None:
-        query = result_query(request.target, request.id, self._journal)
+        target = request.target
+        if (target is None) == (request.key is None):
+            message = (
+                "result takes `target` (a run's id) or `key` (its idempotency key), one of them"
+            )
+            self._replies.fail(envelope, request.id, "bad_request", message)
+            return
+        if target is None and request.key is not None and self._journal.enabled:
+            target = self._journal.run_for_key(request.key)
+            if target is None:
+                message = "the journal holds no run with this key"
+                self._replies.fail(envelope, request.id, "not_found", message)
+                return
+        query = result_query(target or "", request.id, self._journal)
         self._journal_answer(envelope, request.id, query)
 
     def runs(self, envelope: list[bytes], request: RunsRequest, req_shape: bool) -> None:

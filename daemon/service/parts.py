@@ -25,6 +25,7 @@ from edge_agentd.service.runends import RunEnds
 from edge_agentd.service.runs.jobs import ModelLoader
 from edge_agentd.service.runs.queue import RunQueue
 from edge_agentd.service.shutdown import Shutdown
+from edge_agentd.service.skillcalls import SkillCalls
 from edge_agentd.service.status import StatusReport
 from edge_agentd.service.systemd import Notifier
 from edge_agentd.service.triggerops import TriggerOps
@@ -45,6 +46,8 @@ class ServerOptions:
     notifier: Notifier = dataclasses.field(default_factory=Notifier)
     mqtt_status: Callable[[], dict[str, Any]] | None = None
     """The MQTT bridge's state for ``status`` (any thread may call it)."""
+    mcp_status: Callable[[], dict[str, Any]] | None = None
+    """The Model Context Protocol server's state for ``status`` (any thread may call it)."""
     trigger_memory: TriggerMemory | None = None
     """Where the triggers' firings outlive a restart (the run journal); None forgets them."""
     demo: bool = False
@@ -73,6 +76,8 @@ class ServerParts:
     shutdown: Shutdown
     counts: collections.Counter[str]
     """``runs_finished`` and ``outcome_<outcome>``."""
+    calls: SkillCalls | None = None
+    """The ``call`` op's skill calls in flight (None only in a test's hand-made parts)."""
 
 
 __all__ = ["ServerOptions", "ServerParts"]

@@ -58,6 +58,7 @@ class Server:
         """``runs_finished`` and ``outcome_<outcome>``."""
         self._demo = DemoMarks() if parts.options.demo else None
         """Marks the answers drawn from the demo device (service/demomark.py), or None."""
+        self.calls = parts.calls
         self._agent: Agent | None = None
         self._ticket: RunTicket | None = None
         """The run on the agent's thread, from its start until its reply, or past shutdown's
@@ -154,6 +155,8 @@ class Server:
                 connections.drain(self.runs.owners())
         finally:
             self.triggers.runner.stop()
+            if self.calls is not None:
+                self.calls.stop()
             self._loader.thread.join(1.0)
             if self._agent is not None:
                 self._agent.close()

@@ -32,6 +32,7 @@ from edge_agentd.service.runs.jobs import ModelLoader
 from edge_agentd.service.runs.queue import RunQueue
 from edge_agentd.service.server import Server
 from edge_agentd.service.shutdown import Shutdown
+from edge_agentd.service.skillcalls import SkillCalls
 from edge_agentd.service.status import StatusReport
 from edge_agentd.service.threads.daemonthread import crashes
 from edge_agentd.service.triggerops import TriggerOps
@@ -64,7 +65,8 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
     loader = ModelLoader(agent_builder(settings, options), outbox.post)
     counts: collections.Counter[str] = collections.Counter()
     watcher = router.connections.watch
-    threads = [loader.thread, journal.thread, watcher.thread, triggers.runner.thread]
+    calls = SkillCalls(options.registry, journal, replies, outbox.post, run_holds=runs.holds)
+    threads = [loader.thread, journal.thread, watcher.thread, triggers.runner.thread, calls.thread]
 
     def describe() -> dict[str, Any]:
         return {
@@ -88,6 +90,8 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
             "mqtt": options.mqtt_status() if options.mqtt_status else None,
             "journal": journal.status(),
             "triggers": triggers.status(),
+            "skill_calls": dict(calls.counts),
+            "mcp": options.mcp_status() if options.mcp_status else None,
             "crashed_threads": crashes(threads),
         },
     )
@@ -102,7 +106,7 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
         workflows=options.workflows,
         status=report.reply,
         journal=journal,
-        more_ops={"triggers": triggers.triggers, "watch": triggers.watch},
+        more_ops={"triggers": triggers.triggers, "watch": triggers.watch, "call": calls.call},
         cancel_other=triggers.cancel_watch,
     )
     ends = RunEnds(journal, triggers, replies)
@@ -115,7 +119,7 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
             settings=settings, options=options, lifecycle=lifecycle, runs=runs, router=router,
             wakeup=wakeup, outbox=outbox, replies=replies, journal=journal, triggers=triggers,
             requests=requests, loader=loader, ends=ends, report=report, shutdown=shutdown,
-            counts=counts,
+            counts=counts, calls=calls,
         )
     )  # fmt: skip
 

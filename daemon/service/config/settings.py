@@ -15,6 +15,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from edge_agentd.agent.workflow import Soul, Workflow
+from edge_agentd.service.config.mcp import McpSettings
 from edge_agentd.service.config.mqtt import MqttSettings
 from edge_agentd.service.config.safepaths import UnsafePath, check_safe
 from edge_agentd.service.config.strategy import Answers, Strategy
@@ -120,6 +121,8 @@ class Settings(_Section):
     soul: SoulSettings = Field(default_factory=SoulSettings)
     mqtt: MqttSettings | None = None
     """The MQTT bridge (docs/mqtt.md); off when the section is absent."""
+    mcp: McpSettings | None = None
+    """The Model Context Protocol server (docs/mcp.md); off when the section is absent."""
     journal: JournalSettings = Field(default_factory=JournalSettings)
     workflows: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], WorkflowSettings] = (
         Field(default_factory=dict)

@@ -1,0 +1,69 @@
+"""How ``serve`` turns the ``[mcp]`` section into a running listener, or into a config error
+naming what to install; imports the SDK only when the section asks for the server."""
+
+from __future__ import annotations
+
+import logging
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+from edge_agentd.service.config.mcp import McpSettings, read_token
+from edge_agentd.service.config.settings import ConfigError, Settings
+
+if TYPE_CHECKING:
+    from edge_agentd.service.mcp.http import HttpListener
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install 'mcp>=2.3,<3' 'uvicorn>=0.35' (the mcp extra)"
+_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "*": "127.0.0.1"}
+
+
+def mcp_settings(settings: Settings) -> McpSettings | None:
+    """The ``[mcp]`` section when it is present and enabled."""
+    section = settings.mcp
+    return section if section is not None and section.enabled else None
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("edge-agentd")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def make_listener(settings: Settings) -> HttpListener | None:
+    """The listener ``[mcp]`` asks for (None when absent or off), not bound yet (its
+    :meth:`~HttpListener.start` names the daemon's endpoint); ConfigError
+    for an SDK not installed or a token file that cannot be read."""
+    section = mcp_settings(settings)
+    if section is None:
+        return None
+    try:
+        from edge_agentd.service.mcp.backend import DaemonBackend  # noqa: PLC0415
+        from edge_agentd.service.mcp.http import HttpListener  # noqa: PLC0415 - optional extra
+        from edge_agentd.service.mcp.server import Tools  # noqa: PLC0415
+    except ImportError as exc:
+        raise ConfigError(f"[mcp] needs the mcp extra: {INSTALL_HINT} ({exc})") from None
+    try:
+        token = read_token(section)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    tools = Tools(DaemonBackend(None), section)
+    return HttpListener(section, tools, token, package_version())
+
+
+def daemon_endpoint(bound: list[str]) -> str:
+    """Where the server's requests go: the daemon's ipc socket if it has one, else its first
+    tcp one (a wildcard host reached on loopback)."""
+    for endpoint in bound:
+        if endpoint.startswith("ipc://"):
+            return endpoint
+    for endpoint in bound:
+        if endpoint.startswith("tcp://"):
+            host, _, port = endpoint[len("tcp://") :].rpartition(":")
+            return f"tcp://{_WILDCARD_HOSTS.get(host, host)}:{port}"
+    raise ConfigError("mcp: the daemon has no endpoint the server can reach")
+
+
+__all__ = ["INSTALL_HINT", "daemon_endpoint", "make_listener", "mcp_settings", "package_version"]
