@@ -312,7 +312,8 @@ def test_a_call_that_failed_vouches_for_nothing() -> None:
         "CallSkillAction",
         "SkillResultObservation",
     ]
-    assert offered(model, state) == ["I cannot tell: no skill here reads the weather."]
+    # No value is offered: the forecast's own words say why it cannot tell.
+    assert offered(model, state) == ["I cannot tell: the forecast could not be had."]
 
 
 def test_a_question_in_two_parts_is_held_back_only_when_both_ask_the_unknown() -> None:

@@ -41,6 +41,7 @@ from edge_agentd.agent.english import (
     TOKEN,
     YES,
 )
+from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.vocabulary import is_known, known_words
@@ -64,6 +65,22 @@ def own_words(line: Line, texts: dict[tuple[str, ...], list[str]]) -> frozenset[
     path = prefix(line)
     found = [t for depth in range(len(path) + 1) for t in texts.get(path[:depth], ())]
     return known_words([line.name, *found], [])
+
+
+def failure_reason(question: Question, events: Sequence[Event]) -> str | None:
+    """Why the run cannot tell, in a failed skill's own words ("no thermal zone was found
+    under /sys/class/thermal"): the last failure whose skill or words name what was asked, else,
+    when every call failed, the last one; None when none says why."""
+    failures = [e for e in events if isinstance(e, ToolErrorObservation)]
+    naming = [
+        e.error
+        for e in failures
+        if names_subject(question, known_words([e.skill_name, e.error], []))
+    ]
+    if naming:
+        return naming[-1]
+    answered = any(isinstance(e, SkillResultObservation) for e in events)
+    return failures[-1].error if failures and not answered else None
 
 
 def names_subject(question: Question, vocabulary: frozenset[str]) -> bool:

@@ -54,7 +54,6 @@ from edge_agentd.agent.events import (
     CallSkillAction,
     Event,
     SkillResultObservation,
-    ToolErrorObservation,
 )
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
@@ -63,6 +62,7 @@ from edge_agentd.agent.registry import SkillSpec
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.guidance.asked import asked_lines, candidate_lines
 from edge_agentd.guidance.candidates import Candidate, candidates_for
+from edge_agentd.guidance.fitting import failure_reason
 from edge_agentd.guidance.focus import focused_part
 from edge_agentd.guidance.followup import (
     call_words,
@@ -277,11 +277,8 @@ class Guidance:
         (:func:`~edge_agentd.guidance.asked.asked_lines`) where any of them is bound, else every
         bound line: "Humidity?" is not answered with the pressure the model scored first."""
         events = state.stream.root
-        failed = [e.error for e in events if isinstance(e, ToolErrorObservation)]
         observed = [e for e in events if isinstance(e, SkillResultObservation)]
-        # Every call failed: the last skill's own words say why ("no thermal zone was found").
-        reason = failed[-1] if failed and not observed else None
-        cannot = cannot_tell_sentence(state.question, reason)
+        cannot = cannot_tell_sentence(state.question, failure_reason(state.question, events))
         judged = None
         if model is not None and self.know_subject:
             judged = asks_unknown(model, state.question, events, candidates)
