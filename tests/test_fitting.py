@@ -418,3 +418,13 @@ def test_a_line_is_named_by_the_objects_it_is_in_not_by_a_sibling_item() -> None
     }
     said = fitting_sentences(Question.parse("What is the cellar humidity?"), [("s", sensors)])
     assert said and all("83.0" in s for s in said) and not any("61.0" in s for s in said)
+
+
+def test_a_unit_is_no_answer_but_to_a_question_about_the_unit() -> None:
+    from edge_agentd.agent.question import Question
+    from edge_agentd.guidance.render import fitting_sentences
+
+    listed = {"sensors": [{"name": "bme280", "measures": [{"quantity": "humidity", "unit": "%RH"}]}]}
+    assert not any("%RH" in s for s in fitting_sentences(Question.parse("Humidity?"), [("list_sensors", listed)]))
+    asked = fitting_sentences(Question.parse("What unit is the humidity in?"), [("list_sensors", listed)])
+    assert any("%RH" in s for s in asked)

@@ -199,6 +199,9 @@ FORM_WORDS = words("text value display formatted human readable string str prett
 """Words of a key that say how its value is written, not what it is (``uptime text``,
 ``humidity_value``): a label says the thing without them."""
 
+UNIT_KEYS = words("unit units")
+"""Keys that hold how another value is written, not a value of their own."""
+
 STATE_KEYS = words("state status position mode condition")
 """Keys that, by the language's convention, hold what state their object is in: the text of
 one answers a yes-or-no question about the object when no line names the state asked."""

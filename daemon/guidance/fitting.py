@@ -39,6 +39,7 @@ from edge_agentd.agent.english import (
     STATE_KEYS,
     STATE_VERBS,
     TOKEN,
+    UNIT_KEYS,
     YES,
 )
 from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
@@ -101,6 +102,11 @@ def bound_lines(
     ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
     its object's sibling holds: ``state`` beside ``door``)."""
     subject = question.subject
+    # A unit says how another line's value is written, not a value: "The humidity unit is
+    # %RH." answers no question but one about the unit.
+    asked = {w.casefold() for w in TOKEN.findall(question.text)}
+    if not asked & UNIT_KEYS:
+        chosen = [line for line in chosen if not _names_a_unit(line)]
     if subject is None:
         return list(chosen)
     chosen = list(chosen)[:MAX_BOUND_LINES]
@@ -139,6 +145,12 @@ def bound_lines(
         if any(is_known(w, known_words([line.name], [])) for w in others)
     ]
     return keyed or bound
+
+
+def _names_a_unit(line: Line) -> bool:
+    """Whether ``line``'s own key is a unit's (``measures humidity unit``)."""
+    key = line.name.split()[-1] if line.name else ""
+    return key.casefold() in UNIT_KEYS
 
 
 def _key_of(line: Line) -> frozenset[str]:
