@@ -104,8 +104,8 @@ def bound_lines(
     subject = question.subject
     # A unit says how another line's value is written, not a value: "The humidity unit is
     # %RH." answers no question but one about the unit.
-    asked = {w.casefold() for w in TOKEN.findall(question.text)}
-    if not asked & UNIT_KEYS:
+    words_asked = {w.casefold() for w in TOKEN.findall(question.text)}
+    if not words_asked & UNIT_KEYS:
         chosen = [line for line in chosen if not _names_a_unit(line)]
     if subject is None:
         return list(chosen)

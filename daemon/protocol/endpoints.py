@@ -6,7 +6,7 @@ import contextlib
 import fcntl
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 # logging, socket, ipaddress and dataclasses are imported where they are used: the client
@@ -164,6 +164,23 @@ class IpcClaim:
             self._lock = None
 
 
+_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "*": "127.0.0.1"}
+
+
+def own_endpoint(bound: Sequence[str]) -> str | None:
+    """Where a client inside the daemon (the MQTT bridge, the MCP server) reaches it: its ipc
+    socket if it has one, else its first tcp one (a wildcard host reached on loopback); None
+    when it has neither."""
+    for endpoint in bound:
+        if endpoint.startswith("ipc://"):
+            return endpoint
+    for endpoint in bound:
+        if endpoint.startswith("tcp://"):
+            host, _, port = endpoint[len("tcp://") :].rpartition(":")
+            return f"tcp://{_WILDCARD_HOSTS.get(host, host)}:{port}"
+    return None
+
+
 def ipc_path(endpoint: str) -> Path | None:
     return Path(endpoint[len("ipc://") :]) if endpoint.startswith("ipc://") else None
 
@@ -176,5 +193,6 @@ __all__ = [
     "client_endpoint",
     "default_endpoint",
     "ipc_path",
+    "own_endpoint",
     "runtime_directory",
 ]

@@ -7,6 +7,7 @@ import logging
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from edge_agentd.protocol.endpoints import own_endpoint
 from edge_agentd.service.config.mcp import McpSettings, read_token
 from edge_agentd.service.config.settings import ConfigError, Settings
 
@@ -16,9 +17,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'mcp>=2.3,<3' 'uvicorn>=0.35' (the mcp extra)"
-_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "*": "127.0.0.1"}
-
-
 def mcp_settings(settings: Settings) -> McpSettings | None:
     """The ``[mcp]`` section when it is present and enabled."""
     section = settings.mcp
@@ -56,14 +54,10 @@ def make_listener(settings: Settings) -> HttpListener | None:
 def daemon_endpoint(bound: list[str]) -> str:
     """Where the server's requests go: the daemon's ipc socket if it has one, else its first
     tcp one (a wildcard host reached on loopback)."""
-    for endpoint in bound:
-        if endpoint.startswith("ipc://"):
-            return endpoint
-    for endpoint in bound:
-        if endpoint.startswith("tcp://"):
-            host, _, port = endpoint[len("tcp://") :].rpartition(":")
-            return f"tcp://{_WILDCARD_HOSTS.get(host, host)}:{port}"
-    raise ConfigError("mcp: the daemon has no endpoint the server can reach")
+    endpoint = own_endpoint(bound)
+    if endpoint is None:
+        raise ConfigError("mcp: the daemon has no endpoint the server can reach")
+    return endpoint
 
 
 __all__ = ["INSTALL_HINT", "daemon_endpoint", "make_listener", "mcp_settings", "package_version"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.registry import Registry
+from edge_agentd.protocol.endpoints import own_endpoint
 from edge_agentd.service.config.mqtt import MqttSettings, read_password
 from edge_agentd.service.config.settings import ConfigError, Settings
 
@@ -16,19 +17,12 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from edge_agentd.service.mqtt.bridge import MqttBridge
 
-_WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]", "*": "127.0.0.1"}
-
-
 def bridge_endpoint(bound: list[str]) -> str:
     """Where the bridge connects: the daemon's ipc socket if it has one, else its first tcp one."""
-    for endpoint in bound:
-        if endpoint.startswith("ipc://"):
-            return endpoint
-    for endpoint in bound:
-        if endpoint.startswith("tcp://"):
-            host, _, port = endpoint[len("tcp://") :].rpartition(":")
-            return f"tcp://{_WILDCARD_HOSTS.get(host, host)}:{port}"
-    raise ConfigError("mqtt: the daemon has no endpoint the bridge can connect to")
+    endpoint = own_endpoint(bound)
+    if endpoint is None:
+        raise ConfigError("mqtt: the daemon has no endpoint the bridge can connect to")
+    return endpoint
 
 
 def mqtt_settings(settings: Settings) -> MqttSettings | None:
