@@ -46,8 +46,8 @@ are logged at debug, not as warnings. Nothing else is held back."""
 
 STOPPED: Final = re.compile(r"(failed with error 1|compute status: 1|failed to decode, ret = 2)$")
 """What llama.cpp says, as errors, when the daemon stopped a decode on purpose (its run's
-deadline or cancel): ``GGML_STATUS_ABORTED`` is 1, and ``llama_decode`` returns 2. Logged at debug, with the line after it that
-says which cache cells it dropped."""
+deadline or cancel): ``GGML_STATUS_ABORTED`` is 1, and ``llama_decode`` returns 2. Logged at
+debug, with the line after it that says which cache cells it dropped."""
 _DROPPED = "removing memory module entries"
 
 

@@ -32,6 +32,7 @@ from edge_agentd.service.shutdown import Shutdown
 from edge_agentd.service.status import StatusReport
 from edge_agentd.service.threads.daemonthread import crashes
 from edge_agentd.service.triggerops import TriggerOps
+from edge_agentd.service.wedge import Wedge
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
             "journal": journal.status(),
             "triggers": triggers.status(),
             "crashed_threads": crashes(threads),
+            "wedged": wedge.status(),
         },
     )
     report.model_spec = options.model_spec
@@ -100,6 +102,8 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
         cancel_other=triggers.cancel_watch,
     )
     ends = RunEnds(journal, triggers, replies)
+    wedge = Wedge(runs, limits.wedged_after_s, options.notifier, end_run=ends.end)
+    report.wedge = wedge
     shutdown = Shutdown(
         lifecycle, runs, limits, options.notifier, end_run=ends.end,
         stop_sources=lambda: triggers.close("the daemon is shutting down"),
@@ -109,7 +113,7 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
             settings=settings, options=options, lifecycle=lifecycle, runs=runs, router=router,
             wakeup=wakeup, outbox=outbox, replies=replies, journal=journal, triggers=triggers,
             requests=requests, loader=loader, ends=ends, report=report, shutdown=shutdown,
-            counts=counts,
+            wedge=wedge, counts=counts,
         )
     )  # fmt: skip
 
