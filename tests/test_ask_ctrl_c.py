@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from daemon_harness import ANSWER, wait_for
-
 from conftest import ScriptedDaemon
+from daemon_harness import ANSWER, wait_for
 
 EDGE_AGENT = str(Path(sys.executable).with_name("edge-agent"))
 ROUNDS = 4
@@ -55,7 +54,7 @@ def test_every_ctrl_c_of_ask_cancels_its_run_whether_it_runs_or_waits(
                     process.kill()
                     process.communicate()
         cancelled += ASKS
-        wait_for(lambda: server.status()["counters"]["runs_cancelled"] >= cancelled, 60)
+        wait_for(lambda n=cancelled: server.status()["counters"]["runs_cancelled"] >= n, 60)
         wait_for(
             lambda: server.status()["running"] is None and server.status()["queue_depth"] == 0,
             60,

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import zmq
-from daemon_harness import ANSWER, Peer, run_request, wait_for
-
 from conftest import ScriptedDaemon
+from daemon_harness import ANSWER, Peer, run_request, wait_for
 
 WEDGED_AFTER = "[daemon]\nwedged_after_s = 0.5\n"
 
