@@ -476,6 +476,53 @@ def test_a_hung_daemon_is_killed_by_the_watchdog_and_restarted(sandbox: Sandbox)
     assert now["MainPID"] != first["MainPID"]
 
 
+def test_a_wedged_run_starves_the_watchdog_and_a_keyed_retry_is_answered_after_the_restart(
+    sandbox: Sandbox,
+) -> None:
+    # A model call that never returns (the scripted reply waits while the file exists, deaf to
+    # the deadline and cancel): the serving loop lives on, but the run is wedged.
+    hang = sandbox.opt / "models" / "hang"
+    hang.touch()
+    replies = sandbox.opt / "models" / "replies.json"
+    reply = json.dumps({"final_answer": "I cannot tell whether it is on."})
+    replies.write_text(json.dumps([{"text": reply, "hang_while": "/opt/edge-agent/models/hang"}]))
+    _write_config(
+        sandbox,
+        '[model]\npath = "mock:/opt/edge-agent/models/replies.json"\n'
+        "[daemon]\nwedged_after_s = 1\n",
+    )
+    sandbox.service_lines = ["WatchdogSec=2", "RestartSec=1"]
+    sandbox.exit_with_service = False
+    sandbox.boot()
+    state = sandbox.wait_active(timeout_s=60)
+    assert state == "active", f"{state}\n{sandbox.diagnostics()}"
+    first = sandbox.show("MainPID", "NRestarts")
+
+    # The ask is answered, not left waiting: the daemon restarts, ask again.
+    wedged = _ask_inside(sandbox, str(SERVICE_UID), "--key", "k-44", "Is it on?", timeout_s=1)
+    assert wedged.returncode == 75, wedged.stdout + wedged.stderr + sandbox.diagnostics()
+    assert json.loads(wedged.stdout)["error"]["code"] == "shutting_down", wedged.stdout
+
+    # The watchdog is no longer fed: systemd aborts the daemon and starts a new one.
+    give_up = time.monotonic() + 60
+    now = first
+    while time.monotonic() < give_up:
+        now = sandbox.show("MainPID", "NRestarts", "ActiveState")
+        if now.get("NRestarts") == "1" and now.get("ActiveState") == "active":
+            break
+        time.sleep(0.2)
+    assert now.get("NRestarts") == "1" and now["ActiveState"] == "active", (
+        f"{now}\n{sandbox.diagnostics()}"
+    )
+    assert now["MainPID"] != first["MainPID"]
+
+    # The call would return now; the same key, asked again, is run and answered.
+    hang.unlink()
+    again = _ask_inside(sandbox, str(SERVICE_UID), "--key", "k-44", "Is it on?", timeout_s=30)
+    assert again.returncode == 0, again.stdout + again.stderr + sandbox.diagnostics()
+    assert json.loads(again.stdout)["answer"] == "I cannot tell whether it is on."
+
+
 def _write_config(sandbox: Sandbox, text: str) -> None:
     config = sandbox.root / "etc" / "edge-agent" / "config.toml"
     config.parent.mkdir()

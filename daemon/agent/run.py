@@ -10,6 +10,7 @@ and an event from an earlier turn (an abandoned thread whose skill returned at l
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -205,17 +206,19 @@ class Turn:
             if self.stopped():
                 return
             run.iteration += 1
-            event = self.agent.step(
-                state,
-                last_step=run.iteration >= options.max_iterations,
-                deadline=options.deadline,
-                should_stop=options.should_stop,
-                **options.model_options,
-            )
-            # A deadline or cancel that landed during the step ends the run here: the model's
-            # reply was cut short, so its parse failure is the interruption's, not the model's,
-            # and a skill it asked for is not started. An answer that made it is kept.
-            if not isinstance(event, FinalAnswerAction) and self.stopped():
+            with _interruptible(self.agent.handle, options):
+                event = self.agent.step(
+                    state,
+                    last_step=run.iteration >= options.max_iterations,
+                    deadline=options.deadline,
+                    should_stop=options.should_stop,
+                    **options.model_options,
+                )
+            # A deadline or cancel that landed during the step ends the run here: the model was
+            # stopped inside its call, so a parse failure or model error is the interruption's,
+            # a skill it asked for is not started, and an answer made past the deadline or
+            # after the cancel is not reported as the run's.
+            if self.stopped():
                 return
             observed: Step | SkillResultObservation | ToolErrorObservation = event
             if isinstance(event, CallSkillAction):
@@ -309,6 +312,18 @@ class Turn:
         return ToolErrorObservation(
             skill_name=spec.name, error=error, available_skills=list(names), call_id=action.call_id
         )
+
+
+def _interruptible(handle: object, options: RunOptions) -> contextlib.AbstractContextManager[Any]:
+    """The model's own way to stop every call of a step inside it (a guidance engine's scoring
+    calls get no deadline of their own), where it has one: ``LlamaModel.interruptible``."""
+    interruptible = getattr(handle, "interruptible", None)
+    if not callable(interruptible) or (options.deadline is None and options.should_stop is None):
+        return contextlib.nullcontext()
+    stops: contextlib.AbstractContextManager[Any] = interruptible(
+        options.deadline, options.should_stop
+    )
+    return stops
 
 
 def _safe_str(value: object) -> str:

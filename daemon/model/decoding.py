@@ -161,16 +161,14 @@ class Decoder:
             if ends:
                 # Nothing but the end can follow. The run still goes into the cache, in one
                 # batch: the next step's prompt repeats the reply, and finds all of it there.
-                stop = "stop"
-                cache.evaluate(run)
-                run = []
+                stop = "stop" if cache.evaluate(run, interrupted) else "interrupted"
+                run = [] if stop == "stop" else run
                 break
             if generated >= cap:
                 break
-            if interrupted():
+            if interrupted() or not cache.evaluate(run, interrupted):
                 stop = "interrupted"
                 break
-            cache.evaluate(run)
             run = []
         return Reply(
             bytes(text), generated, stop, sampled, forced, unevaluated=len(run), pending=tuple(run)

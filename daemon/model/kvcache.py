@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edge_agentd.model.runtime import DecodeFailed, LlamaRuntime
+from edge_agentd.model.stopping import Interrupted
 
 
 def log_probability(logits: npt.NDArray[np.float32], token: int) -> float:
@@ -66,13 +67,20 @@ class KVCache:
     def evaluate(
         self, tokens: Sequence[int], interrupted: Callable[[], bool] | None = None
     ) -> bool:
-        """Run ``tokens`` through the model after what is cached; False if interrupted first.
-        The logits after the last token can then be read with :meth:`last_logits`."""
+        """Run ``tokens`` through the model after what is cached; False if interrupted first
+        (between batches, or inside one: then the cache holds the batches before it). Without
+        ``interrupted``, a stop inside llama.cpp raises :class:`Interrupted`. The logits after
+        the last token can then be read with :meth:`last_logits`."""
         step = self._runtime.sizes.n_batch
         for start in range(0, len(tokens), step):
             if interrupted is not None and start and interrupted():
                 return False
-            self._decode(list(tokens[start : start + step]), all_logits=False)
+            try:
+                self._decode(list(tokens[start : start + step]), all_logits=False)
+            except Interrupted:
+                if interrupted is None:
+                    raise
+                return False
         return True
 
     def last_logits(self) -> npt.NDArray[np.float32]:

@@ -10,8 +10,8 @@ window cache is only safe to cut back partially at full size, hence ``swa_full=T
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import logging
 import os
 import threading
 import time
@@ -44,12 +44,12 @@ from edge_agentd.model.sizing import (
     default_threads,
     kv_cache_bytes,
 )
+from edge_agentd.model.stopping import CallStops, Interrupted, StopWatch, stop_check
 
-log = logging.getLogger(__name__)
 
-
-def _release(grammars: GrammarCache, runtime: LlamaRuntime) -> None:
+def _release(grammars: GrammarCache, runtime: LlamaRuntime, watch: StopWatch) -> None:
     # Grammars hold the vocabulary's pointer: free them before the model itself.
+    watch.close()
     grammars.close()
     runtime.close()
 
@@ -112,7 +112,10 @@ class LlamaModel:
             byte_tokens=self._byte_tokens,
             end_token=self._runtime.end_token,
         )
-        self._finalizer = weakref.finalize(self, _release, self._grammars, self._runtime)
+        self._stops = CallStops(self._runtime.abort)
+        self._finalizer = weakref.finalize(
+            self, _release, self._grammars, self._runtime, self._stops.watch
+        )
         self.decoder = Decoder(
             self._runtime,
             self._cache,
@@ -225,6 +228,14 @@ class LlamaModel:
                 state.write(tokens, self._runtime.save_state())
             trim_heap()
 
+    def interruptible(
+        self, deadline: float | None = None, should_stop: Callable[[], bool] | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        """Every call this thread makes in the block stops inside llama.cpp once ``deadline``
+        passes or ``should_stop()`` is true: ``generate`` ends its reply ``interrupted``,
+        ``score`` and ``likelihood`` raise :class:`Interrupted`."""
+        return self._stops.during(stop_check(deadline, should_stop))
+
     def reset(self) -> None:
         """Nothing to forget between runs: the KV cache is kept on purpose."""
 
@@ -254,23 +265,20 @@ class LlamaModel:
         With ``action_schema`` (and ``constrained`` left on) the reply follows that JSON schema.
         ``prefix`` is text the reply starts with: it is evaluated like the prompt (the grammar
         must allow it) and the model writes the rest. ``deadline`` (a ``time.monotonic()``
-        instant) and ``should_stop`` are checked between tokens; either ends the reply with
-        ``usage.stop == "interrupted"``. Raises :class:`ContextExceeded` when the prompt leaves
-        no room for ``max_tokens``. Text the grammar allows alone is taken without sampling and
-        evaluated in one batch (:class:`~edge_agentd.model.decoding.Decoder`).
+        instant) and ``should_stop`` (else those of :meth:`interruptible`) are checked between
+        tokens and inside llama.cpp; either ends the reply with ``usage.stop == "interrupted"``.
+        Raises :class:`ContextExceeded` when the prompt leaves no room for ``max_tokens``. Text
+        the grammar allows alone is taken without sampling and evaluated in one batch
+        (:class:`~edge_agentd.model.decoding.Decoder`).
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         cap = self.max_tokens if max_tokens is None else check_count("max_tokens", max_tokens)
-
-        def interrupted() -> bool:
-            if should_stop is not None and should_stop():
-                return True
-            return deadline is not None and time.monotonic() >= deadline
-
-        with self._lock:
+        check = stop_check(deadline, should_stop) or self._stops.current
+        interrupted = check or (lambda: False)
+        with self._lock, self._stops.watching(check):
             self._check_open()
             runtime = self._runtime
             forced = runtime.tokenize(prefix, add_bos=False) if prefix else []
@@ -337,7 +345,7 @@ class LlamaModel:
         """
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
-        with self._lock:
+        with self._lock, self._stops.watching(None):
             self._check_open()
             runtime = self._runtime
             tokens = self._continuation.tokenize(prompt) or [runtime.bos]
@@ -347,7 +355,7 @@ class LlamaModel:
                 raise ContextExceeded(len(tokens) + longest, self.n_ctx)
             self._make_room(len(tokens) + longest + 1)
             keep = self._cache.reuse(tokens)
-            self._cache.evaluate(tokens[keep:])
+            self._cache.evaluate(tokens[keep:])  # a stop inside raises Interrupted
             before = runtime.decoded
             try:
                 return self._cache.score_branches(pieces, whole=whole)
@@ -363,7 +371,7 @@ class LlamaModel:
         """
         if not isinstance(text, str) or not all(isinstance(p, str) for p in prompts):
             raise TypeError("likelihood takes a list of prompt strings and a text string")
-        with self._lock:
+        with self._lock, self._stops.watching(None):
             self._check_open()
             runtime = self._runtime
             tokenized = [self._prompt_tokens(p) or [runtime.bos] for p in prompts]
@@ -371,13 +379,7 @@ class LlamaModel:
             longest = max((len(t) for t in tokenized), default=0) + len(text_tokens)
             if longest + len(self._cache) > self.n_ctx:
                 raise ContextExceeded(longest, self.n_ctx - len(self._cache))
-            decoded, evaluated = runtime.decoded, self._side.evaluated
-            try:
-                return self._side.likelihoods(tokenized, text_tokens)
-            finally:
-                evaluated = self._side.evaluated - evaluated
-                scored = runtime.decoded - decoded - evaluated
-                self._counts.add(prompt=longest, evaluated=evaluated, scored=scored)
+            return self._side.likelihoods(tokenized, text_tokens, (self._counts, longest))
 
     def _make_room(self, needed: int) -> None:
         """Free the kept side texts when the conversation needs their cells."""
@@ -386,12 +388,9 @@ class LlamaModel:
 
 
 __all__ = [
-    "DEFAULT_MAX_TOKENS",
-    "DEFAULT_N_BATCH",
-    "DEFAULT_N_CTX",
-    "DEFAULT_N_UBATCH",
     "BadPrefix",
     "DecodeFailed",
+    "Interrupted",
     "LlamaModel",
     "ModelClosed",
     "ModelLoadError",

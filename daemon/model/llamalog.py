@@ -44,6 +44,12 @@ KNOWN_HARMLESS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 """llama.cpp warnings that every start of a good model gives, each with why it is harmless: they
 are logged at debug, not as warnings. Nothing else is held back."""
 
+STOPPED: Final = re.compile(r"(failed with error 1|compute status: 1|failed to decode, ret = 2)$")
+"""What llama.cpp says, as errors, when the daemon stopped a decode on purpose (its run's
+deadline or cancel): ``GGML_STATUS_ABORTED`` is 1, and ``llama_decode`` returns 2. Logged at
+debug, with the line after it that says which cache cells it dropped."""
+_DROPPED = "removing memory module entries"
+
 
 class LlamaLog:
     """Whole lines of llama.cpp's log, each logged once at the level of the message it ends."""
@@ -51,6 +57,7 @@ class LlamaLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending = ""
+        self._stopped = False
         self._level = GGML_INFO
         self.verbose = False
         """Log llama.cpp's info and debug lines at info, not debug (``LlamaModel(verbose=)``)."""
@@ -77,7 +84,11 @@ class LlamaLog:
         line = line.rstrip()
         if not line:
             return
-        if level == GGML_ERROR:
+        stopped, self._stopped = self._stopped, False
+        if STOPPED.search(line) or (stopped and _DROPPED in line):
+            self._stopped = True
+            log.debug("%s", line)
+        elif level == GGML_ERROR:
             if self.first_error is None:
                 self.first_error = line
             log.error("%s", line)

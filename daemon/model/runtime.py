@@ -23,6 +23,7 @@ from edge_agentd.model import llamalog
 from edge_agentd.model.bindings import llama_cpp
 from edge_agentd.model.gguf import GGUFInfo, ModelLoadError
 from edge_agentd.model.sizing import ContextSizes
+from edge_agentd.model.stopping import AbortFlag, Interrupted
 
 _PIECE_BUFFER = 64
 _CONTROL = int(llama_cpp.LLAMA_TOKEN_ATTR_CONTROL)
@@ -170,6 +171,8 @@ class LlamaRuntime:
         self.end_token = eot if eot >= 0 else int(llama_cpp.llama_vocab_eos(self._vocab))
         """The vocabulary's end-of-turn (else end-of-sequence) token."""
         self._piece = ctypes.create_string_buffer(_PIECE_BUFFER)
+        self.abort = AbortFlag(context)
+        """Raised to stop the decode in progress between two of its graph's steps."""
         trim_heap()
         self.clears = 0
         """How often the whole cache was emptied: sequences kept for scoring check it."""
@@ -333,6 +336,12 @@ class LlamaRuntime:
         batch.n_tokens = count
         self.decoded += count
         status = llama_cpp.llama_decode(self._context, batch)
+        if status == 2:
+            # Stopped between two graph steps: llama.cpp dropped the batch's last micro-batch
+            # but keeps any earlier one; drop them all, so the cache is what it was before.
+            for seq, start, _ in runs:
+                self.forget_from(start, seq)
+            raise Interrupted(f"the model was stopped while it evaluated {count} tokens")
         if status != 0:
             raise DecodeFailed(f"llama.cpp failed to evaluate {count} tokens ({status})")
 

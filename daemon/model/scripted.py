@@ -2,8 +2,10 @@
 
 It ships with the package so that the loop, the daemon and every client can be driven without
 weights. Each reply is a string, or ``{"text": "...", "delay_s": 0.5}`` to make that reply take a
-while, like a slow model (for tests of cancel and shutdown mid-run). A daemon calls ``reset``
-before each run, so every run replays the script from its first reply.
+while, like a slow model (for tests of cancel and shutdown mid-run), or
+``{"text": "...", "hang_while": "/path"}``: that call does not return while the file exists,
+whatever its deadline or cancel, like a C call that never comes back (for the wedged-run tests).
+A daemon calls ``reset`` before each run, so every run replays the script from its first reply.
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ Reply = str | dict[str, Any]
 def _parse_reply(item: object, index: int, source: str) -> tuple[str, float]:
     if isinstance(item, str):
         return item, 0.0
-    if isinstance(item, dict) and isinstance(item.get("text"), str) and set(item) <= {
-        "text",
-        "delay_s",
-    }:
+    if (
+        isinstance(item, dict)
+        and isinstance(item.get("text"), str)
+        and set(item) <= {"text", "delay_s", "hang_while"}
+        and isinstance(item.get("hang_while", ""), str)
+    ):
         delay = item.get("delay_s", 0.0)
         if isinstance(delay, int | float) and not isinstance(delay, bool) and (
             0 <= delay <= MAX_DELAY_S
@@ -51,7 +55,13 @@ def _parse_reply(item: object, index: int, source: str) -> tuple[str, float]:
             return item["text"], float(delay)
     raise ScriptFileError(
         f'{source}: reply {index} must be a string or {{"text": str, "delay_s": seconds}}'
+        ' (or {"text": str, "hang_while": path})'
     )
+
+
+def _hang_path(item: object) -> Path | None:
+    path = item.get("hang_while") if isinstance(item, dict) else None
+    return Path(path) if isinstance(path, str) and path else None
 
 
 class MockModel:
@@ -84,6 +94,7 @@ class MockModel:
         except ScriptFileError as exc:
             raise TypeError(f"MockModel replies must be strings: {exc}") from None
         self.responses = [text for text, _ in self.replies]
+        self._hangs = {i: path for i, item in enumerate(items) if (path := _hang_path(item))}
         self.source = source
         self.scores = dict(scores or {})
         self._uses_action_schema = uses_action_schema
@@ -163,6 +174,9 @@ class MockModel:
                 "has none"
             )
         text, delay = self.replies[index]
+        hang = self._hangs.get(index)
+        while hang is not None and hang.exists():
+            time.sleep(0.05)  # deaf to the deadline and cancel: a call that does not come back
         prefix = kwargs.get("prefix", "")
         if isinstance(prefix, str) and prefix and not text.startswith(prefix):
             # A scripted reply is the whole reply; a forced start the script lacks is prepended.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Sequence
 
+from edge_agentd.model.counting import ThreadCounts
 from edge_agentd.model.kvcache import log_probability
 from edge_agentd.model.runtime import LlamaRuntime
 
@@ -45,8 +46,27 @@ class SideTexts:
             self._free.append(seq)
         self._kept.clear()
 
-    def likelihoods(self, prompts: Sequence[list[int]], text: list[int]) -> list[float]:
-        """log P(text | prompt) for each prompt (its tokens, BOS included)."""
+    def likelihoods(
+        self,
+        prompts: Sequence[list[int]],
+        text: list[int],
+        counted: tuple[ThreadCounts, int] | None = None,
+    ) -> list[float]:
+        """log P(text | prompt) for each prompt (its tokens, BOS included); with ``counted``
+        (the model's counts, the call's prompt tokens), what it cost is added to the counts,
+        however it ends."""
+        if counted is None:
+            return self._likelihoods(prompts, text)
+        counts, prompt_tokens = counted
+        decoded, evaluated = self._runtime.decoded, self.evaluated
+        try:
+            return self._likelihoods(prompts, text)
+        finally:
+            evaluated = self.evaluated - evaluated
+            scored = self._runtime.decoded - decoded - evaluated
+            counts.add(prompt=prompt_tokens, evaluated=evaluated, scored=scored)
+
+    def _likelihoods(self, prompts: Sequence[list[int]], text: list[int]) -> list[float]:
         self._check_cleared()
         if not text:
             return [0.0 for _ in prompts]
@@ -105,8 +125,14 @@ class SideTexts:
         seq = self._free.pop()
         body = list(prompt[:-1])
         step = self._runtime.sizes.n_batch
-        for start in range(0, len(body), step):
-            self._runtime.decode(body[start : start + step], start, seq=seq)
+        try:
+            for start in range(0, len(body), step):
+                self._runtime.decode(body[start : start + step], start, seq=seq)
+        except BaseException:
+            # Stopped (or failed) half-way: the sequence is freed again, empty.
+            self._runtime.forget_from(0, seq)
+            self._free.append(seq)
+            raise
         self.evaluated += len(body)
         self._kept[prompt] = seq
         return seq

@@ -13,8 +13,9 @@ from pydantic import Field
 
 from edge_agentd.protocol.messages import Message, ResultBase
 
-DaemonState = Literal["loading", "ready", "busy", "stopping", "stopped"]
-"""What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone."""
+DaemonState = Literal["loading", "ready", "busy", "degraded", "stopping", "stopped"]
+"""What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone.
+``degraded``: a run is wedged (``wedged`` says which); the daemon awaits its restart."""
 
 
 class SkillProblem(Message):
@@ -86,6 +87,9 @@ class StatusResult(ResultBase):
     ``[mcp]``."""
     crashed_threads: dict[str, str] = Field(default_factory=dict)
     """The daemon's own threads whose loop crashed, by name: what ended it. Empty when well."""
+    wedged: dict[str, Any] | None = None
+    """The run that did not return long past its deadline (``run_id``, ``source``,
+    ``overdue_s``, ``restart``), or nil: see ``degraded``."""
 
 
 __all__ = ["Counters", "DaemonState", "RunningRun", "SkillProblem", "StatusResult"]

@@ -30,6 +30,7 @@ from edge_agentd.service.status import StatusReport
 from edge_agentd.service.systemd import Notifier
 from edge_agentd.service.triggerops import TriggerOps
 from edge_agentd.service.triggers.firing import TriggerMemory
+from edge_agentd.service.wedge import Wedge
 
 
 @dataclasses.dataclass
@@ -74,6 +75,7 @@ class ServerParts:
     ends: RunEnds
     report: StatusReport
     shutdown: Shutdown
+    wedge: Wedge
     counts: collections.Counter[str]
     """``runs_finished`` and ``outcome_<outcome>``."""
     calls: SkillCalls | None = None

@@ -21,9 +21,13 @@ class RunEnds:
         self._triggers = triggers
         self._replies = replies
 
-    def end(self, job: Job, code: ErrorCode, message: str) -> None:
-        """Answer ``job`` with the error ``code``; the journal keeps it ended so."""
-        self._journal.ended(job.request_id, code, message)
+    def end(self, job: Job, code: ErrorCode, message: str, *, reason: str | None = None) -> None:
+        """Answer ``job`` with the error ``code``, once; the journal keeps it ended so, with
+        ``reason`` (else ``code``) as why."""
+        if job.ended:
+            return
+        job.ended = True
+        self._journal.ended(job.request_id, code, message, reason=reason)
         if job.trigger is not None:
             self._triggers.ended(job, code, message)  # no client: its trigger hears it
             return

@@ -54,6 +54,7 @@ class Server:
         self._ends = parts.ends
         self.report = parts.report
         self.shutdown = parts.shutdown
+        self.wedge = parts.wedge
         self.counts = parts.counts
         """``runs_finished`` and ``outcome_<outcome>``."""
         self._demo = DemoMarks() if parts.options.demo else None
@@ -123,7 +124,8 @@ class Server:
         try:
             while True:
                 now = time.monotonic()
-                if watchdog is not None and now >= next_watchdog:
+                # A wedged run starves the watchdog: systemd restarts the daemon (service/wedge.py).
+                if watchdog is not None and now >= next_watchdog and not self.wedge.wedged:
                     notifier.watchdog()
                     next_watchdog = now + watchdog
                 if (
@@ -150,6 +152,7 @@ class Server:
                 self._read_outbox()
                 if self._ticket is not None:
                     self._ticket.check()  # never raises: a failure ends the run with an error
+                    self.wedge.check(time.monotonic())
                 # Every pass, not only when the monitor is readable: sends read its events too
                 # (to check a run's connection), and the cap must follow them.
                 connections.drain(self.runs.owners())
@@ -260,6 +263,8 @@ class Server:
             return  # already answered `shutting_down` when it overran the shutdown bound
         self.runs.finished(job)
         self._ticket = None
+        if self.wedge.returned(job):
+            return  # answered when it was found wedged
         if message.payload is None:
             self._ends.end(job, "internal", f"the run failed inside the daemon: {message.error}")
         else:

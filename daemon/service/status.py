@@ -17,6 +17,7 @@ from edge_agentd.service.config.settings import DaemonSettings
 from edge_agentd.service.lifecycle import Lifecycle
 from edge_agentd.service.reports import counter_report, model_info
 from edge_agentd.service.runs.queue import RunQueue
+from edge_agentd.service.wedge import Wedge
 
 _REPLY_ENVELOPE = {"v", "id", "kind", "op"}
 
@@ -45,6 +46,8 @@ class StatusReport:
         self.model: ModelHandle | None = None
         """The loaded model, once it is."""
         self.model_spec = ""
+        self.wedge: Wedge | None = None
+        """Whether a run is wedged (``degraded``), once wired."""
 
     def reply(self, request_id: str | None, envelope: list[bytes] | None = None) -> dict[str, Any]:
         """The ``status`` result: a :class:`~edge_agentd.protocol.wire.StatusResult` map, in
@@ -99,6 +102,8 @@ class StatusReport:
 
     def state(self) -> DaemonState:
         phase = self._lifecycle.phase
+        if phase == "ready" and self.wedge is not None and self.wedge.wedged:
+            return "degraded"
         return "busy" if phase == "ready" and self._runs.running is not None else phase
 
     def counts(self) -> dict[str, int]:

@@ -36,6 +36,7 @@ from edge_agentd.service.skillcalls import SkillCalls
 from edge_agentd.service.status import StatusReport
 from edge_agentd.service.threads.daemonthread import crashes
 from edge_agentd.service.triggerops import TriggerOps
+from edge_agentd.service.wedge import Wedge
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
             "skill_calls": dict(calls.counts),
             "mcp": options.mcp_status() if options.mcp_status else None,
             "crashed_threads": crashes(threads),
+            "wedged": wedge.status(),
         },
     )
     report.model_spec = options.model_spec
@@ -110,6 +112,8 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
         cancel_other=triggers.cancel_watch,
     )
     ends = RunEnds(journal, triggers, replies)
+    wedge = Wedge(runs, limits.wedged_after_s, options.notifier, end_run=ends.end)
+    report.wedge = wedge
     shutdown = Shutdown(
         lifecycle, runs, limits, options.notifier, end_run=ends.end,
         stop_sources=lambda: triggers.close("the daemon is shutting down"),
@@ -119,7 +123,7 @@ def build_server(settings: Settings, options: ServerOptions) -> Server:
             settings=settings, options=options, lifecycle=lifecycle, runs=runs, router=router,
             wakeup=wakeup, outbox=outbox, replies=replies, journal=journal, triggers=triggers,
             requests=requests, loader=loader, ends=ends, report=report, shutdown=shutdown,
-            counts=counts, calls=calls,
+            wedge=wedge, counts=counts, calls=calls,
         )
     )  # fmt: skip
 

@@ -54,6 +54,9 @@ class DaemonSettings(_Section):
     max_retries: Annotated[int, Field(ge=0, le=100)] = 3
     default_deadline_s: PositiveSeconds | None = None
     shutdown_grace_s: PositiveSeconds = 10.0
+    wedged_after_s: PositiveSeconds = 60.0
+    """How long a run may go on past its deadline before it counts as wedged (service/wedge.py):
+    the daemon then answers it and everything queued, and stops feeding systemd's watchdog."""
 
     @model_validator(mode="after")
     def _cap_covers_default(self) -> DaemonSettings:

@@ -177,10 +177,11 @@ class Journal:
             }
             self._tasks.write(Write(lambda store: store.finished(run_id, fields)))
 
-    def ended(self, run_id: str, code: ErrorCode, message: str) -> None:
-        """The run ended without a result, answered with the error ``code`` (``internal``,
-        ``deadline`` in the queue, ``shutting_down``): kept as ``interrupted``, ``code`` its
-        reason. Its key is let go: a new run may take it."""
+    def ended(
+        self, run_id: str, code: ErrorCode, message: str, *, reason: str | None = None
+    ) -> None:
+        """The run ended without a result, answered with the error ``code``: kept as
+        ``interrupted``, ``reason`` (else ``code``) why. Its key is let go for a new run."""
         key = self._live_keys.pop(run_id, None)
         if key is not None:
             self._keys.release(key, run_id)
@@ -190,7 +191,7 @@ class Journal:
             fields = {
                 "state": "interrupted",
                 "outcome": "interrupted",
-                "reason": code,
+                "reason": reason or code,
                 "started_at": self._started.pop(run_id, None),
                 "finished_at": time.time(),
             }

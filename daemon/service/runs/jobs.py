@@ -69,6 +69,9 @@ class Job:
     steps_done: int = 0
     """Steps ended so far (a skill's result or error, a failed check): written by the run's
     thread, read by ``status`` on the loop's."""
+    ended: bool = False
+    """Answered already without a result (service/runends.py): a wedged run is, before its
+    thread returns, if ever; what it returns then is not sent."""
 
     @property
     def source(self) -> str:
