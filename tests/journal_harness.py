@@ -18,8 +18,12 @@ from edge_agentd.service.config.settings import JournalSettings
 from edge_agentd.service.journal.journal import Journal
 from edge_agentd.service.server import Server
 
-SCRIPT = [call("count"), answer("counted")]
-HANG = [call("hang"), answer("done hanging")]
+# The tests ask "how warm is it?" of skills that say nothing of it: answers that cannot tell,
+# which grounding always takes (docs/design.md, "Grounding"); the journal is what they test.
+COUNTED = "I cannot tell: counted."
+HANGED = "I cannot tell: done hanging."
+SCRIPT = [call("count"), answer(COUNTED)]
+HANG = [call("hang"), answer(HANGED)]
 
 
 class Counting:

@@ -16,7 +16,7 @@ import zmq
 from daemon_harness import Peer, run_request, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from journal_harness import HANG, SCRIPT, ask, daemon, result
+from journal_harness import COUNTED, HANG, HANGED, SCRIPT, ask, daemon, result
 
 from edge_agentd.protocol.wire import RunRecord, RunResult, RunsResult, StatusResult
 from edge_agentd.service.server import Server
@@ -29,7 +29,7 @@ def test_a_second_run_with_the_same_key_gets_the_first_runs_result(tmp_path: Pat
         RunResult.model_validate(second)
         assert (first["id"], first["run_id"]) == ("first", "first")
         assert (second["id"], second["run_id"]) == ("second", "first")
-        assert second["answer"] == first["answer"] == "counted"
+        assert second["answer"] == first["answer"] == COUNTED
         assert second["state"] == first["state"]
         assert skills.calls == 1  # the model ran once
         other = ask(peer, run_request(id="third", key="kitchen-08:00"))
@@ -62,7 +62,7 @@ def test_a_keyed_run_still_going_answers_both_requests_when_it_ends(
             again.close()
         assert (mine["id"], theirs["id"]) == ("first", "again")
         assert theirs["run_id"] == "first"
-        assert theirs["answer"] == mine["answer"] == "done hanging"
+        assert theirs["answer"] == mine["answer"] == HANGED
         assert skills.calls == 1
         record = result(peer, "first")
         assert (record["state"], record["outcome"], record["key"]) == ("done", "answered", "k")
@@ -85,7 +85,7 @@ def test_result_and_runs_read_the_journal(tmp_path: Path) -> None:
         listed = ask(peer, {"v": 1, "id": "l", "op": "runs", "limit": 3})
         RunsResult.model_validate(listed)
         assert [run["run_id"] for run in listed["runs"]] == ["q4", "q3", "q2"]
-        assert listed["runs"][0]["answer"] == "counted"
+        assert listed["runs"][0]["answer"] == COUNTED
         missing = result(peer, "never-was")
         assert (missing["kind"], missing["code"]) == ("error", "not_found")
         status = server.status_reply("s")
@@ -214,7 +214,7 @@ def test_a_corrupt_journal_file_is_replaced_and_runs_are_answered(tmp_path: Path
     path = tmp_path / "journal.sqlite3"
     path.write_bytes(b"\x00garbage" * 1000)
     with daemon(tmp_path, SCRIPT, path=path) as (server, _, _, peer):
-        assert ask(peer, run_request(id="a"))["answer"] == "counted"
+        assert ask(peer, run_request(id="a"))["answer"] == COUNTED
         assert result(peer, "a")["state"] == "done"
         assert server.status()["journal"]["state"] == "ok"
     assert list(tmp_path.glob("journal.sqlite3.corrupt-*"))
@@ -240,7 +240,7 @@ def test_a_read_only_journal_directory_leaves_the_daemon_answering(tmp_path: Pat
         daemon(tmp_path, SCRIPT, path=mount / "journal.sqlite3") as (server, _, skills, peer),
     ):
         for number in range(3):
-            assert ask(peer, run_request(id=f"r{number}", key="k"))["answer"] == "counted"
+            assert ask(peer, run_request(id=f"r{number}", key="k"))["answer"] == COUNTED
         assert skills.calls == 3  # nothing to remember the key by: each ran
         journal = server.status()["journal"]
         assert journal["state"] == "degraded"
@@ -259,7 +259,7 @@ def test_a_full_disk_leaves_the_daemon_answering(tmp_path: Path) -> None:
             (mount / "filler").write_bytes(b"\0" * (1024 * 1024))
         for number in range(40):
             query = f"question {number} " + "x" * 3000
-            assert ask(peer, run_request(query, id=f"r{number}"))["answer"] == "counted"
+            assert ask(peer, run_request(query, id=f"r{number}"))["answer"] == COUNTED
         server.journal.flush()
         assert server.status()["journal"]["state"] == "degraded"
         assert ask(peer, {"v": 1, "id": "s", "op": "status"})["kind"] == "result"

@@ -14,7 +14,18 @@ import zmq
 from daemon_harness import Peer, run_request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from journal_harness import HANG, SCRIPT, ask, daemon, journal_at, payload, record, result
+from journal_harness import (
+    COUNTED,
+    HANG,
+    HANGED,
+    SCRIPT,
+    ask,
+    daemon,
+    journal_at,
+    payload,
+    record,
+    result,
+)
 
 from edge_agentd.protocol.wire import ErrorReply
 
@@ -22,17 +33,17 @@ from edge_agentd.protocol.wire import ErrorReply
 def test_a_key_held_by_another_question_is_refused_and_names_its_run(tmp_path: Path) -> None:
     with daemon(tmp_path, SCRIPT) as (server, _, skills, peer):
         first = ask(peer, run_request("how warm?", id="first", key="K1"))
-        assert first["answer"] == "counted"
+        assert first["answer"] == COUNTED
         other = ask(peer, run_request("What is the load average?", id="second", key="K1"))
         ErrorReply.model_validate(other)
         assert (other["kind"], other["code"], other["id"]) == ("error", "key_conflict", "second")
         assert "first" in other["message"]  # the run that holds the key
-        assert "counted" not in other["message"]  # never the other run's answer
+        assert COUNTED not in other["message"]  # never the other run's answer
         assert len(other["message"]) <= 300
         assert skills.calls == 1
         # The same question with the key still gets the first run's result, as before.
         again = ask(peer, run_request("how warm?", id="third", key="K1"))
-        assert (again["kind"], again["run_id"], again["answer"]) == ("result", "first", "counted")
+        assert (again["kind"], again["run_id"], again["answer"]) == ("result", "first", COUNTED)
         assert skills.calls == 1
         counters = server.status()["journal"]["counters"]
         assert (counters["key_conflicts"], counters["deduplicated"]) == (1, 1)
@@ -49,8 +60,8 @@ def test_a_key_held_by_a_run_still_going_is_refused_to_another_question(
         assert "first" in other["message"]
         skills.release.set()
         mine = peer.recv(10)
-        assert (mine["id"], mine["answer"]) == ("first", "done hanging")
-        assert result(peer, "first")["answer"] == "done hanging"
+        assert (mine["id"], mine["answer"]) == ("first", HANGED)
+        assert result(peer, "first")["answer"] == HANGED
         assert skills.calls == 1
 
 

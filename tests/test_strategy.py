@@ -24,7 +24,7 @@ class SizedModel(MockModel):
 
     @property
     def info(self) -> dict[str, Any]:
-        return {**super().info, "file_size_bytes": self.size}
+        return {**super().info, "kind": "llama", "file_size_bytes": self.size}
 
 
 @pytest.mark.parametrize(
@@ -95,3 +95,12 @@ def test_the_daemon_runs_the_configured_strategy(strategy: str, scripted_daemon:
     assert result["answer"] is None
     refused = [e for e in result["state"]["events"] if e.get("validator_name") == "grounding"]
     assert refused[0]["error_type"] == "value_not_in_evidence" and "'17'" in refused[0]["feedback"]
+
+
+def test_a_scripted_model_keeps_its_script_under_auto() -> None:
+    # `serve --model mock:FILE` replays the user's script: its answers are not replaced by the
+    # engine's under auto, and are under plain.
+    scripted = guidance_for("auto", MockModel([]))
+    assert isinstance(scripted, Answering) and scripted.own_words
+    plain = guidance_for("plain", MockModel([]))
+    assert isinstance(plain, Answering) and not plain.own_words

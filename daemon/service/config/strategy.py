@@ -32,7 +32,12 @@ def guidance_for(strategy: Strategy, model: ModelHandle, answers: Answers = "eng
     driving = Answering(own_words=answers == "model")
     if strategy == "plain":
         return driving
-    size = model.info.get("file_size_bytes")
+    info = model.info
+    size = info.get("file_size_bytes")
+    if size is None and info.get("kind") == "mock":
+        # A scripted model's replies are the user's script (`serve --model mock:FILE`): under
+        # auto, its answers stay as written; `plain` still gives it the engine's.
+        return Answering(own_words=True)
     small = isinstance(size, int) and not isinstance(size, bool) and 0 < size < SMALL_MODEL_BYTES
     return Guidance() if small else driving
 

@@ -32,6 +32,7 @@ import msgpack
 from edge_agentd.protocol.framing import unpack_frame
 from edge_agentd.protocol.wire import ErrorCode, ErrorReply, encode
 from edge_agentd.service.config.settings import JournalSettings
+from edge_agentd.service.journal.bounds import Bounds, Pruned
 from edge_agentd.service.journal.keys import KeyHolder, Keys
 from edge_agentd.service.journal.path import JournalLock, default_path
 from edge_agentd.service.journal.store import JournalStore, JournalUnavailable
@@ -40,22 +41,12 @@ from edge_agentd.service.threads.daemonthread import DaemonThread
 
 log = logging.getLogger(__name__)
 
-PRUNE_EVERY_S: Final = 600.0
-"""keep_days is enforced this often (and at start); keep_runs on every write that passes it."""
 REOPEN_EVERY_S: Final = 30.0
 """A journal that could not be opened is tried again at most this often, when a write comes."""
 
 T = TypeVar("T")
 LoopCall = Callable[[], None]
 Send = Callable[[list[bytes], bytes, "tuple[int, int] | None"], None]
-
-
-@dataclasses.dataclass(frozen=True)
-class Pruned:
-    """What one prune deleted: how many runs, and ``(id, key)`` of those that held a key."""
-
-    count: int
-    keyed: list[tuple[str, str]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +90,8 @@ class Journal:
         journal's): a start is not written on its own, its end writes it."""
         self._store: JournalStore | None = None
         self._next_open = 0.0
-        self._next_prune = 0.0
-        self._rows = 0
+        self._bounds = Bounds(settings)
+        """How many runs the file keeps, and when the next prune is due."""
         self._closed = False
         self.problem: str | None = None
         """Why the journal is degraded, or None."""
@@ -238,7 +229,7 @@ class Journal:
         return {
             "state": state,
             "path": str(self.path) if self.enabled else None,
-            "runs": self._rows,
+            "runs": self._bounds.rows,
             "problem": problem,
             "keep_runs": self.settings.keep_runs,
             "keep_days": self.settings.keep_days,
@@ -302,7 +293,7 @@ class Journal:
             store = JournalStore(self.path)
             recovered = store.recover(time.time())
             keys = store.keys()
-            self._rows = store.count()
+            self._bounds.rows = store.count()
         except (JournalUnavailable, sqlite3.Error) as exc:
             self._degrade(f"cannot open the journal: {exc}")
             return
@@ -315,7 +306,7 @@ class Journal:
                 "interrupted (daemon_restart)",
                 recovered,
             )
-        log.info("journal: %s (%d runs kept)", self.path, self._rows)
+        log.info("journal: %s (%d runs kept)", self.path, self._bounds.rows)
         self._recovered()
         self._prune_at_open()
 
@@ -336,7 +327,7 @@ class Journal:
                 for write in writes:
                     write.apply(store)
                 # In this transaction, before it commits: a burst never reaches the file.
-                gone = self._prune_in(store)
+                gone = self._bounds.prune_in(store)
         except sqlite3.Error as exc:
             self.counts["write_errors"] += len(writes)
             self._degrade(f"a write failed: {exc}")
@@ -347,7 +338,7 @@ class Journal:
 
     def _insert(self, store: JournalStore, row: dict[str, Any]) -> None:
         store.queued(row)
-        self._rows += 1
+        self._bounds.rows += 1
 
     def _prune_at_open(self) -> None:
         store = self._store
@@ -355,32 +346,11 @@ class Journal:
             return
         try:
             with store.batch():
-                gone = self._prune_in(store, force=True)
+                gone = self._bounds.prune_in(store, force=True)
         except sqlite3.Error as exc:
             self._degrade(f"pruning failed: {exc}")
             return
         self._pruned(store, gone)
-
-    def _prune_in(self, store: JournalStore, *, force: bool = False) -> Pruned | None:
-        """Prune inside the caller's transaction when a bound is passed (``keep_runs``) or due
-        (``keep_days``, every PRUNE_EVERY_S), and give the freed pages back; what went, or None
-        when nothing was due."""
-        now = time.monotonic()
-        over = self._rows > self.settings.keep_runs
-        if not (force or over or now >= self._next_prune):
-            return None
-        self._next_prune = now + PRUNE_EVERY_S
-        # Past keep_runs, prune a tenth below it, so a full journal is not pruned on every write.
-        keep = self.settings.keep_runs
-        if over:
-            keep = max(1, keep - keep // 10)
-        count, keyed = store.prune(
-            keep_runs=keep, older_than=time.time() - self.settings.keep_days * 86400
-        )
-        if count:
-            store.give_back_pages()
-        self._rows = store.count()
-        return Pruned(count, keyed)
 
     def _pruned(self, store: JournalStore, gone: Pruned | None) -> None:
         """After the commit: count what was pruned, let its keys go, and fold the WAL back."""
@@ -405,4 +375,4 @@ class Journal:
             self.problem = None
 
 
-__all__ = ["Journal", "Pruned", "Waiter"]
+__all__ = ["Journal", "Waiter"]
