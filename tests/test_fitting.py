@@ -428,3 +428,14 @@ def test_a_unit_is_no_answer_but_to_a_question_about_the_unit() -> None:
     assert not any("%RH" in s for s in fitting_sentences(Question.parse("Humidity?"), [("list_sensors", listed)]))
     asked = fitting_sentences(Question.parse("What unit is the humidity in?"), [("list_sensors", listed)])
     assert any("%RH" in s for s in asked)
+
+
+def test_a_count_is_no_answer_but_to_how_many() -> None:
+    from edge_agentd.agent.question import Question
+    from edge_agentd.guidance.render import fitting_sentences
+
+    listed = {"count": 1, "quantity": "humidity", "sensors": [{"name": "bme280"}]}
+    said = fitting_sentences(Question.parse("Please check the humidity for me."), [("list_sensors", listed)])
+    assert not any(" 1" in s for s in said)
+    counted = fitting_sentences(Question.parse("How many sensors are there?"), [("list_sensors", listed)])
+    assert any("1" in s for s in counted)

@@ -199,6 +199,9 @@ FORM_WORDS = words("text value display formatted human readable string str prett
 """Words of a key that say how its value is written, not what it is (``uptime text``,
 ``humidity_value``): a label says the thing without them."""
 
+COUNT_KEYS = words("count number total")
+"""Keys that hold how many things there are: an answer only to a question of how many."""
+
 UNIT_KEYS = words("unit units")
 """Keys that hold how another value is written, not a value of their own."""
 

@@ -32,7 +32,9 @@ from typing import Any
 
 from edge_agentd.agent.claims import absent_value, holds_state, quality_nouns, unnamed_subject
 from edge_agentd.agent.english import (
+    COUNT_KEYS,
     GRAMMAR,
+    HOW_MANY,
     NEGATIONS,
     NO,
     NOT,
@@ -106,7 +108,11 @@ def bound_lines(
     # %RH." answers no question but one about the unit.
     words_asked = {w.casefold() for w in TOKEN.findall(question.text)}
     if not words_asked & UNIT_KEYS:
-        chosen = [line for line in chosen if not _names_a_unit(line)]
+        chosen = [line for line in chosen if not _keyed_by(line, UNIT_KEYS)]
+    # A count says how many things there are, not what one of them reads: the count of the
+    # sensors that measure the humidity is no humidity.
+    if HOW_MANY.match(normalised(question.text)) is None and not words_asked & COUNT_KEYS:
+        chosen = [line for line in chosen if not _keyed_by(line, COUNT_KEYS)]
     if subject is None:
         return list(chosen)
     chosen = list(chosen)[:MAX_BOUND_LINES]
@@ -147,10 +153,10 @@ def bound_lines(
     return keyed or bound
 
 
-def _names_a_unit(line: Line) -> bool:
-    """Whether ``line``'s own key is a unit's (``measures humidity unit``)."""
+def _keyed_by(line: Line, keys: frozenset[str]) -> bool:
+    """Whether ``line``'s own key is one of ``keys`` (``measures humidity unit``)."""
     key = line.name.split()[-1] if line.name else ""
-    return key.casefold() in UNIT_KEYS
+    return key.casefold() in keys
 
 
 def _key_of(line: Line) -> frozenset[str]:
