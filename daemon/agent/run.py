@@ -62,8 +62,8 @@ class RunOptions:
     """What one run is asked to do, checked when it is made: a caller's mistakes raise here.
 
     ``deadline`` is a ``time.monotonic()`` instant and ``should_stop`` a cancel check, both
-    looked at between steps and while a skill runs; ``on_event`` sees each event as it is
-    appended; ``model_options`` go to the model with every step."""
+    looked at between steps, while a skill runs and inside the model's calls; ``on_event`` sees
+    each event as it is appended; ``model_options`` go to the model with every step."""
 
     query: str
     workflow: Workflow | None = None

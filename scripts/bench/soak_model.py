@@ -50,6 +50,7 @@ import msgpack
 import zmq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import soak_mqtt
 from soak import Tally, hostile, wait_ready
 from soak_mqtt import mosquitto, mqtt_client, mqtt_section
 
@@ -67,6 +68,8 @@ KEEP_RUNS = 200
 SETTLE_S = 20.0
 REPLY_WAIT_S = 600.0
 """A client's patience: far beyond any run, so a missing reply is a lost one, not a slow one."""
+# The MQTT clients' too: with the real model an ask can wait minutes behind eight runs.
+soak_mqtt.REPLY_WAIT_S = REPLY_WAIT_S
 
 
 def proc_figures(pid: int) -> dict[str, float]:
@@ -209,7 +212,7 @@ def reader(endpoint: str, progress: Progress, stop: threading.Event, tally: Tall
             with tally.lock:
                 tally.sent[request["id"]] += 1
             sock.send(msgpack.packb(request))
-            if sock.poll(30_000):
+            if sock.poll(int(REPLY_WAIT_S * 1000)):
                 reply = msgpack.unpackb(sock.recv())
                 with tally.lock:
                     tally.finals[str(reply.get("id"))] += 1
