@@ -66,7 +66,11 @@ def own_words(line: Line, texts: dict[tuple[str, ...], list[str]]) -> frozenset[
     labels.object_texts` of its result's lines): a reading in a sensor's ``readings`` is that
     sensor's, named "DS18B20" by its ``label``; a sibling item's texts are not its."""
     path = prefix(line)
-    found = [t for depth in range(len(path) + 1) for t in texts.get(path[:depth], ())]
+    # A text is named by its own object's texts only: what an enclosing object says (a list's
+    # filter, ``quantity: humidity``) names the values inside it, not the inner objects' other
+    # texts (the ``kind`` of each sensor listed is no humidity).
+    depths = [len(path)] if isinstance(line.node, str) else range(len(path) + 1)
+    found = [t for depth in depths for t in texts.get(path[:depth], ())]
     return known_words([line.name, *found], [])
 
 
