@@ -356,7 +356,8 @@ def test_ctrl_c_with_json_prints_the_interrupted_object(scripted_daemon: Scripte
     result = json.loads(stdout)
     assert (result["outcome"], result["answer"], result["query"]) == ("interrupted", None, "hi")
     assert result["events"][-1] == {"type": "InterruptedObservation", "reason": "cancelled"}
-    wait_for(lambda: server.status()["running"] is None, 10)
+    # A guard, not a timing: the daemon lets the cancelled run go (a loaded machine is slow).
+    wait_for(lambda: server.status()["running"] is None, 60)
 
 
 def test_the_client_commands_import_neither_pydantic_nor_the_agent() -> None:

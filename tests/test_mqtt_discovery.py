@@ -445,7 +445,12 @@ def test_the_device_names_the_loaded_models_own_name_never_the_config_word(
     ha = Peer(ha_broker.port, subscribe=["homeassistant/+/lab-pi/+/config"])
     info = Peer(ha_broker.port, subscribe=["edge-agent/lab-pi/info"])
     try:
-        with node(tmp_path / "d", port=ha_broker.port, node="lab-pi", model=str(gguf)) as n:
+        # Plain: its first step asks the model, so a run moves its cache (guided, the tiny
+        # model's noise may answer from the engine's sentences alone).
+        plain = '[model]\nstrategy = "plain"\n'
+        with node(
+            tmp_path / "d", port=ha_broker.port, node="lab-pi", model=str(gguf), extra=plain
+        ) as n:
             n.wait_link("connected")
             latest: dict[str, dict[str, Any]] = {}
 

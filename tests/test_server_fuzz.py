@@ -74,7 +74,7 @@ def test_no_input_kills_hangs_or_disturbs_the_daemon() -> None:
             )
             @given(frames=MESSAGES, req_envelope=st.booleans())
             def one_exchange(frames: list[bytes], req_envelope: bool) -> None:
-                bystander.send(run_request("one plus two?", id=BYSTANDER))
+                bystander.send(run_request("Add one and two.", id=BYSTANDER))
                 peer = req_attacker if req_envelope else attacker
                 peer.socket.send_multipart(([b""] if req_envelope else []) + frames)
                 replies = peer.until_final(10)
@@ -98,7 +98,7 @@ def test_no_input_kills_hangs_or_disturbs_the_daemon() -> None:
                 assert result["id"] == BYSTANDER and result["answer"] == "3", result
                 assert bystander.silent(0.001)
 
-            bystander.send(run_request("one plus two?", id=BYSTANDER))
+            bystander.send(run_request("Add one and two.", id=BYSTANDER))
             assert bystander.recv(10)["answer"] == "3"
             fds_before, threads_before = len(os.listdir("/proc/self/fd")), threading.active_count()
             one_exchange()
