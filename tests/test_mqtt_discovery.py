@@ -303,10 +303,23 @@ def test_discovery_configs_match_home_assistants_schema(ha_broker: Any, tmp_path
             ha.seen.clear()
             ha.publish("homeassistant/status", "online")
             again = retained_configs(ha, "greenhouse", 8)
-            assert again == configs
+            # The same configs; the device's model may have been named meanwhile (published
+            # without it while the model loads: the next test's), so that field is set aside.
+            assert without_model(again) == without_model(configs)
             wait_for(lambda: n.status()["mqtt"]["counters"].get("ha_births") == 1, 30, "birth")
     finally:
         ha.close()
+
+
+def without_model(configs: dict[str, Any]) -> dict[str, Any]:
+    """``configs`` with each device's ``model`` left out."""
+    return {
+        topic: {
+            **config,
+            "device": {k: v for k, v in config.get("device", {}).items() if k != "model"},
+        }
+        for topic, config in configs.items()
+    }
 
 
 def test_discovery_off_clears_what_was_published(ha_broker: Any, tmp_path: Path) -> None:
