@@ -9,20 +9,39 @@ restarted (a new pid: the watch is opened again).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
-# A part of Client kept apart (zmqclient.py stays under 400 lines): it uses the client's socket,
-# through its public methods, and imports zmqclient only for the types, as zmqclient imports this.
+import zmq
+
+# A part of Client kept apart (zmqclient.py stays under 400 lines). It names what it uses of the
+# client as a protocol of its own, so that zmqclient imports this module and not the other way.
 from edge_agentd.client.errors import DaemonError, Unavailable, new_request_id
 from edge_agentd.protocol.framing import PROTOCOL_VERSION, FrameError, decode_reply
 from edge_agentd.protocol.framing import encode_request as encode
 
-if TYPE_CHECKING:
-    from edge_agentd.client.zmqclient import Client, Progress
+Progress = Callable[[dict[str, Any]], None]
+"""What the client calls with each event, result or acceptance it is given."""
+
+
+class Watcher(Protocol):
+    """What ``watch`` uses of a client: its socket, its timeout and three of its requests."""
+
+    endpoint: str
+    timeout: float
+
+    @property
+    def socket(self) -> zmq.Socket[bytes]: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+    def cancel_quietly(self, target: str) -> None: ...
+
+    def check_reachable(self) -> None: ...
 
 
 def watch(
-    client: Client, on_result: Progress, *, trigger: str | None = None, check_every: float = 30.0
+    client: Watcher, on_result: Progress, *, trigger: str | None = None, check_every: float = 30.0
 ) -> None:
     pid = client.status()["pid"]
     watch_id = _open(client, trigger)
@@ -58,7 +77,7 @@ def watch(
         raise
 
 
-def _open(client: Client, trigger: str | None) -> str:
+def _open(client: Watcher, trigger: str | None) -> str:
     client.check_reachable()
     watch_id = new_request_id()
     message = {"v": PROTOCOL_VERSION, "id": watch_id, "op": "watch"}
@@ -68,4 +87,4 @@ def _open(client: Client, trigger: str | None) -> str:
     return watch_id
 
 
-__all__ = ["watch"]
+__all__ = ["Progress", "Watcher", "watch"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,6 +26,8 @@ from edge_agentd.client.errors import (
     Unavailable,
     new_request_id,
 )
+from edge_agentd.client.watching import Progress
+from edge_agentd.client.watching import watch as watch_results
 from edge_agentd.protocol.endpoints import EndpointError, check_endpoint, client_endpoint, ipc_path
 from edge_agentd.protocol.framing import IDEMPOTENT_OPS, PROTOCOL_VERSION, FrameError, decode_reply
 from edge_agentd.protocol.framing import encode_request as encode
@@ -54,9 +56,6 @@ def checked_endpoint(endpoint: str) -> str:
     elif rest and ":" in rest and "/" not in rest:
         message += f" (did you mean tcp://{rest}?)"
     raise BadEndpoint(message)
-
-
-Progress = Callable[[dict[str, Any]], None]
 
 
 def _encoded(op: str, request_id: str, fields: Mapping[str, Any]) -> bytes:
@@ -120,9 +119,7 @@ class Client:
     ) -> None:
         """Call ``on_result`` with each trigger run's result as it ends, until Ctrl-C or a
         DaemonError (edge_agentd.client.watching)."""
-        from edge_agentd.client.watching import watch  # noqa: PLC0415 - only `watch` needs it
-
-        watch(self, on_result, trigger=trigger, check_every=check_every)
+        watch_results(self, on_result, trigger=trigger, check_every=check_every)
 
     def result(self, run_id: str, *, wait: float = 0.0) -> dict[str, Any]:
         """The journal's record of run ``run_id`` (``state``, ``outcome``, ``answer``, ``events``
