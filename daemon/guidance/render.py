@@ -321,16 +321,6 @@ def both_parts(first: str, second: str) -> str:
     return f"{first.removesuffix('.')} and {second[:1].lower()}{second[1:]}"
 
 
-def sentence_words(sentence: str) -> list[str]:
-    """The words of a rendered sentence, for checking where each came from."""
-    return words_of(sentence)
-
-
-def evidence_words(texts: Iterable[str]) -> frozenset[str]:
-    """The words of ``texts``, case folded."""
-    return frozenset(w.casefold() for text in texts for w in words_of(text))
-
-
 __all__ = [
     "CANNOT_TELL",
     "MAX_SENTENCES",
@@ -339,11 +329,9 @@ __all__ = [
     "both_parts",
     "bound_sentences",
     "cannot_tell_sentence",
-    "evidence_words",
     "fitting_sentences",
     "line_sentences",
     "says_template",
-    "sentence_words",
     "sentences_for",
     "words_of",
 ]
