@@ -75,12 +75,14 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/edge-agent serve --model default --demo
 
-# Each benchmark exits non-zero when a budget is missed; every one in scripts/bench/ runs, each
-# verdict is printed, and make fails if any missed.
+# Each benchmark exits non-zero when a budget is missed; every one in scripts/bench/ runs (as a
+# module of the scripts.bench package, from here), each verdict is printed, and make fails if any
+# missed.
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[dev,default-model,bench]"
 	@status=0; for bench in scripts/bench/bench_*.py; do \
-		echo "== $$bench"; $(BIN)/python "$$bench" || status=1; \
+		module=scripts.bench.$$(basename "$$bench" .py); \
+		echo "== $$module"; $(BIN)/python -m "$$module" || status=1; \
 	done; exit $$status
 
 clean:

@@ -4,7 +4,8 @@
 skills at it, so a newcomer on a laptop or VM can ask what a Pi would answer. It is the kernel's
 layout, linked as the kernel links it (``class/thermal/thermal_zoneN``, ``bus/iio/devices/
 iio:deviceN`` and ``bus/w1/devices/28-...`` are relative symlinks into ``devices/``), so the same
-readers that run on a Pi read it. The tests build their fake trees with the same :class:`SysfsTree`.
+readers that run on a Pi read it. The tests and the benchmarks (scripts/bench/device.py) build
+their fake trees with the same :class:`SysfsTree`: the fake Pi is written here only.
 
 Every result a sensor skill gives from it says so (:data:`DEMO_NOTE` under the key ``demo``): an
 answer drawn from the demo device is never taken for this machine's own reading.

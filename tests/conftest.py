@@ -3,7 +3,8 @@
 - ``make_registry``: a Registry holding the skills named or passed, ready for an Agent.
 - ``scripted_daemon``: a real Server in a thread whose model replays a script (daemon_harness).
 - ``daemon_process``: ``edge-agent serve`` as a process, stopped and checked when the block ends.
-- ``sysfs``: an empty sysfs-shaped tree under the test's tmp_path (fake_sysfs).
+- ``sysfs``: an empty sysfs-shaped tree under the test's tmp_path, written by the demo device's
+  own writer (edge_agentd.skills.demo).
 - ``context``: a ZeroMQ context for a test's own sockets, destroyed without lingering.
 """
 
@@ -19,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import zmq
-from fake_sysfs import FakeSysfs
 
 from edge_agentd import Registry
 from edge_agentd.skills import register_builtins
+from edge_agentd.skills.demo import SysfsTree
 
 if TYPE_CHECKING:
     # The daemon's harness is imported only where a test starts a daemon, so the tests of the
@@ -163,9 +164,9 @@ def daemon_process() -> DaemonProcess:
 
 
 @pytest.fixture
-def sysfs(tmp_path: Path) -> FakeSysfs:
+def sysfs(tmp_path: Path) -> SysfsTree:
     """An empty sysfs tree at ``tmp_path / "sys"``; the test adds the zones and devices it needs."""
-    return FakeSysfs(tmp_path / "sys")
+    return SysfsTree(tmp_path / "sys")
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ from typing import Any
 
 import msgpack
 import zmq
-from serve_command import edge_agent_command
 
 from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.agent.registry import Registry
@@ -31,6 +30,7 @@ from edge_agentd.service.config.settings import Settings, parse_settings
 from edge_agentd.service.parts import ServerOptions
 from edge_agentd.service.server import Server
 from edge_agentd.service.systemd import Notifier
+from scripts.testbed.serve_command import edge_agent_command
 
 QUICK_STOP = "[daemon]\nshutdown_grace_s = 0.05\n"
 """A config that lets a stopping daemon give its runs 50 ms, not the default grace."""

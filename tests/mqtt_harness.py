@@ -1,4 +1,4 @@
-"""Daemons with the MQTT bridge on, as real processes, against a real Mosquitto (tests/mosquitto.py)."""
+"""Daemons with the MQTT bridge on, as real processes, against a real Mosquitto (scripts/testbed/mosquitto.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import msgpack
 import zmq
-from mosquitto import wait_for
+
+from scripts.testbed.mosquitto import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -11,13 +11,13 @@ import re
 from pathlib import Path
 
 import pytest
-from fake_sysfs import FakeSysfs
 
 from edge_agentd import Agent, Registry, load_model
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.guidance.guidance import Guidance
 from edge_agentd.model.llama import LlamaModel
 from edge_agentd.skills import register_builtins
+from edge_agentd.skills.demo import SysfsTree
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def numbers(text: str) -> list[float]:
 def test_a_cpu_temperature_question_is_answered_with_the_sensors_value(
     model: LlamaModel, tmp_path: Path
 ) -> None:
-    FakeSysfs(tmp_path / "sys").thermal_zone(0, "cpu-thermal", "51234")
+    SysfsTree(tmp_path / "sys").thermal_zone(0, "cpu-thermal", "51234")
     registry = Registry()
     register_builtins(registry, sysfs_root=tmp_path / "sys")
     agent = Agent(model, registry, guidance=Guidance(), grounding=Grounding())

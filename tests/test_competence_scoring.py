@@ -3,12 +3,7 @@ states is judged against what the skill results and the question hold."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
-
-from competence_scoring import Expected, gather, misleading
+from scripts.bench.competence_scoring import Expected, gather, misleading
 
 SENSORS = {"sensors": [{"name": "bme280"}, {"name": "cpu"}, {"name": "28-0316a2791bff"}]}
 READING = {"sensor": "bme280", "value": 41.5, "unit": "%RH"}

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from daemon_harness import start_daemon, stop_daemon, wait_ready, write_mock
-from mosquitto import free_port
-from serve_command import edge_agent_command
 
 from edge_agentd.agent.registry import Registry, SkillSpec
 from edge_agentd.skills import register_builtins
 from edge_agentd.skills.demo import DEMO_NOTE, DEMO_PROBE, write_demo_device
+from scripts.testbed.processes import free_port
+from scripts.testbed.serve_command import edge_agent_command
 
 SENSOR_SKILLS = ("cpu_temperature", "list_sensors", "read_sensor", "compare_sensors")
 

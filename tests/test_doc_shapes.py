@@ -1,6 +1,6 @@
 """What the docs say the built-in skills return is what they return: docs/skills.md's table (each
 signature and each result's shape) and every skill result shown in README.md and docs/, produced
-here by the real skills over a fake sysfs (tests/fake_sysfs.py)."""
+here by the real skills over a fake sysfs (edge_agentd.skills.demo's SysfsTree)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sysfs import FakeSysfs, w1_slave_text
 
 from edge_agentd.agent.registry import Registry
 from edge_agentd.skills import register_builtins
+from edge_agentd.skills.demo import SysfsTree, w1_slave_text
 
 REPO = Path(__file__).resolve().parent.parent
 SKILLS_DOC = REPO / "docs" / "skills.md"
@@ -43,7 +43,7 @@ NOT_CALLED = {"weather": "it asks open-meteo.com; tests/test_skills_weather.py h
 @pytest.fixture
 def skills(tmp_path: Path) -> Registry:
     """The built-ins over a fake Raspberry Pi: the CPU zone at 48.312 °C, a BME280, a DS18B20."""
-    sysfs = FakeSysfs(tmp_path / "sys")
+    sysfs = SysfsTree(tmp_path / "sys")
     sysfs.thermal_zone(0)
     sysfs.iio_device(
         0,

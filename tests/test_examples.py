@@ -22,10 +22,10 @@ from typing import Any
 import jinja2
 import pytest
 import yaml
-from fake_sysfs import FakeSysfs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edge_agentd.skills.demo import SysfsTree
 from edge_agentd.skills.sysfs import SYSFS_ROOT_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,7 +64,7 @@ class MockDaemon:
         environment = {**os.environ, **(env or {})}
         if cpu_milli_c is not None:
             # A CPU the built-in skill reads: an answer states what a result holds.
-            FakeSysfs(directory / "sys").thermal_zone(0, temp=cpu_milli_c)
+            SysfsTree(directory / "sys").thermal_zone(0, temp=cpu_milli_c)
             environment[SYSFS_ROOT_ENV] = str(directory / "sys")
         self.process = subprocess.Popen(
             [str(CLIENT), "serve", "--model", f"mock:{mock}", "--endpoint", self.endpoint],

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,8 +25,7 @@ from edge_agentd.model.llama import LlamaModel
 
 # The decoder that counts what it sampled and forced, and decodes without forced runs on request,
 # is the benchmarks' (scripts/bench/decoders.py): the package carries no such switch.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
-from decoders import MeasuredDecoder, decoding, measure
+from scripts.bench.decoders import MeasuredDecoder, decoding, measure
 
 N_CTX = 1024
 

@@ -5,14 +5,10 @@ yes or no to a yes-or-no question), judged on the sentences issue 41 quotes."""
 from __future__ import annotations
 
 import datetime as dt
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
-
-from bench_competence import Answer, CannotTell, Number
-from grounding_scoring import (
+from scripts.bench.bench_competence import Answer, CannotTell, Number
+from scripts.bench.grounding_scoring import (
     NoneFound,
     Since,
     State,
@@ -177,8 +173,8 @@ def test_a_wrong_yes_or_no_misleads() -> None:
 
 def test_the_rephrased_set_is_selectable_by_prefix_and_kind() -> None:
     """``--only rephrased`` asks the whole set; ``rp-pi`` one device's share; a kind its own."""
-    import bench_grounding as bg
-    import grounding_questions as gq
+    from scripts.bench import bench_grounding as bg
+    from scripts.bench import grounding_questions as gq
 
     everyone = [q for device in gq.DEVICES for q in gq.QUESTIONS[device]]
     rephrased = [q for q in everyone if q.rephrased]

@@ -39,8 +39,7 @@ from daemon_harness import (
 )
 
 import edge_agentd.service.connections.connections
-
-TICKS = os.sysconf("SC_CLK_TCK")
+from scripts.testbed.processes import cpu_seconds
 
 
 @pytest.fixture
@@ -73,11 +72,6 @@ def with_fd_limit(limit: int, command: list[str]) -> list[str]:
         " resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
     )
     return [sys.executable, "-c", setup, str(limit), *command]
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def cpu_shares_until_quiet(pid: int, window_s: float, windows: int = 5) -> list[float]:

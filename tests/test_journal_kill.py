@@ -24,7 +24,8 @@ from typing import Any
 import msgpack
 import zmq
 from daemon_harness import Peer, answer, call, wait_ready, write_mock
-from serve_command import serve_command
+
+from scripts.testbed.serve_command import serve_command
 
 KILLS = 30
 PLUGIN = '''

@@ -14,7 +14,6 @@ import pytest
 from daemon_harness import start_daemon, stop_daemon, wait_ready
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from serve_command import edge_agent_command
 from test_model_gguf import tiny_gguf
 
 from edge_agentd.model.embedded import default_model_path
@@ -26,6 +25,7 @@ from edge_agentd.model.llamalog import (
     GGML_WARN,
     LlamaLog,
 )
+from scripts.testbed.serve_command import edge_agent_command
 
 CONTROL_LOOKING = "control-looking token"
 

@@ -15,10 +15,10 @@ from daemon_harness import start_daemon, stop_daemon, wait_ready, write_mock
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_harness import ANSWER, mcp_daemon
-from serve_command import edge_agent_command
 from voluptuous_openapi import convert_to_voluptuous
 
 from edge_agentd.cli.exits import EXIT_CONFIG
+from scripts.testbed.serve_command import edge_agent_command
 
 
 def over_stdio(endpoint: str, *extra: str) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 Will, a fleet, broker restarts, credentials and TLS, floods.
 
 Every daemon is a real ``edge-agent serve --model mock:FILE`` process; every broker a real
-``mosquitto`` on a random loopback port (tests/mosquitto.py). Waits are bounded and generous, and
+``mosquitto`` on a random loopback port (scripts/testbed/mosquitto.py). Waits are bounded and generous, and
 nothing asserts on timing.
 """
 
@@ -20,10 +20,11 @@ import pytest
 
 pytest.importorskip("paho.mqtt")
 
-from mosquitto import MOSQUITTO, OPENSSL, Peer, TlsFiles, broker, wait_for
 from mqtt_harness import final, node
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+
+from scripts.testbed.mosquitto import MOSQUITTO, OPENSSL, Peer, TlsFiles, broker, wait_for
 
 pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"

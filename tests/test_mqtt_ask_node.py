@@ -1,6 +1,6 @@
 """`edge-agent ask --mqtt HOST` without `--node`: with exactly one node online it asks that one (and
 says which on a terminal); with none or several it refuses, naming them. Against a real Mosquitto
-and real `edge-agent serve` nodes (tests/mosquitto.py, tests/mqtt_harness.py)."""
+and real `edge-agent serve` nodes (scripts/testbed/mosquitto.py, tests/mqtt_harness.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import pytest
 
 pytest.importorskip("paho.mqtt")
 
-from mosquitto import MOSQUITTO, broker
 from mqtt_harness import final, node
+
+from scripts.testbed.mosquitto import MOSQUITTO, broker
 
 pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"

@@ -21,10 +21,11 @@ import pytest
 
 pytest.importorskip("paho.mqtt")
 
-from fake_sysfs import FakeSysfs, w1_slave_text
-from mosquitto import MOSQUITTO, Peer, broker, wait_for
 from mqtt_harness import node
 from tiny_gguf import build_gemma4_gguf
+
+from edge_agentd.skills.demo import SysfsTree, w1_slave_text
+from scripts.testbed.mosquitto import MOSQUITTO, Peer, broker, wait_for
 
 pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"
@@ -194,7 +195,7 @@ def check_config(topic: str, config: dict[str, Any], status_topic: str) -> str:
 
 
 def make_sysfs(root: Path) -> Path:
-    fake = FakeSysfs(root)
+    fake = SysfsTree(root)
     fake.thermal_zone(0, "cpu-thermal", "48312")
     fake.iio_device(
         0,

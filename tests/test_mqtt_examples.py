@@ -22,9 +22,10 @@ import yaml
 
 pytest.importorskip("paho.mqtt")
 
-from fake_sysfs import FakeSysfs
-from mosquitto import MOSQUITTO, Peer, broker
 from mqtt_harness import final, node
+
+from edge_agentd.skills.demo import SysfsTree
+from scripts.testbed.mosquitto import MOSQUITTO, Peer, broker
 
 pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"
@@ -37,7 +38,7 @@ READ_CPU = json.dumps({"skill_name": "cpu_temperature", "arguments": {}})
 
 def warm_cpu(directory: Path) -> str:
     """A ``[skills]`` section whose CPU reads 31 °C: the answer states what a result holds."""
-    FakeSysfs(directory / "sys").thermal_zone(0, temp="31000")
+    SysfsTree(directory / "sys").thermal_zone(0, temp="31000")
     return f'[skills]\nsysfs_root = "{directory / "sys"}"\n'
 
 

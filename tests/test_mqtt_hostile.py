@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 pytest.importorskip("paho.mqtt")
 
-from mosquitto import MOSQUITTO, Peer, broker, wait_for
 from mqtt_harness import Node, final, node
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from edge_agentd.protocol.wire import ERROR_CODES
+from scripts.testbed.mosquitto import MOSQUITTO, Peer, broker, wait_for
 
 pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"

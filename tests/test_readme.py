@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sysfs import FakeSysfs
-from mosquitto import free_port
+
+from edge_agentd.skills.demo import SysfsTree
+from scripts.testbed.processes import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -87,14 +88,12 @@ def test_every_figure_has_its_benchmark_date_and_machine() -> None:
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert len(cells) == 8, row
-        command = re.fullmatch(r"`python (scripts/bench/bench_\w+\.py)( [^`]*)?`", cells[5])
+        command = re.fullmatch(r"`python -m scripts\.bench\.(bench_\w+)( [^`]*)?`", cells[5])
         assert command is not None, row
-        assert (REPO / command.group(1)).is_file(), row
+        assert (REPO / "scripts" / "bench" / f"{command.group(1)}.py").is_file(), row
         used.add(command.group(1))
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", cells[6]) and cells[7], row
-    benchmarks = {
-        f"scripts/bench/{p.name}" for p in (REPO / "scripts" / "bench").glob("bench_*.py")
-    }
+    benchmarks = {p.stem for p in (REPO / "scripts" / "bench").glob("bench_*.py")}
     assert used == benchmarks
     readme = README.read_text(encoding="utf-8")
     summary = readme.split("\n## How it performs\n", 1)[1].split("\n## ", 1)[0]
@@ -616,15 +615,16 @@ def cpu_at(root: Path, answer: str) -> Path:
 
     match = re.search(r"(-?\d+(?:\.\d+)?) °C", answer)
     assert match, answer
-    FakeSysfs(root).thermal_zone(0, temp=str(round(float(match.group(1)) * 1000)))
+    SysfsTree(root).thermal_zone(0, temp=str(round(float(match.group(1)) * 1000)))
     return root
 
 
 def test_mqtt_fleet_blocks(shell: Callable[..., Shell], tmp_path: Path) -> None:
     # A real Mosquitto on a free port stands in for broker.lan; two mock nodes, named as the
     # docs name them, answer as the docs show.
-    from mosquitto import broker
     from mqtt_harness import final, node
+
+    from scripts.testbed.mosquitto import broker
 
     fleet = block_with("edge-agent nodes --mqtt broker.lan", "mqtt.md")  # with its output
     readme = [block_with("edge-agent nodes --mqtt broker.lan", "README")]

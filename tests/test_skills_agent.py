@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sysfs import FakeSysfs, w1_slave_text
 
 from edge_agentd import (
     Agent,
@@ -22,6 +21,7 @@ from edge_agentd import (
 )
 from edge_agentd.agent.registry import Registry, SkillOptions
 from edge_agentd.skills import BUILTIN_NAMES, register_builtins
+from edge_agentd.skills.demo import SysfsTree, w1_slave_text
 from edge_agentd.skills.sysfs import SYSFS_ROOT_ENV
 
 
@@ -33,8 +33,8 @@ def answer(text: str) -> str:
     return json.dumps({"final_answer": text})
 
 
-def bme280_tree(root: Path) -> FakeSysfs:
-    fake = FakeSysfs(root)
+def bme280_tree(root: Path) -> SysfsTree:
+    fake = SysfsTree(root)
     fake.thermal_zone(0, "cpu-thermal", "51540")
     fake.iio_device(
         0,
@@ -219,7 +219,7 @@ def test_builtins_register_all_or_nothing(registry: Registry, tmp_path: Path) ->
     assert registry.names() == ["now"]
 
 
-def test_an_oversized_result_is_cut_with_a_marker(registry: Registry, sysfs: FakeSysfs) -> None:
+def test_an_oversized_result_is_cut_with_a_marker(registry: Registry, sysfs: SysfsTree) -> None:
     for n in range(40):
         sysfs.iio_device(n, f"bme280_at_0x{n:02x}", {"in_temp_input": "20000"})
     register_builtins(registry, sysfs_root=sysfs.root)

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from daemon_harness import call, edge_agent_command
-from fake_sysfs import FakeSysfs, w1_slave_text
 
 from edge_agentd.client.zmqclient import Client
+from edge_agentd.skills.demo import SysfsTree, w1_slave_text
 
 DaemonProcess = Callable[..., AbstractContextManager[str]]  # conftest.py
 
@@ -33,7 +33,7 @@ def register(registry):
 
 @pytest.fixture
 def daemon(
-    tmp_path: Path, sysfs: FakeSysfs, daemon_process: DaemonProcess
+    tmp_path: Path, sysfs: SysfsTree, daemon_process: DaemonProcess
 ) -> Iterator[tuple[str, Path]]:
     sysfs.thermal_zone(0, "cpu-thermal", "51540")
     sysfs.iio_device(

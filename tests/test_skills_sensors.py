@@ -8,24 +8,24 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fake_sysfs import FakeSysfs, scratchpad, w1_slave_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edge_agentd.skills.demo import SysfsTree, scratchpad, w1_slave_text
 from edge_agentd.skills.onewire import crc8, parse_w1_slave
 from edge_agentd.skills.readings import UNITS, SensorError
 from edge_agentd.skills.sensors import MAX_COMPARE_CALLS, Sensors
 from edge_agentd.skills.sysfs import Root
 
 
-def sensors_of(sysfs: FakeSysfs) -> Sensors:
+def sensors_of(sysfs: SysfsTree) -> Sensors:
     return Sensors(Root(sysfs.root))
 
 
 # -- thermal zones ---------------------------------------------------------------------------
 
 
-def test_cpu_temperature_is_the_cpu_zone_in_celsius(sysfs: FakeSysfs) -> None:
+def test_cpu_temperature_is_the_cpu_zone_in_celsius(sysfs: SysfsTree) -> None:
     sysfs.thermal_zone(0, "acpitz", "27800")
     sysfs.thermal_zone(1, "x86_pkg_temp", "48312")
     result = sensors_of(sysfs).cpu_temperature()
@@ -39,14 +39,14 @@ def test_cpu_temperature_is_the_cpu_zone_in_celsius(sysfs: FakeSysfs) -> None:
     }
 
 
-def test_cpu_temperature_falls_back_to_the_first_zone(sysfs: FakeSysfs) -> None:
+def test_cpu_temperature_falls_back_to_the_first_zone(sysfs: SysfsTree) -> None:
     sysfs.thermal_zone(10, "gpu", "1000")
     sysfs.thermal_zone(2, "battery", "-5500")
     result = sensors_of(sysfs).cpu_temperature()
     assert (result["sensor"], result["value"]) == ("thermal_zone2", -5.5)
 
 
-def test_no_thermal_zone_is_said_clearly(sysfs: FakeSysfs) -> None:
+def test_no_thermal_zone_is_said_clearly(sysfs: SysfsTree) -> None:
     with pytest.raises(SensorError, match=r"no thermal zone was found under .*/sys/class/thermal"):
         sensors_of(sysfs).cpu_temperature()
 
@@ -60,19 +60,19 @@ def test_no_thermal_zone_is_said_clearly(sysfs: FakeSysfs) -> None:
         ("-300000", "impossible temperature"),
     ],
 )
-def test_garbage_zone_values_are_rejected(sysfs: FakeSysfs, temp: str, message: str) -> None:
+def test_garbage_zone_values_are_rejected(sysfs: SysfsTree, temp: str, message: str) -> None:
     sysfs.thermal_zone(0, "cpu-thermal", temp)
     with pytest.raises(SensorError, match=message):
         sensors_of(sysfs).cpu_temperature()
 
 
-def test_missing_temp_file(sysfs: FakeSysfs) -> None:
+def test_missing_temp_file(sysfs: SysfsTree) -> None:
     sysfs.thermal_zone(0, "cpu-thermal", None)
     with pytest.raises(SensorError, match=r"thermal_zone0 could not be read.*temp does not exist"):
         sensors_of(sysfs).cpu_temperature()
 
 
-def test_unreadable_temp_files(sysfs: FakeSysfs, tmp_path: Path) -> None:
+def test_unreadable_temp_files(sysfs: SysfsTree, tmp_path: Path) -> None:
     # Root reads through chmod 000, so "unreadable" is made of things that are not files.
     os.mkfifo(sysfs.thermal_zone(0, "cpu-thermal", None) / "temp")  # would block a plain open
     (sysfs.thermal_zone(1, "soc", None) / "temp").mkdir()
@@ -92,14 +92,14 @@ def test_unreadable_temp_files(sysfs: FakeSysfs, tmp_path: Path) -> None:
             sensors[name].read()
 
 
-def test_unreadable_zone_type_still_lists_the_zone(sysfs: FakeSysfs) -> None:
+def test_unreadable_zone_type_still_lists_the_zone(sysfs: SysfsTree) -> None:
     sysfs.thermal_zone(0, None, "40000")
     (listed,) = sensors_of(sysfs).list_sensors()["sensors"]
     assert listed["label"] == "unknown"
     assert sensors_of(sysfs).read_sensor("thermal_zone0")["readings"][0]["value"] == 40.0
 
 
-def test_a_zone_linked_outside_the_root_is_never_read(sysfs: FakeSysfs, tmp_path: Path) -> None:
+def test_a_zone_linked_outside_the_root_is_never_read(sysfs: SysfsTree, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere" / "thermal_zone7"
     outside.mkdir(parents=True)
     (outside / "temp").write_text("99000\n")
@@ -112,7 +112,7 @@ def test_a_zone_linked_outside_the_root_is_never_read(sysfs: FakeSysfs, tmp_path
 # -- IIO -------------------------------------------------------------------------------------
 
 
-def test_bme280_scaled_inputs_in_our_units(sysfs: FakeSysfs) -> None:
+def test_bme280_scaled_inputs_in_our_units(sysfs: SysfsTree) -> None:
     sysfs.iio_device(
         0,
         "bme280",
@@ -132,7 +132,7 @@ def test_bme280_scaled_inputs_in_our_units(sysfs: FakeSysfs) -> None:
     }
 
 
-def test_raw_values_use_offset_then_scale(sysfs: FakeSysfs) -> None:
+def test_raw_values_use_offset_then_scale(sysfs: SysfsTree) -> None:
     sysfs.iio_device(
         0,
         "tmp117",
@@ -142,7 +142,7 @@ def test_raw_values_use_offset_then_scale(sysfs: FakeSysfs) -> None:
     assert (reading["value"], reading["unit"]) == (5.0, "°C")  # (1000 - 500) * 10 milli-°C
 
 
-def test_indexed_channel_uses_the_scale_its_type_shares(sysfs: FakeSysfs) -> None:
+def test_indexed_channel_uses_the_scale_its_type_shares(sysfs: SysfsTree) -> None:
     sysfs.iio_device(
         3,
         "tsl2591",
@@ -154,19 +154,19 @@ def test_indexed_channel_uses_the_scale_its_type_shares(sysfs: FakeSysfs) -> Non
     ]
 
 
-def test_input_wins_over_raw(sysfs: FakeSysfs) -> None:
+def test_input_wins_over_raw(sysfs: SysfsTree) -> None:
     sysfs.iio_device(0, "sht4x", {"in_temp_raw": "999999", "in_temp_input": "22500"})
     (reading,) = sensors_of(sysfs).read_sensor("sht4x")["readings"]
     assert reading["value"] == 22.5
 
 
-def test_iio_devices_without_known_channels_are_not_sensors(sysfs: FakeSysfs) -> None:
+def test_iio_devices_without_known_channels_are_not_sensors(sysfs: SysfsTree) -> None:
     sysfs.iio_device(0, "mpu6050", {"in_accel_x_raw": "12", "in_anglvel_y_raw": "3"})
     (sysfs.root / "bus" / "iio" / "devices" / "trigger0").mkdir()
     assert sensors_of(sysfs).list_sensors()["sensors"] == []
 
 
-def test_duplicate_and_hostile_device_names(sysfs: FakeSysfs) -> None:
+def test_duplicate_and_hostile_device_names(sysfs: SysfsTree) -> None:
     sysfs.iio_device(0, "bme280", {"in_temp_input": "20000"})
     sysfs.iio_device(1, "bme280", {"in_temp_input": "30000"})
     sysfs.iio_device(2, "../../etc/passwd\n\x1b[31m", {"in_temp_input": "40000"})
@@ -187,13 +187,13 @@ def test_duplicate_and_hostile_device_names(sysfs: FakeSysfs) -> None:
     assert values == [1.0, 20.0, 30.0, 40.0, 50.0, 60.0]
 
 
-def test_garbage_scale_is_an_error_naming_the_file(sysfs: FakeSysfs) -> None:
+def test_garbage_scale_is_an_error_naming_the_file(sysfs: SysfsTree) -> None:
     sysfs.iio_device(0, "bmp180", {"in_pressure_raw": "1000", "in_pressure_scale": "0.1x"})
     with pytest.raises(SensorError, match=r"in_pressure_scale holds '0.1x'"):
         sensors_of(sysfs).read_sensor("bmp180")
 
 
-def test_negative_humidity_is_rejected(sysfs: FakeSysfs) -> None:
+def test_negative_humidity_is_rejected(sysfs: SysfsTree) -> None:
     sysfs.iio_device(0, "htu21", {"in_humidityrelative_input": "-2000"})
     with pytest.raises(SensorError, match="impossible humidity"):
         sensors_of(sysfs).read_sensor("htu21")
@@ -210,7 +210,7 @@ def test_crc8_matches_a_real_probe() -> None:
     assert parse_w1_slave(REAL_W1_SLAVE, "28-0316a2796eff", "w1_slave") == 23.125
 
 
-def test_ds18b20_reading(sysfs: FakeSysfs) -> None:
+def test_ds18b20_reading(sysfs: SysfsTree) -> None:
     sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
     sysfs.w1_probe("28-00000a1b2c3d", w1_slave_text(-10125))
     sysfs.w1_probe("01-000012345678", "not a thermometer")  # a DS2401 serial number chip
@@ -229,19 +229,19 @@ def test_ds18b20_reading(sysfs: FakeSysfs) -> None:
     assert "id" not in listed[0]
 
 
-def test_a_sensor_with_no_bus_id_reads_without_one(sysfs: FakeSysfs) -> None:
+def test_a_sensor_with_no_bus_id_reads_without_one(sysfs: SysfsTree) -> None:
     sysfs.thermal_zone(0, "cpu-thermal", "40000")
     assert "id" not in sensors_of(sysfs).read_sensor("thermal_zone0")
 
 
-def test_crc_no_is_rejected(sysfs: FakeSysfs) -> None:
+def test_crc_no_is_rejected(sysfs: SysfsTree) -> None:
     sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("YES", "NO"))
     with pytest.raises(SensorError, match="CRC check failed"):
         sensors_of(sysfs).read_sensor("28-0316a2796eff")
 
 
 def test_a_scratchpad_whose_crc_is_wrong_is_rejected_even_if_the_kernel_says_yes(
-    sysfs: FakeSysfs,
+    sysfs: SysfsTree,
 ) -> None:
     sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE.replace("72 01", "73 01"))
     with pytest.raises(SensorError, match="scratchpad CRC does not match"):
@@ -260,19 +260,19 @@ def test_a_scratchpad_whose_crc_is_wrong_is_rejected_even_if_the_kernel_says_yes
         (REAL_W1_SLAVE.replace("0e 10 57 t", "0e 10 58 t"), "disagree"),
     ],
 )
-def test_bad_w1_slave_files(sysfs: FakeSysfs, text: str, message: str) -> None:
+def test_bad_w1_slave_files(sysfs: SysfsTree, text: str, message: str) -> None:
     sysfs.w1_probe("28-0316a2796eff", text)
     with pytest.raises(SensorError, match=message):
         sensors_of(sysfs).read_sensor("28-0316a2796eff")
 
 
-def test_temperature_file_when_w1_slave_is_absent(sysfs: FakeSysfs) -> None:
+def test_temperature_file_when_w1_slave_is_absent(sysfs: SysfsTree) -> None:
     sysfs.w1_probe("28-0316a2796eff", None, temperature="19875")
     (reading,) = sensors_of(sysfs).read_sensor("28-0316a2796eff")["readings"]
     assert (reading["value"], reading["unit"]) == (19.875, "°C")
 
 
-def test_probe_with_neither_file(sysfs: FakeSysfs) -> None:
+def test_probe_with_neither_file(sysfs: SysfsTree) -> None:
     sysfs.w1_probe("28-0316a2796eff")
     with pytest.raises(SensorError, match="temperature does not exist"):
         sensors_of(sysfs).read_sensor("28-0316a2796eff")
@@ -287,7 +287,7 @@ def test_scratchpad_helper_round_trips() -> None:
 # -- listing and lookup ----------------------------------------------------------------------
 
 
-def build_mixed(sysfs: FakeSysfs) -> None:
+def build_mixed(sysfs: SysfsTree) -> None:
     sysfs.thermal_zone(0, "cpu-thermal", "51540")
     sysfs.iio_device(
         0,
@@ -301,7 +301,7 @@ def build_mixed(sysfs: FakeSysfs) -> None:
     sysfs.w1_probe("28-0316a2796eff", REAL_W1_SLAVE)
 
 
-def test_list_sensors_gives_names_kinds_and_units(sysfs: FakeSysfs) -> None:
+def test_list_sensors_gives_names_kinds_and_units(sysfs: SysfsTree) -> None:
     build_mixed(sysfs)
     listed = sensors_of(sysfs).list_sensors()
     assert "note" not in listed
@@ -331,7 +331,7 @@ def test_list_sensors_gives_names_kinds_and_units(sysfs: FakeSysfs) -> None:
     ]
 
 
-def test_list_sensors_counts_them_all_or_those_of_one_quantity(sysfs: FakeSysfs) -> None:
+def test_list_sensors_counts_them_all_or_those_of_one_quantity(sysfs: SysfsTree) -> None:
     build_mixed(sysfs)
     sensors = sensors_of(sysfs)
     assert sensors.list_sensors()["count"] == 3
@@ -356,7 +356,7 @@ def test_list_sensors_counts_them_all_or_those_of_one_quantity(sysfs: FakeSysfs)
     ]
 
 
-def test_an_empty_tree_lists_nothing_and_says_where_it_looked(sysfs: FakeSysfs) -> None:
+def test_an_empty_tree_lists_nothing_and_says_where_it_looked(sysfs: SysfsTree) -> None:
     listed = sensors_of(sysfs).list_sensors()
     assert (listed["sensors"], listed["count"]) == ([], 0)
     assert f"{sysfs.root}/class/thermal" in listed["note"]
@@ -365,7 +365,7 @@ def test_an_empty_tree_lists_nothing_and_says_where_it_looked(sysfs: FakeSysfs) 
         sensors_of(sysfs).read_sensor("thermal_zone0")
 
 
-def test_unknown_name_lists_the_known_ones(sysfs: FakeSysfs) -> None:
+def test_unknown_name_lists_the_known_ones(sysfs: SysfsTree) -> None:
     build_mixed(sysfs)
     with pytest.raises(SensorError) as caught:
         sensors_of(sysfs).read_sensor("../../../etc/shadow")
@@ -377,7 +377,7 @@ def test_unknown_name_lists_the_known_ones(sysfs: FakeSysfs) -> None:
 
 @pytest.mark.parametrize("family", ["thermal_zone0", "bme280", "28-0316a2796eff"])
 def test_a_device_that_disappears_between_listing_and_reading(
-    sysfs: FakeSysfs, family: str
+    sysfs: SysfsTree, family: str
 ) -> None:
     build_mixed(sysfs)
     (sensor,) = [s for s in sensors_of(sysfs).discover() if s.name == family]
@@ -401,7 +401,7 @@ def test_a_device_that_disappears_between_listing_and_reading(
 def mixed_tree(tmp_path_factory: pytest.TempPathFactory) -> Sensors:
     base = tmp_path_factory.mktemp("mixed")
     (base / "secret").write_text("do not read")
-    sysfs = FakeSysfs(base / "sys")
+    sysfs = SysfsTree(base / "sys")
     build_mixed(sysfs)
     return sensors_of(sysfs)
 
@@ -457,8 +457,8 @@ victims = st.sampled_from(
 
 
 @pytest.fixture(scope="module")
-def victim_tree(tmp_path_factory: pytest.TempPathFactory) -> FakeSysfs:
-    sysfs = FakeSysfs(tmp_path_factory.mktemp("victims") / "sys")
+def victim_tree(tmp_path_factory: pytest.TempPathFactory) -> SysfsTree:
+    sysfs = SysfsTree(tmp_path_factory.mktemp("victims") / "sys")
     build_mixed(sysfs)
     sysfs.iio_device(1, "veml7700", {"in_illuminance_raw": "300", "in_illuminance_scale": "2"})
     return sysfs
@@ -467,7 +467,7 @@ def victim_tree(tmp_path_factory: pytest.TempPathFactory) -> FakeSysfs:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(victim=victims, content=contents)
 def test_any_file_content_gives_a_reading_or_a_sensor_error(
-    victim_tree: FakeSysfs, victim: tuple[str, str], content: bytes
+    victim_tree: SysfsTree, victim: tuple[str, str], content: bytes
 ) -> None:
     directory, file = victim
     path = victim_tree.root / directory / file
@@ -500,7 +500,7 @@ def test_any_file_content_gives_a_reading_or_a_sensor_error(
 # -- comparing two sensors ---------------------------------------------------------------------
 
 
-def test_compare_sensors_says_which_reads_higher_and_by_how_much(sysfs: FakeSysfs) -> None:
+def test_compare_sensors_says_which_reads_higher_and_by_how_much(sysfs: SysfsTree) -> None:
     build_mixed(sysfs)
     sensors = sensors_of(sysfs)
     result = sensors.compare_sensors("bme280", "thermal_zone0")
@@ -518,7 +518,7 @@ def test_compare_sensors_says_which_reads_higher_and_by_how_much(sysfs: FakeSysf
     assert sensors.compare_sensors("thermal_zone0", "bme280")["difference"]["value"] == 30.17
 
 
-def test_compare_calls_are_each_pair_that_measures_one_quantity(sysfs: FakeSysfs) -> None:
+def test_compare_calls_are_each_pair_that_measures_one_quantity(sysfs: SysfsTree) -> None:
     build_mixed(sysfs)
     calls = sensors_of(sysfs).compare_calls()
     assert [arguments for arguments, _ in calls] == [
@@ -532,13 +532,13 @@ def test_compare_calls_are_each_pair_that_measures_one_quantity(sysfs: FakeSysfs
     )
 
 
-def test_compare_calls_are_capped_in_a_house_of_probes(sysfs: FakeSysfs) -> None:
+def test_compare_calls_are_capped_in_a_house_of_probes(sysfs: SysfsTree) -> None:
     for i in range(12):
         sysfs.w1_probe(f"28-00000000{i:04x}", w1_slave_text(1000 * i))
     assert len(sensors_of(sysfs).compare_calls()) == MAX_COMPARE_CALLS
 
 
-def test_two_equal_readings_have_no_higher(sysfs: FakeSysfs) -> None:
+def test_two_equal_readings_have_no_higher(sysfs: SysfsTree) -> None:
     sysfs.w1_probe("28-000000000001", w1_slave_text(20000))
     sysfs.w1_probe("28-000000000002", w1_slave_text(20000))
     result = sensors_of(sysfs).compare_sensors("28-000000000001", "28-000000000002")
@@ -556,7 +556,7 @@ def test_two_equal_readings_have_no_higher(sysfs: FakeSysfs) -> None:
     ],
 )
 def test_compare_sensors_refuses_what_it_cannot_compare(
-    sysfs: FakeSysfs, first: str, second: str, quantity: str, message: str
+    sysfs: SysfsTree, first: str, second: str, quantity: str, message: str
 ) -> None:
     build_mixed(sysfs)
     with pytest.raises(SensorError, match=message):
@@ -568,7 +568,7 @@ def test_compare_sensors_refuses_what_it_cannot_compare(
 )
 @given(first=st.text(max_size=80), second=st.text(max_size=80), quantity=st.text(max_size=30))
 def test_any_names_give_a_comparison_or_a_sensor_error(
-    sysfs: FakeSysfs, first: str, second: str, quantity: str
+    sysfs: SysfsTree, first: str, second: str, quantity: str
 ) -> None:
     if not (sysfs.root / "class").exists():
         build_mixed(sysfs)

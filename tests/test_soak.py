@@ -1,6 +1,6 @@
 """The short soak (issues 11, 20): scripts/bench/soak.py's mixed traffic for 25 seconds.
 
-The full soak is a benchmark (``python scripts/bench/soak.py --mqtt 2``); this one checks the same
+The full soak is a benchmark (``python -m scripts.bench.soak --mqtt 2``); this one checks the same
 things with the same slack, with 24 ZeroMQ clients against a cap of 16 and 2 MQTT clients: the
 daemon survives, answers every normal request exactly once, and its fds and threads come back to
 where they were, its RSS within 20 MiB.
@@ -19,7 +19,8 @@ SHORT = ["--only", "soak", "--seconds", "25", "--rss-slack-mib", "20", "--mqtt",
 
 def test_a_short_soak_leaves_the_daemon_flat_and_every_request_answered_once() -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "bench" / "soak.py"), *SHORT],
+        [sys.executable, "-m", "scripts.bench.soak", *SHORT],
+        cwd=REPO,
         capture_output=True,
         check=False,
         text=True,

@@ -26,7 +26,8 @@ def test_a_short_real_model_soak_answers_every_request_once(tmp_path: Path) -> N
     result = subprocess.run(
         [
             sys.executable,
-            str(REPO / "scripts" / "bench" / "soak_model.py"),
+            "-m",
+            "scripts.bench.soak_model",
             *SHORT,
             "--every",
             "5",
@@ -34,6 +35,7 @@ def test_a_short_real_model_soak_answers_every_request_once(tmp_path: Path) -> N
             str(plot),
             "--json",
         ],
+        cwd=REPO,
         capture_output=True,
         check=False,
         text=True,

@@ -604,9 +604,8 @@ def test_the_mqtt_bridge_reaches_a_broker_elsewhere_only_through_the_dropin(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     pytest.importorskip("paho.mqtt")
-    from mosquitto import MOSQUITTO, Peer, broker, wait_for
-
     from edge_agentd.client.zmqclient import Client
+    from scripts.testbed.mosquitto import MOSQUITTO, Peer, broker, wait_for
 
     if MOSQUITTO is None:
         pytest.fail("Debian's mosquitto package is missing (make deps installs it)")

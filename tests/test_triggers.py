@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sysfs import FakeSysfs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from triggers_harness import BERLIN, PROBE, FakeClock, Harness, Probe, builtin_registry
@@ -23,6 +22,7 @@ from edge_agentd.service.triggers.condition import Condition, ReadingError, read
 from edge_agentd.service.triggers.firing import Remembered
 from edge_agentd.service.triggers.report import trigger_entries
 from edge_agentd.service.triggers.schedule import next_at
+from edge_agentd.skills.demo import SysfsTree
 
 FREEZER = f"""
 [[triggers]]
@@ -35,12 +35,12 @@ NOON = dt.datetime(2026, 7, 1, 12, 0, tzinfo=BERLIN)
 
 
 @pytest.fixture
-def probe(sysfs: FakeSysfs) -> Probe:
+def probe(sysfs: SysfsTree) -> Probe:
     return Probe(sysfs)
 
 
 @pytest.fixture
-def freezer(sysfs: FakeSysfs, probe: Probe) -> Harness:
+def freezer(sysfs: SysfsTree, probe: Probe) -> Harness:
     return Harness(FREEZER, builtin_registry(sysfs.root), FakeClock(NOON))
 
 
@@ -101,7 +101,7 @@ def test_hysteresis_re_arms_only_past_its_margin(freezer: Harness, probe: Probe)
     assert len(freezer.firings) == 2
 
 
-def test_flapping_inside_the_cooldown_fires_once(sysfs: FakeSysfs, probe: Probe) -> None:
+def test_flapping_inside_the_cooldown_fires_once(sysfs: SysfsTree, probe: Probe) -> None:
     config = FREEZER.replace('for = "5m", hysteresis = 2.0', 'for = "0s", check_every = "15s"')
     harness = Harness(config, builtin_registry(sysfs.root), FakeClock(NOON))
     for _ in range(19):  # 9.5 minutes of a reading that crosses at every check
@@ -116,7 +116,7 @@ def test_flapping_inside_the_cooldown_fires_once(sysfs: FakeSysfs, probe: Probe)
     assert len(harness.firings) == 2
 
 
-def test_a_firing_while_its_run_is_pending_is_skipped(sysfs: FakeSysfs, probe: Probe) -> None:
+def test_a_firing_while_its_run_is_pending_is_skipped(sysfs: SysfsTree, probe: Probe) -> None:
     config = FREEZER.replace('for = "5m", hysteresis = 2.0', 'for = "0s"').replace(
         'cooldown = "10m"', 'cooldown = "1m"'
     )
@@ -279,7 +279,7 @@ query = "y"
 
 
 def test_a_hung_or_raising_skill_troubles_its_trigger_alone(
-    sysfs: FakeSysfs, probe: Probe, caplog: pytest.LogCaptureFixture
+    sysfs: SysfsTree, probe: Probe, caplog: pytest.LogCaptureFixture
 ) -> None:
     gate, fail = threading.Event(), [True]
     harness = Harness(PAIR, flaky_registry(sysfs.root, gate, fail), FakeClock(NOON))
@@ -321,7 +321,7 @@ class DictMemory:
         self.kept[trigger] = remembered
 
 
-def test_after_a_restart_nothing_fires_again(sysfs: FakeSysfs, probe: Probe) -> None:
+def test_after_a_restart_nothing_fires_again(sysfs: SysfsTree, probe: Probe) -> None:
     memory = DictMemory()
     config = FREEZER + SCHEDULES
     clock = FakeClock(dt.datetime(2026, 7, 1, 7, 25, tzinfo=BERLIN))
@@ -352,7 +352,7 @@ def test_after_a_restart_nothing_fires_again(sysfs: FakeSysfs, probe: Probe) -> 
     ],
 )
 def test_config_mistakes_name_the_line_and_the_key(
-    config: str, words: str, sysfs: FakeSysfs
+    config: str, words: str, sysfs: SysfsTree
 ) -> None:
     settings_ = parse_settings(config)
     with pytest.raises(ConfigError, match=words.replace("(", r"\(")):

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_sysfs import FakeSysfs
 from triggers_harness import BERLIN, FakeClock, Harness, builtin_registry
 
 from edge_agentd.agent.registry import Registry
 from edge_agentd.service.triggers.report import trigger_entries
+from edge_agentd.skills.demo import SysfsTree
 
 NOON = dt.datetime(2026, 7, 1, 12, 0, tzinfo=BERLIN)
 GAUGE = """
@@ -42,7 +42,7 @@ def hanging_registry(sysfs_root: Path, gate: threading.Event) -> Registry:
     return registry
 
 
-def test_a_hung_check_past_its_deadline_lets_the_runner_sleep(sysfs: FakeSysfs) -> None:
+def test_a_hung_check_past_its_deadline_lets_the_runner_sleep(sysfs: SysfsTree) -> None:
     gate = threading.Event()
     harness = Harness(GAUGE, hanging_registry(sysfs.root, gate), FakeClock(NOON))
     try:
@@ -75,7 +75,7 @@ def test_a_hung_check_past_its_deadline_lets_the_runner_sleep(sysfs: FakeSysfs) 
     ids=lambda exc: type(exc).__name__,
 )
 def test_a_check_that_raises_anything_fails_its_trigger_and_is_tried_again(
-    sysfs: FakeSysfs, raised: BaseException
+    sysfs: SysfsTree, raised: BaseException
 ) -> None:
     failing = [True]
     registry = builtin_registry(sysfs.root)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from daemon_harness import answer, call, edge_agent_command, wait_for
-from fake_sysfs import FakeSysfs
 from triggers_harness import PROBE, Probe, builtin_registry
 
 from edge_agentd.cli.main import main
+from edge_agentd.skills.demo import SysfsTree
 
 CONFIG = f"""
 [[triggers]]
@@ -29,7 +29,7 @@ query = "Summarise the night."
 
 
 def test_triggers_lists_each_trigger(
-    scripted_daemon: Any, sysfs: FakeSysfs, capsys: pytest.CaptureFixture[str]
+    scripted_daemon: Any, sysfs: SysfsTree, capsys: pytest.CaptureFixture[str]
 ) -> None:
     Probe(sysfs, -20.0)
     server, endpoint = scripted_daemon(config=CONFIG, registry=builtin_registry(sysfs.root))
@@ -47,7 +47,7 @@ def test_triggers_lists_each_trigger(
     assert "morning: armed (at 07:30)" in text
 
 
-def test_watch_prints_each_result_until_ctrl_c(scripted_daemon: Any, sysfs: FakeSysfs) -> None:
+def test_watch_prints_each_result_until_ctrl_c(scripted_daemon: Any, sysfs: SysfsTree) -> None:
     probe = Probe(sysfs, -20.0)
     _, endpoint = scripted_daemon(
         [call("read_sensor", name=PROBE), answer("It is -4 °C in the freezer.")],
@@ -74,14 +74,14 @@ def test_watch_prints_each_result_until_ctrl_c(scripted_daemon: Any, sysfs: Fake
     assert process.returncode == 0, stderr
 
 
-def test_watch_of_an_unknown_trigger_exits_65(scripted_daemon: Any, sysfs: FakeSysfs) -> None:
+def test_watch_of_an_unknown_trigger_exits_65(scripted_daemon: Any, sysfs: SysfsTree) -> None:
     Probe(sysfs)
     _, endpoint = scripted_daemon(config=CONFIG, registry=builtin_registry(sysfs.root))
     assert main(["watch", "--trigger", "nope", "--endpoint", endpoint]) == 65
 
 
 def test_watch_says_what_it_waits_for_before_anything_fires(
-    scripted_daemon: Any, sysfs: FakeSysfs
+    scripted_daemon: Any, sysfs: SysfsTree
 ) -> None:
     # Nothing fires here (-20 °C is below the threshold): watch must not look hung meanwhile.
     Probe(sysfs, -20.0)

@@ -12,7 +12,6 @@ import msgpack
 import pytest
 import zmq
 from daemon_harness import Peer, answer, call, run_request, running_server, wait_for
-from fake_sysfs import FakeSysfs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from triggers_harness import PROBE, Probe, builtin_registry
@@ -22,6 +21,7 @@ from edge_agentd.agent.workflow import Workflow
 from edge_agentd.protocol.wire import StatusResult, WireError, decode_request
 from edge_agentd.service.runs.jobs import Job
 from edge_agentd.service.runs.queue import RunQueue
+from edge_agentd.skills.demo import SysfsTree
 
 CONFIG = f"""
 [daemon]
@@ -54,7 +54,7 @@ def entry(peer: Peer) -> dict[str, Any]:
 
 
 def test_a_firing_runs_and_its_result_reaches_triggers_and_watch(
-    scripted_daemon: Any, sysfs: FakeSysfs, context: Any
+    scripted_daemon: Any, sysfs: SysfsTree, context: Any
 ) -> None:
     probe = Probe(sysfs, -20.0)
     server, endpoint = scripted_daemon(
@@ -92,7 +92,7 @@ def test_a_firing_runs_and_its_result_reaches_triggers_and_watch(
 
 
 def test_a_trigger_never_takes_the_last_free_slot(
-    scripted_daemon: Any, sysfs: FakeSysfs, context: Any
+    scripted_daemon: Any, sysfs: SysfsTree, context: Any
 ) -> None:
     Probe(sysfs, -5.0)  # warm from the start: it fires at its first check
     release, entered = threading.Event(), threading.Event()
@@ -127,7 +127,7 @@ def test_a_trigger_never_takes_the_last_free_slot(
 
 
 def test_the_trigger_ops_refuse_what_they_cannot_do(
-    scripted_daemon: Any, sysfs: FakeSysfs, context: Any
+    scripted_daemon: Any, sysfs: SysfsTree, context: Any
 ) -> None:
     Probe(sysfs)
     _, endpoint = scripted_daemon(
@@ -174,7 +174,7 @@ def test_asks_start_before_trigger_runs() -> None:
     assert not busy.room_to_spare()  # the one waiting slot is an ask's
 
 
-def test_a_trigger_may_run_a_workflow(scripted_daemon: Any, sysfs: FakeSysfs, context: Any) -> None:
+def test_a_trigger_may_run_a_workflow(scripted_daemon: Any, sysfs: SysfsTree, context: Any) -> None:
     Probe(sysfs, -5.0)
     config = CONFIG.format(limit=4).replace(
         'query = "Is the freezer too warm?"', 'workflow = "alarm"'
@@ -193,7 +193,7 @@ def test_a_trigger_may_run_a_workflow(scripted_daemon: Any, sysfs: FakeSysfs, co
 
 
 def test_after_a_restart_a_condition_that_fired_does_not_fire_again(
-    sysfs: FakeSysfs, tmp_path: Path, context: Any
+    sysfs: SysfsTree, tmp_path: Path, context: Any
 ) -> None:
     Probe(sysfs, -5.0)  # warm before, during and after the restart
     journal = tmp_path / "journal.sqlite3"

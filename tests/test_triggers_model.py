@@ -12,10 +12,10 @@ import threading
 from typing import Any
 
 from daemon_harness import running_server, wait_for
-from fake_sysfs import FakeSysfs
 from triggers_harness import PROBE, Probe, builtin_registry
 
 from edge_agentd.agent.protocol import ModelHandle
+from edge_agentd.skills.demo import SysfsTree
 
 CONFIG = f"""
 [model]
@@ -28,7 +28,7 @@ query = "What temperature does the freezer probe read?"
 """
 
 
-def test_a_threshold_firing_is_answered_with_the_reading(sysfs: FakeSysfs) -> None:
+def test_a_threshold_firing_is_answered_with_the_reading(sysfs: SysfsTree) -> None:
     from edge_agentd.model import load_model
 
     probe = Probe(sysfs, -20.0)

@@ -8,8 +8,6 @@ from typing import Any, get_args
 
 import jinja2
 import yaml
-from fake_sysfs import FakeSysfs
-from mosquitto import Peer, broker, wait_for
 from mqtt_harness import final, node
 from triggers_harness import PROBE, Probe
 
@@ -19,6 +17,8 @@ from edge_agentd.service.triggers.mqttevents import (
     TriggerPublisher,
     trigger_event_configs,
 )
+from edge_agentd.skills.demo import SysfsTree
+from scripts.testbed.mosquitto import Peer, broker, wait_for
 
 EXAMPLE = (
     Path(__file__).resolve().parents[1] / "scripts" / "examples" / "home-assistant-triggers.yaml"
@@ -73,7 +73,7 @@ def test_one_event_entity_per_trigger_for_every_outcome() -> None:
 
 
 def test_a_firing_is_published_and_discovered_as_an_event(tmp_path: Path) -> None:
-    sysfs = FakeSysfs(tmp_path / "sys")
+    sysfs = SysfsTree(tmp_path / "sys")
     probe = Probe(sysfs, -20.0)
     trigger = TRIGGER.format(probe=PROBE)
     with broker(tmp_path / "broker") as b:

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from fake_sysfs import FakeSysfs
-
 from edge_agentd.agent.registry import Registry
 from edge_agentd.service.config.settings import parse_settings
 from edge_agentd.service.config.triggers import check_triggers
@@ -16,6 +14,7 @@ from edge_agentd.service.triggers.firing import Firing, TriggerMemory
 from edge_agentd.service.triggers.report import trigger_entries
 from edge_agentd.service.triggers.runner import TriggerRunner
 from edge_agentd.skills import register_builtins
+from edge_agentd.skills.demo import SysfsTree
 
 PROBE = "28-00000a1b2c3d"
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -39,7 +38,7 @@ class FakeClock:
 class Probe:
     """A 1-Wire probe in a fake sysfs tree, read through the real ``read_sensor``."""
 
-    def __init__(self, sysfs: FakeSysfs, celsius: float = -18.0) -> None:
+    def __init__(self, sysfs: SysfsTree, celsius: float = -18.0) -> None:
         self.device = sysfs.w1_probe(PROBE, None, temperature=str(round(celsius * 1000)))
 
     def set(self, celsius: float) -> None:

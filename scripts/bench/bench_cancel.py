@@ -18,7 +18,7 @@ the stop seen only where the daemon looked before (between tokens and between pr
 loaded as by a second model daemon). Exit status 1 when a p99 misses its goal (0.5 s quiet, 1 s
 loaded).
 
-Usage: python scripts/bench/bench_cancel.py [--trials 20] [--load] [--json]
+Usage: python -m scripts.bench.bench_cancel [--trials 20] [--load] [--json]
 """
 
 from __future__ import annotations

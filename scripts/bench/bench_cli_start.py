@@ -6,7 +6,7 @@ slows both alike. Each run's wall time and CPU time (user + system, of the proce
 loaded machine it is the steadier figure) are kept. The goal (issue 12) is a median of at most
 1.3x the baseline's; the verdict is on CPU time.
 
-    .venv/bin/python scripts/bench/bench_cli_start.py [--runs 30]
+    .venv/bin/python -m scripts.bench.bench_cli_start [--runs 30]
 
 Exits 1 when a command misses the goal. A benchmark, not a test: the figures depend on the
 machine and its load.

@@ -44,7 +44,7 @@ most 3 model calls, ahead of the peer on correct answers and no slower per quest
 when the goal is missed or cannot be judged because ``guided`` did not run. With ``--json`` the
 records are written after every answer, so a run cut short leaves what it asked.
 
-    .venv/bin/python scripts/bench/bench_competence.py [--strategies plain,guided,peer]
+    .venv/bin/python -m scripts.bench.bench_competence [--strategies plain,guided,peer]
         [--split dev|held-out|fresh|all] [--only d01,h12,convert] [--limit N] [--max-iterations 6]
         [--json OUT] [--verbose]
 
@@ -81,10 +81,7 @@ from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client, DaemonError
 from edge_agentd.model.scripted import MockModel
 from edge_agentd.skills import register_builtins
-from edge_agentd.skills.onewire import crc8
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from competence_scoring import (
+from scripts.bench.competence_scoring import (
     WEEKDAYS,
     Expected,
     dates,
@@ -95,6 +92,7 @@ from competence_scoring import (
     says_cannot_tell,
     weekdays_named,
 )
+from scripts.bench.device import PROBE, build_device
 
 STRATEGIES = ("plain", "guided", "peer")
 SPLITS = ("dev", "held-out", "fresh")
@@ -102,65 +100,6 @@ EXIT_CONFIG = 78  # what `edge-agent serve` exits with on a config error
 GOAL_CORRECT = 0.8
 GOAL_MEDIAN_CALLS = 3
 GOAL_MISLEADING = 1  # answers per half
-
-# -- the fake device ------------------------------------------------------------------------------
-
-CPU_MILLI_C = "48312"  # 48.312 °C
-BME280 = {
-    "in_temp_input": "22700",  # milli-°C: 22.7 °C
-    "in_humidityrelative_input": "41500",  # milli-percent: 41.5 %RH
-    "in_pressure_input": "101.28",  # kPa: 1012.8 hPa
-}
-PROBE = "28-0316a2791bff"
-PROBE_MILLI_C = 12437  # a DS18B20 reads in 1/16 °C steps: 12.437 °C
-LOADAVG = "0.42 0.37 0.31 1/187 4242\n"
-MEMINFO = (
-    "MemTotal:        3884328 kB\n"
-    "MemFree:          512000 kB\n"
-    "MemAvailable:    2423821 kB\n"  # 2367.0 MiB available, 37.6 % used
-    "Buffers:           81232 kB\n"
-)
-UPTIME = "458000.42 901234.10\n"  # 5 d 7 h 13 min
-
-
-def _link(link: Path, target: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    link.symlink_to(os.path.relpath(target, link.parent))
-
-
-def _w1_slave(milli_c: int) -> str:
-    """The two lines the kernel's w1_therm driver writes, with a valid scratchpad CRC."""
-    raw = round(milli_c / 62.5) & 0xFFFF
-    body = bytes([raw & 0xFF, raw >> 8, 0x4B, 0x46, 0x7F, 0xFF, 0x0C, 0x10])
-    pad = body + bytes([crc8(body)])
-    hexes = "".join(f"{b:02x} " for b in pad)
-    return f"{hexes}: crc={pad[8]:02x} YES\n{hexes}t={int(raw * 62.5)}\n"
-
-
-def build_device(root: Path) -> tuple[Path, Path]:
-    """A Raspberry Pi's sysfs and /proc under ``root``, linked as the kernel links them."""
-    sysfs, proc = root / "sys", root / "proc"
-    zone = sysfs / "devices" / "virtual" / "thermal" / "thermal_zone0"
-    zone.mkdir(parents=True)
-    (zone / "type").write_text("cpu-thermal\n")
-    (zone / "temp").write_text(CPU_MILLI_C + "\n")
-    _link(sysfs / "class" / "thermal" / "thermal_zone0", zone)
-    iio = sysfs / "devices" / "platform" / "soc" / "i2c-1" / "1-0076" / "iio:device0"
-    iio.mkdir(parents=True)
-    (iio / "name").write_text("bme280\n")
-    for name, text in BME280.items():
-        (iio / name).write_text(text + "\n")
-    _link(sysfs / "bus" / "iio" / "devices" / "iio:device0", iio)
-    probe = sysfs / "devices" / "w1_bus_master1" / PROBE
-    probe.mkdir(parents=True)
-    (probe / "w1_slave").write_text(_w1_slave(PROBE_MILLI_C))
-    _link(sysfs / "bus" / "w1" / "devices" / PROBE, probe)
-    proc.mkdir()
-    (proc / "loadavg").write_text(LOADAVG)
-    (proc / "meminfo").write_text(MEMINFO)
-    (proc / "uptime").write_text(UPTIME)
-    return sysfs, proc
-
 
 # -- scoring (strict; see competence_scoring.py) -----------------------------------------------
 
@@ -862,10 +801,10 @@ class PeerStrategy:
 
     def start(self) -> None:
         from llama_cpp import Llama
-        from peer_llama import guard_high_level_llama
 
         from edge_agentd.model.embedded import default_model_path
         from edge_agentd.model.sizing import default_threads
+        from scripts.bench.peer_llama import guard_high_level_llama
 
         guard_high_level_llama()
 

@@ -22,7 +22,7 @@ Exit status 1 when a request went unanswered or was answered twice, ``connection
 past ``--churn`` (4) times the clients, the daemon used more than ``--cpu-budget`` (5%) of a core
 with its fds exhausted, or it did not recover. Compare with another tree as soak.py says.
 
-Usage: python scripts/bench/bench_connections.py [--only many|burst|exhausted|single_burst]
+Usage: python -m scripts.bench.bench_connections [--only many|burst|exhausted|single_burst]
        [--json]
 """
 
@@ -44,8 +44,7 @@ from typing import Any
 import msgpack
 import zmq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from soak import ask, daemon  # a sibling script, not a package
+from scripts.bench.soak import ask, daemon
 
 TICKS = os.sysconf("SC_CLK_TCK")
 MALFORMED = b"\xc1 not msgpack"

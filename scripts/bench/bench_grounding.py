@@ -42,10 +42,10 @@ bench_pi.py ``--from-grounding`` prices qwen's tokens at E2B's Pi 5 rates).
 ``home``, ``pi-f``), ``rp`` for every rephrased id, and a kind's first part (``rephrased``
 selects every ``rephrased-<form>``; ``cannot`` only the kind ``cannot`` itself).
 
-    .venv/bin/python scripts/bench/bench_grounding.py [--models 270m,qwen,peer-270m]
+    .venv/bin/python -m scripts.bench.bench_grounding [--models 270m,qwen,peer-270m]
         [--devices pi,home,bare] [--peer-devices home] [--only home08,cannot,rephrased]
         [--limit N] [--max-iterations 6] [--json OUT]
-    .venv/bin/python scripts/bench/bench_grounding.py --report RUN.json [MORE.json ...]
+    .venv/bin/python -m scripts.bench.bench_grounding --report RUN.json [MORE.json ...]
 
 On a loaded 2-core machine the full run takes more than an hour; qwen is most of it.
 """
@@ -65,14 +65,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import bench_competence as comp
-import grounding_questions as gq
-from driving_model import driving_model_path
-from grounding_scoring import YES_NO_FAULT, judge_grounded, person_faults, rejudge
-
 from edge_agentd.model.embedded import default_model_path
 from edge_agentd.service.assembly.plugins import load_plugins
 from edge_agentd.service.config.strategy import SMALL_MODEL_BYTES
+from scripts.bench import bench_competence as comp
+from scripts.bench import grounding_questions as gq
+from scripts.bench.driving_model import driving_model_path
+from scripts.bench.grounding_scoring import YES_NO_FAULT, judge_grounded, person_faults, rejudge
 
 MODELS = ("270m", "qwen", "peer-270m", "peer-qwen")
 REPHRASED = gq.REPHRASED_KIND

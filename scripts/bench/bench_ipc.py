@@ -8,7 +8,7 @@ to 0.8x the HTTP server's. The kinds are timed in interleaved rounds, medians of
 medians, so that a loaded machine moves both sides alike.
 It also reads the daemon's resident memory across 1,000 runs, which must stay flat.
 
-    .venv/bin/python scripts/bench/bench_ipc.py [--requests 1000]
+    .venv/bin/python -m scripts.bench.bench_ipc [--requests 1000]
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from edge_agentd.agent.registry import Registry
 from edge_agentd.model.scripted import MockModel
 
 # The daemon's command line, shared with the tests (tests/ is a folder, not a package).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from add_run import ANSWER, QUERY, SCRIPT, write_add_run  # a sibling script, not a package
-from serve_command import serve_command
+from scripts.bench import CHECKOUT
+from scripts.bench.add_run import ANSWER, QUERY, SCRIPT, write_add_run
+from scripts.testbed.serve_command import serve_command
 
 BUDGET_MS = 1.0
 RATIO_GOAL = 0.8
@@ -184,7 +184,8 @@ def main() -> int:
             env={**os.environ, "XDG_STATE_HOME": workdir},  # its run journal, not the user's
         )
         web = subprocess.Popen(
-            [sys.executable, __file__, "--http-server", str(http_port), str(mock)]
+            [sys.executable, "-m", __spec__.name, "--http-server", str(http_port), str(mock)],
+            cwd=CHECKOUT,
         )
         context: zmq.Context[Any] = zmq.Context()
         try:

@@ -16,7 +16,7 @@ Budgets (issue 21): the round trip with the journal at most 1.1x, and under 1 ms
 without. Issue 37: the file after a burst of 1,000 runs with keep_runs 100 at most 1.5x its size
 after 100. Exits 1 when one is missed.
 
-    .venv/bin/python scripts/bench/bench_journal.py [--rounds 20] [--runs 50] [--burst 1000]
+    .venv/bin/python -m scripts.bench.bench_journal [--rounds 20] [--runs 50] [--burst 1000]
 """
 
 from __future__ import annotations
@@ -38,9 +38,8 @@ from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client, DaemonError
 
 # The daemon's command line, shared with the tests (tests/ is a folder, not a package).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from add_run import ANSWER, QUERY, write_add_run  # a sibling script, not a package
-from serve_command import serve_command
+from scripts.bench.add_run import ANSWER, QUERY, write_add_run
+from scripts.testbed.serve_command import serve_command
 
 RATIO_GOAL = 1.1
 EXTRA_MS_GOAL = 1.0

@@ -12,7 +12,7 @@
 
 Exits 1 when a budget is missed.
 
-    .venv/bin/python scripts/bench/bench_mcp.py [--calls 200] [--idle-s 20] [--base /tmp/base]
+    .venv/bin/python -m scripts.bench.bench_mcp [--calls 200] [--idle-s 20] [--base /tmp/base]
 """
 
 from __future__ import annotations
@@ -36,9 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from edge_agentd.client.errors import DaemonError
 from edge_agentd.client.zmqclient import Client
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from serve_command import serve_command
+from scripts.testbed.serve_command import serve_command
 
 RATIO_GOAL = 1.1
 MOCK = ['{"final_answer": "I cannot tell."}']

@@ -7,7 +7,7 @@ parts of it, are read from /proc. The breakdown of the parts is measured in this
 by step: the interpreter, the imports, llama.cpp's vocabulary tables, the model load, the
 context (KV cache and compute buffer) and a warm-up.
 
-Usage: python scripts/bench/bench_memory.py [--model default|PATH] [--asks 1000] [--n-ctx 4096]
+Usage: python -m scripts.bench.bench_memory [--model default|PATH] [--asks 1000] [--n-ctx 4096]
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_restart import serving
-
 from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client
+from scripts.bench import CHECKOUT
+from scripts.bench.bench_restart import serving
 
 QUERIES = [
     "What is the CPU temperature?",
@@ -49,9 +49,7 @@ def row(name: str, value: str, note: str = "") -> None:
 def breakdown(model: str, n_ctx: int) -> None:
     """The parts, measured in a fresh interpreter so nothing else is counted."""
     code = f"""
-import sys
-sys.path.insert(0, {str(Path(__file__).parent)!r})
-from bench_memory import memory
+from scripts.bench.bench_memory import memory
 steps = [("interpreter (with this script's zmq client)", memory())]
 import edge_agentd.agent, edge_agentd.model.loading as loading
 steps.append(("imports (agent, numpy, llama.cpp bindings)", memory()))
@@ -76,7 +74,9 @@ model.warm_up(Agent(model, registry).preamble())
 steps.append(("after warm-up (compute buffer touched)", memory()))
 print(repr((steps, model.info["file_size_bytes"], model.kv_cache_bytes)))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=CHECKOUT
+    )
     steps, file_size, kv = eval(out.stdout.strip().splitlines()[-1])
     print("\nwhere the memory goes (one process, step by step; MiB, anon + file-backed)")
     previous = None

@@ -12,7 +12,7 @@ ratio against its budget:
 - time to the first action of a query after warm-up, against a cold cache;
 - resident memory against the model file plus the KV cache (budget: + 100 MB).
 
-Usage: python scripts/bench/bench_model.py [--model PATH] [--n-ctx 4096] [--threads N]
+Usage: python -m scripts.bench.bench_model [--model PATH] [--n-ctx 4096] [--threads N]
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from decoders import decoding, measure
-
 from edge_agentd import Agent, AgentState, CallSkillAction, FinalAnswerAction, Registry, Usage
 from edge_agentd.agent.evidence import answer_pattern, answer_schema, copyable
 from edge_agentd.guidance.guidance import ANSWER_HEAD
 from edge_agentd.model.llama import LlamaModel
 from edge_agentd.model.loading import load_model
+from scripts.bench.decoders import decoding, measure
 
 QUERIES = [
     "What is the temperature of the living room sensor?",

@@ -8,7 +8,7 @@ on the broker.
    retained status/info, 8 retained discovery configs, 5 sensor readings refreshed every second,
    a subscription to its ask topic). Reported: the broker's CPU time and resident memory.
 
-Needs Debian's mosquitto and the mqtt extra. Usage: python scripts/bench/bench_mqtt.py [--runs 300]
+Needs Debian's mosquitto and the mqtt extra. Usage: python -m scripts.bench.bench_mqtt [--runs 300]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Both frameworks do the same scripted work: 20 registered skills (tools), one of them called 11
 times, then a final answer, so 12 iterations. The scripted model costs next to nothing, so the
 time measured is the framework's: building the prompt or messages, parsing, validating arguments,
-dispatching, recording. Run with `.venv/bin/python scripts/bench/bench_overhead.py` after
+dispatching, recording. Run with `.venv/bin/python -m scripts.bench.bench_overhead` after
 `pip install -e '.[bench]'`.
 """
 

@@ -35,9 +35,9 @@ against 262k entries), so the counts carry over only roughly; the path through t
 median <= 4 s and p90 <= 8 s on every strategy's questions in all (pass the runs of the
 strategies to judge).
 
-    .venv/bin/python scripts/bench/bench_pi.py [--strategies plain,guided] [--limit N]
+    .venv/bin/python -m scripts.bench.bench_pi [--strategies plain,guided] [--limit N]
         [--max-iterations 6] [--json OUT] [--from-json IN]
-    .venv/bin/python scripts/bench/bench_pi.py --from-grounding /tmp/bench-runs/before.json
+    .venv/bin/python -m scripts.bench.bench_pi --from-grounding /tmp/bench-runs/before.json
 """
 
 from __future__ import annotations
@@ -114,19 +114,19 @@ def _lookup_draftable(prompt: list[int], answer: list[int]) -> int:
 
 def ask_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Ask every question of every strategy in-process; one record per (question, strategy)."""
-    import bench_competence as comp
-
     from edge_agentd import Agent, Grounding, load_model
     from edge_agentd.agent.events import EVENT_ADAPTER
     from edge_agentd.agent.prompt import render_event
     from edge_agentd.guidance.guidance import Guidance
+    from scripts.bench import bench_competence as comp
+    from scripts.bench.device import build_device
 
     questions = comp.select_questions(args.split, args.limit)
     workdir = Path(tempfile.mkdtemp(prefix="bench-pi-"))
     records: list[dict[str, Any]] = []
     agents: dict[str, Any] = {}
     try:
-        sysfs, proc = comp.build_device(workdir)
+        sysfs, proc = build_device(workdir)
         device = comp.Device(sysfs, proc)
         for name in args.names:
             model = load_model(n_ctx=4096)

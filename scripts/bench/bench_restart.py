@@ -10,7 +10,7 @@ warm <= 0.3x cold.
 The Pi estimate scales the measured preamble token count by published Raspberry Pi 5 prefill
 rates for a ~2B Q4 model, and the state file by the KV bytes per token of Gemma 4 E2B's cache.
 
-Usage: python scripts/bench/bench_restart.py [--model default|PATH] [--rounds 3] [--n-ctx 4096]
+Usage: python -m scripts.bench.bench_restart [--model default|PATH] [--rounds 3] [--n-ctx 4096]
 """
 
 from __future__ import annotations

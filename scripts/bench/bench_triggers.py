@@ -18,7 +18,7 @@ past its threshold, and the run's arrival in the queue is timed from the write t
 (which includes waiting for the next check: up to ``check_every``) and from the check's reading
 (the daemon's own part). Budget: the daemon's own part at most 50 ms at the median.
 
-Usage: python scripts/bench/bench_triggers.py [--seconds 60] [--check-every 1] [--crossings 10]
+Usage: python -m scripts.bench.bench_triggers [--seconds 60] [--check-every 1] [--crossings 10]
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from edge_agentd.skills.demo import SysfsTree
+
 PROBES = 20
 BUDGET_PERCENT = 0.5
 BUDGET_OWN_MS = 50.0
@@ -48,14 +50,10 @@ def probe_name(n: int) -> str:
 
 
 def build_sysfs(root: Path) -> None:
-    """20 DS18B20 probes at -18 °C, linked as the kernel links them."""
+    """20 DS18B20 probes at -18 °C, written by the demo device's own writer."""
+    tree = SysfsTree(root)
     for n in range(PROBES):
-        device = root / "devices" / "w1_bus_master1" / probe_name(n)
-        device.mkdir(parents=True)
-        (device / "temperature").write_text("-18000\n")
-        link = root / "bus" / "w1" / "devices" / probe_name(n)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(device, link.parent))
+        tree.w1_probe(probe_name(n), temperature="-18000")
 
 
 def trigger_config(count: int, check_every: str, cooldown: str = "10m") -> str:

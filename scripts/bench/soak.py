@@ -25,7 +25,7 @@ else 1. ``--json`` prints the figures as one JSON object.
 To compare with another tree, run it with that tree first on PYTHONPATH (with an ``edge_agentd``
 link to its ``daemon/``): the daemon is started with this interpreter and ``-m edge_agentd.cli``.
 
-Usage: python scripts/bench/soak.py [--seconds 600] [--only soak|flood|non-reader] [--mqtt 2]
+Usage: python -m scripts.bench.soak [--seconds 600] [--only soak|flood|non-reader] [--mqtt 2]
        [--clients 24] [--cap 16] [--json]
 """
 
@@ -461,7 +461,9 @@ def soak(
     a real Mosquitto (none: no bridge)."""
     if not mqtt:
         return _soak(workdir, seconds, normal, hostiles, cap=cap, mqtt=0, broker_port=None)
-    from soak_mqtt import mosquitto  # only with --mqtt: needs paho-mqtt and Debian's mosquitto
+    from scripts.bench.soak_mqtt import (
+        mosquitto,  # only with --mqtt: needs paho-mqtt and Debian's mosquitto
+    )
 
     with mosquitto(workdir / "broker") as broker:
         port = broker.port
@@ -480,7 +482,7 @@ def _soak(
 ) -> dict[str, Any]:
     sections = ""
     if broker_port is not None:
-        from soak_mqtt import mqtt_section
+        from scripts.bench.soak_mqtt import mqtt_section
 
         sections = mqtt_section(broker_port)
     # 50 ms a run bounds the runs, and so what the scripted model keeps of their prompts.
@@ -514,7 +516,7 @@ def _soak(
             for n in range(hostiles)
         ]
         if broker_port is not None:
-            from soak_mqtt import mqtt_client
+            from scripts.bench.soak_mqtt import mqtt_client
 
             threads += [
                 threading.Thread(

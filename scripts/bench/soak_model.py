@@ -22,7 +22,7 @@ of at least 1,000 questions, the issue's bounds held (growth <= 2 MiB per 1,000,
 back, the last 100's median <= 1.1x the first 100's, the journal within 2x its size at 100
 questions); else 1. ``--json`` prints the figures as one JSON object.
 
-Usage: python scripts/bench/soak_model.py [--questions 2000] [--hours H] [--model PATH]
+Usage: python -m scripts.bench.soak_model [--questions 2000] [--hours H] [--model PATH]
        [--clients 3] [--mqtt 1] [--hostile 1] [--every 60] [--plot soak.png] [--json]
 """
 
@@ -49,10 +49,9 @@ from typing import Any
 import msgpack
 import zmq
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import soak_mqtt
-from soak import Tally, hostile, wait_ready
-from soak_mqtt import mosquitto, mqtt_client, mqtt_section
+from scripts.bench import soak_mqtt
+from scripts.bench.soak import Tally, hostile, wait_ready
+from scripts.bench.soak_mqtt import mosquitto, mqtt_client, mqtt_section
 
 QUESTIONS = (
     "How warm is the CPU?",

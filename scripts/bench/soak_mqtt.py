@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import queue
 import random
-import sys
 import threading
 import time
 import uuid
@@ -20,9 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-from mosquitto import Broker, Peer, broker  # noqa: E402  (the tests' own helpers)
+from scripts.testbed.mosquitto import Broker, Peer, broker
 
 PREFIX = "edge-agent"
 NODE = "soak-node"

@@ -1,7 +1,7 @@
 """The daemon's command line as the tests and the benchmarks start it: one place to change it.
 
-Standard library only, so a benchmark can import it (``sys.path.insert(0, REPO / "tests")``) without
-pulling in the test harness or the daemon. The daemon is started with this interpreter and
+Standard library only, so a benchmark imports it without pulling in the test harness or the
+daemon. The daemon is started with this interpreter and
 ``-m edge_agentd.cli``, so it runs the checkout's code whichever venv runs the caller.
 """
 

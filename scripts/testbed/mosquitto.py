@@ -1,4 +1,5 @@
-"""A real Mosquitto (Debian's ``mosquitto`` package) on a random loopback port, for the MQTT tests.
+"""A real Mosquitto (Debian's ``mosquitto`` package) on a random loopback port, for the MQTT tests
+and the soaks.
 
 Each broker has its own config file, password file, TLS files and persistence directory in the
 test's tmp directory, listens on 127.0.0.1 only, and is stopped (and waited for) afterwards.
@@ -25,6 +26,8 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 
+from scripts.testbed.processes import free_port
+
 MOSQUITTO = shutil.which("mosquitto") or (
     "/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None
 )
@@ -32,13 +35,6 @@ MOSQUITTO_PASSWD = shutil.which("mosquitto_passwd") or (
     "/usr/bin/mosquitto_passwd" if Path("/usr/bin/mosquitto_passwd").exists() else None
 )
 OPENSSL = shutil.which("openssl")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str = "condition") -> None:
