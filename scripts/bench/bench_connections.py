@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import resource
-import socket
 import sys
 import tempfile
 import time
@@ -45,8 +44,8 @@ import msgpack
 import zmq
 
 from scripts.bench.soak import ask, daemon
+from scripts.testbed.processes import cpu_seconds, free_port
 
-TICKS = os.sysconf("SC_CLK_TCK")
 MALFORMED = b"\xc1 not msgpack"
 
 
@@ -56,12 +55,6 @@ def allow_fds(count: int) -> None:
     want = count * 2 + 256
     if soft != resource.RLIM_INFINITY and soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, want), hard))
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system time of every thread of ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def dealers(context: zmq.Context[Any], endpoint: str, count: int) -> list[zmq.Socket[bytes]]:
@@ -159,13 +152,6 @@ def burst(workdir: Path, count: int, cap: int | None) -> dict[str, Any]:
             sock.close(linger=0)
     context.term()
     return result
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def exhausted(workdir: Path, transport: str, limit: int, holders: int, window: float) -> dict:

@@ -39,6 +39,7 @@ from edge_agentd.model.scripted import MockModel
 # The daemon's command line, shared with the tests (tests/ is a folder, not a package).
 from scripts.bench import CHECKOUT
 from scripts.bench.add_run import ANSWER, QUERY, SCRIPT, write_add_run
+from scripts.testbed.processes import free_port, rss_kib
 from scripts.testbed.serve_command import serve_command
 
 BUDGET_MS = 1.0
@@ -115,13 +116,6 @@ def serve_http(port: int, mock: str) -> None:
 # -- measuring ---------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.99) - 1] * 1000
@@ -145,13 +139,6 @@ def cpu_ns(pid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue  # a thread that ended while we looked
     return total
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def wait_port(port: int) -> None:

@@ -36,6 +36,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from edge_agentd.client.errors import DaemonError
 from edge_agentd.client.zmqclient import Client
+from scripts.testbed.processes import cpu_seconds, rss_kib
 from scripts.testbed.serve_command import serve_command
 
 RATIO_GOAL = 1.1
@@ -79,18 +80,6 @@ def wait_ready(endpoint: str, process: Any, timeout: float = 60.0) -> float:
 def stop(process: Any) -> None:
     process.terminate()
     process.wait(30)
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -152,9 +141,9 @@ def idle(work: Path, window_s: float, rounds: int) -> dict[str, list[tuple[int, 
         try:
             wait_ready(endpoint, process)
             time.sleep(2.0)  # settle: the loading thread ends, the first tool-list watch sleeps
-            before = cpu_s(process.pid)
+            before = cpu_seconds(process.pid)
             time.sleep(window_s)
-            used = cpu_s(process.pid) - before
+            used = cpu_seconds(process.pid) - before
             got[name].append((rss_kib(process.pid), used))
         finally:
             stop(process)

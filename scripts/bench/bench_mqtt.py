@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import statistics
@@ -39,20 +38,17 @@ from paho.mqtt.properties import Properties
 from edge_agentd.client.zmqclient import Client
 from edge_agentd.protocol.mqttwire import Topics
 from edge_agentd.service.mqtt.discovery import Discovery, Reading, encode_config
+from scripts.testbed.mosquitto import MOSQUITTO
+from scripts.testbed.processes import cpu_seconds, free_port, rss_kib
 
-MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 ANSWER = json.dumps({"final_answer": "It is 21 C."})
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @contextlib.contextmanager
 def mosquitto(directory: Path, *, nodelay: bool = False) -> Iterator[tuple[int, int]]:
+    """A Mosquitto as lean as a deployed one: unlike the tests' (scripts.testbed.mosquitto), it
+    logs nothing, so the figures are the broker's work alone; ``nodelay`` turns Nagle off."""
+    assert MOSQUITTO, "Debian's mosquitto package is needed (apt-get install mosquitto)"
     port = free_port()
     config = directory / "mosquitto.conf"
     lines = [f"listener {port} 127.0.0.1", "allow_anonymous true", "persistence false"]
@@ -62,7 +58,7 @@ def mosquitto(directory: Path, *, nodelay: bool = False) -> Iterator[tuple[int, 
         lines.append("user root")
     config.write_text("\n".join(lines) + "\n")
     process = subprocess.Popen(
-        [MOSQUITTO, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [str(MOSQUITTO), "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         until = time.monotonic() + 20
@@ -74,18 +70,6 @@ def mosquitto(directory: Path, *, nodelay: bool = False) -> Iterator[tuple[int, 
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(15)
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
 
 
 def connected_client(port: int, client_id: str, will: str | None = None) -> mqtt.Client:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from edge_agentd.skills.demo import SysfsTree
+from scripts.testbed.processes import cpu_seconds
 
 PROBES = 20
 BUDGET_PERCENT = 0.5
@@ -99,11 +100,6 @@ def bad_check_config(workdir: Path, skill: str) -> str:
         f'[[triggers]]\nname = "bad"\nwhen = {{ skill = "{skill}", above = 0.0, '
         f'check_every = "1s" }}\nquery = "Is the gauge high?"\n'
     )
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
