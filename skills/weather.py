@@ -171,7 +171,7 @@ class Weather:
         return f"the weather service {host} did not answer within {self.service.timeout_s:g} s"
 
     def _get(self, url: str, params: dict[str, Any]) -> dict[str, Any]:
-        # Imported at the first call: urllib.request brings http.client, email and ssl, 1.5 MiB
+        # Imported at the first call: urllib.request brings http.client, email and ssl, memory
         # that a daemon never asked about the weather would keep resident for nothing.
         import urllib.request  # noqa: PLC0415
 

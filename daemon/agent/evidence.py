@@ -49,8 +49,8 @@ _QUESTION_NUMBER = re.compile(r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?(?![\w])")
 """A number the question writes on its own: not the 280 of a name such as BME280."""
 _QUESTION_NAME = re.compile(r"(?<![\w-])(?=[\w-]*[0-9])(?=[\w-]*[^\W\d_])\w+(?:-\w+)*(?![\w-])")
 """A name the question writes with digits in it (``BME280``, ``DS18B20``, ``1-Wire``): copied
-whole, as the question spells it. Its digits alone could not be: the 270M, stopped after "BME",
-wrote "The BME 22.7 °C sensor shows ..."."""
+whole, as the question spells it. Its digits alone could not be: a small model stopped after
+"BME" would put a copied reading where the rest of the name belongs."""
 
 PLAIN_CHARS = "a-zA-Z ,;:'()/&"
 """What an answer may write between copied values: letters and punctuation, no digit, no sign
@@ -59,8 +59,8 @@ sentence's end: the answer is one sentence, ending in ``.``, ``!`` or ``?`` or i
 small model that may go on repeats its answer until the token cap)."""
 AFTER_NUMBER = (", ", ";", ": ", ")")
 """What may follow a copied number that has no unit, besides a word of the evidence (a comma, a
-colon or a stop only with a space: "1,000", "10:10" or "1.5" would make one value of two, and
-the 270M built the time "10:10:10" from the question's "10 days")."""
+colon or a stop only with a space: "1,000", "10:10" or "1.5" would make one value of two, such
+as a time "10:10:10" built from the question's "10 days")."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -253,12 +253,12 @@ def grounded_schema(
         branches = [held(branch) for branch in schema["oneOf"]]
         calls = [b for b in branches if "final_answer" not in b.get("properties", {})]
         if calls and unmade_call:
-            # "I cannot tell" is no answer while a call not made could answer: Qwen2.5-Coder
-            # declined after one wrong skill with ten steps left.
+            # "I cannot tell" is no answer while a call not made could answer: a model that
+            # drives the loop would otherwise give up after one wrong skill with steps left.
             return {**schema, "oneOf": calls}
         if calls and not evidence.called and not evidence.question.about_catalogue:
-            # The first action is a call: a model that drives the loop otherwise answers at once
-            # (Qwen2.5-Coder-1.5B did, held to "I cannot tell", for "What is the humidity?").
+            # The first action is a call: a model that drives the loop otherwise answers at once,
+            # and held to the grounding rules that answer can only be "I cannot tell".
             # After a call, even a failed one, "I cannot tell" is open.
             return {**schema, "oneOf": calls}
         return {**schema, "oneOf": branches}

@@ -1,7 +1,7 @@
 """The seam through which help for a small model enters the loop, declared in full.
 
 A model that drives the loop by itself needs none: the loop is then *plain* (``guidance=None``,
-the default). A model too small to (the embedded 270M) is helped by an object with these
+the default). A model too small to (the embedded default) is helped by an object with these
 members; the package's own is :class:`edge_agentd.guidance.guidance.Guidance`, in a layer of its
 own above this one. Whatever the help does, the loop keeps the contract and the grounding
 rules: each reply is parsed and validated as any model's, and ``grounded`` says which answers

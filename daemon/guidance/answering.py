@@ -1,8 +1,8 @@
 """Answers the engine states for a model that drives the loop by itself (docs/design.md, "One
 model turn").
 
-A model that drives the loop (Gemma 4 E2B; Qwen2.5-Coder-1.5B stands in for it here) chooses its
-calls in its own words. Once it has results, its answer is a choice among the sentences the
+A model that drives the loop (``strategy = "plain"``, a model file too large to guide) chooses
+its calls in its own words. Once it has results, its answer is a choice among the sentences the
 engine renders from them that are about what the question asks
 (:func:`~edge_agentd.guidance.render.fitting_sentences`), and that the loop would take:
 

@@ -1,6 +1,6 @@
 """Which line of a result the question asks about (docs/design.md, "Small models").
 
-A 270M model shown a result of several lines copies a value, but often the wrong one: the
+A small model shown a result of several lines copies a value, but often the wrong one: the
 weekday for "what date is next Friday?", the label for "what does the probe read?". It judges
 better how likely the question is after each line's *name*, log P(question | name), the same
 noisy-channel direction that chooses the skill: "memory available_mib" explains "How much memory
@@ -12,17 +12,17 @@ That direction alone follows the words a question shares with a name: "days from
 the week is it?". So each name is also scored the other way, how much likelier it is as the part
 that answers this question than as the part that answers a question with no content,
 log P(name | question) - log P(name | "What is it?") (pointwise mutual information, which does not
-favour short names), and a line's score is the sum of the two. On the benchmark's dev half this
-left the right line alone within the margin for 14 of 23 results with several lines, against 9
-for the first direction alone.
+favour short names), and a line's score is the sum of the two: the second direction keeps the
+first from following shared words alone (docs/performance.md, "What the code's choices rest
+on").
 
 Before any scoring, the question may name the line itself: the noun a *what*, *which* or
 *how many* question opens with ("What date is next Friday?", "Which sensors are connected?",
 "What is the humidity?", "How many hours ...?", "What is today's date?") is the thing it asks
 for, and a line whose own key is that noun, when it is the only one, is the asked line
-(:func:`head_noun`). Both scoring directions had put "days from
-today" before "date" for every "what date" question of the dev half; the 270M then wrote "Next
-Friday is 7 days from today." It is English grammar, not a list of the skills' words: the noun
+(:func:`head_noun`). Both scoring directions can put "days from today" before "date" for a
+"what date" question, and the answer then says "Next Friday is 7 days from today." It is English
+grammar, not a list of the skills' words: the noun
 is the question's, and the names are whatever the skill's result calls its parts.
 
 Otherwise, of each result, the line the question is likeliest after, and any within
@@ -114,8 +114,8 @@ def asked_lines(
         near = zip(lines, scores, strict=True)
         chosen.extend(line for line, score in near if score >= best - ASKED_MARGIN)
     if HOW_MANY.match(query):
-        # "How many sensors ...?" asks for a list's count, not its names: the 270M otherwise
-        # wrote "28-0316a2791bff, 28-0316a2791bff, 28-0316a2791bff" for it.
+        # "How many sensors ...?" asks for a list's count, not its names: a small model shown
+        # the names copies them, over and over, instead of counting.
         chosen = [_count_of(line) for line in chosen]
     return chosen or None
 
@@ -140,7 +140,8 @@ def answering_gains(
         return f"{fmt.user_prefix}{fmt.defuse(text)}"
 
     # Scored beside the conversation (likelihood), not in its place (score): the answer that
-    # follows would otherwise evaluate the whole conversation again, 2.5 s on the 270M.
+    # follows would otherwise evaluate the whole conversation again, the costliest thing a
+    # step does on a CPU.
     prompts = [prompt(query), prompt(CONTENT_FREE_QUESTION)]
     gains = []
     try:

@@ -21,10 +21,10 @@ log = logging.getLogger(__name__)
 MAX_FOCUS_PARTS = 24
 """A result with more parts than this is not focused: scoring each would cost more than it helps."""
 MIN_FOCUS_PARTS = 8
-"""A result with fewer parts than this is not focused: the 270M reads a handful of lines whole,
-and a pointer to one of them misled it (the weekday named when the time was asked). Side by
-side on the benchmark's dev half (d01-d32), focusing every result got 21 right and none 18; the
-two split by the result's size: focus won on the 15-part system status, lost on 3 to 7 parts."""
+"""A result with fewer parts than this is not focused: a small model reads a handful of lines
+whole, and a pointer to one of them misleads it (the weekday named when the time was asked);
+focus helps on a result too long to read whole, such as the system status (docs/performance.md,
+"What the code's choices rest on")."""
 MAX_PART_CHARS = 200
 
 

@@ -10,12 +10,12 @@ margin. The answer then states the first result's value, then the second's
 the parts need is the registry's.
 
 Without an "and", the judgement is by likelihood alone, and off by default. After its first
-result a 270M model is asked for the answer: asked to choose between answering and calling
+result a small model is asked for the answer: asked to choose between answering and calling
 another skill, it nearly always calls another. So whether a second skill is needed is
 judged the way the first was chosen, noisy-channel, from the registry's descriptions alone: the
 question is scored after the first call's description joined with each other candidate's (all
-of them: ranked by their own descriptions first, the 270M put the ones explaining the part the
-first already explains on top), and after the first call's description joined with a
+of them: ranked by their own descriptions first, a small model puts the ones explaining the
+part the first already explains on top), and after the first call's description joined with a
 description of no skill at all (:func:`content_free`).
 "Which is warmer, the CPU or the BME280 sensor?" is much likelier once the CPU's skill is in view
 beside the BME280's; "What is the CPU temperature?" is not, since the first description explains
@@ -172,7 +172,7 @@ def part_call(
         chosen, gain = candidates[best], scores[best] - scores[at_first]
         log.debug("part %r fits %s by %.2f nats over the first call", part, chosen.skill_name, gain)
         # A part that names calls the first call is not one of asks for one of them, however
-        # close the scores: the 270M's pressure and humidity calls were within the margin.
+        # close the scores (two readings of one sensor score within the margin of each other).
         if (gain >= margin or (named and first.key not in named)) and chosen.key in open_keys:
             return chosen
     return None

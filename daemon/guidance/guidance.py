@@ -119,7 +119,7 @@ class Guidance:
     """The helps a small model gets; ``Agent(..., guidance=Guidance())`` turns them on."""
 
     go_on: bool = False
-    """After a result, let the model choose to call another skill instead of answering (a 270M
+    """After a result, let the model choose to call another skill instead of answering (a small
     model nearly always prefers to, so it is off unless a model judges that well)."""
     answer_bias: float = 2.0
     """With ``go_on``: nats added to the answer head's log-probability when the model chooses,
@@ -146,9 +146,10 @@ class Guidance:
     follow_up_margin: float | None = None
     """Nats by which a question must be likelier after the first call's description joined with
     another candidate's than joined with no skill's, before that second call is made after the
-    first result (a question in two parts); None, the default: answer after the first result.
-    3.0 separated the dev comparisons (7.4, 8.5 nats) from one-part questions (at most 2.0), but
-    the 270M answered no question better with the second result, in twice the seconds."""
+    first result (a question in two parts); None, the default: answer after the first result. A
+    margin can tell comparisons from one-part questions, but the embedded model answered none
+    better with the second result, in more time (docs/performance.md, "What the code's choices
+    rest on")."""
     part_margin: float | None = 0.5
     """Nats by which the second part of a question joined by "and" must fit its best candidate
     above the first call, for that candidate to be the second call (:func:`~edge_agentd.agent.
@@ -373,8 +374,8 @@ def _json_text(text: str) -> str:
 def _likeliest(model: ModelHandle, prompt: str, head: str, options: Sequence[str]) -> str:
     """Of ``options``, the one the model is likeliest to write after ``prompt`` and ``head``,
     each closed as a JSON string and object; the only one without asking. Each is scored
-    whole: by its first token that differs alone, the 270M took "The sensors 0316a2791bff
-    measures temperature unit is °C." for "How many temperature sensors are there?"."""
+    whole: by its first token that differs alone, a small model takes a sentence whose opening
+    is likely and whose rest says nothing of the question."""
     if len(options) == 1:
         return options[0]
     branches = [f'{head}{_json_text(text)}"}}' for text in options]

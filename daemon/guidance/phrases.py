@@ -45,8 +45,8 @@ def phrases_to_try(query: str, refused: Sequence[str], *, whole_first: bool = Fa
     """The phrases a skill with one free-text argument may be called with next, after it
     refused ``refused``: fresh ones (:func:`fresh_phrases`) up to PHRASE_TRIES, then the whole
     question, once. A skill that reads a thing inside a text (``resolve_date`` finds "christmas
-    eve this year" in a sentence) may read it there: the 270M had chosen "What day of the" and
-    "day of the week" of "What day of the week is Christmas Eve this year?". With
+    eve this year" in a sentence) may read it there: the likeliest phrases of "What day of the
+    week is Christmas Eve this year?" can be "What day of the" and "day of the week". With
     ``whole_first`` (a skill that reads sentences) the whole question comes first, then fresh
     phrases up to PHRASE_TRIES: a phrase can mean another thing than the question ("tomorrow"
     of "the day after tomorrow")."""

@@ -1,6 +1,6 @@
 """Whether the evidence knows what a question is about (docs/design.md, "Small models").
 
-A 270M model that must state a value states one, whatever it was asked: "What is the light
+A small model that must state a value states one, whatever it was asked: "What is the light
 level in lux?" got "The light level in lux is 41.5 %RH." and "What does the garage door sensor
 read?" got a pressure. The answer is a true value, of the wrong thing: wrong with confidence. No
 likelihood of the whole question tells these apart from answerable ones (a sensor skill's
@@ -57,13 +57,13 @@ log = logging.getLogger(__name__)
 
 KNOWN_GAIN = 4.0
 """Nats by which a subject's head must be likelier after a called skill's description than
-after no skill's to be known, when no word of the evidence names it. On the benchmark's dev
-third, the least an answerable head gained was 4.9 ("gigabytes"), the most an unanswerable one
-gained 2.9 ("weather"); the bar was set with every third's gains in view."""
+after no skill's to be known, when no word of the evidence names it: a bar between what the
+heads of answerable questions gain and what those of unanswerable ones do (docs/performance.md,
+"What the code's choices rest on")."""
 WHICH_GAIN = 2.0
-"""The same, for a word before the head that says which one: on the dev third "relative" of
-"relative humidity" gained 2.8, "garage" of "garage door sensor" 0.7. A thing named by words
-the evidence lacks is not one it has."""
+"""The same, for a word before the head that says which one ("relative" of "relative humidity"
+is known, "garage" of "garage door sensor" is not, where no skill reads a garage). A thing named
+by words the evidence lacks is not one it has."""
 
 
 _TEMPLATE_WORDS = frozenset({"the", "skill", "questions", "answers", "this", "call", "gets"})

@@ -1,7 +1,7 @@
 """llama.cpp's C functions (``llama_cpp.llama_cpp``) without llama-cpp-python's high-level API.
 
 ``import llama_cpp`` runs the package's ``__init__``, which loads its ``Llama`` class and with it
-jinja2, the chat formats and the rest: about 14 MiB of memory the daemon never uses. When nothing
+jinja2, the chat formats and the rest: memory the daemon never uses. When nothing
 has imported the package yet, it is registered here as a bare package (its path, not its
 ``__init__``), so importing the bindings loads only them. The first public attribute asked of the
 bare package that it lacks runs the real ``__init__`` into it, so other code in the same process

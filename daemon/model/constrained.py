@@ -163,7 +163,7 @@ class VocabBuffer:
 
     The array holds the few thousand tokens a grammar judges on its usual path. A pass over the
     whole vocabulary (rare: only when none of those fits) gets arrays of its own, dropped after
-    it, rather than keeping 4 MiB resident for Gemma's 262k tokens.
+    it, rather than keeping an array of the whole vocabulary resident for good.
     """
 
     def __init__(self, n_vocab: int, byte_tokens: list[int], end_token: int) -> None:

@@ -3,8 +3,8 @@
 A step's prompt is the previous prompt, the model's reply and the new turn (docs/design.md,
 "Prompts are append-only"). Tokenized afresh, the reply's text does not always come out as the
 tokens the model produced: a sampled token may be one the tokenizer would not pick, and forced
-text is spelled token by token. Every token after the first difference was then evaluated again
-(14 of 36 tokens per step, in-process on the embedded model). So the text the last call's
+text is spelled token by token. Every token after the first difference would then be evaluated
+again, a large share of each step's prompt. So the text the last call's
 tokens spell is kept with those tokens; a prompt that starts with that text is tokenized as
 those tokens and the rest, and only the rest is new to the cache.
 

@@ -25,9 +25,9 @@ def log_probability(logits: npt.NDArray[np.float32], token: int) -> float:
 
 MAX_OUTPUTS = 8
 """The most tokens whose logits one call asks for. llama.cpp keeps an output buffer of a
-vocabulary's logits per such token (1 MiB each for Gemma) and never shrinks it, and touches as much
-of its compute buffer: a 100-token run scored in one call cost 180 MiB of resident memory for the
-daemon's lifetime. Runs are scored in calls of this many tokens instead, still batched."""
+vocabulary's logits per such token and never shrinks it, and touches as much of its compute
+buffer: a long run scored in one call would keep that memory resident for the daemon's lifetime.
+Runs are scored in calls of this many tokens instead, still batched."""
 
 
 class KVCache:

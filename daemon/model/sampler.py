@@ -13,8 +13,8 @@ class Sampler:
 
     def __init__(self, temperature: float = 0.0, seed: int = 0) -> None:
         self.temperature = float(temperature)
-        # The standard library's generator, not numpy.random: that package alone keeps 6.6 MiB
-        # resident for one uniform draw per token (docs/design.md, "Budgets": memory).
+        # The standard library's generator, not numpy.random: that package alone keeps
+        # megabytes resident for one uniform draw per token (docs/design.md, "Budgets": memory).
         self._rng = random.Random(int(seed))
 
     def pick(

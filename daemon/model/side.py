@@ -16,8 +16,8 @@ from edge_agentd.model.kvcache import log_probability
 from edge_agentd.model.runtime import LlamaRuntime
 
 SIDE_OUTPUTS = 16
-"""The most tokens whose logits one scoring call asks for (see kvcache.MAX_OUTPUTS): eight
-prompts scored against a 15-token text in one call kept 218 MiB more resident."""
+"""The most tokens whose logits one scoring call asks for (see kvcache.MAX_OUTPUTS): several
+prompts scored against a whole text in one call would keep the memory of all their logits."""
 
 
 class SideTexts:
@@ -71,12 +71,12 @@ class SideTexts:
         if not text:
             return [0.0 for _ in prompts]
         sizes = self._runtime.sizes
-        # Every text token's logits are read, and llama.cpp keeps 1 MiB per such token (Gemma's
-        # vocabulary) resident for good, in its output buffer and as much of its compute buffer.
-        # So one call asks for at most SIDE_OUTPUTS of them, whatever the text's length: a long
-        # text is scored in windows (a 124-token question asked for all at once kept 239 MiB
-        # more, and one longer than n_batch overran the batch), a short one against several
-        # prompts at once.
+        # Every text token's logits are read, and llama.cpp keeps a vocabulary's worth of them
+        # per such token resident for good, in its output buffer and as much of its compute
+        # buffer. So one call asks for at most SIDE_OUTPUTS of them, whatever the text's length:
+        # a long text is scored in windows (asked for all at once it would keep that memory, and
+        # one longer than n_batch would overrun the batch), a short one against several prompts
+        # at once.
         most = min(SIDE_OUTPUTS, sizes.n_batch)
         window = min(len(text), most)
         per_batch = max(1, min(most // window, sizes.n_seq_max - 1))

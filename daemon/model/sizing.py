@@ -14,11 +14,12 @@ DEFAULT_N_BATCH = 512
 # llama.cpp sizes its compute buffer for a whole micro-batch of vocabulary-wide logits (262k for
 # Gemma); 128 tokens keep that small at almost the same prefill speed on a CPU.
 DEFAULT_N_UBATCH = 128
-# The conversation plus up to 23 short texts kept for scoring; they share the n_ctx cells. The
-# guided 270M on a Pi with three sensors scores the question after 14 skill descriptions and
-# no skill's, then a result's line names; with 15 kept, the lines evicted descriptions and each
-# question evaluated them again (+60% tokens, +30% seconds). Each sequence costs llama.cpp 1 MiB
-# of logits buffer (Gemma's 262k vocabulary): 24 took 8 MiB more than 16.
+# The conversation plus up to 23 short texts kept for scoring; they share the n_ctx cells. A
+# guided model scores the question after every skill's description and no skill's, then after
+# a result's line names: with too few kept, the lines evict the descriptions and each question
+# evaluates them again. Each sequence costs llama.cpp a vocabulary's worth of logits buffer, so
+# the count is the fewest that hold the built-in skills and a result's lines (docs/performance.md,
+# "What the code's choices rest on").
 DEFAULT_N_SEQ_MAX = 24
 
 

@@ -125,7 +125,7 @@ class FdBudget:
 def monitor_event(frames: list[bytes]) -> tuple[int, int]:
     """``(event, value)`` of one ZeroMQ monitor message: a 16-bit event id and a 32-bit value
     (the fd, for accepts and disconnects). Read here, not with ``zmq.utils.monitor``, whose
-    import pulls asyncio and ssl into the daemon: 3.4 MiB of resident memory."""
+    import pulls asyncio and ssl into the daemon, resident for nothing."""
     if len(frames) != 2 or len(frames[0]) != 6:
         raise RuntimeError(f"not a ZeroMQ monitor event ({len(frames)} frames)")
     event, value = struct.unpack("=hi", frames[0])

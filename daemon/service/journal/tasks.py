@@ -15,8 +15,8 @@ FLUSH_S: Final = 0.2
 """A write waits at most this long for others to share its commit (a read or a flush does not
 wait): a run's rows reach the file within about this long of its start and end. Each commit
 costs the serving loop about the same however many runs it holds (GIL hand-overs with the
-journal's thread), so this is what bounds the journal's cost to a burst of quick runs:
-bench_journal.py measured 1.25-1.30x with 0.02 s, 1.05-1.14x with 0.2 s."""
+journal's thread), so this is what bounds the journal's cost to a burst of quick runs
+(docs/performance.md, "What the code's choices rest on")."""
 
 
 class Tasks:

@@ -51,7 +51,8 @@ def _loopback(host: str) -> bool:
 
 
 def _no_delay(client: mqtt.Client, userdata: Any, sock: Any) -> None:
-    """Small packets leave at once: Nagle's algorithm against delayed ACKs costs ~40 ms a hop."""
+    """Small packets leave at once: Nagle's algorithm against delayed ACKs costs a delayed ACK's
+    wait a hop (docs/performance.md, the MQTT rows)."""
     with contextlib.suppress(OSError, AttributeError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 

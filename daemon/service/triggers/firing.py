@@ -36,8 +36,8 @@ def firing_query(trigger: TriggerSettings, reading: Reading | None, when_text: s
     """The run's query: the reading that fired it first (skill, arguments, value, unit), then the
     trigger's own query (or, for a workflow, a line saying why it runs), then when it fired.
 
-    The reading leads in plain words: the embedded 270M model names a number that opens the
-    query, and copies the skill's first field instead when the number only trails it.
+    The reading leads in plain words: a small model names a number that opens the query, and
+    copies the skill's first field instead when the number only trails it.
     """
     asked = trigger.query or f"The trigger {trigger.name} started the workflow {trigger.workflow}."
     if reading is None:
