@@ -98,7 +98,7 @@ def record(row: dict[str, Any], request_id: str) -> dict[str, Any]:
 
 
 def summary(row: dict[str, Any]) -> dict[str, Any]:
-    """A :class:`~edge_agentd.protocol.wire.RunSummary` map."""
+    """A :class:`~edge_agentd.protocol.journalwire.RunSummary` map."""
     finished = row["finished_at"]
     answer = row["answer"]
     return {

@@ -50,7 +50,8 @@ def _next(record: TriggerRecord) -> float | None:
 
 
 def trigger_entries(runner: TriggerRunner) -> list[dict[str, Any]]:
-    """One :class:`~edge_agentd.protocol.wire.TriggerEntry` map per trigger, in config order."""
+    """One map per trigger, in config order: the entries of ``TriggersResult.triggers``
+    (docs/protocol.md, "`triggers`")."""
     zone = runner.clock.zone
     with runner.lock:
         now = runner.clock.now()
