@@ -35,8 +35,6 @@ from edge_agentd.agent.events import STATE_ADAPTER, AgentState
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.registry import Registry
 from edge_agentd.model.scripted import MockModel
-
-# The daemon's command line, shared with the tests (tests/ is a folder, not a package).
 from scripts.bench import CHECKOUT
 from scripts.bench.add_run import ANSWER, QUERY, SCRIPT, write_add_run
 from scripts.testbed.processes import free_port, rss_kib

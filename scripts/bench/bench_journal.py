@@ -36,8 +36,6 @@ from typing import Any
 
 from edge_agentd.client.askoptions import AskOptions
 from edge_agentd.client.zmqclient import Client, DaemonError
-
-# The daemon's command line, shared with the tests (tests/ is a folder, not a package).
 from scripts.bench.add_run import ANSWER, QUERY, write_add_run
 from scripts.testbed.serve_command import serve_command
 
