@@ -3,8 +3,8 @@
 108 questions a home user would ask about the built-in skills (CPU, BME280 and 1-Wire sensors,
 listing sensors, load, memory, disk, uptime, the clock and date arithmetic, conversions,
 comparisons, two-part questions, counts, and questions no skill can answer) are asked of a fake
-Raspberry Pi: a sysfs tree and a /proc the script builds in a
-temporary directory. Disk usage is the real ``statvfs`` of ``/``. A third of the questions are
+Raspberry Pi (device.py: the demo device's sysfs tree and a /proc of the benchmarks' own), built
+in a temporary directory. Disk usage is the real ``statvfs`` of ``/``. A third of the questions are
 ``dev`` (tune on these), a third ``held-out`` (never tune on these; they were written once,
 before any result was seen), and a third ``fresh``: written after the held-out answers had been
 read over several sessions, so that one set of questions no change was ever made for stays blind.

@@ -11,7 +11,7 @@ ask (bench_competence's DaemonStrategy):
 - baselines: ``peer-270m`` and ``peer-qwen``, llama.cpp's chat completions with the action
   JSON schema in a loop a user would write (bench_competence's PeerStrategy).
 
-Three devices (grounding_questions.py): bench_competence's fake Pi, a plugin home (seven
+Three devices (grounding_questions.py): the benchmarks' fake Pi (device.py), a plugin home (seven
 plugins written as docs/skills.md shows, loaded by the daemon's real plugin loader from a
 ``[skills] directories`` entry, written in one sitting before any run and never tuned on), and
 a machine with no sensors at all. Each device also gets its share of the questions asked in

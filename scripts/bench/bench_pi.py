@@ -1,7 +1,7 @@
 """Seconds on a Pi, projected: what a question would cost on a Raspberry Pi 5 with Gemma 4 E2B.
 
 A model on paper, not a measurement on a Pi. The competence questions (imported from
-bench_competence.py, on its fake device) are asked of the embedded Gemma 3 270M in-process, one
+bench_competence.py, on device.py's fake Pi) are asked of the embedded Gemma 3 270M in-process, one
 resident model per strategy, warmed up as the daemon warms up; each question's cost is then read
 from its event stream alone (every action's ``usage``: prompt tokens evaluated, tokens scored,
 forced tokens, tokens sampled) and priced at Gemma 4 E2B Q4_K_M's published llama.cpp rates on

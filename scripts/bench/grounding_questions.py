@@ -1,6 +1,6 @@
 """bench_grounding.py's three devices and their questions.
 
-- ``pi``: bench_competence's fake Raspberry Pi (CPU zone, BME280, DS18B20, fake /proc): 24 of
+- ``pi``: the fake Raspberry Pi (device.py: CPU zone, BME280, DS18B20, fake /proc): 24 of
   its *fresh* questions (never tuned on) and its six that no skill answers.
 - ``home``: a home's plugins (scripts/bench/plugin_home/, written in one sitting before any run
   as docs/skills.md's ten-line example shows, no ``examples=`` or ``calls=``, never tuned on)

@@ -1,6 +1,6 @@
 """What the loop's subject rule refuses, with no model (docs/design.md, "Grounding").
 
-For each of bench_competence.py's questions on its fake Pi: the subject the question's grammar
+For each of bench_competence.py's questions on device.py's fake Pi: the subject its grammar
 finds, and whether any single call the device offers (each ready call, each skill without
 required arguments) names it by its own words and its result's, which is what the rule asks of
 the calls a run made. An answerable question no single call names is one the rule turns into

@@ -1,7 +1,7 @@
 """bench_grounding.py's questions asked in other words (issue 41, "5. The benchmark").
 
 Written blind on 2026-12-06, in one sitting, before any run of them: from what each device
-holds (skills/*.py on bench_competence.py's fake Pi, scripts/bench/plugin_home/*.py and
+holds (skills/*.py on the fake Pi of device.py, scripts/bench/plugin_home/*.py and
 grounding_questions.Home on the plugin home, the fake /proc and the clock on the bare machine)
 and from how people talk, without reading the grammar the answers use (daemon/agent/question.py,
 daemon/agent/english.py, daemon/guidance/). None is a question quoted in issue 41. **They must
