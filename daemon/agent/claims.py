@@ -9,6 +9,7 @@ skills themselves.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -122,7 +123,10 @@ def unnamed_subject(question: Question, vocabulary: frozenset[str]) -> str | Non
     what it cannot tell of one part beside the other's value)."""
     if question.parts:
         found = [_unnamed_in(part, vocabulary) for part in question.parts]
-        return None if any(f is None for f in found) else " and ".join(map(str, found))
+        if any(f is None for f in found):
+            return None
+        both = question.language.said_both
+        return functools.reduce(lambda a, b: both.format(first=a, second=b), map(str, found))
     return _unnamed_in(question, vocabulary)
 
 
@@ -195,7 +199,7 @@ def state_claim(answer: str, state: str, language: Language = ENGLISH) -> bool |
     for index, word in enumerate(words):
         if word in forms:
             before = words[max(0, index - _NEGATION_WINDOW) : index]
-            return not any(w in negations or w.endswith(suffix) for w in before)
+            return not any(w in negations or (suffix and w.endswith(suffix)) for w in before)
     if words and words[0] == language.yes.casefold():
         return True
     if words and words[0] == language.no.casefold():

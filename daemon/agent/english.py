@@ -97,6 +97,9 @@ _QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
     "strong": ("strength",), "charged": ("charge",),
 }  # fmt: skip
 
+_UNIT_WORDS = frozenset(
+    w.casefold() for unit in _UNIT_SUFFIXES.values() for w in _LETTERS.findall(unit)
+)
 _CANNOT_TELL = "I cannot tell"
 
 ENGLISH = Language(
@@ -162,9 +165,7 @@ ENGLISH = Language(
     negations=words("not no never neither nor none nothing"),
     quality_nouns=MappingProxyType(_QUALITY_NOUNS),
     unit_suffixes=MappingProxyType(_UNIT_SUFFIXES),
-    unit_words=frozenset(
-        w.casefold() for unit in _UNIT_SUFFIXES.values() for w in _LETTERS.findall(unit)
-    ),
+    unit_words=_UNIT_WORDS,
     form_words=words("text value display formatted human readable string str pretty"),
     count_keys=words("count number total"),
     unit_keys=words("unit units"),
@@ -178,7 +179,8 @@ ENGLISH = Language(
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
         "reads whether of yes not"
-    ) | frozenset(w.casefold() for unit in _UNIT_SUFFIXES.values() for w in _LETTERS.findall(unit)),
+    )
+    | _UNIT_WORDS,
     is_="is",
     are="are",
     said_value="The {label} {be} {value}.",

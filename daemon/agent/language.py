@@ -39,7 +39,7 @@ class Language:
     not_plural_suffix: str
     """An ending that looks plural and is not ("glass")."""
     negation_suffix: str
-    """A verb's negation glued to it ("isn't")."""
+    """A verb's negation glued to it ("isn't"); empty where the language glues none."""
     comparative_suffix: str
     """How a comparison ends ("warmer")."""
 

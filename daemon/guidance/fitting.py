@@ -271,7 +271,7 @@ def _state_text(line: Line, language: Language) -> bool:
     return (
         0 < len(found) <= MAX_STATE_WORDS
         and plain
-        and not node.strip().endswith(language.negation_suffix)
+        and not (language.negation_suffix and node.strip().endswith(language.negation_suffix))
     )
 
 
