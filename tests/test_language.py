@@ -182,12 +182,12 @@ SCANNED = [
 """The modules that read a question, judge an answer and say one: every word of the language
 they use is the value's (agent/english.py builds English's)."""
 
-FORMAT_KEYS = frozenset(
-    # JSON Schema's words, the actions' keys, a reading's keys and a line's name for a bare
-    # value or list, a skill spec's attributes, the fields of a skill's ``says`` and who made
-    # an answer: names of the data, read by programs, not words said to anyone.
+# JSON Schema's words, the actions' keys, a reading's keys and a line's name for a bare value
+# or list, a skill spec's attributes, the fields of a skill's ``says`` and who made an answer:
+# names of the data, read by programs, not words said to anyone.
+FORMAT_KEYS = words(
     "type object string properties required pattern enum arguments value unit items "
-    "description examples says options label engine model rules grounding".split()
+    "description examples says options label engine model rules grounding"
 )
 """Literals that are identifiers of a format, not words of a language."""
 
