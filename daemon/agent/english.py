@@ -100,7 +100,6 @@ _QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
 _UNIT_WORDS = frozenset(
     w.casefold() for unit in _UNIT_SUFFIXES.values() for w in _LETTERS.findall(unit)
 )
-_CANNOT_TELL = "I cannot tell"
 
 ENGLISH = Language(
     token=re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?"),
@@ -175,7 +174,7 @@ ENGLISH = Language(
     not_="not",
     in_all="in all",
     lines_more="... and {count} lines more",
-    cannot_tell=_CANNOT_TELL,
+    cannot_tell="I cannot tell",
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
         "reads whether of yes not"
