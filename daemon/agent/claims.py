@@ -16,7 +16,7 @@ from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
-from edge_agentd.agent.jsonvalues import entries, walk
+from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.vocabulary import is_known
@@ -79,7 +79,7 @@ def misplaced_unit(answer: str, results: Iterable[Any], question: str = "") -> s
                     name = node.get(key)
                     if isinstance(name, str) and name.strip():
                         units.setdefault(name.strip().casefold(), set()).add(float(value))
-        return [(item, None) for _, item in entries(node)]
+        return inside(node, None)
 
     for result in results:
         walk(result, visit, None)
@@ -220,8 +220,9 @@ def holds_state(results: Iterable[Any], state: str, language: Language = ENGLISH
             found = found or (node and said(key))
         elif isinstance(node, str):
             found = found or said(node)
-        named = isinstance(node, dict)
-        return [(item, str(name) if named else key) for name, item in entries(node)]
+        if isinstance(node, dict):
+            return [(item, str(name)) for name, item in node.items()]
+        return inside(node, key)
 
     for result in results:
         walk(result, visit, "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -121,22 +121,26 @@ def compact_json(value: Any) -> str:
 At = TypeVar("At")
 
 
-def walk(result: Any, visit: Callable[[Any, At], Iterable[tuple[Any, At]]], at: At) -> None:
+def walk(result: Any, visit: Callable[[Any, At], Sequence[tuple[Any, At]]], at: At) -> None:
     """Walk a JSON result depth first, each part before what it holds and in its order:
     ``visit(node, at)`` reads one part and returns the parts to go on into, each with what it
     is to be read with (its path, its key, whether it is a list's item). A reader that wants
-    every part returns :func:`entries`; one that stops at a part returns fewer, or parts of its
+    every part returns :func:`inside`; one that stops at a part returns fewer, or parts of its
     own making. Without recursion: a result of any depth costs no stack."""
     stack: list[tuple[Any, At]] = [(result, at)]
+    pop, extend = stack.pop, stack.extend
     while stack:
-        node, where = stack.pop()
-        stack.extend(reversed(list(visit(node, where))))
+        node, where = pop()
+        parts = visit(node, where)
+        if parts:
+            extend(parts[::-1])
 
 
-def entries(node: Any) -> list[tuple[Any, Any]]:
-    """An object's keys and values, a list's places and items, in order; [] for a scalar."""
+def inside(node: Any, at: At) -> list[tuple[Any, At]]:
+    """What an object or a list holds, each to be read with ``at``, in order; [] for a
+    scalar: the parts a reader that wants every part goes on into."""
     if isinstance(node, dict):
-        return list(node.items())
+        return [(value, at) for value in node.values()]
     if isinstance(node, list):
-        return list(enumerate(node))
+        return [(item, at) for item in node]
     return []

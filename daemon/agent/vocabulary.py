@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.jsonvalues import entries, walk
+from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 
 
@@ -21,12 +21,13 @@ def known_words(
         found.update(letters.findall(text.casefold()))
 
     def visit(node: Any, at: None) -> list[tuple[Any, None]]:
+        if isinstance(node, str):
+            found.update(letters.findall(node.casefold()))
+            return []
         if isinstance(node, dict):
             for key in node:
                 found.update(letters.findall(str(key).casefold()))
-        elif isinstance(node, str):
-            found.update(letters.findall(node.casefold()))
-        return [(item, None) for _, item in entries(node)]
+        return inside(node, None)
 
     for result in results:
         walk(result, visit, None)

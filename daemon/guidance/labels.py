@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.jsonvalues import entries, walk
+from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import Line, is_number
@@ -148,7 +148,7 @@ def keys_of(node: Any) -> set[str]:
     def visit(item: Any, at: None) -> list[tuple[Any, None]]:
         if isinstance(item, dict):
             found.update(str(key) for key in item)
-        return [(value, None) for _, value in entries(item)]
+        return inside(item, None)
 
     walk(node, visit, None)
     return found
