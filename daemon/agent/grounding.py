@@ -133,7 +133,7 @@ class Grounding:
     ``ValidationErrorObservation`` named :data:`GROUNDING`. Every agent the daemon builds has
     it (docs/design.md, "Grounding")."""
 
-    language: Language = ENGLISH
+    language: Language = dataclasses.field(default=ENGLISH, kw_only=True)
     """The language questions are read and answers judged in."""
     rules: str = ""
     """What a model that drives the loop is told (the system prompt's closing part); empty,

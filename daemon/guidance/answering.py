@@ -44,7 +44,7 @@ class Answering:
     """The engine's answers for a model that drives the loop; ``Agent(..., guidance=Answering())``
     turns them on (the daemon's ``plain`` strategy)."""
 
-    language: Language = ENGLISH
+    language: Language = dataclasses.field(default=ENGLISH, kw_only=True)
     """The language questions are read and answers said in."""
     own_words: bool = False
     """Leave every answer to the model: no sentence is offered, and the model writes its own."""

@@ -101,7 +101,7 @@ def action_text(skill_name: str, arguments: dict[str, Any]) -> str:
 class Guidance:
     """The helps a small model gets; ``Agent(..., guidance=Guidance())`` turns them on."""
 
-    language: Language = ENGLISH
+    language: Language = dataclasses.field(default=ENGLISH, kw_only=True)
     """The language questions are read, prompts scored and answers said in."""
 
     go_on: bool = False
