@@ -71,7 +71,7 @@ def test_the_answer_is_a_sentence_the_engine_renders_from_the_result() -> None:
     assert state.final_answer == "The humidity is 61.0 %RH."
     assert state.stream.root[-1].made_by == "engine"
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
-    # "damp" asks the humidity (english.QUALITY_NOUNS): of the cellar's lines, the humidity's
+    # "damp" asks the humidity (the language's quality_nouns): of the cellar's lines, the humidity's
     # alone is offered, so the engine states it without asking the model to choose; the
     # question's subject ("cellar") is known to the skill, so "I cannot tell" is not offered.
     assert not any(options[0].startswith(ANSWER_HEAD) for _, options in model.scored)

@@ -2,23 +2,22 @@
 
 The tests :mod:`~edge_agentd.agent.grounding` runs on every answer, each on plain texts and
 words, for any skill: the values an answer writes (numbers, texts with digits, units after a
-number), the thing a question asks about (its subject, by English grammar alone), a yes-or-no
-question's state, and whether a question asks about the skills themselves.
+number), the thing a question asks about (its subject, by the grammar of the language the
+question was read in), a yes-or-no question's state, and whether a question asks about the
+skills themselves.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from edge_agentd.agent.english import (
-    INDEFINITE,
-    NEGATIONS,
-    QUALITY_NOUNS,
-    WORD,
-)
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
+from edge_agentd.agent.jsonvalues import inside, walk
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.vocabulary import is_known
 
@@ -72,7 +71,7 @@ def misplaced_unit(answer: str, results: Iterable[Any], question: str = "") -> s
     for number, unit in _NUMBER_UNIT.findall(question):
         units.setdefault(unit.casefold(), set()).add(float(number))
 
-    def walk(node: Any) -> None:
+    def visit(node: Any, at: None) -> list[tuple[Any, None]]:
         if isinstance(node, dict):
             value = node.get("value")
             if isinstance(value, int | float) and not isinstance(value, bool):
@@ -80,14 +79,10 @@ def misplaced_unit(answer: str, results: Iterable[Any], question: str = "") -> s
                     name = node.get(key)
                     if isinstance(name, str) and name.strip():
                         units.setdefault(name.strip().casefold(), set()).add(float(value))
-            for item in node.values():
-                walk(item)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
+        return inside(node, None)
 
     for result in results:
-        walk(result)
+        walk(result, visit, None)
     for name, values in units.items():
         for mention in re.finditer(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", answer, re.I):
             # A bounded look back: an answer of any length is checked in linear time.
@@ -128,19 +123,27 @@ def unnamed_subject(question: Question, vocabulary: frozenset[str]) -> str | Non
     what it cannot tell of one part beside the other's value)."""
     if question.parts:
         found = [_unnamed_in(part, vocabulary) for part in question.parts]
-        return None if any(f is None for f in found) else " and ".join(map(str, found))
+        if any(f is None for f in found):
+            return None
+        both = question.language.said_both
+        return functools.reduce(lambda a, b: both.format(first=a, second=b), map(str, found))
     return _unnamed_in(question, vocabulary)
 
 
 def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
-    subject = question.subject
-    if subject is None or subject.head.casefold() in INDEFINITE:
+    subject, language = question.subject, question.language
+    if subject is None or subject.head.casefold() in language.indefinite:
         return None  # "How warm is everything?" names no one thing
-    if _comparative(subject.head, question.text):
+    if _comparative(subject.head, question.text, language):
         return None  # "Which is warmer, the CPU or the probe?": the things follow it
+    word_of = language.word
 
     def named(word: str) -> bool:
-        return not WORD.search(word) or is_known(word, vocabulary) or _ends_one(word, vocabulary)
+        return (
+            not word_of.search(word)
+            or is_known(word, vocabulary, language)
+            or _ends_one(word, vocabulary)
+        )
 
     which = [w for w in subject.which if not named(w)]
     if which:
@@ -154,25 +157,27 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
     unnamed_after = [w for w in after if not named(w) and not any(c.isdigit() for c in w)]
     if unnamed_after:
         return " ".join([*subject.which, subject.head, *unnamed_after])
-    others = [w for w in (*subject.which, *subject.of, *subject.owner) if WORD.search(w)]
+    others = [w for w in (*subject.which, *subject.of, *subject.owner) if word_of.search(w)]
     if named(subject.head) or any(named(w) for w in others):
         return None
-    if subject.quality == subject.head and any(named(n) for n in quality_nouns(subject.head)):
+    qualities = quality_nouns(subject.head, language)
+    if subject.quality == subject.head and any(named(n) for n in qualities):
         return None  # "How warm is it?" and a temperature
     return " ".join(subject.words)
 
 
-def quality_nouns(adjective: str) -> tuple[str, ...]:
+def quality_nouns(adjective: str, language: Language = ENGLISH) -> tuple[str, ...]:
     """The nouns of the quantity ``adjective`` asks about ("temperature" of "warm"), or ()."""
-    return QUALITY_NOUNS.get(adjective.casefold(), ())
+    return language.quality_nouns.get(adjective.casefold(), ())
 
 
-def _comparative(head: str, query: str) -> bool:
+def _comparative(head: str, query: str, language: Language) -> bool:
     """Whether ``head`` is a comparison the question goes on to name the things of: "warmer"
     before a comma or "than" ("Which is warmer, the CPU or the probe?")."""
-    if not head.casefold().endswith("er"):
+    if not head.casefold().endswith(language.comparative_suffix):
         return False
-    return re.search(rf"(?<![^\W_]){re.escape(head)}\s*(?:,|than\b)", query) is not None
+    than = re.escape(language.than)
+    return re.search(rf"(?<![^\W_]){re.escape(head)}\s*(?:,|{than}\b)", query) is not None
 
 
 def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
@@ -184,47 +189,44 @@ def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
     )
 
 
-def state_claim(answer: str, state: str) -> bool | None:
+def state_claim(answer: str, state: str, language: Language = ENGLISH) -> bool | None:
     """Whether ``answer`` says its subject is in ``state`` (True), is not (False), or neither
     (None): the state word with no negation in the few words before it, else a first "yes" or
     "no"."""
-    words = [w.casefold() for w in WORD.findall(answer)]
-    forms = {state, f"{state}s", state.removesuffix("s")}
+    words = [w.casefold() for w in language.word.findall(answer)]
+    forms = language.forms(state)
+    negations, suffix = language.negations, language.negation_suffix
     for index, word in enumerate(words):
         if word in forms:
             before = words[max(0, index - _NEGATION_WINDOW) : index]
-            return not any(w in NEGATIONS or w.endswith("n't") for w in before)
-    if words and words[0] == "yes":
+            return not any(w in negations or (suffix and w.endswith(suffix)) for w in before)
+    if words and words[0] == language.yes.casefold():
         return True
-    if words and words[0] == "no":
+    if words and words[0] == language.no.casefold():
         return False
     return None
 
 
-def holds_state(results: Iterable[Any], state: str) -> bool:
+def holds_state(results: Iterable[Any], state: str, language: Language = ENGLISH) -> bool:
     """Whether a result says ``state``: a text of it with the word, or a true flag named so."""
     found = False
 
-    def walk(node: Any, key: str) -> None:
+    def said(text: str) -> bool:
+        return state in {w.casefold() for w in language.word.findall(text.replace("_", " "))}
+
+    def visit(node: Any, key: str) -> list[tuple[Any, str]]:
         nonlocal found
-        if isinstance(node, dict):
-            for name, value in node.items():
-                walk(value, str(name))
-        elif isinstance(node, list):
-            for item in node:
-                walk(item, key)
-        elif isinstance(node, bool):
-            found = found or (node and state in _words(key))
+        if isinstance(node, bool):
+            found = found or (node and said(key))
         elif isinstance(node, str):
-            found = found or state in _words(node)
+            found = found or said(node)
+        if isinstance(node, dict):
+            return [(item, str(name)) for name, item in node.items()]
+        return inside(node, key)
 
     for result in results:
-        walk(result, "")
+        walk(result, visit, "")
     return found
-
-
-def _words(text: str) -> set[str]:
-    return {w.casefold() for w in WORD.findall(text.replace("_", " "))}
 
 
 def names_a_skill(answer: str, skills: Sequence[str]) -> bool:

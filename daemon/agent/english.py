@@ -1,20 +1,16 @@
-"""The English the loop reads questions and answers by, in one place: its word lists and
-patterns (docs/design.md, "Grounding"). Words of the language only, never of a skill: any
-registered skill is read by the same lists."""
+"""English, the language the daemon reads questions and says answers in: the one instance of
+:class:`~edge_agentd.agent.language.Language` every reader takes by default (docs/design.md,
+"Grounding"). Words of the language only, never of a skill: any registered skill is read by the
+same lists. Each field is described where the class declares it."""
 
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
+from edge_agentd.agent.language import Language, words
 
-def words(text: str) -> frozenset[str]:
-    """The words of ``text``, split on white space."""
-    return frozenset(text.split())
-
-
-# -- noun phrases and the questions that ask about them -----------------------------------
-
-ENDS_PHRASE = words(
+_ENDS_PHRASE = words(
     """in of on at over since until till from for by with about like between than as to into
     after before per during within without under above across through
     is are was were be been being am does do did has have had will would can could shall should
@@ -22,111 +18,33 @@ ENDS_PHRASE = words(
     it they them he she we you i me us him her there here
     now right today tonight tomorrow yesterday currently please"""
 )
-"""Words that end a noun phrase: prepositions, verbs of a question, conjunctions, pronouns, and
-words that say when ("the pressure right now")."""
+_WHEN = words("current present latest last next previous")
+_WHEN_AFTER = words("now right today tonight tomorrow yesterday currently please here outside")
+_DETERMINERS = words("the a an my your its our their this that these those all some any each every")
+_AUXILIARIES = words("is are was were does do did has have had will can could would should")
+_IMPERATIVES = words("tell give show list")
+_QUESTION_WORDS = words("what which who whom whose when where why how")
+_LETTERS = re.compile(r"[^\W\d_]+")
 
-WHEN = words("current present latest last next previous")
-
-WHEN_AFTER = words("now right today tonight tomorrow yesterday currently please here outside")
-"""Words after a noun phrase that say when or where the asker is, not which thing: a fragment
-("Humidity right now?") or "How loud is it here?" may end with them."""
-"""Words before a noun that say when, not which: "the current time" asks for the time."""
-
-DETERMINERS = words("the a an my your its our their this that these those all some any each every")
-
-AUXILIARIES = words("is are was were does do did has have had will can could would should")
-
-IMPERATIVES = words("tell give show list")
-
-TOKEN = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?")
-
-SENTENCE_END = re.compile(r"[?!.](?:\s|$)")
-
-POSSESSIVE_END = re.compile(r"['’]s$")
-
-LETTERS = re.compile(r"[^\W\d_]+")
-
-PLACE = words("in inside outside")
-"""Words that open a place after the subject ("the CO2 level in the bedroom")."""
-
-HERE = [["room"], ["house"], ["home"], ["flat"], ["apartment"]]
-"""Places that, after "the" or "this", mean the asker's own surroundings."""
-
-STATE_VERBS = words("is are was were")
-
-
-# -- what an answer claims --------------------------------------------------------------------
-
-CATALOGUE_HEADS = frozenset({"skill", "skills", "tool", "tools"})
-"""A question whose subject is one of these asks about the catalogue, which answers it."""
-
-CATALOGUE_QUESTION = re.compile(r"^\s*what\s+(?:else\s+)?can\s+you\s+(?:do|tell)\b", re.I)
-
-INDEFINITE = frozenset(
-    {"everything", "anything", "something", "nothing", "all", "one", "ones", "things", "thing"}
-)
-"""Heads that name no one thing: a question about them has no subject to find in the evidence."""
-
-EVERY = frozenset({"everywhere", "everything", "every", "all", "each", "both"})
-"""Words that ask about many things at once ("How warm is it everywhere?"): no one sentence
-about one of them answers the question."""
-
-WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-
-NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "none", "nothing"})
-
-
-# -- questions in two parts -----------------------------------------------------------------
-
-AND = re.compile(r" ?,? and ", re.IGNORECASE)
-"""Matched on the question with its spaces collapsed: on runs of spaces, a pattern with a space
-class on both sides of its optional comma backtracks in cubic time (80 s for 4000 characters)."""
-
-PAIRED = re.compile(r"\bbetween\b", re.IGNORECASE)
-"""A word that pairs with the "and" after it: the "and" then joins the two things one question
-relates ("the difference between the CPU and the probe"), unless a question opens after it.
-Not "both": "What are both the CPU temperature and the humidity?" asks two things."""
-
-QUESTION_OPENING = re.compile(
-    r"(?:what|which|how|when|where|who|whose|why|is|are|was|were|does|do|did|can|will)\b",
-    re.IGNORECASE,
-)
-
-ARTICLE = re.compile(r"(?:the|a|an)\s+", re.IGNORECASE)
-
-
-# -- the noun a question opens with --------------------------------------------------------
-
-DETERMINER_PATTERN = r"(?:the|a|an|my|your|its|our|their|this|that)\s+"
-
-POSSESSIVE_PATTERN = r"[^\W\d_]+['’]s\s+"
-
-HEAD_NOUN = re.compile(
+_DETERMINER = r"(?:the|a|an|my|your|its|our|their|this|that)\s+"
+_POSSESSIVE = r"[^\W\d_]+['’]s\s+"
+_HEAD_NOUN = re.compile(
     r"^\s*(?:"
     # After a verb, a determiner or a possessive may come: "What is today's date?".
-    rf"(?:what|which)(?:['’]s|\s+(?:is|are|was|were|will\s+be))\s+(?:{DETERMINER_PATTERN})?"
-    rf"(?:{POSSESSIVE_PATTERN})?"
+    rf"(?:what|which)(?:['’]s|\s+(?:is|are|was|were|will\s+be))\s+(?:{_DETERMINER})?"
+    rf"(?:{_POSSESSIVE})?"
     # With a modal, "be" comes after the noun: "What will the date be in 30 days?".
-    rf"|(?:what|which)\s+(?:will|would|could|might|should)\s+(?:{DETERMINER_PATTERN})?"
+    rf"|(?:what|which)\s+(?:will|would|could|might|should)\s+(?:{_DETERMINER})?"
     r"(?=[^\W\d_]+\s+be\b)"
     # Straight after "what", "X's" is "X is" ("What time's it?"): no possessive there.
-    rf"|(?:what|which)\s+(?:{DETERMINER_PATTERN}(?:{POSSESSIVE_PATTERN})?)?"
-    rf"|how\s+(?:many|much)\s+(?:of\s+)?(?:{DETERMINER_PATTERN}(?:{POSSESSIVE_PATTERN})?)?"
+    rf"|(?:what|which)\s+(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
+    rf"|how\s+(?:many|much)\s+(?:of\s+)?(?:{_DETERMINER}(?:{_POSSESSIVE})?)?"
     r")(?!(?:the|a|an|is|are|was|were|will|would|could|might|should|of|it)\b)"
     r"([^\W\d_]+)\b",
     re.IGNORECASE,
 )
-"""The noun a what, which or how-many question opens with: "What date ...", "Which sensors
-...", "What is the humidity ...", "How many hours ...", "What is today's date?" (a possessive
-stands where an article would), "What will the date be ...?". "What does the probe read?" has
-none: "does" names no line."""
 
-HOW_MANY = re.compile(r"^\s*how\s+many\b", re.IGNORECASE)
-
-
-# -- requests, polite forms and fragments: questions in other shapes ---------------------------
-
-REQUEST = re.compile(
+_REQUEST = re.compile(
     r"^\s*(?:(?:please|kindly)\s*,?\s+)?"
     r"(?:would\s+you\s+mind\s+"
     r"|(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+)?"
@@ -138,34 +56,15 @@ REQUEST = re.compile(
     r")",
     re.IGNORECASE,
 )
-"""What a request or a polite form opens with before the question it asks: "Could you check
-the garage temperature?", "Would you mind telling me ...", "I'd like to know ...", "Do you know
-...", "I wonder ...". Cut off, what is left reads as a command or a question."""
 
-PLEASE = re.compile(r"(?:^\s*(?:please|kindly)\b\s*,?\s*|\s*,?\s*\bplease\s*(?=[?!.]?\s*$))", re.I)
-"""A "please" at either end: it says nothing of what is asked."""
-
-IMPERATIVE_FORMS = re.compile(
+_IMPERATIVE_FORMS = re.compile(
     r"^(tell|telling|give|giving|show|showing|list|listing|read|reading|check|checking|get|"
     r"getting|find|finding|report|reporting|say|saying|know|knowing|see|seeing|measure|"
     r"measuring|look|looking)\b(?:\s+(?:me|us))?(?:\s+(?:up|at|out))?\s*",
     re.IGNORECASE,
 )
-"""A command's verb (as "would you mind" takes it, too), with its "me" or "us": what follows is
-what it asks for, or a clause ("whether ...", "what ... is")."""
 
-EMBEDDED = words("whether if")
-QUESTION_WORDS = words("what which who whom whose when where why how")
-"""Words that open a yes-or-no question inside a sentence: "Tell me whether the door is open"."""
-
-GRAMMAR = (
-    ENDS_PHRASE | DETERMINERS | AUXILIARIES | WHEN | WHEN_AFTER | QUESTION_WORDS | IMPERATIVES
-) | words("much many tell telling give show list read check say know like mind")
-"""The grammar's own words: what a question says with them names no line of a result."""
-
-# -- how a person says a result: units a key ends with -----------------------------------------
-
-UNIT_SUFFIXES: dict[str, str] = {
+_UNIT_SUFFIXES: dict[str, str] = {
     "percent": "%", "pct": "%", "perc": "%",
     "c": "°C", "celsius": "°C", "degc": "°C", "f": "°F", "fahrenheit": "°F", "degf": "°F",
     "kelvin": "K",
@@ -183,39 +82,8 @@ UNIT_SUFFIXES: dict[str, str] = {
     "min": "minutes", "mins": "minutes", "minutes": "minutes",
     "h": "hours", "hr": "hours", "hrs": "hours", "hours": "hours", "days": "days",
 }
-"""A key's last word that says its number's unit (``charging_power_kw``, ``available_mib``,
-``uptime_s``), and how the unit is written after the value: units of measure, no skill's or
-key's name. A number's key ending in one is said "The charging power is 7.2 kW.", the unit
-after the value and not glued to the name; a duration in its unit's word ("3600 seconds": the
-number is the result's, so no other is written). Only where the key has a word before it: a key
-``s`` or ``min`` alone names what it is."""
 
-UNIT_WORDS = frozenset(
-    w.casefold() for unit in UNIT_SUFFIXES.values() for w in LETTERS.findall(unit)
-)
-"""The words the units above write: a rendered sentence may hold them (render.TEMPLATE_WORDS)."""
-
-FORM_WORDS = words("text value display formatted human readable string str pretty")
-"""Words of a key that say how its value is written, not what it is (``uptime text``,
-``humidity_value``): a label says the thing without them."""
-
-COUNT_KEYS = words("count number total")
-"""Keys that hold how many things there are: an answer only to a question of how many."""
-
-UNIT_KEYS = words("unit units")
-"""Keys that hold how another value is written, not a value of their own."""
-
-STATE_KEYS = words("state status position mode condition")
-"""Keys that, by the language's convention, hold what state their object is in: the text of
-one answers a yes-or-no question about the object when no line names the state asked."""
-
-YES, NO, NOT = "Yes", "No", "not"
-"""How a person answers a yes-or-no question, and denies a state."""
-
-
-# -- what a "how <adjective>" question asks for -----------------------------------------------
-
-QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
+_QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
     "warm": ("temperature",), "hot": ("temperature",), "cold": ("temperature",),
     "cool": ("temperature",), "chilly": ("temperature",), "humid": ("humidity",),
     "damp": ("humidity", "moisture"), "moist": ("moisture",), "wet": ("moisture",),
@@ -228,6 +96,153 @@ QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
     "high": ("height", "level"), "deep": ("depth",), "far": ("distance",),
     "strong": ("strength",), "charged": ("charge",),
 }  # fmt: skip
-"""The nouns of the quantity a "how <adjective>" question asks about: "How warm is it?" asks
-the temperature, as a person reading "temperature: 21.5 °C" knows. Words of the language, not
-of any skill: a result names its quantity in any of them, or in the adjective itself."""
+
+_UNIT_WORDS = frozenset(
+    w.casefold() for unit in _UNIT_SUFFIXES.values() for w in _LETTERS.findall(unit)
+)
+
+ENGLISH = Language(
+    token=re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?"),
+    letters=_LETTERS,
+    word=re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?"),
+    name_word=re.compile(r"[^\W_]+(?:['’][^\W_]+)?"),
+    alnum=re.compile(r"[^\W_]+"),
+    sentence_end=re.compile(r"[?!.](?:\s|$)"),
+    possessive_end=re.compile(r"['’]s$"),
+    plural_suffix="s",
+    not_plural_suffix="ss",
+    negation_suffix="n't",
+    comparative_suffix="er",
+    ends_phrase=_ENDS_PHRASE,
+    when=_WHEN,
+    when_after=_WHEN_AFTER,
+    determiners=_DETERMINERS,
+    auxiliaries=_AUXILIARIES,
+    state_verbs=words("is are was were"),
+    imperatives=_IMPERATIVES,
+    recipients=words("me us"),
+    what=words("what which"),
+    what_is=words("what's what’s"),
+    how="how",
+    how_many=words("many much"),
+    do_forms=words("does do did"),
+    # The single words the grammar reads a question's shape by.
+    be="be", of="of", than="than", it="it", there="there",
+    place=words("in inside outside"),
+    here=(("room",), ("house",), ("home",), ("flat",), ("apartment",)),
+    embedded=words("whether if"),
+    question_words=_QUESTION_WORDS,
+    grammar=(
+        _ENDS_PHRASE | _DETERMINERS | _AUXILIARIES | _WHEN | _WHEN_AFTER | _QUESTION_WORDS
+        | _IMPERATIVES
+        | words("much many tell telling give show list read check say know like mind")
+    ),
+    head_noun=_HEAD_NOUN,
+    how_many_question=re.compile(r"^\s*how\s+many\b", re.IGNORECASE),
+    # Matched on the question with its spaces collapsed: on runs of spaces, a pattern with a
+    # space class on both sides of its optional comma backtracks in cubic time.
+    and_=re.compile(r" ?,? and ", re.IGNORECASE),
+    # Not "both": "What are both the CPU temperature and the humidity?" asks two things.
+    paired=re.compile(r"\bbetween\b", re.IGNORECASE),
+    question_opening=re.compile(
+        r"(?:what|which|how|when|where|who|whose|why|is|are|was|were|does|do|did|can|will)\b",
+        re.IGNORECASE,
+    ),
+    article=re.compile(r"(?:the|a|an)\s+", re.IGNORECASE),
+    request=_REQUEST,
+    please=re.compile(
+        r"(?:^\s*(?:please|kindly)\b\s*,?\s*|\s*,?\s*\bplease\s*(?=[?!.]?\s*$))", re.I
+    ),
+    imperative_forms=_IMPERATIVE_FORMS,
+    catalogue_heads=words("skill skills tool tools"),
+    catalogue_question=re.compile(r"^\s*what\s+(?:else\s+)?can\s+you\s+(?:do|tell)\b", re.I),
+    indefinite=words("everything anything something nothing all one ones things thing"),
+    every=words("everywhere everything every all each both"),
+    negations=words("not no never neither nor none nothing"),
+    quality_nouns=MappingProxyType(_QUALITY_NOUNS),
+    unit_suffixes=MappingProxyType(_UNIT_SUFFIXES),
+    unit_words=_UNIT_WORDS,
+    form_words=words("text value display formatted human readable string str pretty"),
+    count_keys=words("count number total"),
+    unit_keys=words("unit units"),
+    state_keys=words("state status position mode condition"),
+    yes="Yes", no="No", not_="not",
+    in_all="in all",
+    lines_more="... and {count} lines more",
+    cannot_tell="I cannot tell",
+    own_words=words(
+        "the is are there in all and no result says i cannot tell what was asked skill here "
+        "reads whether of yes not"
+    )
+    | _UNIT_WORDS,
+    is_="is",
+    are="are",
+    said_value="The {label} {be} {value}.",
+    said_names="The {label} {be} {names}.",
+    said_count="There are {count} {label}.",
+    said_flag="{label}: {answer}.",
+    said_listing="{names} and {last}",
+    said_both="{first} and {second}",
+    said_of="{phrase} of the {of}",
+    said_there="{answer}, there {be} {phrase}.",
+    said_none_there="{answer}, there {be} no {phrase}.",
+    said_state="{answer}, the {phrase} {be} {state}.",
+    said_not_state="{answer}, the {phrase} {be} not {state}.",
+    cannot_because="{cannot}: {reason}.",
+    cannot_asked="{cannot}: no skill here says what was asked.",
+    cannot_how="{cannot}: no skill here says how {phrase} it is.",
+    cannot_whether="{cannot}: no skill here says whether the {phrase} {be} {state}.",
+    cannot_read="{cannot}: no skill here reads the {phrase}.",
+    # The letters of the Latin, Greek and Cyrillic scripts, each range written as its letters
+    # (a grammar's class reads no escape): no digit, sign or punctuation among them.
+    answer_letters="a-zA-ZÀ-ÖØ-öø-ɏΆΈ-ώЀ-ҁҊ-ӿ",
+    between=" ,;:'()/&",
+    rules=(
+        "Rules for answers. Until a skill has returned a result, the only answer you may give "
+        'begins "I cannot tell", so call a skill that can answer first. Every value in an answer '
+        "(a number, a unit, a date, a state) must be written in a result or in the question: "
+        'copy it as written. If no result says what was asked, answer "I cannot tell" and why.'
+    ),
+    value_absent=(
+        "Your answer states {value!r}, which no skill result and not the question holds. "
+        "State only values copied from a result as it writes them, call a skill that gives "
+        'the value, or answer "{cannot}" and why.'
+    ),
+    no_evidence=(
+        "No skill has returned a result in this run, so nothing supports an answer yet. "
+        "Call a skill that can answer the question; if no skill can, answer "
+        '"{cannot}" and why.'
+    ),
+    unknown_subject=(
+        "No skill called and no result names {subject!r}, which the question asks about. "
+        'Call a skill that gives it, or answer "{cannot}" and why.'
+    ),
+    state_absent=(
+        "Your answer says it is {said!r}, and no result says so. State what the result "
+        'says, as it writes it, or answer "{cannot}" and why.'
+    ),
+    answer_examples=(
+        "How answers read. After a result, answer the question in one short sentence, with the "
+        "value and unit of the line the question asks about, copied as the result writes it. "
+        "When no line holds what was asked, or no skill gives it, say you cannot tell:\n"
+        "Result of battery_state:\npercent: 87\ncharging: false\nminutes_left: 240\n"
+        "The question was: How long will the battery last?\n"
+        '{"final_answer": "The battery will last 240 minutes."}\n'
+        "Result of garden_station:\nreadings: 2 in all\nreadings rain: 3.5 mm\n"
+        "readings wind: 12.0 km/h\n"
+        "The question was: What is the wind speed?\n"
+        '{"final_answer": "The wind speed is 12.0 km/h."}\n'
+        "The question was: How much snow fell?\n"
+        '{"final_answer": "I cannot tell: no result says how much snow fell."}'
+    ),
+    skill_prompt="The skill {signature}: {description}{extra}\nQuestions it answers:{listed}\n-",
+    call_gets="\nThis call gets: {what}",
+    prompt_words=words("the skill questions answers this call gets"),
+    part_prompt="Result of {skill}: {text}",
+    part_questions="\nQuestions this part answers:\n-",
+    answering_prompt="Question: {question}\nThe part of the result of {skill} that answers it:",
+    content_free_question="What is it?",
+)
+"""English, as every reader of a question and every sayer of an answer takes it by default."""
+
+__all__ = ["ENGLISH"]

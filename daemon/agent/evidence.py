@@ -24,14 +24,17 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.jsonvalues import walk
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.resultlines import (
     DIGIT,
-    WORD,
     Line,
     alternative_forms,
     counted,
     is_number,
     item_label,
+    name_words,
     names_unit,
     reading_text,
     scalar_text,
@@ -52,11 +55,16 @@ _QUESTION_NAME = re.compile(r"(?<![\w-])(?=[\w-]*[0-9])(?=[\w-]*[^\W\d_])\w+(?:-
 whole, as the question spells it. Its digits alone could not be: a small model stopped after
 "BME" would put a copied reading where the rest of the name belongs."""
 
-PLAIN_CHARS = "a-zA-Z ,;:'()/&"
-"""What an answer may write between copied values: letters and punctuation, no digit, no sign
-(a ``-`` before a copied 4 would make it -4), nothing that would need a JSON escape, and no
-sentence's end: the answer is one sentence, ending in ``.``, ``!`` or ``?`` or in nothing (a
-small model that may go on repeats its answer until the token cap)."""
+
+
+def plain_chars(language: Language = ENGLISH) -> str:
+    """What an answer may write between copied values, as a class of a regular expression:
+    the language's letters and punctuation, no digit, no sign (a ``-`` before a copied 4 would
+    make it -4), nothing that would need a JSON escape, and no sentence's end: the answer is
+    one sentence, ending in ``.``, ``!`` or ``?`` or in nothing (a small model that may go on
+    repeats its answer until the token cap)."""
+    return language.answer_letters + language.between
+
 AFTER_NUMBER = (", ", ";", ": ", ")")
 """What may follow a copied number that has no unit, besides a word of the evidence (a comma, a
 colon or a stop only with a space: "1,000", "10:10" or "1.5" would make one value of two, such
@@ -82,6 +90,7 @@ def copyable(
     results: Iterable[Any],
     question: str,
     asked: Sequence[Line] | None = None,
+    language: Language = ENGLISH,
 ) -> Copyable:
     """The values and words of ``results`` (as their lines show them) and of ``question``.
     With ``asked``, the lines the question asks about, only their values are to be stated;
@@ -96,7 +105,7 @@ def copyable(
         # A word a result holds as a value (a weekday, a state, a label); not one the question
         # already says, which stating would not answer.
         text = text.strip()
-        plain = stating and _WORD_VALUE.fullmatch(text) is not None
+        plain = stating and _word_value(text, language)
         if plain and len(text) >= 3 and text not in labels and text.casefold() not in folded:
             stated.setdefault(text, None)
 
@@ -113,44 +122,51 @@ def copyable(
                 stated.setdefault(shown, None)
             for name in names:
                 # Only a whole word of the name: the "min" of "1min" is no unit of its value.
-                for word in re.split(r"[^0-9A-Za-z]+", name):
-                    if WORD.fullmatch(word):
-                        own.setdefault(word.lower(), None)
+                for word in name_words(name, language):
+                    own.setdefault(word.lower(), None)
 
-    def walk(node: Any, names: tuple[str, ...], in_item: bool = False) -> None:
+    At = tuple[tuple[str, ...], bool, bool]
+    """The names of the keys a part is under, whether it is in a list's item, and whether it
+    is a list's item itself."""
+
+    def visit(node: Any, at: At) -> list[tuple[Any, At]]:
+        names, in_item, item = at
         if isinstance(node, dict):
+            if item:
+                # An item's label (a reading's quantity) names it, and is no answer.
+                labels.add(item_label(node, "", 0))
             reading = reading_text(node)
             forms = alternative_forms(node) if reading is not None else {}
-            named = [key for key, form in forms.items() if names_unit(form, question)]
+            named = [key for key, form in forms.items() if names_unit(form, question, language)]
             if reading is not None:
                 # The question names another form's unit: that form is the one to state.
                 add_value(reading, from_result=not named)
             for key in named:
                 add_value(str(reading_text(forms[key])))
-            for key, item in node.items():
-                # Another form of the reading is copied only when the question asks for it.
-                if key not in forms and (reading is None or key not in ("value", "unit")):
-                    walk(item, (*names, str(key)), in_item)
-        elif isinstance(node, list):
+            # Another form of the reading is copied only when the question asks for it.
+            return [
+                (value, ((*names, str(key)), in_item, False))
+                for key, value in node.items()
+                if key not in forms and (reading is None or key not in ("value", "unit"))
+            ]
+        if isinstance(node, list):
             if counted(node, in_item):
                 add_value(str(len(node)), names)
-            for item in node:
-                if isinstance(item, dict):
-                    # An item's label (a reading's quantity) names it, and is no answer.
-                    labels.add(item_label(item, "", 0))
-                walk(item, names, True)
-        elif is_number(node):
+            return [(value, (names, True, True)) for value in node]
+        if is_number(node):
             add_value(scalar_text(node), names[-1:])
         elif isinstance(node, str):
             add_value(node, names[-1:])
             add_word(node)
+        return []
 
+    top: At = ((), False, False)
     for result in results:
-        walk(result, ())
+        walk(result, visit, top)
     if asked is not None:
         stating = True
         for line in asked:
-            walk(line.node, tuple(line.name.split()))
+            walk(line.node, visit, (tuple(line.name.split()), False, False))
     for match in _QUESTION_NAME.finditer(question):
         after = question[match.end() :].split()[:1]
         add_value(match.group(), after, from_result=False)
@@ -172,8 +188,17 @@ def copyable(
     )
 
 
-_WORD_VALUE = re.compile(r"[A-Za-z][A-Za-z ]{0,31}")
-"""A result's text that is a word or words (``Thursday``, ``charging``): it can be stated."""
+MAX_WORD_VALUE = 32
+
+
+def _word_value(text: str, language: Language) -> bool:
+    """Whether a result's text is a word or words (``Thursday``, ``charging``) of at most
+    :data:`MAX_WORD_VALUE` characters, opening with a letter: it can be stated."""
+    return (
+        0 < len(text) <= MAX_WORD_VALUE
+        and language.letters.match(text) is not None
+        and all(language.letters.fullmatch(w) for w in text.split(" ") if w)
+    )
 _UNSAFE = set("[]^\\")
 """Characters a copied value may not hold: the grammar could not spell them plainly."""
 
@@ -191,15 +216,15 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else _literal(c) for c in word)
 
 
-def answer_pattern(evidence: Copyable) -> str:
+def answer_pattern(evidence: Copyable, language: Language = ENGLISH) -> str:
     """A regular expression (``^...$``, in the subset llama.cpp's JSON-schema converter reads:
     groups, alternatives, classes, ``*``) that every answer string under copy-only decoding
     matches, and that no string with a digit not copied from ``evidence`` matches. With values
     to state, it matches only answers that state one, or that begin ``I cannot tell``."""
-    plain = f"[{PLAIN_CHARS}]"
+    plain = f"[{plain_chars(language)}]"
     punctuation = "|".join(_literal(c) for c in AFTER_NUMBER)
     # After a value's own word, a character that is no letter: "min" cannot grow to "minutes".
-    not_letter = "[" + PLAIN_CHARS.replace("a-zA-Z", "") + "]"
+    not_letter = f"[{language.between}]"
     # Each value as it may be written with more to follow (a number without a unit only before
     # punctuation or its own word), and, for a number, as the answer's last words.
     going: dict[str, str] = {}
@@ -220,7 +245,7 @@ def answer_pattern(evidence: Copyable) -> str:
     end = "([.!?])?"
     # An answer opens with a letter or a copied value: an empty one (which the loop would refuse,
     # and which noise reaches by closing the string at once) is not one the decoder can write.
-    first = "[a-zA-Z]"
+    first = f"[{language.answer_letters}]"
     free = f"{first}{plain}*"
     if not going and not evidence.stated:
         return f"^{free}{end}$"
@@ -238,8 +263,8 @@ def answer_pattern(evidence: Copyable) -> str:
     # An answer that states a value: at most MAX_WORDS_BEFORE words or copied values, then the
     # value, then anything again. Unbounded, a small model that will not state one writes on
     # ("The CPU is running hot, and it is not overheating, but ...") until the token cap.
-    decline = f"|{CANNOT_TELL}{plain}*"
-    word = f"[{PLAIN_CHARS.replace(' ,;:', '')}]+[ ,;:]+"
+    decline = f"|{language.cannot_tell}{plain}*"
+    word = f"[{plain_chars(language).replace(' ,;:', '')}]+[ ,;:]+"
     run = f"({word}){{0,{MAX_WORDS_BEFORE}}}"
     before = f"({word}|{step}){{0,{MAX_WORDS_BEFORE}}}" if going else run
     after = tail if going else f"{plain}*"
@@ -261,14 +286,10 @@ def _either(forms: Iterable[str]) -> str:
     return "(" + "|".join(listed) + ")" if listed else ""
 
 
-CANNOT_TELL = "I cannot tell"
-"""How an answer that states no value begins, once there are results: the honest way out."""
-
-
-def cannot_tell_pattern() -> str:
+def cannot_tell_pattern(language: Language = ENGLISH) -> str:
     """The pattern of an answer that says it cannot tell, and states no value: for a question
     about something the evidence does not know (the loop's grounding, grounding.py)."""
-    return f"^{CANNOT_TELL}[{PLAIN_CHARS}]*([.!?])?$"
+    return f"^{language.cannot_tell}[{plain_chars(language)}]*([.!?])?$"
 
 
 def answer_schema(pattern: str) -> dict[str, Any]:
@@ -293,11 +314,11 @@ def numbers_in(texts: Sequence[str]) -> set[float]:
 
 
 __all__ = [
-    "CANNOT_TELL",
     "Copyable",
     "answer_numbers",
     "answer_pattern",
     "answer_schema",
     "copyable",
     "numbers_in",
+    "plain_chars",
 ]

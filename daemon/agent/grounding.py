@@ -11,11 +11,12 @@ An answer is a claim about this device, so it must rest on what this run observe
    whole, and a ``%`` or ``°`` unit after a number is one the evidence writes after it, where it
    writes one.
 3. **The subject is the evidence's.** The thing the question asks about (its subject, found by
-   English grammar alone, :func:`~edge_agentd.agent.question.question_subject`) must be named by a
-   call that returned a result (its skill's name, description, examples and arguments) or by the
-   results (keys and texts): every word that says which one, and its head or another of its
-   words. Otherwise the answer says it cannot tell. No model scores a word here: a word the
-   evidence does not write is not the evidence's ("the garage door" beside a front-door skill).
+   the language's grammar alone, :func:`~edge_agentd.agent.question.question_subject`) must be
+   named by a call that returned a result (its skill's name, description, examples and
+   arguments) or by the results (keys and texts): every word that says which one, and its
+   head or another of its words. Otherwise the answer says it cannot tell. No model scores a
+   word here: a word the evidence does not write is not the evidence's ("the garage door"
+   beside a front-door skill).
 4. **A state is a claim.** A yes-or-no question asks whether its subject is in a state ("open"
    of "Is the front door open?"): an answer that says it is must find that state in the results,
    and one that says it is not must not find it there (:func:`state_claim`).
@@ -43,14 +44,15 @@ from edge_agentd.agent.claims import (
     state_claim,
     unnamed_subject,
 )
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, ValidationErrorObservation
 from edge_agentd.agent.evidence import (
-    CANNOT_TELL,
-    PLAIN_CHARS,
     answer_pattern,
     cannot_tell_pattern,
     copyable,
+    plain_chars,
 )
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.observed import Evidence, gather
 from edge_agentd.agent.vocabulary import known_words
 
@@ -64,14 +66,10 @@ VALUE_NOT_IN_EVIDENCE = "value_not_in_evidence"
 UNKNOWN_SUBJECT = "unknown_subject"
 STATE_NOT_IN_EVIDENCE = "state_not_in_evidence"
 
-GROUNDING_RULES = (
-    "Rules for answers. Until a skill has returned a result, the only answer you may give "
-    'begins "I cannot tell", so call a skill that can answer first. Every value in an answer '
-    "(a number, a unit, a date, a state) must be written in a result or in the question: "
-    'copy it as written. If no result says what was asked, answer "I cannot tell" and why.'
-)
+GROUNDING_RULES = ENGLISH.rules
 """The rules as the system prompt states them to a model that drives the loop itself: fixed
 text, so the system prompt stays byte-identical for the same registry."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
@@ -86,52 +84,41 @@ class Verdict:
         )
 
 
-def declines(answer: str) -> bool:
+def declines(answer: str, language: Language = ENGLISH) -> bool:
     """Whether ``answer`` says it cannot tell."""
-    return answer.lstrip().startswith(CANNOT_TELL)
+    return language.declines(answer)
 
 
 def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     """The first grounding rule ``answer`` breaks, or None when it keeps them all."""
+    language = evidence.question.language
+    cannot, declined = language.cannot_tell, language.declines(answer)
     # An answer that cannot tell may say why in a failed skill's own words.
-    texts = (*evidence.texts, *evidence.errors) if declines(answer) else evidence.texts
+    texts = (*evidence.texts, *evidence.errors) if declined else evidence.texts
     absent = absent_value(answer, texts) or misplaced_unit(
         answer, evidence.results, evidence.question.text
     )
     if absent is not None:
         return Verdict(
-            VALUE_NOT_IN_EVIDENCE,
-            f"Your answer states {absent!r}, which no skill result and not the question holds. "
-            "State only values copied from a result as it writes them, call a skill that gives "
-            f'the value, or answer "{CANNOT_TELL}" and why.',
+            VALUE_NOT_IN_EVIDENCE, language.value_absent.format(value=absent, cannot=cannot)
         )
-    if declines(answer):
+    if declined:
         return None
     if not evidence.results:
         if evidence.question.about_catalogue and names_a_skill(answer, evidence.skills):
             return None
-        return Verdict(
-            NO_EVIDENCE,
-            "No skill has returned a result in this run, so nothing supports an answer yet. "
-            "Call a skill that can answer the question; if no skill can, answer "
-            f'"{CANNOT_TELL}" and why.',
-        )
+        return Verdict(NO_EVIDENCE, language.no_evidence.format(cannot=cannot))
     unnamed = evidence.unnamed_subject()
     if unnamed is not None:
-        return Verdict(
-            UNKNOWN_SUBJECT,
-            f"No skill called and no result names {unnamed!r}, which the question asks about. "
-            f'Call a skill that gives it, or answer "{CANNOT_TELL}" and why.',
-        )
+        feedback = language.unknown_subject.format(subject=unnamed, cannot=cannot)
+        return Verdict(UNKNOWN_SUBJECT, feedback)
     state = evidence.question.state
-    claim = None if state is None else state_claim(answer, state)
-    if claim is not None and state is not None and claim != holds_state(evidence.results, state):
-        said = state if claim else f"not {state}"
-        return Verdict(
-            STATE_NOT_IN_EVIDENCE,
-            f"Your answer says it is {said!r}, and no result says so. State what the result "
-            f'says, as it writes it, or answer "{CANNOT_TELL}" and why.',
-        )
+    claim = None if state is None else state_claim(answer, state, language)
+    held = state is not None and holds_state(evidence.results, state, language)
+    if claim is not None and state is not None and claim != held:
+        said = state if claim else f"{language.not_} {state}"
+        feedback = language.state_absent.format(said=said, cannot=cannot)
+        return Verdict(STATE_NOT_IN_EVIDENCE, feedback)
     return None
 
 
@@ -146,25 +133,32 @@ class Grounding:
     ``ValidationErrorObservation`` named :data:`GROUNDING`. Every agent the daemon builds has
     it (docs/design.md, "Grounding")."""
 
-    rules: str = GROUNDING_RULES
-    """What a model that drives the loop is told (the system prompt's closing part)."""
+    language: Language = dataclasses.field(default=ENGLISH, kw_only=True)
+    """The language questions are read and answers judged in."""
+    rules: str = ""
+    """What a model that drives the loop is told (the system prompt's closing part); empty,
+    the language's rules."""
+
+    def __post_init__(self) -> None:
+        if not self.rules:
+            object.__setattr__(self, "rules", self.language.rules)
 
     def evidence(self, state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
         """What ``state``'s run has observed so far, as the rules read it."""
-        return gather(state, registry, skills)
+        return gather(state, registry, skills, self.language)
 
     def check(
         self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
     ) -> ValidationErrorObservation | None:
         """The rule ``answer`` breaks, as the observation the model sees next, or None."""
-        verdict = check_answer(answer, gather(state, registry, skills))
+        verdict = check_answer(answer, gather(state, registry, skills, self.language))
         return None if verdict is None else verdict.observation()
 
     def accepts(
         self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
     ) -> bool:
         """Whether ``answer`` keeps every rule now."""
-        return check_answer(answer, gather(state, registry, skills)) is None
+        return check_answer(answer, gather(state, registry, skills, self.language)) is None
 
     def hold(
         self,
@@ -178,7 +172,7 @@ class Grounding:
         """``schema`` with its answer held to the rules (:func:`grounded_schema`): while only
         "I cannot tell" may be said and a skill not yet called names what the question asks
         about, the answer waits for that call, unless this is the run's last step."""
-        evidence = gather(state, registry, skills)
+        evidence = gather(state, registry, skills, self.language)
         waiting = not last_step and only_declines(evidence) and evidence.called
         return grounded_schema(
             schema, evidence, unmade_call=waiting and could_answer(evidence, registry)
@@ -192,20 +186,23 @@ def answer_rule(evidence: Evidence) -> str:
     """The pattern every answer the decoder may write for this evidence matches: before any
     result, "I cannot tell" (or, asked about the skills, an answer naming one); with results
     whose words do not name the question's subject, "I cannot tell"; else copy-only values."""
+    question = evidence.question
+    language = question.language
     if not evidence.results:
-        if evidence.question.about_catalogue and evidence.skills:
+        if question.about_catalogue and evidence.skills:
             # Words and the skills' names, each name whole (no letter glued to it), one at least.
-            plain = f"[{PLAIN_CHARS}]"
+            plain = f"[{plain_chars(language)}]"
             names = "(" + "|".join(re.escape(n) for n in evidence.skills) + ")"
-            word, gap = f"({names}|[a-zA-Z']+)", "[ ,;:()/&]+"
+            word = f"({names}|[{language.answer_letters}']+)"
+            gap = "[" + language.between.replace("'", "") + "]+"
             listing = f"({word}{gap})*{names}({gap}{word})*{gap[:-1]}*"
-            return f"^({CANNOT_TELL}{plain}*|{listing})([.!?])?$"
-        return cannot_tell_pattern()
+            return f"^({language.cannot_tell}{plain}*|{listing})([.!?])?$"
+        return cannot_tell_pattern(language)
     if evidence.unnamed_subject() is not None:
-        return cannot_tell_pattern()
+        return cannot_tell_pattern(language)
     # Values copied, none required: which one to state is the strategy's (guidance requires one).
-    copied = dataclasses.replace(copyable(evidence.results, evidence.question.text), stated=())
-    return answer_pattern(copied)
+    found = copyable(evidence.results, question.text, language=language)
+    return answer_pattern(dataclasses.replace(found, stated=()), language)
 
 
 def only_declines(evidence: Evidence) -> bool:
@@ -225,7 +222,7 @@ def could_answer(evidence: Evidence, registry: Registry) -> bool:
         spec = registry.get(name)
         if name in evidence.called_names or spec is None:
             continue
-        words = known_words([name, spec.description, *spec.examples], [])
+        words = known_words([name, spec.description, *spec.examples], [], question.language)
         if unnamed_subject(question, words) is None:
             return True
     return False

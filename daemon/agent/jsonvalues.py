@@ -1,13 +1,14 @@
-"""JSON as the agent uses it: skill results made JSON-safe, one-line JSON for the prompt, and
-argument errors in words a small model can act on."""
+"""JSON as the agent uses it: skill results made JSON-safe, one-line JSON for the prompt,
+argument errors in words a small model can act on, and the one walk every reader of a result
+takes (:func:`walk`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -115,3 +116,31 @@ _COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "),
 def compact_json(value: Any) -> str:
     """One-line JSON as the model reads it: non-ASCII kept, anything odd as its str."""
     return _COMPACT_ENCODER.encode(value)
+
+
+At = TypeVar("At")
+
+
+def walk(result: Any, visit: Callable[[Any, At], Sequence[tuple[Any, At]]], at: At) -> None:
+    """Walk a JSON result depth first, each part before what it holds and in its order:
+    ``visit(node, at)`` reads one part and returns the parts to go on into, each with what it
+    is to be read with (its path, its key, whether it is a list's item). A reader that wants
+    every part returns :func:`inside`; one that stops at a part returns fewer, or parts of its
+    own making. Without recursion: a result of any depth costs no stack."""
+    stack: list[tuple[Any, At]] = [(result, at)]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node, where = pop()
+        parts = visit(node, where)
+        if parts:
+            extend(parts[::-1])
+
+
+def inside(node: Any, at: At) -> list[tuple[Any, At]]:
+    """What an object or a list holds, each to be read with ``at``, in order; [] for a
+    scalar: the parts a reader that wants every part goes on into."""
+    if isinstance(node, dict):
+        return [(value, at) for value in node.values()]
+    if isinstance(node, list):
+        return [(item, at) for item in node]
+    return []

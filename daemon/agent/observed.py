@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.claims import unnamed_subject
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
     SkillResultObservation,
     ToolErrorObservation,
 )
-from edge_agentd.agent.question import Question
+from edge_agentd.agent.jsonvalues import walk
+from edge_agentd.agent.language import Language
+from edge_agentd.agent.question import Question, in_language
 from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
 from edge_agentd.agent.vocabulary import known_words
 
@@ -52,7 +55,8 @@ class Evidence:
     def vocabulary(self) -> frozenset[str]:
         """The words of the calls that returned a result and of those results, case folded:
         read only where a rule needs them (a question with a subject)."""
-        return self.skill_words | known_words(self.arguments, self.results)
+        language = self.question.language
+        return self.skill_words | known_words(self.arguments, self.results, language)
 
     def unnamed_subject(self) -> str | None:
         """What of the question's subject this evidence does not name (:func:`unnamed_subject`);
@@ -83,7 +87,7 @@ class _Gathered:
         "words",
     )
 
-    def __init__(self, key: tuple[int, int], query: str) -> None:
+    def __init__(self, key: tuple[int, int, int], query: str) -> None:
         self.key = key
         self.seen = 0
         self.last: object = None
@@ -99,22 +103,25 @@ class _Gathered:
         self.named: dict[str, frozenset[str]] = {}
         self.arguments: list[str] = []
 
-    def skill_words(self, name: str, registry: Registry) -> frozenset[str]:
+    def skill_words(self, name: str, registry: Registry, language: Language) -> frozenset[str]:
         """The words that name what a skill's calls ask about: its name, description and
         examples (read once a run, however often it is called)."""
         words = self.named.get(name)
         if words is None:
             spec = registry.get(name)
             texts = [name] if spec is None else [name, spec.description, *spec.examples]
-            words = self.named[name] = known_words(texts, [])
+            words = self.named[name] = known_words(texts, [], language)
         return words
 
 
-def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
-    """The evidence of ``state``'s run so far: each result, and each call that returned one."""
+def gather(
+    state: AgentState, registry: Registry, skills: Iterable[str], language: Language = ENGLISH
+) -> Evidence:
+    """The evidence of ``state``'s run so far: each result, and each call that returned one,
+    its question read in ``language``."""
     events = state.stream.root
     skills = tuple(skills)
-    key = (id(registry), registry.version)
+    key = (id(registry), registry.version, id(language))
     gathered = state.context.evidence
     if (
         not isinstance(gathered, _Gathered)
@@ -136,20 +143,20 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
             if not isinstance(event, SkillResultObservation):
                 continue
             gathered.results.append(event.result)
-            _walk_texts(event.result, gathered.texts)
+            walk(event.result, _texts_of(gathered.texts), None)
             call = gathered.calls.get(event.call_id) if event.call_id else None
             before = events[index - 1] if index else None
             if call is None and isinstance(before, CallSkillAction):
                 call = before  # an event stream made by hand, without ids
             if call is not None:
-                gathered.words |= gathered.skill_words(call.skill_name, registry)
+                gathered.words |= gathered.skill_words(call.skill_name, registry, language)
                 gathered.arguments.extend(map(str, call.arguments.values()))
         gathered.seen, gathered.last = len(events), events[-1]
         gathered.evidence = None
     evidence = gathered.evidence
     if evidence is None or evidence.skills != skills:
         evidence = gathered.evidence = Evidence(
-            state.question,
+            in_language(state.question, language),
             tuple(gathered.results),
             tuple(gathered.texts),
             skills,
@@ -162,20 +169,26 @@ def gather(state: AgentState, registry: Registry, skills: Iterable[str]) -> Evid
     return evidence
 
 
-def _walk_texts(node: Any, texts: list[str]) -> None:
-    if isinstance(node, dict):
-        reading = reading_text(node)
-        if reading is not None:
-            texts.append(reading)
-        for key, value in node.items():
-            texts.append(str(key))
-            _walk_texts(value, texts)
-    elif isinstance(node, list):
-        texts.append(str(len(node)))
-        for item in node:
-            _walk_texts(item, texts)
-    elif isinstance(node, str) or is_number(node):
-        texts.append(scalar_text(node))
+def _texts_of(texts: list[str]) -> Callable[[Any, str | None], list[tuple[Any, str | None]]]:
+    """What a walk of a result adds to ``texts``: each reading as it is written, each key
+    before what it holds, each list's count, and each text and number."""
+
+    def visit(node: Any, key: str | None) -> list[tuple[Any, str | None]]:
+        if key is not None:
+            texts.append(key)
+        if isinstance(node, dict):
+            reading = reading_text(node)
+            if reading is not None:
+                texts.append(reading)
+            return [(value, str(name)) for name, value in node.items()]
+        if isinstance(node, list):
+            texts.append(str(len(node)))
+            return [(item, None) for item in node]
+        if isinstance(node, str) or is_number(node):
+            texts.append(scalar_text(node))
+        return []
+
+    return visit
 
 
 __all__ = ["Evidence", "gather"]

@@ -14,12 +14,28 @@ import json
 import re
 from typing import Any
 
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.jsonvalues import walk
+from edge_agentd.agent.language import Language
+
 MAX_LINES = 48
 """A result with more lines than this is cut (the event keeps it whole)."""
 MAX_LINE_CHARS = 160
 
 DIGIT = re.compile(r"[0-9]")
-WORD = re.compile(r"[A-Za-z]{2,24}")
+MIN_WORD, MAX_WORD = 2, 24
+"""The lengths of a word a unit's name or a key gives: a letter alone ("C") is in any
+question, and a run longer than a word is none."""
+
+
+def name_words(name: str, language: Language = ENGLISH) -> list[str]:
+    """The words of a name, each whole (``available_mib`` gives "available" and "mib"; the
+    "min" of ``1min`` is none: a word is a part between what is no letter or digit)."""
+    return [
+        part
+        for part in re.split(r"[\W_]+", name)
+        if MIN_WORD <= len(part) <= MAX_WORD and language.letters.fullmatch(part)
+    ]
 
 
 def scalar_text(value: Any) -> str:
@@ -61,13 +77,13 @@ def alternative_forms(reading: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def names_unit(form: dict[str, Any], question: str) -> bool:
+def names_unit(form: dict[str, Any], question: str, language: Language = ENGLISH) -> bool:
     """Whether ``question`` asks for a reading's form by its unit (``°F``) or its unit's name
     (``Fahrenheit``), as the result writes them."""
     folded = question.casefold()
     unit = str(form.get("unit", "")).strip().casefold()
     name = form.get("unit_name")
-    words = WORD.findall(name) if isinstance(name, str) else []
+    words = name_words(name, language) if isinstance(name, str) else []
     return (bool(unit) and unit in folded) or any(w.casefold() in folded for w in words)
 
 
@@ -78,14 +94,15 @@ def counted(items: list[Any], in_item: bool) -> bool:
     return len(items) >= 2 and not in_item
 
 
-def count_text(items: list[Any]) -> str:
+def count_text(items: list[Any], language: Language = ENGLISH) -> str:
     """``3 in all``, and their names when each item is an object with one, not a reading
     (``3 in all: cpu, bme280, w1``): "which sensors are there?" is answered by the names, and
     a name shown only inside other lines' names is one a small model does not copy."""
     names = [item_label(item, "", index) for index, item in enumerate(items)]
+    counted = f"{len(items)} {language.in_all}"
     if any(name.startswith("[") for name in names) or any(reading_text(i) for i in items):
-        return f"{len(items)} in all"  # unnamed, or readings: each one's line names it
-    return f"{len(items)} in all: {', '.join(names)}"
+        return counted  # unnamed, or readings: each one's line names it
+    return f"{counted}: {', '.join(names)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,61 +123,65 @@ class Line:
         return f"{self.name}: {self.shown}"
 
 
-def result_line_parts(result: Any) -> list[Line]:
+def result_line_parts(result: Any, language: Language = ENGLISH) -> list[Line]:
     """The lines of a skill result (see the module's docstring), each with its part."""
     lines: list[Line] = []
 
-    def walk(node: Any, path: str, in_item: bool = False) -> None:
+    def visit(node: Any, at: tuple[str, bool]) -> list[tuple[Any, tuple[str, bool]]]:
+        path, in_item = at
         if isinstance(node, dict):
             reading = reading_text(node)
-            if reading is not None:
-                forms = alternative_forms(node)
-                kept = {"value": node["value"], "unit": node["unit"], **forms}
-                lines.append(Line(path or "value", reading, kept))
-                for key, form in forms.items():
-                    name = f"{path} {key}".strip()
-                    lines.append(Line(name, str(reading_text(form)), form, alternative=True))
-                rest = {k: v for k, v in node.items() if k not in ("value", "unit", *forms)}
-                for key, item in rest.items():
-                    if not isinstance(item, str) or f"{path}".endswith(item):
-                        walk(item, f"{path} {key}".strip(), in_item)
-                return
-            for key, item in node.items():
-                walk(item, f"{path} {key}".strip(), in_item)
-        elif isinstance(node, list):
+            if reading is None:
+                return [(item, (f"{path} {key}".strip(), in_item)) for key, item in node.items()]
+            forms = alternative_forms(node)
+            kept = {"value": node["value"], "unit": node["unit"], **forms}
+            lines.append(Line(path or "value", reading, kept))
+            for key, form in forms.items():
+                name = f"{path} {key}".strip()
+                lines.append(Line(name, str(reading_text(form)), form, alternative=True))
+            rest = {k: v for k, v in node.items() if k not in ("value", "unit", *forms)}
+            return [
+                (item, (f"{path} {key}".strip(), in_item))
+                for key, item in rest.items()
+                if not isinstance(item, str) or f"{path}".endswith(item)
+            ]
+        if isinstance(node, list):
             if counted(node, in_item):
-                lines.append(Line(path or "items", count_text(node), node))
+                lines.append(Line(path or "items", count_text(node, language), node))
+            items = []
             for index, item in enumerate(node):
                 label = item_label(item, path, index)
                 if isinstance(item, dict):
                     named = {k: v for k, v in item.items() if f"{path} {v}".strip() != label}
-                    walk(named, label, True)
+                    items.append((named, (label, True)))
                 else:
-                    walk(item, label, True)
-        else:
-            lines.append(Line(path or "value", scalar_text(node), node))
+                    items.append((item, (label, True)))
+            return items
+        lines.append(Line(path or "value", scalar_text(node), node))
+        return []
 
-    walk(result, "")
+    walk(result, visit, ("", False))
     return lines
 
 
-def result_lines(result: Any) -> list[str]:
+def result_lines(result: Any, language: Language = ENGLISH) -> list[str]:
     """``name: value unit`` lines for a skill result (see the module's docstring)."""
-    lines = [line.text for line in result_line_parts(result)]
+    lines = [line.text for line in result_line_parts(result, language)]
     if len(lines) > MAX_LINES:
-        lines = [*lines[:MAX_LINES], f"... and {len(lines) - MAX_LINES} lines more"]
+        more = language.lines_more.format(count=len(lines) - MAX_LINES)
+        lines = [*lines[:MAX_LINES], more]
     return [line[:MAX_LINE_CHARS] + ("..." if len(line) > MAX_LINE_CHARS else "") for line in lines]
 
 
 __all__ = [
     "DIGIT",
-    "WORD",
     "Line",
     "alternative_forms",
     "count_text",
     "counted",
     "is_number",
     "item_label",
+    "name_words",
     "names_unit",
     "reading_text",
     "result_line_parts",

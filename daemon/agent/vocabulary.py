@@ -6,44 +6,43 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from edge_agentd.agent.english import LETTERS
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.jsonvalues import inside, walk
+from edge_agentd.agent.language import Language
 
 
-def _letters(text: str) -> list[str]:
-    return LETTERS.findall(text.casefold())
-
-
-def known_words(texts: Iterable[str], results: Iterable[Any]) -> frozenset[str]:
+def known_words(
+    texts: Iterable[str], results: Iterable[Any], language: Language = ENGLISH
+) -> frozenset[str]:
     """The words of ``texts`` and of ``results``' keys and texts, case folded, letters only."""
+    letters = language.letters
     found: set[str] = set()
     for text in texts:
-        found.update(_letters(text))
+        found.update(letters.findall(text.casefold()))
 
-    def walk(node: Any) -> None:
+    def visit(node: Any, at: None) -> list[tuple[Any, None]]:
+        if isinstance(node, str):
+            found.update(letters.findall(node.casefold()))
+            return []
         if isinstance(node, dict):
-            for key, value in node.items():
-                found.update(_letters(str(key)))
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-        elif isinstance(node, str):
-            found.update(_letters(node))
+            for key in node:
+                found.update(letters.findall(str(key).casefold()))
+        return inside(node, None)
 
     for result in results:
-        walk(result)
+        walk(result, visit, None)
     return frozenset(found)
 
 
-def is_known(word: str, vocabulary: frozenset[str]) -> bool:
+def is_known(word: str, vocabulary: frozenset[str], language: Language = ENGLISH) -> bool:
     """Whether each run of letters of ``word`` is a word of ``vocabulary``, its plural or
     singular, or begins one or is begun by one, four letters at least."""
-    parts = _letters(word)
-    return bool(parts) and all(_known_part(p, vocabulary) for p in parts)
+    parts = language.letters.findall(word.casefold())
+    return bool(parts) and all(_known_part(p, vocabulary, language) for p in parts)
 
 
-def _known_part(part: str, vocabulary: frozenset[str]) -> bool:
-    forms = {part, part.removesuffix("s"), f"{part}s"}
+def _known_part(part: str, vocabulary: frozenset[str], language: Language) -> bool:
+    forms = language.forms(part)
     if forms & vocabulary:
         return True
     stems = [f for f in forms if len(f) >= 4]

@@ -23,9 +23,11 @@ import dataclasses
 import json
 from collections.abc import Callable, Sequence
 
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, Event, SkillResultObservation
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.protocol import Completion, ModelHandle
-from edge_agentd.agent.question import asks_about_many
+from edge_agentd.agent.question import asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
 from edge_agentd.guidance.render import fitting_sentences
 
@@ -42,6 +44,8 @@ class Answering:
     """The engine's answers for a model that drives the loop; ``Agent(..., guidance=Answering())``
     turns them on (the daemon's ``plain`` strategy)."""
 
+    language: Language = dataclasses.field(default=ENGLISH, kw_only=True)
+    """The language questions are read and answers said in."""
     own_words: bool = False
     """Leave every answer to the model: no sentence is offered, and the model writes its own."""
     restate_question: bool = False
@@ -73,10 +77,11 @@ class Answering:
         ]
         # A question about many things at once ("How warm is it everywhere?") is not answered
         # by a sentence about one: the model reads on and says it.
-        if self.own_words or not results or asks_about_many(state.query):
+        if self.own_words or not results or asks_about_many(state.query, self.language):
             return generate(prompt)
         named = {spec.name: spec for spec in skills}
-        fitting = [s for s in fitting_sentences(state.question, results, named) if grounded(s)]
+        question = in_language(state.question, self.language)
+        fitting = [s for s in fitting_sentences(question, results, named) if grounded(s)]
         if not fitting:
             return generate(prompt)
         if len(fitting) == 1:

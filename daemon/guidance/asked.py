@@ -35,85 +35,81 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agentd.agent.english import HOW_MANY
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.question import head_noun_forms
 from edge_agentd.agent.resultlines import Line, names_unit, result_line_parts
-from edge_agentd.guidance.focus import part_scores
+from edge_agentd.guidance.focus import naming_words, part_scores
 
 log = logging.getLogger(__name__)
 
-CONTENT_FREE_QUESTION = "What is it?"
-"""The question a name's likelihood as the answering part is measured against."""
 ASKED_MARGIN = 2.0
 """Nats within the best line's score that a line is still one the question may ask about."""
 MAX_ASKED_LINES = 48
 """A result with more lines than this is not narrowed: each line is a text scored."""
 
 
-def candidate_lines(result: Any, query: str) -> list[Line]:
+def candidate_lines(result: Any, query: str, language: Language = ENGLISH) -> list[Line]:
     """The lines of ``result`` a question can be asking about: not another form of a reading
     whose unit it does not name, and not a text the question already states (the sensor named
     in "what does the BME280 show?" is not what is asked, though the question is likeliest
     after it)."""
-    asked = set(_words(query))
+    asked = set(naming_words(query, language))
     lines = []
-    for line in result_line_parts(result):
+    for line in result_line_parts(result, language):
         node = line.node
-        if line.alternative and not names_unit(node, query):
+        if line.alternative and not names_unit(node, query, language):
             continue
-        if isinstance(node, str) and len(node) >= 4 and asked.intersection(_words(node)):
+        named = isinstance(node, str) and len(node) >= 4
+        if named and asked.intersection(naming_words(node, language)):
             continue
         lines.append(line)
     return lines
 
 
-def _words(text: str) -> list[str]:
-    """The words of ``text`` that can name something: runs of letters and digits, three or
-    more long, case folded."""
-    return [w for w in re.findall(r"[^\W_]+", text.casefold()) if len(w) >= 3]
-
-
-def _named_line(query: str, lines: Sequence[Line]) -> Line | None:
+def _named_line(query: str, lines: Sequence[Line], language: Language) -> Line | None:
     """The one line whose own key (its name's last part, "humidity" of "readings humidity",
     "days_from_today" whole) is the question's head noun or its plural or singular, or None
     when none is or several are."""
-    forms = head_noun_forms(query)
+    forms = head_noun_forms(query, language)
     named = [line for line in lines if (line.name.split() or [""])[-1].casefold() in forms]
     return named[0] if len(named) == 1 else None
 
 
 def asked_lines(
-    model: ModelHandle, query: str, results: Sequence[tuple[str, Any]]
+    model: ModelHandle,
+    query: str,
+    results: Sequence[tuple[str, Any]],
+    language: Language = ENGLISH,
 ) -> list[Line] | None:
     """Of each ``(skill_name, result)``, the lines ``query`` is likeliest after (the best, and
     any within :data:`ASKED_MARGIN` of it); None when no result has lines to choose from, or
     the model cannot score (then nothing is narrowed)."""
     chosen: list[Line] = []
     for skill_name, result in results:
-        lines = candidate_lines(result, query)
+        lines = candidate_lines(result, query, language)
         if len(lines) <= 1 or len(lines) > MAX_ASKED_LINES:
             chosen.extend(lines)
             continue
-        named = _named_line(query, lines)
+        named = _named_line(query, lines, language)
         if named is not None:
             chosen.append(named)
             continue
         # A line is scored by its name alone, in a skill's words.
         names = [line.name.replace("_", " ") for line in lines]
-        scores = part_scores(model, query, skill_name, names)
-        answers = answering_gains(model, query, skill_name, names)
+        scores = part_scores(model, query, skill_name, names, language)
+        answers = answering_gains(model, query, skill_name, names, language)
         if scores is None or answers is None:
             return None  # the answer is still asked for; it is only not narrowed
         scores = [a + b for a, b in zip(scores, answers, strict=True)]
         best = max(scores)
         near = zip(lines, scores, strict=True)
         chosen.extend(line for line, score in near if score >= best - ASKED_MARGIN)
-    if HOW_MANY.match(query):
+    if language.how_many_question.match(query):
         # "How many sensors ...?" asks for a list's count, not its names: a small model shown
         # the names copies them, over and over, instead of counting.
         chosen = [_count_of(line) for line in chosen]
@@ -128,7 +124,11 @@ def _count_of(line: Line) -> Line:
 
 
 def answering_gains(
-    model: ModelHandle, query: str, skill_name: str, names: Sequence[str]
+    model: ModelHandle,
+    query: str,
+    skill_name: str,
+    names: Sequence[str],
+    language: Language = ENGLISH,
 ) -> list[float] | None:
     """log P(name | query) - log P(name | a content-free question), each name read as the part
     of ``skill_name``'s result that answers the question; None for a model that cannot score,
@@ -136,13 +136,13 @@ def answering_gains(
     fmt = model.chat_format
 
     def prompt(question: str) -> str:
-        text = f"Question: {question}\nThe part of the result of {skill_name} that answers it:"
+        text = language.answering_prompt.format(question=question, skill=skill_name)
         return f"{fmt.user_prefix}{fmt.defuse(text)}"
 
     # Scored beside the conversation (likelihood), not in its place (score): the answer that
     # follows would otherwise evaluate the whole conversation again, the costliest thing a
     # step does on a CPU.
-    prompts = [prompt(query), prompt(CONTENT_FREE_QUESTION)]
+    prompts = [prompt(query), prompt(language.content_free_question)]
     gains = []
     try:
         for name in names:

@@ -8,6 +8,8 @@ import dataclasses
 import json
 from typing import Any
 
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.prompt import ChatFormat, signature_text
 from edge_agentd.agent.registry import SkillSpec
 
@@ -33,12 +35,16 @@ class Candidate:
         return (self.skill_name, json.dumps(self.arguments))
 
 
-def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
+def candidates_for(
+    spec: SkillSpec, fmt: ChatFormat, language: Language = ENGLISH
+) -> list[Candidate]:
     """The candidates one skill offers: each call it lists as ready, else the skill itself."""
     listed = "".join(f"\n- {example}" for example in spec.examples)
 
     def describe(signature: str, extra: str = "") -> str:
-        text = f"The skill {signature}: {spec.description}{extra}\nQuestions it answers:{listed}\n-"
+        text = language.skill_prompt.format(
+            signature=signature, description=spec.description, extra=extra, listed=listed
+        )
         return f"{fmt.user_prefix}{fmt.defuse(text)}"
 
     ready = spec.ready_calls()
@@ -48,7 +54,8 @@ def candidates_for(spec: SkillSpec, fmt: ChatFormat) -> list[Candidate]:
                 spec.name,
                 arguments,
                 describe(
-                    _call_text(spec.name, arguments), f"\nThis call gets: {what}" if what else ""
+                    _call_text(spec.name, arguments),
+                    language.call_gets.format(what=what) if what else "",
                 ),
             )
             for arguments, what in ready

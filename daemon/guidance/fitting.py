@@ -12,45 +12,32 @@ description, whose keys do not). The subject is named as grounding names it
 after it, and the head or another of its words. A "how <adjective>" question's adjective
 picks, among those, the lines whose own path starts as it does ("charged" and
 ``state_of_charge_percent``), where any does; so do the question's other words ("available"
-of "How much memory is available?"), the grammar's own left out (:data:`~edge_agentd.agent.
-english.GRAMMAR`).
+of "How much memory is available?"), the grammar's own left out (the language's
+:attr:`~edge_agentd.agent.language.Language.grammar`).
 
 A yes-or-no question (:attr:`~edge_agentd.agent.question.Question.state`) is answered "Yes,
 ..." or "No, ..." only from a line that writes its state: a flag whose key holds each word the
 question asks ("plugged_in" of "Is the car plugged in?"), or a state text that has the word, or
 whose own words, or (for a text under a state key, or the object's only text) whose skill's
 words name it ("closed" under ``state`` of a skill that says "open or closed"). Otherwise it
-gets none. Every word is the question's, the result's or the language's (YES, NO, NOT).
+gets none. Every word is the question's, the result's or the language's (its yes, no, not and
+sentences).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from edge_agentd.agent.claims import absent_value, holds_state, quality_nouns, unnamed_subject
-from edge_agentd.agent.english import (
-    COUNT_KEYS,
-    GRAMMAR,
-    HOW_MANY,
-    NEGATIONS,
-    NO,
-    NOT,
-    STATE_KEYS,
-    STATE_VERBS,
-    TOKEN,
-    UNIT_KEYS,
-    YES,
-)
 from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.vocabulary import is_known, known_words
-from edge_agentd.guidance.labels import forms, object_texts, prefix, verb, words_of
+from edge_agentd.guidance.labels import object_texts, prefix, words_of
 
-_LETTER = re.compile(r"[^\W\d_]")
 MAX_STATE_WORDS = 3
 """A text longer than this is no state ("closed", "fully open"), but a sentence of its own."""
 
@@ -60,7 +47,9 @@ MAX_BOUND_LINES = 256
 its turn shows only its first lines."""
 
 
-def own_words(line: Line, texts: dict[tuple[str, ...], list[str]]) -> frozenset[str]:
+def own_words(
+    line: Line, texts: dict[tuple[str, ...], list[str]], language: Language
+) -> frozenset[str]:
     """The words ``line`` names by itself: its path, and the short texts and keys of its
     object and of the objects that object is in (``texts``, :func:`~edge_agentd.guidance.
     labels.object_texts` of its result's lines): a reading in a sensor's ``readings`` is that
@@ -71,7 +60,7 @@ def own_words(line: Line, texts: dict[tuple[str, ...], list[str]]) -> frozenset[
     # texts (the ``kind`` of each sensor listed is no humidity).
     depths = [len(path)] if isinstance(line.node, str) else range(len(path) + 1)
     found = [t for depth in depths for t in texts.get(path[:depth], ())]
-    return known_words([line.name, *found], [])
+    return known_words([line.name, *found], [], language)
 
 
 def failure_reason(question: Question, events: Sequence[Event]) -> str | None:
@@ -79,10 +68,11 @@ def failure_reason(question: Question, events: Sequence[Event]) -> str | None:
     under /sys/class/thermal"): the last failure whose skill or words name what was asked, else,
     when every call failed, the last one; None when none says why."""
     failures = [e for e in events if isinstance(e, ToolErrorObservation)]
+    language = question.language
     naming = [
         e.error
         for e in failures
-        if names_subject(question, known_words([e.skill_name, e.error], []))
+        if names_subject(question, known_words([e.skill_name, e.error], [], language))
     ]
     if naming:
         return naming[-1]
@@ -107,21 +97,22 @@ def bound_lines(
     subject (see the module's docstring); all of them for a question with no subject. With
     ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
     its object's sibling holds: ``state`` beside ``door``)."""
-    subject = question.subject
+    subject, language = question.subject, question.language
     # A unit says how another line's value is written, not a value: "The humidity unit is
     # %RH." answers no question but one about the unit.
-    words_asked = {w.casefold() for w in TOKEN.findall(question.text)}
-    if not words_asked & UNIT_KEYS:
-        chosen = [line for line in chosen if not _keyed_by(line, UNIT_KEYS)]
+    words_asked = {w.casefold() for w in language.token.findall(question.text)}
+    if not words_asked & language.unit_keys:
+        chosen = [line for line in chosen if not _keyed_by(line, language.unit_keys)]
     # A count says how many things there are, not what one of them reads: the count of the
     # sensors that measure the humidity is no humidity.
-    if HOW_MANY.match(normalised(question.text)) is None and not words_asked & COUNT_KEYS:
-        chosen = [line for line in chosen if not _keyed_by(line, COUNT_KEYS)]
+    how_many = language.how_many_question.match(normalised(question.text, language))
+    if how_many is None and not words_asked & language.count_keys:
+        chosen = [line for line in chosen if not _keyed_by(line, language.count_keys)]
     if subject is None:
         return list(chosen)
     chosen = list(chosen)[:MAX_BOUND_LINES]
     texts = object_texts(lines)
-    own = {id(line): own_words(line, texts) for line in chosen}
+    own = {id(line): own_words(line, texts, language) for line in chosen}
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
     if not bound:
         bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
@@ -132,29 +123,29 @@ def bound_lines(
         # The head first; else another word of the subject ("sensors" of "Which sensors measure
         # humidity?", which the grammar reads as saying which one).
         for words in ([subject.head], subject.which):
-            keyed = [x for x in bound if any(is_known(w, _key_of(x)) for w in words)]
+            keyed = [
+                x for x in bound if any(is_known(w, _key_of(x, language), language) for w in words)
+            ]
             if keyed:
                 bound = keyed
                 break
     quality = subject.quality
     if quality and quality != subject.head:
         # "How charged is the car's battery?": of the car's lines, the one the adjective names.
-        asked = (quality, *quality_nouns(quality))
-        keyed = [
-            line
-            for line in bound
-            if any(is_known(word, known_words([line.name], [])) for word in asked)
-        ]
+        asked = (quality, *quality_nouns(quality, language))
+        keyed = [line for line in bound if _names_line(line, asked, language)]
         bound = keyed or bound
     # The question's other words may name the line too: "How much memory is available?" asks
     # for ``memory available_mib``, not the total or the share used, where a line is so named.
     others = other_words(question)
-    keyed = [
-        line
-        for line in bound
-        if any(is_known(w, known_words([line.name], [])) for w in others)
-    ]
+    keyed = [line for line in bound if _names_line(line, others, language)]
     return keyed or bound
+
+
+def _names_line(line: Line, words: Sequence[str], language: Language) -> bool:
+    """Whether one of ``words`` is a word of ``line``'s name."""
+    name = known_words([line.name], [], language)
+    return any(is_known(word, name, language) for word in words)
 
 
 def _keyed_by(line: Line, keys: frozenset[str]) -> bool:
@@ -163,23 +154,23 @@ def _keyed_by(line: Line, keys: frozenset[str]) -> bool:
     return key.casefold() in keys
 
 
-def _key_of(line: Line) -> frozenset[str]:
+def _key_of(line: Line, language: Language) -> frozenset[str]:
     """The words of ``line``'s own key (the last part of its name)."""
-    return known_words([line.name.split()[-1] if line.name else ""], [])
+    return known_words([line.name.split()[-1] if line.name else ""], [], language)
 
 
 def other_words(question: Question) -> list[str]:
     """The question's words that are neither its subject's nor the grammar's own (its verbs,
     pronouns, determiners, question words): "available" of "How much memory is available?"."""
-    subject = question.subject
+    subject, language = question.subject, question.language
     taken: set[str] = set()
     if subject is not None:
         said = (*subject.words, *subject.owner, *subject.where, subject.quality or "")
         taken = {w.casefold() for w in said}
     found = []
-    for word in TOKEN.findall(normalised(question.text)):
+    for word in language.token.findall(normalised(question.text, language)):
         folded = word.casefold()
-        if len(folded) >= 3 and folded.isalpha() and folded not in GRAMMAR | taken:
+        if len(folded) >= 3 and folded.isalpha() and folded not in language.grammar | taken:
             found.append(folded)
     return found
 
@@ -187,29 +178,30 @@ def other_words(question: Question) -> list[str]:
 def subject_phrase(question: Question) -> str | None:
     """The question's subject as a sentence names it, the question's own words ("the front
     door", "the soil of the basil plant"); None when it has none."""
-    subject = question.subject
+    subject, language = question.subject, question.language
     if subject is None:
         return None
     # A word with no letter ("1" of "W.1") is no name a sentence can copy: the question may
     # write it glued to another, where it is no number of its own.
-    said = [w for w in (*subject.which, subject.head) if _LETTER.search(w)]
+    said = [w for w in (*subject.which, subject.head) if language.letters.search(w)]
     if not said:
         return None
     opening = question.text.lstrip()[: len(said[0])]
     if opening == said[0] and said[0][1:].islower():
         said[0] = said[0].lower()  # "Humidity?": capitalised as a sentence opens
     phrase = " ".join(said)
-    of = [w for w in subject.of if _LETTER.search(w)]
+    of = [w for w in subject.of if language.letters.search(w)]
     if of:
-        phrase += " of the " + " ".join(of)
+        phrase = language.said_of.format(phrase=phrase, of=" ".join(of))
     # Its values as grounding reads them: a "1W" the question wrote as ".1W" is a 1 it lacks.
     return phrase if absent_value(phrase, [question.text]) is None else None
 
 
 def asks_existence(question: Question) -> bool:
     """Whether ``question`` asks whether something is there ("Is there mail?")."""
-    low = [w.casefold() for w in TOKEN.findall(normalised(question.text))]
-    return len(low) > 2 and low[0] in STATE_VERBS and low[1] == "there"
+    language = question.language
+    low = [w.casefold() for w in language.token.findall(normalised(question.text, language))]
+    return len(low) > 2 and low[0] in language.state_verbs and low[1] == language.there
 
 
 def yes_no_sentences(
@@ -225,11 +217,14 @@ def yes_no_sentences(
     phrase = subject_phrase(question)
     if phrase is None:
         return []
-    be = verb(words_of(phrase))
+    la = question.language
+    be = la.verb(words_of(phrase, la))
     if asks_existence(question):
         flags = [line for line in bound if isinstance(line.node, bool)]
         return [
-            f"{YES}, there {be} {phrase}." if line.node else f"{NO}, there {be} no {phrase}."
+            (la.said_there if line.node else la.said_none_there).format(
+                answer=la.yes if line.node else la.no, be=be, phrase=phrase
+            )
             for line in flags
         ]
     state, predicate = question.state, " ".join(question.predicate)
@@ -237,43 +232,47 @@ def yes_no_sentences(
         return []
     said: list[str] = []
     for line in bound:
-        key = known_words([line.name.split()[-1] if line.name else ""], [])
-        if isinstance(line.node, bool) and all(is_known(w, key) for w in question.predicate):
-            said.append(
-                f"{YES}, the {phrase} {be} {predicate}."
-                if line.node
-                else f"{NO}, the {phrase} {be} {NOT} {predicate}."
-            )
-    texts = [line for line in bound if _state_text(line)]
+        key = known_words([line.name.split()[-1] if line.name else ""], [], la)
+        if isinstance(line.node, bool) and all(is_known(w, key, la) for w in question.predicate):
+            template = la.said_state if line.node else la.said_not_state
+            answer = la.yes if line.node else la.no
+            said.append(template.format(answer=answer, phrase=phrase, be=be, state=predicate))
+    texts = [line for line in bound if _state_text(line, la)]
     strong = [
         line
         for line in texts
-        if is_known(state, known_words([line.name.split()[-1], str(line.node)], []))
+        if is_known(state, known_words([line.name.split()[-1], str(line.node)], [], la), la)
     ]
     if not strong:
         # The state is the skill's word ("open or closed"), and the line is its object's state.
         objects = object_texts(lines)
-        weak = [t for t in texts if is_known(state, own_words(t, objects) | skill_words)]
-        keyed = [line for line in weak if line.name.split()[-1].casefold() in STATE_KEYS]
+        weak = [t for t in texts if is_known(state, own_words(t, objects, la) | skill_words, la)]
+        keyed = [line for line in weak if line.name.split()[-1].casefold() in la.state_keys]
         strong = keyed or (weak if len(texts) == 1 else [])
     for line in strong:
         text = str(line.node).strip()
-        has = any(forms(w) & {state} for w in words_of(text))
-        said.append(f"{YES if has else NO}, the {phrase} {be} {text}.")
-    if holds_state([result], state):
-        said = [s for s in said if not s.startswith(NO)]
+        has = any(la.forms(w) & {state} for w in words_of(text, la))
+        answer = la.yes if has else la.no
+        said.append(la.said_state.format(answer=answer, phrase=phrase, be=be, state=text))
+    if holds_state([result], state, la):
+        said = [s for s in said if not s.startswith(la.no)]
     return said
 
 
-def _state_text(line: Line) -> bool:
+def _state_text(line: Line, language: Language) -> bool:
     """Whether ``line`` shows a text that can be a state: a few words of letters, with no
     negation (a "not open" would answer "Yes" to "open")."""
     node = line.node
     if not isinstance(node, str) or not line.name:
         return False
-    found = words_of(node)
-    plain = all(w.isalpha() for w in found) and not {w.casefold() for w in found} & NEGATIONS
-    return 0 < len(found) <= MAX_STATE_WORDS and plain and not node.strip().endswith("n't")
+    found = words_of(node, language)
+    negated = {w.casefold() for w in found} & language.negations
+    plain = all(w.isalpha() for w in found) and not negated
+    return (
+        0 < len(found) <= MAX_STATE_WORDS
+        and plain
+        and not (language.negation_suffix and node.strip().endswith(language.negation_suffix))
+    )
 
 
 __all__ = [

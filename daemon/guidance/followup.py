@@ -28,14 +28,15 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillResultObservation
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import ModelHandle
-from edge_agentd.agent.question import head_noun_forms
+from edge_agentd.agent.question import Question, head_noun_forms
 
 if TYPE_CHECKING:
     from edge_agentd.guidance.candidates import Candidate
@@ -43,10 +44,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def content_free(fmt: ChatFormat) -> str:
+def content_free(fmt: ChatFormat, language: Language = ENGLISH) -> str:
     """A skill description with no content, in the candidates' form: how likely a question is
     after it is the baseline a fitting skill must beat."""
-    return f"{fmt.user_prefix}The skill : \nQuestions it answers:\n-"
+    empty = language.skill_prompt.format(signature="", description="", extra="", listed="")
+    return f"{fmt.user_prefix}{empty}"
 
 
 def joined(first: str, second: str, fmt: ChatFormat) -> str:
@@ -78,7 +80,13 @@ def call_words(events: Sequence[Event], candidates: Sequence[Candidate]) -> list
 
 
 def second_call(
-    model: ModelHandle, query: str, first: Candidate, left: Sequence[Candidate], margin: float
+    model: ModelHandle,
+    query: str,
+    first: Candidate,
+    left: Sequence[Candidate],
+    margin: float,
+    *,
+    language: Language = ENGLISH,
 ) -> tuple[Candidate | None, float]:
     """The candidate of ``left`` to call after ``first`` for ``query`` (defused), and by how many
     nats its join beat the content-free join; None when none beats it by ``margin``."""
@@ -87,26 +95,28 @@ def second_call(
         return None, 0.0
     fmt = model.chat_format
     prompts = [joined(first.description, c.description, fmt) for c in others]
-    prompts.append(joined(first.description, content_free(fmt), fmt))
+    prompts.append(joined(first.description, content_free(fmt, language), fmt))
     scores = model.likelihood(prompts, f" {query}")
     best = max(range(len(others)), key=scores.__getitem__)
     gain = scores[best] - scores[-1]
     return (others[best] if gain >= margin else None), gain
 
 
-def two_parts_answered(state: AgentState) -> bool:
-    """Whether ``state``'s question is in two parts and its run made two calls, both answered:
-    then each result is one part's."""
+def two_parts_answered(state: AgentState, question: Question) -> bool:
+    """Whether ``question`` (``state``'s) is in two parts and its run made two calls, both
+    answered: then each result is one part's."""
     events = state.stream.root
     calls = [e for e in events if isinstance(e, CallSkillAction)]
     results = [e for e in events if isinstance(e, SkillResultObservation)]
-    return len(calls) == len(results) == 2 and bool(state.question.parts)
+    return len(calls) == len(results) == 2 and bool(question.parts)
 
 
-def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
+def named_calls(
+    query: str, candidates: Sequence[Candidate], language: Language = ENGLISH
+) -> list[Candidate]:
     """The candidates with fixed arguments one of which is the question's head noun, or its
     plural or singular (:func:`~edge_agentd.guidance.asked.head_noun_forms`)."""
-    forms = head_noun_forms(query)
+    forms = head_noun_forms(query, language)
     return [
         c
         for c in candidates
@@ -116,33 +126,38 @@ def named_calls(query: str, candidates: Sequence[Candidate]) -> list[Candidate]:
     ]
 
 
-def unasked_narrowings(query: str, candidates: Sequence[Candidate]) -> set[tuple[str, str]]:
+def unasked_narrowings(
+    query: str, candidates: Sequence[Candidate], language: Language = ENGLISH
+) -> set[tuple[str, str]]:
     """The keys of the candidates that narrow a call their skill also lists with no arguments
     (``list_sensors(quantity="humidity")`` and ``list_sensors()``) where the question does not
     name each of their values as a word of its own: a narrower call needs the question to ask
     for what narrows it. Linear in the candidates, however many a plugin lists."""
     whole = {c.skill_name for c in candidates if c.arguments == {}}
-    words = f" {_word_run(query)} "
+    words = f" {_word_run(query, language)} "
     return {
         c.key
         for c in candidates
         if c.arguments
         and c.skill_name in whole
-        and not all(isinstance(v, str) and _names(words, v) for v in c.arguments.values())
+        and not all(
+            isinstance(v, str) and _names(words, v, language) for v in c.arguments.values()
+        )
     }
 
 
-def _names(words: str, value: str) -> bool:
+def _names(words: str, value: str, language: Language) -> bool:
     """Whether ``words`` (:func:`_word_run`'s) holds ``value`` as a word or words of its own,
     or their plural."""
-    said = _word_run(value)
-    return bool(said) and (f" {said} " in words or f" {said}s " in words)
+    said = _word_run(value, language)
+    plural = f"{said}{language.plural_suffix}"
+    return bool(said) and (f" {said} " in words or f" {plural} " in words)
 
 
-def _word_run(text: str) -> str:
+def _word_run(text: str, language: Language) -> str:
     """``text``'s words, case folded, one space apart: what is compared, with no pattern to
     build per value a plugin lists."""
-    return " ".join(re.findall(r"\w+", text.casefold()))
+    return " ".join(language.alnum.findall(text.casefold()))
 
 
 def part_call(
@@ -153,6 +168,7 @@ def part_call(
     candidates: Sequence[Candidate],
     left: Sequence[Candidate],
     margin: float,
+    language: Language = ENGLISH,
 ) -> Candidate | None:
     """The candidate of ``left`` that the second part of the question fits best (of the calls
     it names, :func:`named_calls`, when it names some), when that part fits it better than it
@@ -166,7 +182,7 @@ def part_call(
     open_keys = {c.key for c in left}
     for part in parts[1:]:
         scores = model.likelihood(prompts, f" {fmt.defuse(part)}")
-        named = {c.key for c in named_calls(part, candidates)}
+        named = {c.key for c in named_calls(part, candidates, language)}
         pool = [i for i, c in enumerate(candidates) if not named or c.key in named]
         best = max(pool, key=scores.__getitem__)
         chosen, gain = candidates[best], scores[best] - scores[at_first]
@@ -186,11 +202,15 @@ def follow_up(
     margin: float | None,
     *,
     part_margin: float | None = None,
+    question: Question | None = None,
 ) -> Candidate | None:
     """Right after the run's first call returned: the second skill its question needs, else None
     (and None at any other point). With ``part_margin``, a question in two parts gets the call
     its other part needs; else, with ``margin``, the likelihood judges. ``left``: the candidates
-    not yet called. Raises what ``model.likelihood`` raises."""
+    not yet called; ``question``, ``state``'s as the guide reads it (by default, as the run
+    does). Raises what ``model.likelihood`` raises."""
+    question = state.question if question is None else question
+    language = question.language
     events = state.stream.root
     made = [e for e in events if isinstance(e, CallSkillAction)]
     if len(made) != 1 or not isinstance(events[-1], SkillResultObservation):
@@ -198,12 +218,21 @@ def follow_up(
     first = first_candidate(made[0], candidates)
     if first is None:
         return None
-    parts = [p.text for p in state.question.parts] if part_margin is not None else []
+    parts = [p.text for p in question.parts] if part_margin is not None else []
     if parts and part_margin is not None:
-        return part_call(model, parts, first, candidates=candidates, left=left, margin=part_margin)
+        return part_call(
+            model,
+            parts,
+            first,
+            candidates=candidates,
+            left=left,
+            margin=part_margin,
+            language=language,
+        )
     if margin is None:
         return None
-    second, gain = second_call(model, model.chat_format.defuse(state.query), first, left, margin)
+    query = model.chat_format.defuse(state.query)
+    second, gain = second_call(model, query, first, left, margin, language=language)
     log.debug("a second call after %s gains %.2f nats: %s", first.skill_name, gain, second)
     return second
 

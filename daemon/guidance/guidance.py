@@ -49,15 +49,17 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
     Event,
     SkillResultObservation,
 )
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
-from edge_agentd.agent.question import Question
+from edge_agentd.agent.question import Question, in_language
 from edge_agentd.agent.registry import SkillSpec
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.guidance.asked import asked_lines, candidate_lines
@@ -78,7 +80,6 @@ from edge_agentd.guidance.phrases import (
     spent,
 )
 from edge_agentd.guidance.render import (
-    CANNOT_TELL,
     Skills,
     both_parts,
     bound_sentences,
@@ -91,24 +92,6 @@ log = logging.getLogger(__name__)
 ANSWER_HEAD = '{"final_answer": "'
 SKILL_HEAD = '{"skill_name": "'
 
-ANSWER_LINE_EXAMPLES = (
-    "How answers read. After a result, answer the question in one short sentence, with the value "
-    "and unit of the line the question asks about, copied as the result writes it. When no line "
-    "holds what was asked, or no skill gives it, say you cannot tell:\n"
-    "Result of battery_state:\npercent: 87\ncharging: false\nminutes_left: 240\n"
-    "The question was: How long will the battery last?\n"
-    '{"final_answer": "The battery will last 240 minutes."}\n'
-    "Result of garden_station:\nreadings: 2 in all\nreadings rain: 3.5 mm\n"
-    "readings wind: 12.0 km/h\n"
-    "The question was: What is the wind speed?\n"
-    '{"final_answer": "The wind speed is 12.0 km/h."}\n'
-    "The question was: How much snow fell?\n"
-    '{"final_answer": "I cannot tell: no result says how much snow fell."}'
-)
-"""Worked answers about skills no registry has, so they favour none, with results as lines: the
-system prompt's last part under guidance, in place of the plain prompt's example action."""
-
-
 def action_text(skill_name: str, arguments: dict[str, Any]) -> str:
     """An action as the canonical grammar spells it (``json.dumps``'s separators)."""
     return json.dumps({"skill_name": skill_name, "arguments": arguments}, ensure_ascii=False)
@@ -118,6 +101,9 @@ def action_text(skill_name: str, arguments: dict[str, Any]) -> str:
 class Guidance:
     """The helps a small model gets; ``Agent(..., guidance=Guidance())`` turns them on."""
 
+    language: Language = dataclasses.field(default=ENGLISH, kw_only=True)
+    """The language questions are read, prompts scored and answers said in."""
+
     go_on: bool = False
     """After a result, let the model choose to call another skill instead of answering (a small
     model nearly always prefers to, so it is off unless a model judges that well)."""
@@ -126,8 +112,9 @@ class Guidance:
     after a result, between answering and calling another skill."""
     restate_question: bool = True
     """End each result turn with the question, so the answer is written right after it."""
-    answer_examples: str = ANSWER_LINE_EXAMPLES
-    """The system prompt's closing part: how answers read."""
+    answer_examples: str = ""
+    """The system prompt's closing part: how answers read; empty, the language's worked
+    answers about skills no registry has (so they favour none), with results as lines."""
     result_lines: bool = True
     """Show results as ``name: value unit`` lines (the event keeps the whole result)."""
     state_asked: bool = True
@@ -158,6 +145,10 @@ class Guidance:
         default_factory=dict, init=False, repr=False
     )
 
+    def __post_init__(self) -> None:
+        if not self.answer_examples:
+            self.answer_examples = self.language.answer_examples
+
     def candidates(
         self, version: int, skills: Sequence[SkillSpec], fmt: ChatFormat
     ) -> list[Candidate]:
@@ -167,7 +158,7 @@ class Guidance:
         if found is None:
             if len(self._candidates) > 16:
                 self._candidates.clear()
-            found = [c for spec in skills for c in candidates_for(spec, fmt)]
+            found = [c for spec in skills for c in candidates_for(spec, fmt, self.language)]
             self._candidates[key] = found
         return found
 
@@ -195,7 +186,7 @@ class Guidance:
         # question, up to PHRASE_TRIES phrases and the whole question while refused (the whole
         # first, for a skill that reads sentences).
         skip = {(a.skill_name, json.dumps(a.arguments)) for a in made}
-        skip |= unasked_narrowings(state.query, candidates)
+        skip |= unasked_narrowings(state.query, candidates, self.language)
         left = [
             c
             for c in candidates
@@ -211,8 +202,15 @@ class Guidance:
             named = {spec.name: spec for spec in skills}
             if last_step or not left or failed_after:
                 return self._answer(model, prompt, state, candidates, grounded, skills=named)
+            question = in_language(state.question, self.language)
             second = follow_up(
-                model, state, candidates, left, self.follow_up_margin, part_margin=self.part_margin
+                model,
+                state,
+                candidates,
+                left,
+                self.follow_up_margin,
+                part_margin=self.part_margin,
+                question=question,
             )
             if (
                 result_last
@@ -222,13 +220,13 @@ class Guidance:
                 return self._answer(model, prompt, state, candidates, grounded, skills=named)
             baseline = self.cannot_tell_margin is not None and not made
             # A question in two parts is first asked its first part; the second comes after.
-            parts = [p.text for p in state.question.parts] if self.part_margin is not None else []
+            parts = [p.text for p in question.parts] if self.part_margin is not None else []
             asking = parts[0] if parts and not made else state.query
             query = model.chat_format.defuse(asking)
             # A call whose own argument is the thing asked for ("What is the humidity?" and
             # quantity="humidity") is chosen among those alone: a near tie otherwise read the
             # temperature and answered "The humidity is 22.7 °C."
-            pool = named_calls(asking, left) or left
+            pool = named_calls(asking, left, self.language) or left
             best, fits = (second, 0.0) if second else self._best(model, query, pool, baseline)
             if baseline and self.cannot_tell_margin is not None and fits < self.cannot_tell_margin:
                 return self._answer(model, prompt, state, candidates, grounded, skills=named)
@@ -259,7 +257,7 @@ class Guidance:
         (:func:`~edge_agentd.guidance.focus.focused_part`); None for other events or when off."""
         if not self.focus_parts or not isinstance(event, SkillResultObservation):
             return None
-        return focused_part(model, query, event.skill_name, event.result)
+        return focused_part(model, query, event.skill_name, event.result, self.language)
 
     def answers(
         self,
@@ -279,36 +277,38 @@ class Guidance:
         bound line: "Humidity?" is not answered with the pressure the model scored first."""
         events = state.stream.root
         observed = [e for e in events if isinstance(e, SkillResultObservation)]
-        cannot = cannot_tell_sentence(state.question, failure_reason(state.question, events))
+        question = in_language(state.question, self.language)
+        cannot = cannot_tell_sentence(question, failure_reason(question, events))
         judged = None
         if model is not None and self.know_subject:
-            judged = asks_unknown(model, state.question, events, candidates)
+            judged = asks_unknown(model, question, events, candidates)
         if judged:
             return [cannot], []
         narrowed, whole = [], []
         called = call_words(events, candidates)
         for event in observed:
-            every = candidate_lines(event.result, state.query)
+            every = candidate_lines(event.result, state.query, self.language)
             asked = None
             if model is not None and self.state_asked:
-                asked = asked_lines(model, state.query, [(event.skill_name, event.result)])
+                results = [(event.skill_name, event.result)]
+                asked = asked_lines(model, state.query, results, self.language)
             lines: list[Line] = asked or every
             narrowed.append((event.skill_name, event.result, lines))
             whole.append((event.skill_name, event.result, every))
 
-        def bound(question: Question, pick: slice) -> list[str]:
+        def bound(asked: Question, pick: slice) -> list[str]:
             words = called[pick]
-            return bound_sentences(narrowed[pick], question, skills, words) or bound_sentences(
-                whole[pick], question, skills, words
+            return bound_sentences(narrowed[pick], asked, skills, words) or bound_sentences(
+                whole[pick], asked, skills, words
             )
 
-        if self.part_margin is not None and two_parts_answered(state):
+        if self.part_margin is not None and two_parts_answered(state, question):
             # Each part's sentences, its own subject naming what its result says.
-            parts = state.question.parts
+            parts = question.parts
             first, second = (bound(q, slice(i, i + 1)) for i, q in enumerate(parts))
             if first and second:
                 return [*first, *([cannot] if judged is None else [])], second
-        stated = bound(state.question, slice(None))
+        stated = bound(question, slice(None))
         if not stated:
             return [cannot], []
         # Where the subject was judged known, the answer states a value: "I cannot tell" was
@@ -332,12 +332,15 @@ class Guidance:
         if grounded is None:
             grounded = _anything
         # Only what the loop takes is offered; with nothing left, "I cannot tell".
-        options = [o for o in options if grounded(o)] or [cannot_tell_sentence(state.question)]
+        language = self.language
+        question = in_language(state.question, language)
+        options = [o for o in options if grounded(o)] or [cannot_tell_sentence(question)]
         chosen = _likeliest(model, prompt, ANSWER_HEAD, options)
-        second = [s for s in second if grounded(both_parts(chosen, s))]
-        if second and not chosen.startswith(CANNOT_TELL):
+        second = [s for s in second if grounded(both_parts(chosen, s, language))]
+        if second and not language.declines(chosen):
             stem = chosen.removesuffix(".")
-            joined = {both_parts(chosen, s)[len(stem) :]: both_parts(chosen, s) for s in second}
+            both = {s: both_parts(chosen, s, language) for s in second}
+            joined = {both[s][len(stem) :]: both[s] for s in second}
             # Scored after the first part as the model's own start: one branch per second part.
             head = f"{ANSWER_HEAD}{_json_text(stem)}"
             chosen = joined[_likeliest(model, prompt + head, "", list(joined))]
@@ -347,15 +350,14 @@ class Guidance:
         answer, skill = model.score(prompt, [ANSWER_HEAD, SKILL_HEAD])
         return sum(answer) + self.answer_bias >= sum(skill)
 
-    @staticmethod
     def _best(
-        model: ModelHandle, query: str, candidates: Sequence[Candidate], baseline: bool
+        self, model: ModelHandle, query: str, candidates: Sequence[Candidate], baseline: bool
     ) -> tuple[Candidate, float]:
         """The candidate the question fits best, and by how many nats it beats the question's
         likelihood after a description of no skill at all (0.0 without ``baseline``)."""
         prompts = [c.description for c in candidates]
         if baseline:
-            prompts.append(content_free(model.chat_format))
+            prompts.append(content_free(model.chat_format, self.language))
         scores = model.likelihood(prompts, f" {query}")
         best = max(range(len(candidates)), key=scores.__getitem__)
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0

@@ -10,16 +10,17 @@ a number's key that ends in a unit (``charging_power_kw``, ``available_mib``,
 power is 7.2 kW.", "The state of charge is 64 %.", a duration "3600 seconds"); a word that
 says only how a value is written (``text`` of ``uptime text``) is dropped. A label left with
 no word is its object's or its skill's. The unit words and form words are the language's
-(:mod:`~edge_agentd.agent.english`), never a skill's or a key's.
+(:class:`~edge_agentd.agent.language.Language`), never a skill's or a key's.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agentd.agent.english import FORM_WORDS, UNIT_SUFFIXES
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.jsonvalues import inside, walk
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import Line, is_number
 
@@ -28,68 +29,66 @@ MAX_LABEL_WORDS = 6
 PLACEHOLDER = frozenset({"value", "items"})
 """The names :func:`~edge_agentd.agent.resultlines.result_line_parts` gives a line with no key
 of its own (a bare reading, a bare list): the skill's name says what it is instead."""
-_LETTER = re.compile(r"[^\W\d_]")
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
-def words_of(text: str) -> list[str]:
+def words_of(text: str, language: Language = ENGLISH) -> list[str]:
     """The words of ``text`` as a label uses them: runs of letters and digits (``available_mib``
     gives "available" and "mib")."""
-    return _WORD.findall(text)
+    return language.name_word.findall(text)
 
 
-def key_words(text: str) -> list[str]:
+def key_words(text: str, language: Language = ENGLISH) -> list[str]:
     """The words of a key or a name that a label may use: those with a letter, not opening with
     a digit (the "1" of a key ``_1``, or of ``_1a``, would read as a number the result does not
     state) unless the key opens with it (``1min`` of a load average: written so, its 1 is a
     number the result's line states)."""
-    found = words_of(text)
+    found = words_of(text, language)
     return [
         w
         for index, w in enumerate(found)
-        if _LETTER.search(w) and (not w[0].isdigit() or (index == 0 and text.startswith(w)))
+        if language.letters.search(w)
+        and (not w[0].isdigit() or (index == 0 and text.startswith(w)))
     ]
 
 
-def spoken(label: Sequence[str], node: Any) -> tuple[list[str], str | None]:
+def spoken(
+    label: Sequence[str], node: Any, language: Language = ENGLISH
+) -> tuple[list[str], str | None]:
     """``label`` as a person says it of a line showing ``node``, and the unit its value takes
     from it: a word that says only the value's form dropped, and for a number, a last word that
     is a unit (after another word) taken off as the unit ("charging power", "kW")."""
-    said = [w for w in label if w.casefold() not in FORM_WORDS] or list(label)
+    said = [w for w in label if w.casefold() not in language.form_words] or list(label)
     unit = None
-    if is_number(node) and len(said) >= 2 and said[-1].casefold() in UNIT_SUFFIXES:
-        unit = UNIT_SUFFIXES[said[-1].casefold()]
+    units = language.unit_suffixes
+    if is_number(node) and len(said) >= 2 and said[-1].casefold() in units:
+        unit = units[said[-1].casefold()]
         said = said[:-1]
     return said, unit
 
 
-def _says_nothing(label: Sequence[str], node: Any) -> bool:
+def _says_nothing(label: Sequence[str], node: Any, language: Language) -> bool:
     """Whether each word of ``label`` says only a value's form, or which one by a number
     (``1min``), or, for a number, its unit: it names no thing by itself."""
     number = is_number(node)
     return all(
-        w.casefold() in FORM_WORDS or w[0].isdigit() or (number and w.casefold() in UNIT_SUFFIXES)
+        w.casefold() in language.form_words
+        or w[0].isdigit()
+        or (number and w.casefold() in language.unit_suffixes)
         for w in label
     )
 
 
-def spell(label: Sequence[str], question: str) -> str:
+def spell(label: Sequence[str], question: str, language: Language = ENGLISH) -> str:
     """``label``'s words, each as the question spells it where the question has it ("CPU" for
     a key's "cpu")."""
-    found = words_of(question)
+    found = words_of(question, language)
     # The question's first word is capitalised as a sentence opens, not as the word is spelt:
     # "Humidity?" gives no "The Humidity is ...".
     opening = found[0] if found and found[0][1:].islower() else None
-    spelled = {w.casefold(): w for w in found if _LETTER.search(w) and w != opening}
+    spelled = {w.casefold(): w for w in found if language.letters.search(w) and w != opening}
     return " ".join(
         spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label
     )
-
-
-def verb(label: Sequence[str]) -> str:
-    """"is", or "are" after a plural."""
-    last = label[-1].casefold() if label else ""
-    return "are" if last.endswith("s") and not last.endswith("ss") and len(last) > 3 else "is"
 
 
 def prefix(line: Line) -> tuple[str, ...]:
@@ -97,7 +96,9 @@ def prefix(line: Line) -> tuple[str, ...]:
     return tuple(line.name.split()[:-1])
 
 
-def qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
+def qualifier(
+    line: Line, lines: Sequence[Line], language: Language = ENGLISH
+) -> tuple[str, str] | None:
     """``(value, key)`` of the first short text of the object ``line`` is in, when that is not
     ``line`` itself: what the object calls itself, as a list item's line does (``front`` of
     ``{"door": "front", "state": "closed"}``). One without a letter (a date) names nothing."""
@@ -107,9 +108,10 @@ def qualifier(line: Line, lines: Sequence[Line]) -> tuple[str, str] | None:
         node = other.node
         if prefix(other) != prefix(line) or not isinstance(node, str) or not other.name:
             continue
-        if other.name.split()[-1].casefold() in FORM_WORDS:
+        if other.name.split()[-1].casefold() in language.form_words:
             continue  # a value written out ("33 min" of ``text``) is no name of its object
-        fits = 0 < len(node.strip()) <= 40 and _LETTER.search(node) and len(words_of(node)) <= 3
+        short = 0 < len(node.strip()) <= 40 and len(words_of(node, language)) <= 3
+        fits = short and language.letters.search(node)
         if other == line or not fits:
             return None
         return node.strip(), other.name.split()[-1]
@@ -142,21 +144,14 @@ def reading_of(form: Line, lines: Sequence[Line]) -> Line:
 def keys_of(node: Any) -> set[str]:
     """Every key of the objects in ``node``."""
     found: set[str] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
+
+    def visit(item: Any, at: None) -> list[tuple[Any, None]]:
         if isinstance(item, dict):
             found.update(str(key) for key in item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+        return inside(item, None)
+
+    walk(node, visit, None)
     return found
-
-
-def forms(word: str) -> set[str]:
-    """``word`` case folded, with its plural and singular."""
-    folded = word.casefold()
-    return {folded, folded.removesuffix("s"), f"{folded}s"}
 
 
 def labels(
@@ -167,14 +162,15 @@ def labels(
     it is a key: a list item's part is its value ("sensors 28-0316a2791bff measures"), no
     label. A key that is only a unit or a form word (``seconds``, ``text``) is said as what its
     object is: the path before it, or the skill."""
+    language = question.language
     whole = all(part in keys for part in line.name.split())
-    name = key_words(line.name) if whole else []
-    key = key_words(line.name.split()[-1]) if line.name.split() else []
-    skill = key_words(skill_name)
+    name = key_words(line.name, language) if whole else []
+    key = key_words(line.name.split()[-1], language) if line.name.split() else []
+    skill = key_words(skill_name, language)
     own = key if key and line.name not in PLACEHOLDER else skill
-    if own and _says_nothing(own, line.node):
+    if own and _says_nothing(own, line.node, language):
         # "seconds" or "text" alone says no thing: the object's path does, or the skill.
-        own = [*((key_words(" ".join(prefix(line))) if whole else []) or skill), *own]
+        own = [*((key_words(" ".join(prefix(line)), language) if whole else []) or skill), *own]
     found = [own, name if line.name not in PLACEHOLDER else skill]
     # A part of the name that is no key is a list item's own name ("fern" of ``plants fern
     # moisture``): it says which one, taken whole ("The fern moisture is 58.0 %.").
@@ -182,19 +178,19 @@ def labels(
     items = [p for p in line.name.split()[:-1] if p not in keys and "[" not in p]
     if items:
         found.append([items[-1], *own])
-    named = qualifier(line, lines)
+    named = qualifier(line, lines, language)
     heads = {w.casefold() for w in own}
     if named is not None:
         # The text whole, as the result writes it ("28-0316a2791bff", "washing machine"), and
         # always before the line's own key: "The temperature quantity difference is 25.6 °C",
         # never "The temperature is 25.6 °C" of a difference.
         value, sibling_key = named
-        which = [value, *key_words(sibling_key)]
+        which = [value, *key_words(sibling_key, language)]
         # A bare value is the object's own ("The bme280 sensor is 61.0.").
         found.append(which if line.name in PLACEHOLDER else [*which, *own])
         if isinstance(line.node, str):
             # A state is the state of what the object is: the "door" of ``{"door": "front"}``.
-            heads |= {w.casefold() for w in key_words(sibling_key)}
+            heads |= {w.casefold() for w in key_words(sibling_key, language)}
     # The question's subject, when the line's own label and what says which one hold each of
     # its words (or their plural or singular), its head the line's key or, for a state, what
     # the object is: the label then claims nothing the result does not ("CPU temperature" of
@@ -203,10 +199,11 @@ def labels(
     subject = question.subject
     if subject is not None:
         held = [*own, *(w for label in found[2:] for w in label)]
-        vocabulary = {w.casefold() for text in held for w in words_of(text)}
+        vocabulary = {w.casefold() for text in held for w in words_of(text, language)}
         # "state of charge" whole: its "of" phrase is part of what it names.
-        phrase = (*subject.which, subject.head, *(("of", *subject.of) if subject.of else ()))
-        asked = [w for word in phrase for w in words_of(word)]
+        phrase = (*subject.which, subject.head, *((language.of, *subject.of) if subject.of else ()))
+        asked = [w for word in phrase for w in words_of(word, language)]
+        forms = language.forms
         if asked and all(forms(w) & vocabulary for w in asked) and forms(asked[-1]) & heads:
             found.append(asked)
     kept: dict[tuple[str, ...], None] = {}
@@ -219,7 +216,6 @@ def labels(
 __all__ = [
     "MAX_LABEL_WORDS",
     "PLACEHOLDER",
-    "forms",
     "key_words",
     "keys_of",
     "labels",
@@ -229,6 +225,5 @@ __all__ = [
     "reading_of",
     "spell",
     "spoken",
-    "verb",
     "words_of",
 ]

@@ -7,7 +7,8 @@ chooses among them, by its likelihood of each, whole, as its reply
 (:class:`~edge_agentd.guidance.guidance.Guidance`), or, where one fits, the engine says it.
 Every sentence is built from a result's lines (:mod:`~edge_agentd.agent.resultlines`), the
 names and words of the skills that gave them, and the question, with a few words of the
-engine's own (:data:`TEMPLATE_WORDS`), said as a person says them:
+engine's own (the language's :attr:`~edge_agentd.agent.language.Language.own_words`, its
+sentences said in the language the question was read in), as a person says them:
 
 - **A reading, a number or a text**: "The <label> is <value> <unit>.", the label spoken
   (:mod:`~edge_agentd.guidance.labels`): "The charging power is 7.2 kW." of
@@ -48,7 +49,8 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from edge_agentd.agent.english import HOW_MANY, NO, NOT, UNIT_WORDS, YES
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import (
     Line,
@@ -74,20 +76,11 @@ from edge_agentd.guidance.labels import (
     reading_of,
     spell,
     spoken,
-    verb,
     words_of,
 )
 
-CANNOT_TELL = "I cannot tell"
-"""How an answer that states no value begins (grounding's ``declines`` reads it)."""
-TEMPLATE_WORDS = frozenset(
-    [
-        "the", "is", "are", "there", "in", "all", "and", "no", "result", "says", "i",
-        "cannot", "tell", "what", "was", "asked", "skill", "here", "reads", "whether", "of",
-        YES.casefold(), NO.casefold(), NOT,
-    ]
-) | UNIT_WORDS
-"""Every word a rendered sentence may hold that is not a result's, a skill's or the question's:
+TEMPLATE_WORDS = ENGLISH.own_words
+"""Every word an English sentence may hold that is not a result's, a skill's or the question's:
 the engine's own, and the units a key's last word says (``kw`` gives "kW", ``s`` "seconds")."""
 MAX_SENTENCES = 32
 """The most sentences offered for one part of an answer: each is a branch the model scores."""
@@ -118,8 +111,10 @@ def _list_names(items: list[Any]) -> list[str] | None:
     return names
 
 
-def _joined(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+def _joined(names: Sequence[str], language: Language) -> str:
+    if len(names) == 1:
+        return names[0]
+    return language.said_listing.format(names=", ".join(names[:-1]), last=names[-1])
 
 
 def line_sentences(
@@ -140,41 +135,47 @@ def line_sentences(
     sentences: list[str] = []
     node = line.node
     shown = line.shown.strip()
+    la = question.language
     if node is None:
         return sentences  # a null says nothing to state
     if isinstance(node, dict):
-        named = [f for f in alternative_forms(node).values() if names_unit(f, question.text)]
+        forms = alternative_forms(node).values()
+        named = [f for f in forms if names_unit(f, question.text, la)]
         shown = str(reading_text(named[0])) if named else shown
-    how_many = HOW_MANY.match(question.text) is not None
+    how_many = la.how_many_question.match(question.text) is not None
     found = labels(line, lines, skill_name, question, keys)
     # The unit a label's last word gives is the line's, whatever label states it ("The charging
     # power is 7.2 kW." under the question's words too); a single word left of a key that
     # only its unit followed is no label where its path says more ("The available is ...").
-    units = [unit for label in found if (unit := spoken(label, node)[1])]
-    whole = max((len(spoken(label, node)[0]) for label in found), default=0)
+    units = [unit for label in found if (unit := spoken(label, node, la)[1])]
+    whole = max((len(spoken(label, node, la)[0]) for label in found), default=0)
     for label in found:
-        words, unit = spoken(label, node)
+        words, unit = spoken(label, node, la)
         if unit and len(words) == 1 and whole > 1:
             continue
         unit = unit or (units[0] if units else None)
-        said = spell(words, question.text)
+        said = spell(words, question.text, la)
+        be = la.verb(words)
         if isinstance(node, list):
             names = _list_names(node)
             if names and not (fit and how_many):
-                sentences.append(f"The {said} {verb(words)} {_joined(names)}.")
+                joined = _joined(names, la)
+                sentences.append(la.said_names.format(label=said, be=be, names=joined))
             if not (fit and names and not how_many):
-                sentences.append(f"There are {len(node)} {said}.")
-        elif is_number(node) and line.shown.startswith(f"{node} in all"):
-            sentences.append(f"There are {node} {said}.")  # a list's count (how many)
+                sentences.append(la.said_count.format(count=len(node), label=said))
+        elif is_number(node) and line.shown.startswith(f"{node} {la.in_all}"):
+            # A list's count (how many).
+            sentences.append(la.said_count.format(count=node, label=said))
         elif isinstance(node, bool):
-            sentences.append(f"{said[:1].upper()}{said[1:]}: {(YES if node else NO).lower()}.")
-        elif shown and len(shown) <= MAX_VALUE_CHARS and words != words_of(shown):
+            answer = (la.yes if node else la.no).lower()
+            sentences.append(la.said_flag.format(label=_capital(said), answer=answer))
+        elif shown and len(shown) <= MAX_VALUE_CHARS and words != words_of(shown, la):
             value = f"{shown} {unit}" if unit else shown
             template = says if line.name not in PLACEHOLDER or not isinstance(node, str) else None
             if template is not None:
                 sentences.append(_capital(template.format(label=said, value=value)))
             else:
-                sentences.append(f"The {said} {verb(words)} {value}.")
+                sentences.append(la.said_value.format(label=said, be=be, value=value))
     return sentences
 
 
@@ -214,7 +215,7 @@ def sentences_for(
     (the lines of that result the question asks about), at most :data:`MAX_SENTENCES`."""
     found: dict[str, None] = {}
     for skill_name, result, chosen in asked:
-        lines = result_line_parts(result)
+        lines = result_line_parts(result, question.language)
         keys = keys_of(result)
         template = says_template((says or {}).get(skill_name))
         # Each line renders a sentence or more: a result of thousands of lines is stated from
@@ -229,7 +230,9 @@ def sentences_for(
     return list(found)[:MAX_SENTENCES]
 
 
-def _skill_words(skills: Skills | None, name: str) -> tuple[frozenset[str], str | None]:
+def _skill_words(
+    skills: Skills | None, name: str, language: Language
+) -> tuple[frozenset[str], str | None]:
     """A skill's words (its name, description and examples) and its ``says``, as ``skills``
     has them."""
     spec = skills.get(name) if skills is not None else None
@@ -238,7 +241,7 @@ def _skill_words(skills: Skills | None, name: str) -> tuple[frozenset[str], str 
     # ``says`` is an option a skill may declare (SkillOptions.says); read where it is.
     says = getattr(getattr(spec, "options", None), "says", None)
     texts = [t for t in (description, *examples) if isinstance(t, str)]
-    return known_words([name, *texts], []), says_template(says)
+    return known_words([name, *texts], [], language), says_template(says)
 
 
 def bound_sentences(
@@ -254,16 +257,17 @@ def bound_sentences(
     if question.parts:
         first, second = (bound_sentences(asked, part, skills, called) for part in question.parts)
         if first and second:
-            joined = [both_parts(a, b) for a in first for b in second if a != b]
+            joined = [both_parts(a, b, question.language) for a in first for b in second if a != b]
             return [s for s in joined if _clean(s)][:MAX_SENTENCES]
         return first or second
     found: dict[str, None] = {}
     yes_no = question.state is not None or asks_existence(question)
+    language = question.language
     for index, (skill_name, result, chosen) in enumerate(asked):
-        lines = result_line_parts(result)
-        words, says = _skill_words(skills, skill_name)
+        lines = result_line_parts(result, language)
+        words, says = _skill_words(skills, skill_name, language)
         if index < len(called):
-            words |= known_words(called[index], [])
+            words |= known_words(called[index], [], language)
         bound = bound_lines(question, chosen, lines, words)
         if yes_no:
             # Every line: the state the question names ("closed" of "Is the door closed?") is
@@ -289,7 +293,10 @@ def fitting_sentences(
     """The sentences that answer ``question`` from ``results``, ``(skill_name, result)`` pairs
     (see the module's docstring): [] when none is about what it asks. ``called``: as
     :func:`bound_sentences` takes it."""
-    asked = [(name, result, candidate_lines(result, question.text)) for name, result in results]
+    asked = [
+        (name, result, candidate_lines(result, question.text, question.language))
+        for name, result in results
+    ]
     return bound_sentences(asked, question, skills, called)
 
 
@@ -298,31 +305,32 @@ def cannot_tell_sentence(question: Question, reason: str | None = None) -> str:
     "no thermal zone was found under /sys/class/thermal.") where there is one, else "no skill
     here reads the <subject>." (or "says whether the <subject> is <state>." to a yes-or-no
     question), the subject in the question's words."""
+    la = question.language
+    cannot = la.cannot_tell
     said = _EXCEPTION_NAME.sub("", " ".join((reason or "").split()))
     if said and len(said) <= MAX_REASON_CHARS and _clean(said):
         said = said if said[1:2].isupper() else said[:1].lower() + said[1:]
-        return f"{CANNOT_TELL}: {said.rstrip('.!?')}."
+        return la.cannot_because.format(cannot=cannot, reason=said.rstrip(".!?"))
     phrase = subject_phrase(question)
     if phrase is None or not _clean(phrase):
-        return f"{CANNOT_TELL}: no skill here says what was asked."
+        return la.cannot_asked.format(cannot=cannot)
     subject = question.subject
     if subject is not None and subject.quality == subject.head and not subject.which:
-        return f"{CANNOT_TELL}: no skill here says how {phrase} it is."  # "How loud is it?"
+        return la.cannot_how.format(cannot=cannot, phrase=phrase)  # "How loud is it?"
     if question.predicate:
-        be = verb(words_of(phrase))
-        return f"{CANNOT_TELL}: no skill here says whether the {phrase} {be} " + (
-            " ".join(question.predicate) + "."
-        )
-    return f"{CANNOT_TELL}: no skill here reads the {phrase}."
+        be, state = la.verb(words_of(phrase, la)), " ".join(question.predicate)
+        return la.cannot_whether.format(cannot=cannot, phrase=phrase, be=be, state=state)
+    return la.cannot_read.format(cannot=cannot, phrase=phrase)
 
 
-def both_parts(first: str, second: str) -> str:
+def both_parts(first: str, second: str, language: Language = ENGLISH) -> str:
     """One sentence stating both parts of a question in two parts."""
-    return f"{first.removesuffix('.')} and {second[:1].lower()}{second[1:]}"
+    return language.said_both.format(
+        first=first.removesuffix("."), second=f"{second[:1].lower()}{second[1:]}"
+    )
 
 
 __all__ = [
-    "CANNOT_TELL",
     "MAX_SENTENCES",
     "TEMPLATE_WORDS",
     "Skills",

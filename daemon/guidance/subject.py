@@ -41,9 +41,6 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from edge_agentd.agent.english import (
-    LETTERS,
-)
 from edge_agentd.agent.events import CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.question import Question
@@ -64,11 +61,6 @@ WHICH_GAIN = 2.0
 """The same, for a word before the head that says which one ("relative" of "relative humidity"
 is known, "garage" of "garage door sensor" is not, where no skill reads a garage). A thing named
 by words the evidence lacks is not one it has."""
-
-
-_TEMPLATE_WORDS = frozenset({"the", "skill", "questions", "answers", "this", "call", "gets"})
-"""Words every candidate's description has from its template (candidates.py), not from the
-skill."""
 
 
 def asks_unknown(
@@ -92,10 +84,11 @@ def asks_unknown(
         if isinstance(call, CallSkillAction) and isinstance(after, SkillResultObservation)
     ]
     called = sorted({c.description for a in answered if (c := first_candidate(a, candidates))})
-    prefix = model.chat_format.user_prefix
-    described = known_words([d.removeprefix(prefix) for d in called], []) - _TEMPLATE_WORDS
-    vocabulary = described | known_words([], results)
-    free = content_free(model.chat_format)
+    prefix, language = model.chat_format.user_prefix, question.language
+    # Less the words every candidate's description has from its template, not from the skill.
+    described = known_words([d.removeprefix(prefix) for d in called], [], language)
+    vocabulary = (described - language.prompt_words) | known_words([], results, language)
+    free = content_free(model.chat_format, language)
     verdicts = {
         unknown_subject(model, part, vocabulary, called, free)
         for part in question.parts or [question]
@@ -115,15 +108,16 @@ def unknown_subject(
     not judged: the question names no subject, or the model cannot score. A word is scored
     only when its gain decides: a which-word the evidence does not name, then the head, when
     no other word is named."""
-    subject, query = question.subject, question.text
+    subject, query, language = question.subject, question.text, question.language
     if subject is None:
         return None
+    letters = language.letters
 
     def named(word: str) -> bool:
-        return LETTERS.search(word.casefold()) is not None and is_known(word, vocabulary)
+        return letters.search(word.casefold()) is not None and is_known(word, vocabulary, language)
 
     for word in dict.fromkeys(subject.which):
-        if named(word) or not LETTERS.search(word.casefold()):
+        if named(word) or not letters.search(word.casefold()):
             continue
         gain = _gain(model, query, word, descriptions, content_free)
         if gain is None:
@@ -134,7 +128,7 @@ def unknown_subject(
     # The head may be known by the model alone ("RAM" after "memory"); another word only by
     # the evidence's own words: "CO2" of "CO2 level" is likely after any sensor's
     # description, and says nothing of whether this device has one.
-    if named(head) or not LETTERS.search(head.casefold()):
+    if named(head) or not letters.search(head.casefold()):
         return False
     if any(named(w) for w in (*subject.which, *subject.of, *subject.owner)):
         return False
