@@ -80,7 +80,7 @@ def test_a_crash_is_logged_and_kept_whatever_escapes(
 
 def test_a_daemon_thread_that_crashed_is_shown_in_status() -> None:
     """The model's load raising past the loader's own handling (it catches Exception) ends its
-    thread: ``status`` names it and says what ended it."""
+    thread: ``status`` names it, says what ended it, and the daemon is ``degraded``."""
     def load() -> ModelHandle:
         raise KeyboardInterrupt("the load was interrupted")
 
@@ -90,3 +90,4 @@ def test_a_daemon_thread_that_crashed_is_shown_in_status() -> None:
             "edge-agent-load": "KeyboardInterrupt: the load was interrupted"
         }
         assert server.status()["journal"]["state"] != "degraded"
+        assert server.status()["state"] == "degraded"
