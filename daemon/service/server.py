@@ -113,11 +113,13 @@ class Server:
                 "call": self.calls.call,
             },
         )  # fmt: skip
-        counters = [self.requests.counts, self.replies.counts, self.counts]
         self.report = StatusReport(
             lifecycle=self.lifecycle, runs=self.runs, limits=limits, wedge=self.wedge,
             model_spec=options.model_spec, options=options, bound=self._router.bound,
-            counters=[*counters, self._router.connections.counts],
+            counters=[
+                self.requests.counts, self.replies.counts, self.counts,
+                self._router.connections.counts,
+            ],
             sections={  # in wire order; mqtt and mcp are attached by serve (attach)
                 "mqtt": lambda: None, "journal": self.journal.status,
                 "triggers": self.triggers.status, "skill_calls": lambda: dict(self.calls.counts),
