@@ -1,18 +1,25 @@
 """The MQTT bridge's own threads run on the daemon's one thread pattern: a crash of one shows in
 the daemon's ``status`` (which thread, and why; the daemon ``degraded``) and in its log.
 
-A real daemon process with the bridge on, against a real Mosquitto. The crash is a plugin's
-sensor skill that calls ``sys.exit``: ``SystemExit`` is no ``Exception``, so it passes the
-readings' own handling and ends the thread that reads the sensors.
+The readings' thread: a real daemon process with the bridge on, against a real Mosquitto, and a
+plugin's sensor skill that calls ``sys.exit`` (``SystemExit`` is no ``Exception``, so it passes
+the readings' own handling). The link's thread: driven in-process against a real daemon, as the
+bridge drives it, with a first step that exits past its supervisor, which restarts the link on
+an ``Exception`` only.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from daemon_harness import running_server
 from mosquitto import broker, wait_for
 from mqtt_harness import Node
+
+from edge_agentd.service.mqtt.daemonlink import DaemonLink, Pending
+from edge_agentd.service.mqtt.state import BridgeState
 
 EXITING_SENSORS = '''
 import sys
@@ -64,3 +71,33 @@ def test_a_crash_of_the_bridges_thread_shows_in_status_and_the_log(tmp_path: Pat
             assert reply["kind"] == "result" and reply["outcome"] == "answered"
         finally:
             node.stop()
+
+
+def test_a_crash_of_the_links_thread_shows_in_the_daemons_status() -> None:
+    def first_step() -> None:
+        raise SystemExit("the link's first step exited")
+
+    def unexpected(pending: Pending, reply: dict[str, Any]) -> None:
+        raise AssertionError(f"no ask was sent, yet {pending} got {reply}")
+
+    with running_server() as (server, endpoint):
+        state = BridgeState()
+        link = DaemonLink(
+            state,
+            on_final=unexpected,
+            on_progress=unexpected,
+            on_daemon_status=lambda reply: None,
+            on_started=first_step,
+        )
+        server.attach("mqtt", state.snapshot, [link.thread])
+        link.start(endpoint)
+        try:
+            wait_for(lambda: bool(server.status()["crashed_threads"]), 30, "a crashed thread")
+            status = server.status()
+            assert status["crashed_threads"] == {
+                "mqtt-bridge": "SystemExit: the link's first step exited"
+            }
+            assert status["state"] == "degraded"
+            assert status["mqtt"]["counters"].get("link_failures", 0) == 0  # not restarted
+        finally:
+            link.stop(5)

@@ -140,7 +140,7 @@ class Server:
     def attach(self, name: str, status: Section, threads: Iterable[DaemonThread] = ()) -> None:
         """A part that serves beside the loop as a client of its socket, ``mqtt`` (the bridge) or
         ``mcp`` (the Model Context Protocol server): its map in ``status``, and its threads,
-        whose crash shows there. Attach before :meth:`serve`."""
+        whose crash shows there. ``serve`` attaches them before the loop starts."""
         if name not in ("mqtt", "mcp"):
             raise ValueError(f"no status section {name!r} to attach")
         self.report.sections[name] = status
