@@ -7,13 +7,13 @@ and the built-in skills are loaded only when asked for, and so is each name belo
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-# The public names, each where it lives: the one table. A type checker reads it as imports
-# (`X as X` exports X); at run time nothing here is imported: __getattr__ reads the table from
-# this file's source and imports a name's module on its first use (PEP 562), so `edge-agent ask`,
-# `status` and `skills`, which need none of them, start without pydantic or the agent.
+# The public names, each where it lives. A type checker reads them as the imports below (`X as X`
+# exports X); at run time nothing here is imported: __getattr__ looks a name up in the literal
+# table _HOMES and imports its module on its first use (PEP 562), so `edge-agent ask`, `status`
+# and `skills`, which need none of them, start without pydantic or the agent. The table is data,
+# not read from this file's source, so an install of compiled files alone keeps it.
 if TYPE_CHECKING:
     from edge_agentd.agent.events import EVENT_ADAPTER as EVENT_ADAPTER
     from edge_agentd.agent.events import STATE_ADAPTER as STATE_ADAPTER
@@ -51,29 +51,50 @@ if TYPE_CHECKING:
     from edge_agentd.model import load_model as load_model
 
 
-_homes: dict[str, str] = {}
-"""Each public name's module, read from the table above on first use."""
-
-
-def _home_of() -> dict[str, str]:
-    if not _homes:
-        import ast  # noqa: PLC0415 - parsed only when a public name is first asked for
-
-        for node in ast.parse(Path(__file__).read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-                _homes.update(
-                    (alias.name, statement.module)
-                    for statement in node.body
-                    if isinstance(statement, ast.ImportFrom) and statement.module is not None
-                    for alias in statement.names
-                )
-    return _homes
+_HOMES: Final[dict[str, str]] = {
+    "EVENT_ADAPTER": "edge_agentd.agent.events",
+    "STATE_ADAPTER": "edge_agentd.agent.events",
+    "Action": "edge_agentd.agent.events",
+    "AgentState": "edge_agentd.agent.events",
+    "CallSkillAction": "edge_agentd.agent.events",
+    "Event": "edge_agentd.agent.events",
+    "EventStream": "edge_agentd.agent.events",
+    "FinalAnswerAction": "edge_agentd.agent.events",
+    "InterruptedObservation": "edge_agentd.agent.events",
+    "MaxIterationsObservation": "edge_agentd.agent.events",
+    "ModelErrorObservation": "edge_agentd.agent.events",
+    "Observation": "edge_agentd.agent.events",
+    "SkillResultObservation": "edge_agentd.agent.events",
+    "ToolErrorObservation": "edge_agentd.agent.events",
+    "Usage": "edge_agentd.agent.events",
+    "ValidationErrorObservation": "edge_agentd.agent.events",
+    "Grounding": "edge_agentd.agent.grounding",
+    "Agent": "edge_agentd.agent.loop",
+    "PLAIN": "edge_agentd.agent.prompt",
+    "ChatFormat": "edge_agentd.agent.prompt",
+    "Registry": "edge_agentd.agent.registry",
+    "SkillOptions": "edge_agentd.agent.registry",
+    "SkillSpec": "edge_agentd.agent.registry",
+    "get_registry": "edge_agentd.agent.registry",
+    "skill": "edge_agentd.agent.registry",
+    "Result": "edge_agentd.agent.workflow",
+    "Soul": "edge_agentd.agent.workflow",
+    "Workflow": "edge_agentd.agent.workflow",
+    "Completion": "edge_agentd.model",
+    "ContextExceeded": "edge_agentd.model",
+    "MockModel": "edge_agentd.model",
+    "ModelError": "edge_agentd.model",
+    "ModelHandle": "edge_agentd.model",
+    "load_model": "edge_agentd.model",
+}
+"""Each public name's module: what ``__getattr__`` imports a name from on its first use. The
+imports above say the same to a type checker; tests/test_public_names.py holds the two equal."""
 
 
 def __getattr__(name: str) -> Any:
     if name == "__all__":
-        return sorted(_home_of())
-    home = _home_of().get(name)
+        return sorted(_HOMES)
+    home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)
@@ -82,4 +103,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_home_of()})
+    return sorted({*globals(), *_HOMES})

@@ -25,9 +25,8 @@ from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.model.scripted import MockModel
-from edge_agentd.service.assembly.wiring import build_server
 from edge_agentd.service.config.settings import Settings, parse_settings
-from edge_agentd.service.parts import ServerOptions
+from edge_agentd.service.options import ServerOptions
 from edge_agentd.service.server import Server
 from edge_agentd.service.systemd import Notifier
 from scripts.testbed.serve_command import edge_agent_command
@@ -92,7 +91,7 @@ def running_server(
     if load is None:
         model = MockModel(replies if replies is not None else [ANSWER])
         load = lambda: model  # noqa: E731
-    server = build_server(
+    server = Server(
         settings,
         ServerOptions(
             endpoints=["tcp://127.0.0.1:*"],

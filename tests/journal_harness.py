@@ -15,7 +15,7 @@ from daemon_harness import Peer, answer, call, running_server
 
 from edge_agentd.agent.registry import Registry
 from edge_agentd.service.config.settings import JournalSettings
-from edge_agentd.service.journal.journal import Journal
+from edge_agentd.service.journal.keeper import Journal
 from edge_agentd.service.server import Server
 
 # The tests ask "how warm is it?" of skills that say nothing of it: answers that cannot tell,

@@ -1,4 +1,5 @@
-"""The daemon's one thread pattern (service/threads): start once, stop within a deadline, crash kept.
+"""The daemon's one thread pattern (service/threads): start once, stop within a deadline, crash
+kept; and the one wake-up pipe a thread's poll is woken by.
 
 Real threads; no timing is asserted, only what the thread says about itself.
 """
@@ -6,6 +7,7 @@ Real threads; no timing is asserted, only what the thread says about itself.
 from __future__ import annotations
 
 import logging
+import select
 import threading
 
 import pytest
@@ -13,6 +15,7 @@ from daemon_harness import running_server, wait_for
 
 from edge_agentd.agent.protocol import ModelHandle
 from edge_agentd.service.threads.daemonthread import DaemonThread, crashes
+from edge_agentd.service.threads.wakeup import WakeUp
 
 
 def test_the_loop_runs_on_a_named_daemon_thread_once_however_often_started() -> None:
@@ -80,7 +83,7 @@ def test_a_crash_is_logged_and_kept_whatever_escapes(
 
 def test_a_daemon_thread_that_crashed_is_shown_in_status() -> None:
     """The model's load raising past the loader's own handling (it catches Exception) ends its
-    thread: ``status`` names it and says what ended it."""
+    thread: ``status`` names it, says what ended it, and the daemon is ``degraded``."""
     def load() -> ModelHandle:
         raise KeyboardInterrupt("the load was interrupted")
 
@@ -90,3 +93,21 @@ def test_a_daemon_thread_that_crashed_is_shown_in_status() -> None:
             "edge-agent-load": "KeyboardInterrupt: the load was interrupted"
         }
         assert server.status()["journal"]["state"] != "degraded"
+        assert server.status()["state"] == "degraded"
+
+
+def test_a_wake_up_from_another_thread_ends_a_poll_until_drained() -> None:
+    wakeup = WakeUp()
+    try:
+        poller = select.poll()
+        poller.register(wakeup.fileno(), select.POLLIN)
+        assert poller.poll(0) == []
+        waker = threading.Thread(target=lambda: [wakeup.wake() for _ in range(10_000)])
+        waker.start()
+        waker.join(30)
+        assert poller.poll(10_000) != []  # woken, however full the pipe got
+        wakeup.drain()
+        assert poller.poll(0) == []  # every wake-up read: the next poll waits for a new one
+    finally:
+        wakeup.close()
+    wakeup.wake()  # a closed pipe belongs to a poll that has ended: waking it is no error

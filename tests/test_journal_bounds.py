@@ -11,7 +11,7 @@ from pathlib import Path
 
 from journal_harness import journal_at, payload, record
 
-from edge_agentd.service.journal.journal import Journal
+from edge_agentd.service.journal.keeper import Journal
 from edge_agentd.service.journal.store import MIGRATIONS
 
 BIG_QUERY = "how warm is it? " + "x" * 4000

@@ -745,7 +745,7 @@ def test_without_an_mqtt_section_status_is_as_before(tmp_path: Path) -> None:
             "-c",
             "import sys, edge_agentd.cli.main as c, edge_agentd.service.config.settings as k;"
             "p = c._parser(); p.parse_args(['serve']);"
-            "from edge_agentd.service.mqtt.wiring import make_bridge;"
+            "from edge_agentd.service.mqtt.makebridge import make_bridge;"
             "from edge_agentd.agent.registry import Registry;"
             "assert make_bridge(k.Settings(), Registry()) is None;"
             "assert not [m for m in sys.modules if m.startswith('paho')], 'paho imported'",

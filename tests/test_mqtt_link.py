@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from edge_agentd.protocol.mqttwire import Ask
+from edge_agentd.service.mqtt.askkeys import journal_key, with_journal_key
 from edge_agentd.service.mqtt.daemonlink import MAX_RESTARTS, WAITING_LIMIT, DaemonLink, Pending
-from edge_agentd.service.mqtt.journal import journal_key, with_journal_key
 from edge_agentd.service.mqtt.state import BridgeState
 
 

@@ -1,10 +1,12 @@
-"""The package's public names: one table, the TYPE_CHECKING block of daemon/__init__.py, that
-type checkers read as imports and the lazy imports and ``__all__`` read at run time."""
+"""The package's public names: the literal table of daemon/__init__.py that the lazy imports and
+``__all__`` read at run time, held equal to its TYPE_CHECKING block, which type checkers read as
+imports; and both kept without the package's source."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import py_compile
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +32,8 @@ def _type_checking_imports() -> dict[str, str]:
     return found
 
 
-def test_the_lazy_imports_and_all_read_the_type_checking_block() -> None:
-    assert edge_agentd._home_of() == _type_checking_imports()
+def test_the_table_the_lazy_imports_read_is_the_type_checking_block() -> None:
+    assert _type_checking_imports() == edge_agentd._HOMES
     assert edge_agentd.__all__ == sorted(_type_checking_imports())
     assert set(edge_agentd.__all__) <= set(dir(edge_agentd))
 
@@ -57,3 +59,23 @@ def test_a_star_import_gives_every_name_and_importing_loads_none() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(sorted(edge_agentd.__all__))
+
+
+def test_the_public_names_need_no_source(tmp_path: Path) -> None:
+    """An install of compiled files alone (no ``.py``) still has every public name: the table
+    is data in the compiled module, not read from the source at run time."""
+    package = tmp_path / "edge_agentd"
+    package.mkdir()
+    compiled = package / "__init__.pyc"
+    py_compile.compile(str(INIT), cfile=str(compiled), doraise=True)
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import edge_agentd\n"
+        "assert edge_agentd.__file__.endswith('.pyc'), edge_agentd.__file__\n"
+        "print(edge_agentd.__all__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == str(sorted(_type_checking_imports()))

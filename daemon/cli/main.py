@@ -78,7 +78,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
 
         add_trigger_parsers(commands, endpoint_help)  # triggers, watch
     if only in (None, "result", "runs"):
-        from edge_agentd.cli.journal import add_parsers as add_journal_parsers  # noqa: PLC0415
+        from edge_agentd.cli.runs import add_parsers as add_journal_parsers  # noqa: PLC0415
 
         add_journal_parsers(commands, endpoint_help, only)
     if only is None:
@@ -196,7 +196,7 @@ def _command(argv: Sequence[str] | None) -> int:
 
         return mcp_command(args)
     if args.command in ("result", "runs"):
-        from edge_agentd.cli.journal import journal_command  # noqa: PLC0415
+        from edge_agentd.cli.runs import journal_command  # noqa: PLC0415
 
         return journal_command(args)
     from edge_agentd.cli.ask import client_command  # noqa: PLC0415

@@ -107,7 +107,7 @@ def ha_discovery_command(args: argparse.Namespace) -> int:
     """``edge-agent ha-discovery --print [--config FILE]``: the configs, as one JSON object."""
     # The daemon's side (pydantic, the skills), which the other MQTT commands never load.
     from edge_agentd.service.config.settings import ConfigError, load_settings  # noqa: PLC0415
-    from edge_agentd.service.mqtt.wiring import discovery_preview, mqtt_settings  # noqa: PLC0415
+    from edge_agentd.service.mqtt.makebridge import discovery_preview, mqtt_settings  # noqa: PLC0415
 
     try:
         settings = load_settings(args.config)

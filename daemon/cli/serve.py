@@ -34,11 +34,15 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
     import logging  # noqa: PLC0415 - the client commands start without it
     import signal  # noqa: PLC0415
 
-    from edge_agentd.protocol.endpoints import EndpointError, EndpointInUse  # noqa: PLC0415
+    from edge_agentd.protocol.endpoints import (  # noqa: PLC0415
+        EndpointError,
+        EndpointInUse,
+        own_endpoint,
+    )
     from edge_agentd.service.assembly.assemble import assemble  # noqa: PLC0415
     from edge_agentd.service.config.settings import ConfigError  # noqa: PLC0415
-    from edge_agentd.service.mcp.wiring import daemon_endpoint, make_listener  # noqa: PLC0415
-    from edge_agentd.service.mqtt.wiring import bridge_endpoint, make_bridge  # noqa: PLC0415
+    from edge_agentd.service.mcp.makelistener import make_listener  # noqa: PLC0415
+    from edge_agentd.service.mqtt.makebridge import make_bridge  # noqa: PLC0415
 
     try:
         server = assemble(
@@ -57,6 +61,12 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
     except EndpointError as exc:
         log.error("%s", exc)
         return EXIT_CONFIG
+    # The bridge and the MCP server are clients of the daemon's own socket: ipc if it has one.
+    own = own_endpoint(bound) or ""
+    if not own and (bridge is not None or listener is not None):
+        log.error("config error: the daemon has no endpoint the bridge or MCP server can reach")
+        server.close()
+        return EXIT_CONFIG
     if listener is not None:
         try:
             url = listener.bind()
@@ -66,8 +76,8 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
             log.error("mcp: cannot listen on %s: %s", where, exc.strerror or exc)
             server.close()
             return EXIT_UNAVAILABLE
-        server.options.mcp_status = listener.status
-        listener.start(daemon_endpoint(bound))
+        server.attach("mcp", listener.status, [listener.thread])
+        listener.start(own)
         log.info("mcp: Model Context Protocol server on %s", url)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: server.stop())
@@ -83,10 +93,10 @@ def _serve(args: argparse.Namespace, log: logging.Logger, demo_device: Path | No
         ", ".join(bound),
     )
     if bridge is not None:
-        server.options.mqtt_status = bridge.status
+        server.attach("mqtt", bridge.status, bridge.threads)
         triggers = server.triggers.runner
         triggers.listeners.append(bridge.follow_triggers(triggers.enabled_names()))
-        bridge.start(bridge_endpoint(bound))
+        bridge.start(own)
     code = server.serve()
     if listener is not None:
         listener.stop()

@@ -15,7 +15,8 @@ from edge_agentd.protocol.messages import Message, ResultBase
 
 DaemonState = Literal["loading", "ready", "busy", "degraded", "stopping", "stopped"]
 """What ``status`` says the daemon is doing. Clients never see ``stopped``: the socket is gone.
-``degraded``: a run is wedged (``wedged`` says which); the daemon awaits its restart."""
+``degraded``: a run is wedged (``wedged`` says which; the daemon awaits its restart), or one of
+its threads crashed (``crashed_threads`` says which and why)."""
 
 
 class SkillProblem(Message):

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from edge_agentd.agent.prompt import signature_text
 from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.protocol.wire import (
@@ -24,6 +25,7 @@ from edge_agentd.protocol.wire import (
     ResultRequest,
     RunRequest,
     RunsRequest,
+    SkillEntry,
     SkillsRequest,
     SkillsResult,
     StatusRequest,
@@ -32,11 +34,10 @@ from edge_agentd.protocol.wire import (
     encode,
 )
 from edge_agentd.service.config.settings import DaemonSettings
-from edge_agentd.service.journal.journal import Journal, Waiter
-from edge_agentd.service.journal.replies import Answer, keyed_query, result_query, runs_query
+from edge_agentd.service.journal.keeper import Journal, Waiter
+from edge_agentd.service.journal.queries import Answer, keyed_query, result_query, runs_query
 from edge_agentd.service.lifecycle import Lifecycle
 from edge_agentd.service.replies import Replies
-from edge_agentd.service.reports import skill_entries
 from edge_agentd.service.router import RouterSocket, is_auto_routing_id, split_frames
 from edge_agentd.service.runs.jobs import interrupted_result
 from edge_agentd.service.runs.queue import RunQueue, job_for
@@ -360,4 +361,19 @@ class RequestHandler:
         return workflow
 
 
-__all__ = ["MAX_FRAMES_PER_WAKE", "Handler", "RequestHandler"]
+def skill_entries(registry: Registry, allowed: frozenset[str] | None) -> list[SkillEntry]:
+    """One entry per skill: what the model is told about it, and where it came from."""
+    return [
+        SkillEntry(
+            name=spec.name,
+            description=spec.description,
+            parameters=spec.parameters_schema,
+            source=spec.source,
+            timeout_s=spec.timeout_s,
+            signature=signature_text(spec),
+        )
+        for spec in registry.select(allowed)
+    ]
+
+
+__all__ = ["MAX_FRAMES_PER_WAKE", "Handler", "RequestHandler", "skill_entries"]

@@ -1,15 +1,14 @@
-"""The daemon's sockets: the ROUTER clients talk to, and the pipe that wakes the serving loop.
+"""The daemon's socket: the ROUTER clients talk to.
 
-Only the serving loop's thread touches these; other threads reach it through :class:`WakeUpPipe`.
+Only the serving loop's thread touches it; other threads reach the loop through its wake-up pipe
+(service/threads/wakeup.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import logging
 import os
-import socket
 from typing import Any
 
 import zmq
@@ -174,30 +173,4 @@ class RouterSocket:
         self._claims.clear()
 
 
-class WakeUpPipe:
-    """A socketpair the serving loop polls; any thread (or a signal handler) may wake it."""
-
-    def __init__(self) -> None:
-        self._read, self._write = socket.socketpair()
-        self._read.setblocking(False)
-        self._write.setblocking(False)
-
-    def fileno(self) -> int:
-        return self._read.fileno()
-
-    def wake(self) -> None:
-        # A full pipe already holds a wake-up, and a closed one belongs to a loop that has ended.
-        with contextlib.suppress(OSError):
-            self._write.send(b"\0")
-
-    def drain(self) -> None:
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while self._read.recv(4096):
-                pass
-
-    def close(self) -> None:
-        self._read.close()
-        self._write.close()
-
-
-__all__ = ["RouterSocket", "WakeUpPipe", "is_auto_routing_id", "split_frames"]
+__all__ = ["RouterSocket", "is_auto_routing_id", "split_frames"]

@@ -3,67 +3,154 @@
 The loop owns the socket and never waits on the model, so ``status``, ``cancel`` and ``busy`` are
 answered at once while a run goes on. Every request gets exactly one final reply.
 
-The :class:`Server` is handed its parts (service/parts.py), each with its own state, wired to
-one another by service/assembly/wiring.py. It holds the loop, and the runs' way from the queue to
-the run thread and back (watching the run's skills).
+A :class:`Server` builds itself from the settings and its :class:`ServerOptions`: each part is
+made here, once, handed the others it calls, and keeps its own state. The server holds the loop,
+the other threads' one way to it (:meth:`Server.post` and the wake-up pipe), and the runs' way
+from the queue to the run thread and back (watching the run's skills).
 """
 
 from __future__ import annotations
 
+import collections
 import logging
+import queue
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import zmq
 
 from edge_agentd.agent.loop import Agent
 from edge_agentd.agent.supervision import POLL_S, RunTicket
+from edge_agentd.protocol.wire import ErrorCode
+from edge_agentd.service.config.settings import Settings
 from edge_agentd.service.demomark import DemoMarks
-from edge_agentd.service.handlers import MAX_FRAMES_PER_WAKE
-from edge_agentd.service.parts import ServerParts
-from edge_agentd.service.runs.jobs import Finished, Loaded, LoadFailed, Send, start_job
+from edge_agentd.service.handlers import MAX_FRAMES_PER_WAKE, RequestHandler
+from edge_agentd.service.journal.keeper import Journal, LoopCall
+from edge_agentd.service.lifecycle import Lifecycle
+from edge_agentd.service.options import ServerOptions
+from edge_agentd.service.replies import Replies
+from edge_agentd.service.router import RouterSocket
+from edge_agentd.service.runs.jobs import (
+    Finished,
+    Job,
+    Loaded,
+    LoadFailed,
+    Message,
+    ModelLoader,
+    Send,
+    start_job,
+)
+from edge_agentd.service.runs.queue import RunQueue
+from edge_agentd.service.shutdown import Shutdown
+from edge_agentd.service.skillcalls import SkillCalls
+from edge_agentd.service.status import Section, StatusReport
+from edge_agentd.service.threads.daemonthread import DaemonThread
+from edge_agentd.service.threads.wakeup import WakeUp
+from edge_agentd.service.triggerops import TriggerOps
 from edge_agentd.service.triggers.firing import Firing
+from edge_agentd.service.wedge import Wedge
 
 log = logging.getLogger(__name__)
 
 EXTEND_STEP_S = 30.0
 """While the model loads, systemd's start timeout is pushed this far ahead, again and again."""
 
+Posted = Message | Firing | LoopCall
+"""What another thread posts to the serving loop: a run's or the loader's message, a trigger's
+firing, or a call (the journal's answer to a request) to make on the loop's thread."""
+
 
 class Server:
     """Binds the endpoints, then :meth:`serve` answers until :meth:`stop` (any thread, signals).
 
-    Everything but :meth:`stop` (and :meth:`status`, read by tests) runs on the loop's thread.
-    Built by :func:`~edge_agentd.service.assembly.wiring.build_server`.
+    Everything but :meth:`stop`, :meth:`post` (and :meth:`status`, read by tests) runs on the
+    loop's thread.
     """
 
-    def __init__(self, parts: ServerParts) -> None:
-        self.settings = parts.settings
-        self.options = parts.options
-        self.limits = parts.settings.daemon
-        self.lifecycle = parts.lifecycle
-        self.runs = parts.runs
-        self._router = parts.router
-        self._wakeup = parts.wakeup
-        self._outbox = parts.outbox
-        self.replies = parts.replies
-        self.journal = parts.journal
-        self.triggers = parts.triggers
-        self.requests = parts.requests
-        self._loader = parts.loader
-        self._ends = parts.ends
-        self.report = parts.report
-        self.shutdown = parts.shutdown
-        self.wedge = parts.wedge
-        self.counts = parts.counts
+    def __init__(self, settings: Settings, options: ServerOptions) -> None:
+        self.settings = settings
+        self.options = options
+        self.limits = limits = settings.daemon
+        self.lifecycle = Lifecycle()
+        self.runs = RunQueue(limits.queue_limit)
+        self.counts: collections.Counter[str] = collections.Counter()
         """``runs_finished`` and ``outcome_<outcome>``."""
-        self._demo = DemoMarks() if parts.options.demo else None
+        self._router = RouterSocket(limits.max_request_bytes, limits.max_connections)
+        self._wakeup = WakeUp()
+        self._posted: queue.SimpleQueue[Posted] = queue.SimpleQueue()
+        self.replies = Replies(self._router)
+        self.journal = Journal(
+            settings.journal,
+            post=self.post,
+            send=self.replies.send_packed,
+            endpoint=options.endpoints[0] if options.endpoints else None,
+            demo=options.demo,
+            open_now=False,  # bind() opens it, once the endpoints are its own
+        )
+        self.triggers = TriggerOps(
+            settings, options.registry, options.workflows, memory=options.trigger_memory,
+            post=self.post, router=self._router, replies=self.replies, runs=self.runs,
+            journal=self.journal,
+        )  # fmt: skip
+        self.calls = SkillCalls(
+            options.registry, self.journal, self.replies, self.post, run_holds=self.runs.holds
+        )
+        self._loader = ModelLoader(
+            options.load_model, options.registry, options.soul, settings.model, self.post
+        )
+        self.wedge = Wedge(self.runs, limits.wedged_after_s, options.notifier, end_run=self.end_run)
+        self.shutdown = Shutdown(
+            self.lifecycle, self.runs, limits, options.notifier, end_run=self.end_run,
+            stop_sources=lambda: self.triggers.close("the daemon is shutting down"),
+        )  # fmt: skip
+        self.requests = RequestHandler(
+            router=self._router, replies=self.replies, runs=self.runs, lifecycle=self.lifecycle,
+            limits=limits, registry=options.registry, workflows=options.workflows,
+            status=self.status_reply, journal=self.journal, cancel_other=self.triggers.cancel_watch,
+            more_ops={
+                "triggers": self.triggers.triggers, "watch": self.triggers.watch,
+                "call": self.calls.call,
+            },
+        )  # fmt: skip
+        self.report = StatusReport(
+            lifecycle=self.lifecycle, runs=self.runs, limits=limits, wedge=self.wedge,
+            model_spec=options.model_spec, options=options, bound=self._router.bound,
+            counters=[
+                self.requests.counts, self.replies.counts, self.counts,
+                self._router.connections.counts,
+            ],
+            sections={  # in wire order; mqtt and mcp are attached by serve (attach)
+                "mqtt": lambda: None, "journal": self.journal.status,
+                "triggers": self.triggers.status, "skill_calls": lambda: dict(self.calls.counts),
+                "mcp": lambda: None,
+            },
+            threads=[
+                self._loader.thread, self.journal.thread, self._router.connections.watch.thread,
+                self.triggers.runner.thread, self.calls.thread,
+            ],
+        )  # fmt: skip
+        self._demo = DemoMarks() if options.demo else None
         """Marks the answers drawn from the demo device (service/demomark.py), or None."""
-        self.calls = parts.calls
         self._agent: Agent | None = None
         self._ticket: RunTicket | None = None
         """The run on the agent's thread, from its start until its reply, or past shutdown's
         bound while it has not returned."""
+
+    def attach(self, name: str, status: Section, threads: Iterable[DaemonThread] = ()) -> None:
+        """A part that serves beside the loop as a client of its socket, ``mqtt`` (the bridge) or
+        ``mcp`` (the Model Context Protocol server): its map in ``status``, and its threads,
+        whose crash shows there. ``serve`` attaches them before the loop starts."""
+        if name not in ("mqtt", "mcp"):
+            raise ValueError(f"no status section {name!r} to attach")
+        self.report.sections[name] = status
+        self.report.threads.extend(threads)
+
+    def post(self, message: Posted) -> None:
+        """Hand ``message`` to the serving loop, from any thread: the other threads' only way to
+        it (they never touch a socket; docs/design.md, "Threads")."""
+        self._posted.put(message)
+        self._wakeup.wake()
 
     @property
     def bound(self) -> list[str]:
@@ -149,7 +236,7 @@ class Server:
                         self.requests.read()
                     elif item == wakeup:  # the connections' fd is read in drain()
                         self._wakeup.drain()
-                self._read_outbox()
+                self._read_posted()
                 if self._ticket is not None:
                     self._ticket.check()  # never raises: a failure ends the run with an error
                     self.wedge.check(time.monotonic())
@@ -158,8 +245,7 @@ class Server:
                 connections.drain(self.runs.owners())
         finally:
             self.triggers.runner.stop()
-            if self.calls is not None:
-                self.calls.stop()
+            self.calls.stop()
             self._loader.thread.join(1.0)
             if self._agent is not None:
                 self._agent.close()
@@ -203,7 +289,7 @@ class Server:
 
     def _expire_queued(self, now: float) -> None:
         for job in self.runs.expired(now):
-            self._ends.end(job, "deadline", "the deadline passed while the run waited in the queue")
+            self.end_run(job, "deadline", "the deadline passed while the run waited in the queue")
 
     def _dispatch(self) -> None:
         agent = self._agent
@@ -214,13 +300,33 @@ class Server:
             return
         self.journal.started(job.request_id)
         try:
-            self._ticket = start_job(agent, job, self._outbox.post)
+            self._ticket = start_job(agent, job, self.post)
         except Exception:
             log.exception("run %s could not start", job.request_id)
-            self._outbox.post(Finished(job, None, None, "the run could not start"))
+            self.post(Finished(job, None, None, "the run could not start"))
 
-    def _read_outbox(self) -> None:
-        for message in self._outbox.take():
+    def end_run(
+        self, job: Job, code: ErrorCode, message: str, *, reason: str | None = None
+    ) -> None:
+        """Answer ``job``, a run that ends without a result, with the error ``code``, once: to
+        its client, or to its trigger. The journal keeps it ended so, with ``reason`` (else
+        ``code``) as why. The queue's deadline, a model that failed to load, a run that broke
+        inside the daemon, a wedge and shutdown all end runs this one way."""
+        if job.ended:
+            return
+        job.ended = True
+        self.journal.ended(job.request_id, code, message, reason=reason)
+        if job.trigger is not None:
+            self.triggers.ended(job, code, message)  # no client: its trigger hears it
+            return
+        self.replies.fail(job.envelope, job.request_id, code, message, connection=job.connection)
+
+    def _read_posted(self) -> None:
+        while True:
+            try:
+                message = self._posted.get_nowait()
+            except queue.Empty:
+                return
             match message:
                 case Send(job, payload):
                     if self._demo is not None:
@@ -254,7 +360,7 @@ class Server:
         self.lifecycle.exit_code = 78 if config else 1
         self.options.notifier.status(f"model failed to load: {error}")
         for job in self.runs.drain():
-            self._ends.end(job, "internal", f"the model failed to load: {error}")
+            self.end_run(job, "internal", f"the model failed to load: {error}")
         self.lifecycle.request_stop()
 
     def _finish(self, message: Finished) -> None:
@@ -266,7 +372,7 @@ class Server:
         if self.wedge.returned(job):
             return  # answered when it was found wedged
         if message.payload is None:
-            self._ends.end(job, "internal", f"the run failed inside the daemon: {message.error}")
+            self.end_run(job, "internal", f"the run failed inside the daemon: {message.error}")
         else:
             self.counts["runs_finished"] += 1
             log.info(
@@ -288,4 +394,4 @@ class Server:
             self.options.notifier.status(self._status_line())
 
 
-__all__ = ["MAX_FRAMES_PER_WAKE", "Server"]
+__all__ = ["MAX_FRAMES_PER_WAKE", "Posted", "Server"]

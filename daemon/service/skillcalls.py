@@ -27,7 +27,7 @@ from edge_agentd.agent.run import SkillStillRunning
 from edge_agentd.agent.supervision import RunThread, shared_run_threads
 from edge_agentd.protocol.callwire import CallRequest, CallResult
 from edge_agentd.protocol.wire import encode
-from edge_agentd.service.journal.journal import Journal, LoopCall
+from edge_agentd.service.journal.keeper import Journal, LoopCall
 from edge_agentd.service.replies import Replies
 from edge_agentd.service.threads.daemonthread import DaemonThread
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.workflow import Workflow
 from edge_agentd.protocol.triggerwire import (
     TriggersRequest,
@@ -18,18 +19,15 @@ from edge_agentd.protocol.triggerwire import (
 )
 from edge_agentd.protocol.wire import ErrorCode, EventReply, encode
 from edge_agentd.service.config.settings import Settings
-from edge_agentd.service.journal.journal import Journal
+from edge_agentd.service.journal.keeper import Journal
 from edge_agentd.service.replies import Replies
 from edge_agentd.service.router import RouterSocket
 from edge_agentd.service.runs.jobs import Finished, Job
 from edge_agentd.service.runs.queue import RunQueue, run_options
-from edge_agentd.service.triggers.firing import Firing
+from edge_agentd.service.triggers.firing import Firing, TriggerMemory
 from edge_agentd.service.triggers.memory import JournalMemory
 from edge_agentd.service.triggers.report import status_summary, trigger_entries
 from edge_agentd.service.triggers.runner import TriggerRunner
-
-if TYPE_CHECKING:
-    from edge_agentd.service.parts import ServerOptions
 
 log = logging.getLogger(__name__)
 
@@ -51,23 +49,24 @@ class TriggerOps:
     def __init__(
         self,
         settings: Settings,
-        options: ServerOptions,
+        registry: Registry,
+        workflows: Mapping[str, Workflow],
         *,
+        memory: TriggerMemory | None,
         post: Callable[[Firing], None],
         router: RouterSocket,
         replies: Replies,
         runs: RunQueue,
         journal: Journal,
     ) -> None:
-        memory = options.trigger_memory
         if memory is None and settings.triggers and journal.enabled:
             memory = JournalMemory(journal.path)  # the journal's record of the firings
-        self.runner = TriggerRunner(settings.triggers, options.registry, post, memory=memory)
+        self.runner = TriggerRunner(settings.triggers, registry, post, memory=memory)
         self._router = router
         self._replies = replies
         self._runs = runs
         self._limits = settings.daemon
-        self._workflows: Mapping[str, Workflow] = options.workflows
+        self._workflows = workflows
         self._journal = journal
         self.watches: dict[tuple[bytes, str], Watch] = {}
         self.runner.listeners.append(self._publish)

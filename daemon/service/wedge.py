@@ -30,7 +30,7 @@ from edge_agentd.service.systemd import Notifier
 log = logging.getLogger(__name__)
 
 EndRun = Callable[..., None]
-"""``RunEnds.end(job, code, message, reason=...)``."""
+"""``Server.end_run(job, code, message, reason=...)``."""
 
 
 class Wedge:

@@ -182,9 +182,9 @@ def crossing_times(crossings: int) -> tuple[list[float], list[float]]:
     """Seconds from each crossing's sysfs write, and from its check's reading, to the queued run."""
     from edge_agentd.agent.registry import Registry
     from edge_agentd.model.scripted import MockModel
-    from edge_agentd.service.assembly.wiring import build_server
     from edge_agentd.service.config.settings import parse_settings
-    from edge_agentd.service.parts import ServerOptions
+    from edge_agentd.service.options import ServerOptions
+    from edge_agentd.service.server import Server
     from edge_agentd.service.systemd import Notifier
     from edge_agentd.service.triggers.firing import Firing
     from edge_agentd.skills import register_builtins
@@ -197,7 +197,7 @@ def crossing_times(crossings: int) -> tuple[list[float], list[float]]:
         model = MockModel(['{"final_answer": "ok"}'])
         journal = f'[journal]\npath = "{tmp}/journal.sqlite3"\n'
         settings = parse_settings(journal + trigger_config(1, "1s", cooldown="0s"))
-        server = build_server(
+        server = Server(
             settings,
             ServerOptions(
                 endpoints=[f"ipc://{tmp}/sock"],

@@ -19,10 +19,9 @@ from edge_agentd.agent.workflow import Workflow
 from edge_agentd.model.scripted import MockModel, ScriptFileError
 from edge_agentd.protocol.endpoints import default_endpoint
 from edge_agentd.service.assembly.plugins import load_plugins
-from edge_agentd.service.assembly.wiring import build_server
 from edge_agentd.service.config.settings import ConfigError, Settings, load_settings
 from edge_agentd.service.config.triggers import check_triggers
-from edge_agentd.service.parts import ServerOptions
+from edge_agentd.service.options import ServerOptions
 from edge_agentd.service.server import Server
 from edge_agentd.skills import BUILTIN_NAMES, register_builtins
 from edge_agentd.skills.demo import write_demo_device
@@ -219,7 +218,7 @@ def assemble(
         skill_problems=problems,
         demo=demo_device is not None,
     )
-    return build_server(settings, options)
+    return Server(settings, options)
 
 
 __all__ = [

@@ -32,7 +32,6 @@ import importlib.util
 import logging
 import os
 import sys
-import threading
 import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -40,6 +39,7 @@ from typing import Any
 
 from edge_agentd.agent.registry import Registry, SkillSpec
 from edge_agentd.service.config.safepaths import UnsafePath, check_safe
+from edge_agentd.service.threads.daemonthread import DaemonThread
 
 log = logging.getLogger(__name__)
 
@@ -198,29 +198,18 @@ def _load(
     """
     before = set(registry.names())
     own = Registry()
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            _register_function(load())(own)
-        except BaseException as exc:  # noqa: BLE001 - nothing a plugin raises may stop the daemon
-            outcome.append(exc)
-        else:
-            outcome.append(None)
-
-    # A daemon thread: one that never returns is left behind, and the process still exits.
-    thread = threading.Thread(target=run, name=f"plugin {source}", daemon=True)
+    # A daemon thread, on the daemon's one pattern: whatever the plugin raises is kept as its
+    # crash (nothing a plugin raises may stop the daemon), and one that never returns is left
+    # behind while the process still exits.
+    thread = DaemonThread(f"plugin {source}", lambda: _register_function(load())(own))
     thread.start()
-    thread.join(timeout_s)
-    if not outcome:
+    if not thread.join(timeout_s):
         error = (
             f"TimeoutError: it did not finish importing and registering within {timeout_s:g} s "
             "(it is left running; what it registers later is ignored)"
         )
-    elif outcome[0] is not None:
-        raised = outcome[0]
-        message = str(raised).replace(module_name, source) if module_name else str(raised)
-        error = f"{type(raised).__name__}: {message}"
+    elif thread.crash is not None:
+        error = thread.crash.replace(module_name, source) if module_name else thread.crash
     else:
         try:
             _label_sources(registry, before, source)  # added to the daemon's registry itself

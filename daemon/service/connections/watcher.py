@@ -18,12 +18,10 @@ docs/protocol.md, "Limits and hostile input", says what a client sees.
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import logging
 import os
 import resource
-import socket
 import struct
 import threading
 import time
@@ -33,6 +31,7 @@ import zmq
 
 from edge_agentd.service.connections.listeners import FdReserve, ListenerGate
 from edge_agentd.service.threads.daemonthread import DaemonThread
+from edge_agentd.service.threads.wakeup import WakeUp
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +162,10 @@ class ConnectionWatch:
         """Readable when the monitor may have events: this thread polls it, not the socket, which
         the serving loop's thread also reads (with the lock held), and a ZeroMQ socket is never
         to be used by two threads at once."""
-        self.wakeup, self._wake = socket.socketpair()
-        self._stop, self._stopper = socket.socketpair()
-        for end in (self.wakeup, self._wake, self._stop):
-            end.setblocking(False)
-        self.thread = DaemonThread("connections", self._run, ask_stop=self._ask_stop)
+        self.wakeup = WakeUp()
+        """Woken for the serving loop when this thread has handed events on."""
+        self._stop = WakeUp()
+        self.thread = DaemonThread("connections", self._run, ask_stop=self._stop.wake)
 
     def start(self) -> None:
         """Watch from now on (once the budget is known); a second call does nothing."""
@@ -198,9 +196,7 @@ class ConnectionWatch:
     def clear_wakeup(self) -> None:
         """Read the wake-up bytes; call before :meth:`take`, so none is left for an event
         still to come."""
-        with contextlib.suppress(BlockingIOError, InterruptedError):
-            while self.wakeup.recv(4096):
-                pass
+        self.wakeup.drain()
 
     def _run(self) -> None:
         poller = zmq.Poller()
@@ -249,8 +245,7 @@ class ConnectionWatch:
                     self.counts["connections_past_pause"], past
                 )
         if handed_on and wake:
-            with contextlib.suppress(BlockingIOError, InterruptedError):
-                self._wake.send(b"\0")  # a full pipe holds a wake-up already
+            self.wakeup.wake()
         if failed:
             self.counts["accept_failures"] += failed
 
@@ -300,18 +295,14 @@ class ConnectionWatch:
             self.spare.take()
             self.gate.resume()
 
-    def _ask_stop(self) -> None:
-        with contextlib.suppress(OSError):  # already closed: the thread has nothing to poll
-            self._stopper.send(b"\0")
-
     def close(self) -> None:
         """Stop the thread, open the gate again and let every fd and socket go."""
         self.thread.stop(None)  # never left behind: the sockets it polls are closed next
         self.gate.close()
         self.spare.give_back()
         self._monitor.close(linger=0)
-        for end in (self.wakeup, self._wake, self._stop, self._stopper):
-            end.close()
+        self.wakeup.close()
+        self._stop.close()
 
 
 __all__ = ["ConnectionWatch", "FdBudget", "monitor_event", "open_fd_count", "raise_fd_limit"]

@@ -51,6 +51,7 @@ from edge_agentd.service.mqtt.discovery import Reading
 from edge_agentd.service.mqtt.homeassistant import HomeAssistant
 from edge_agentd.service.mqtt.sensors import SensorPublisher
 from edge_agentd.service.mqtt.state import BridgeState, log
+from edge_agentd.service.threads.daemonthread import DaemonThread
 from edge_agentd.service.triggers.mqttevents import TriggerPublisher
 
 FLUSH_S = 5.0
@@ -110,6 +111,12 @@ class MqttBridge:
             " (TLS)" if s.use_tls else "",
             f" as {s.username}" if s.username else "",
         )
+
+    @property
+    def threads(self) -> list[DaemonThread]:
+        """The bridge's own threads (the link's and the readings'): a crash of either shows in
+        the daemon's ``status`` (``Server.attach``)."""
+        return [self.link.thread, self.sensors.thread]
 
     def _connect_when_ready(self) -> None:
         """The link's first step: connect once the first readings are in (or a while has

@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import socket
 import threading
 import time
 import uuid
@@ -28,9 +27,11 @@ import zmq
 from edge_agentd.client.zmqclient import Client, DaemonError
 from edge_agentd.protocol.mqttwire import Ask
 from edge_agentd.protocol.wire import PROTOCOL_VERSION, ErrorCode
+from edge_agentd.service.mqtt.askkeys import source_problem, with_journal_key
 from edge_agentd.service.mqtt.discovery import QUESTION_MAX_CHARS
-from edge_agentd.service.mqtt.journal import source_problem, with_journal_key
 from edge_agentd.service.mqtt.state import BridgeState, log
+from edge_agentd.service.threads.daemonthread import DaemonThread
+from edge_agentd.service.threads.wakeup import WakeUp
 
 WAITING_LIMIT = 64
 """Asks between the broker and the daemon's answer: waiting here to be sent, or sent and not yet
@@ -97,17 +98,15 @@ class DaemonLink:
         self._started = False
         self._status_due = True
         self._stop = threading.Event()
-        self._wake_read, self._wake_write = socket.socketpair()
-        self._wake_read.setblocking(False)
-        self._wake_write.setblocking(False)
-        self._thread: threading.Thread | None = None
+        self._wakeup = WakeUp()
+        self.thread = DaemonThread("mqtt-bridge", self._supervise, ask_stop=self._ask_stop)
+        """The link's thread: a crash that escapes its supervisor shows in ``status``."""
 
     # -- any thread --------------------------------------------------------------------------------
 
     def start(self, endpoint: str) -> None:
         self.endpoint = endpoint
-        self._thread = threading.Thread(target=self._supervise, name="mqtt-bridge", daemon=True)
-        self._thread.start()
+        self.thread.start()
 
     def waiting(self) -> int:
         with self.state.lock:
@@ -119,20 +118,16 @@ class DaemonLink:
             if len(self._inbox) + len(self._pending) >= WAITING_LIMIT:
                 return False
             self._inbox.append((ask, pending))
-        self._wake()
+        self._wakeup.wake()
         return True
 
     def stop(self, join_s: float) -> None:
-        self._stop.set()
-        self._wake()
-        if self._thread is not None:
-            self._thread.join(join_s)
-        self._wake_read.close()
-        self._wake_write.close()
+        self.thread.stop(join_s)
+        self._wakeup.close()
 
-    def _wake(self) -> None:
-        with contextlib.suppress(OSError):
-            self._wake_write.send(b"\0")
+    def _ask_stop(self) -> None:
+        self._stop.set()
+        self._wakeup.wake()
 
     # -- the supervisor ----------------------------------------------------------------------------
 
@@ -179,7 +174,7 @@ class DaemonLink:
         try:
             poller = zmq.Poller()
             poller.register(client.socket, zmq.POLLIN)
-            poller.register(self._wake_read.fileno(), zmq.POLLIN)
+            poller.register(self._wakeup.fileno(), zmq.POLLIN)
             self._status_due = True
             if not self._started:
                 self._started = True
@@ -195,9 +190,7 @@ class DaemonLink:
                     if item is client.socket:
                         self._read_replies(client)
                     else:
-                        with contextlib.suppress(BlockingIOError, InterruptedError):
-                            while self._wake_read.recv(4096):
-                                pass
+                        self._wakeup.drain()
             self._drain(client)
         finally:
             client.close()

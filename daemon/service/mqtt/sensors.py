@@ -9,6 +9,7 @@ from collections.abc import Callable
 from edge_agentd.agent.registry import Registry
 from edge_agentd.service.mqtt.discovery import Reading, collect_readings
 from edge_agentd.service.mqtt.state import BridgeState, log
+from edge_agentd.service.threads.daemonthread import DaemonThread
 
 FIRST_READINGS_WAIT_S = 5.0
 """How long the bridge waits for the first readings before it connects (so the first discovery
@@ -33,21 +34,23 @@ class SensorPublisher:
         self._readings: list[Reading] = []
         self._first = threading.Event()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.thread = DaemonThread("mqtt-sensors", self._loop, ask_stop=self._stop.set)
+        """The readings' thread: a crash (a skill that raises past ``Exception``) shows in
+        ``status``."""
 
     def readings(self) -> list[Reading]:
         with self.state.lock:
             return list(self._readings)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="mqtt-sensors", daemon=True)
-        self._thread.start()
+        self.thread.start()
 
     def wait_first(self, timeout: float = FIRST_READINGS_WAIT_S) -> None:
         self._first.wait(timeout)
 
-    def stop(self) -> None:
-        self._stop.set()
+    def stop(self, timeout: float | None = 2.0) -> bool:
+        """Ask the thread to end; True when it did within ``timeout`` (a sensor read may hang)."""
+        return self.thread.stop(timeout)
 
     def _loop(self) -> None:
         while True:

@@ -3,8 +3,9 @@
 A job runs on a pooled run thread (:meth:`Agent.start`), one at a time, and the serving
 loop watches its skills: the run needs no thread of its own to wait in, so a request crosses
 threads only twice, to the run and back (docs/design.md, "Threads"). Neither the loading thread nor
-a run touches a ZeroMQ socket. Everything they have to say goes into the outbox as packed bytes,
-and a byte on the wake-up pipe tells the serving loop to look.
+a run touches a ZeroMQ socket. Everything they have to say is posted to the serving loop
+(:meth:`~edge_agentd.service.server.Server.post`) as packed bytes, and a byte on its wake-up pipe
+tells it to look.
 """
 
 from __future__ import annotations
@@ -27,11 +28,17 @@ from edge_agentd.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.loop import Agent
+from edge_agentd.agent.protocol import ModelHandle, full_handle
+from edge_agentd.agent.registry import Registry
 from edge_agentd.agent.run import RunOptions
 from edge_agentd.agent.supervision import RunTicket
+from edge_agentd.agent.workflow import Soul
 from edge_agentd.model.gguf import ModelLoadError
 from edge_agentd.protocol.wire import PROTOCOL_VERSION, EventReply, encode
+from edge_agentd.service.config.settings import ModelSettings
+from edge_agentd.service.config.strategy import guidance_for, strategy_name
 from edge_agentd.service.threads.daemonthread import DaemonThread
 
 log = logging.getLogger(__name__)
@@ -70,8 +77,8 @@ class Job:
     """Steps ended so far (a skill's result or error, a failed check): written by the run's
     thread, read by ``status`` on the loop's."""
     ended: bool = False
-    """Answered already without a result (service/runends.py): a wedged run is, before its
-    thread returns, if ever; what it returns then is not sent."""
+    """Answered already without a result (the server's ``end_run``): a wedged run is, before
+    its thread returns, if ever; what it returns then is not sent."""
 
     @property
     def source(self) -> str:
@@ -146,11 +153,22 @@ def _ms(seconds: float) -> float:
 
 
 class ModelLoader:
-    """Loads the model with ``load`` on its own thread and posts :class:`Loaded` or
-    :class:`LoadFailed`; the thread ends then (it cannot be stopped earlier)."""
+    """Loads the model with ``load_model`` on its own thread, builds the Agent every run is
+    driven by, and posts :class:`Loaded` or :class:`LoadFailed`; the thread ends then (it cannot
+    be stopped earlier)."""
 
-    def __init__(self, load: Callable[[], Agent], post: Callable[[Message], None]) -> None:
-        self._load = load
+    def __init__(
+        self,
+        load_model: Callable[[], ModelHandle],
+        registry: Registry,
+        soul: Soul | None,
+        settings: ModelSettings,
+        post: Callable[[Message], None],
+    ) -> None:
+        self._load_model = load_model
+        self._registry = registry
+        self._soul = soul
+        self._settings = settings
         self._post = post
         self.thread = DaemonThread("edge-agent-load", self._run)
 
@@ -160,9 +178,25 @@ class ModelLoader:
     def is_alive(self) -> bool:
         return self.thread.is_alive()
 
+    def build(self) -> Agent:
+        """The model loaded, and the Agent on it (warmed up when the settings say so)."""
+        model = self._load_model()
+        settings = self._settings
+        # A bare model (only ``generate``) has no ``info``: read it through the full protocol.
+        guidance = guidance_for(settings.strategy, full_handle(model), settings.answers)
+        # Grounding is the daemon's promise: every run it serves (a client's, a trigger's, an
+        # MQTT ask's) is driven by this one agent, so every answer passes the rules.
+        agent = Agent(
+            model, self._registry, soul=self._soul, guidance=guidance, grounding=Grounding()
+        )
+        log.info("model strategy: %s", strategy_name(guidance))
+        if settings.warm_up:
+            agent.handle.warm_up(agent.preamble())
+        return agent
+
     def _run(self) -> None:
         try:
-            agent = self._load()
+            agent = self.build()
         except ModelLoadError as exc:
             self._post(LoadFailed(str(exc), config=True))
             return

@@ -1,5 +1,8 @@
-"""How ``serve`` turns the ``[mqtt]`` section into a running bridge, or into a config error, and
-the discovery it would publish (``edge-agent ha-discovery`` prints it: edge_agentd.cli.mqtt)."""
+"""The bridge made from the ``[mqtt]`` section (or a config error naming what is missing), and the
+discovery it would publish (``edge-agent ha-discovery`` prints it: edge_agentd.cli.mqtt).
+
+Apart from the bridge itself (mqtt/bridge.py), which imports paho: ``serve`` without ``[mqtt]``,
+and ``ha-discovery``, never need it."""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.registry import Registry
-from edge_agentd.protocol.endpoints import own_endpoint
 from edge_agentd.service.config.mqtt import MqttSettings, read_password
 from edge_agentd.service.config.settings import ConfigError, Settings
 
@@ -16,13 +18,6 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from edge_agentd.service.mqtt.bridge import MqttBridge
-
-def bridge_endpoint(bound: list[str]) -> str:
-    """Where the bridge connects: the daemon's ipc socket if it has one, else its first tcp one."""
-    endpoint = own_endpoint(bound)
-    if endpoint is None:
-        raise ConfigError("mqtt: the daemon has no endpoint the bridge can connect to")
-    return endpoint
 
 
 def mqtt_settings(settings: Settings) -> MqttSettings | None:
@@ -109,7 +104,6 @@ def discovery_preview(settings: Settings) -> dict[str, Any]:
 
 
 __all__ = [
-    "bridge_endpoint",
     "discovery_preview",
     "make_bridge",
     "mqtt_settings",

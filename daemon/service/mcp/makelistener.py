@@ -1,5 +1,5 @@
-"""How ``serve`` turns the ``[mcp]`` section into a running listener, or into a config error
-naming what to install; imports the SDK only when the section asks for the server."""
+"""The Model Context Protocol listener made from the ``[mcp]`` section, or a config error naming
+what to install; imports the SDK only when the section asks for the server."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import logging
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-from edge_agentd.protocol.endpoints import own_endpoint
 from edge_agentd.service.config.mcp import McpSettings, read_token
 from edge_agentd.service.config.settings import ConfigError, Settings
 
@@ -17,6 +16,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'mcp>=2.3,<3' 'uvicorn>=0.35' (the mcp extra)"
+
+
 def mcp_settings(settings: Settings) -> McpSettings | None:
     """The ``[mcp]`` section when it is present and enabled."""
     section = settings.mcp
@@ -51,13 +52,4 @@ def make_listener(settings: Settings) -> HttpListener | None:
     return HttpListener(section, tools, token, package_version())
 
 
-def daemon_endpoint(bound: list[str]) -> str:
-    """Where the server's requests go: the daemon's ipc socket if it has one, else its first
-    tcp one (a wildcard host reached on loopback)."""
-    endpoint = own_endpoint(bound)
-    if endpoint is None:
-        raise ConfigError("mcp: the daemon has no endpoint the server can reach")
-    return endpoint
-
-
-__all__ = ["INSTALL_HINT", "daemon_endpoint", "make_listener", "mcp_settings", "package_version"]
+__all__ = ["INSTALL_HINT", "make_listener", "mcp_settings", "package_version"]

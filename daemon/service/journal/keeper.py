@@ -34,7 +34,7 @@ from edge_agentd.protocol.wire import ErrorCode, ErrorReply, encode
 from edge_agentd.service.config.settings import JournalSettings
 from edge_agentd.service.journal.bounds import Bounds, Pruned
 from edge_agentd.service.journal.keys import KeyHolder, Keys
-from edge_agentd.service.journal.path import JournalLock, default_path
+from edge_agentd.service.journal.path import JournalLock, default_path, demo_path
 from edge_agentd.service.journal.store import JournalStore, JournalUnavailable
 from edge_agentd.service.journal.tasks import Tasks, Write
 from edge_agentd.service.threads.daemonthread import DaemonThread
@@ -70,12 +70,15 @@ class Journal:
         send: Send,
         path: Path | None = None,
         endpoint: str | None = None,
+        demo: bool = False,
         open_now: bool = True,
     ) -> None:
         self.settings = settings
         self.enabled = settings.enabled
-        self.path = path or (Path(settings.path) if settings.path else default_path(endpoint))
-        """``[journal] path``, else the default for the daemon on ``endpoint`` (journal.path)."""
+        path = path or (Path(settings.path) if settings.path else default_path(endpoint))
+        self.path = demo_path(path) if demo else path
+        """``[journal] path``, else the default for the daemon on ``endpoint`` (journal.path);
+        beside it, a daemon serving the demo device's own (``demo``)."""
         self._lock = JournalLock(self.path)
         self._post = post
         self._send = send

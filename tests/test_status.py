@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edge_agentd.agent.jsonvalues import to_jsonable
-from edge_agentd.service.reports import model_info
+from edge_agentd.service.status import model_info
 
 values = st.recursive(
     st.none()
