@@ -51,7 +51,7 @@ from edge_agentd.agent.evidence import (
     cannot_tell_pattern,
     copyable,
 )
-from edge_agentd.agent.observed import Evidence, gather
+from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import known_words
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ GROUNDING_RULES = (
 )
 """The rules as the system prompt states them to a model that drives the loop itself: fixed
 text, so the system prompt stays byte-identical for the same registry."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
@@ -149,22 +150,40 @@ class Grounding:
     rules: str = GROUNDING_RULES
     """What a model that drives the loop is told (the system prompt's closing part)."""
 
-    def evidence(self, state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
-        """What ``state``'s run has observed so far, as the rules read it."""
-        return gather(state, registry, skills)
+    def evidence(
+        self,
+        state: AgentState,
+        registry: Registry,
+        skills: Iterable[str],
+        gathered: Gathered | None = None,
+    ) -> Evidence:
+        """What ``state``'s run has observed so far, as the rules read it: read on from what
+        the run ``gathered`` before (it keeps that, :class:`~edge_agentd.agent.run.RunCache`),
+        else from the start."""
+        return gather(state, registry, skills, gathered)
 
     def check(
-        self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
+        self,
+        answer: str,
+        state: AgentState,
+        registry: Registry,
+        skills: Iterable[str],
+        gathered: Gathered | None = None,
     ) -> ValidationErrorObservation | None:
         """The rule ``answer`` breaks, as the observation the model sees next, or None."""
-        verdict = check_answer(answer, gather(state, registry, skills))
+        verdict = check_answer(answer, gather(state, registry, skills, gathered))
         return None if verdict is None else verdict.observation()
 
     def accepts(
-        self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
+        self,
+        answer: str,
+        state: AgentState,
+        registry: Registry,
+        skills: Iterable[str],
+        gathered: Gathered | None = None,
     ) -> bool:
         """Whether ``answer`` keeps every rule now."""
-        return check_answer(answer, gather(state, registry, skills)) is None
+        return check_answer(answer, gather(state, registry, skills, gathered)) is None
 
     def hold(
         self,
@@ -172,13 +191,14 @@ class Grounding:
         state: AgentState,
         registry: Registry,
         skills: Iterable[str],
+        gathered: Gathered | None = None,
         *,
         last_step: bool = False,
     ) -> dict[str, Any]:
         """``schema`` with its answer held to the rules (:func:`grounded_schema`): while only
         "I cannot tell" may be said and a skill not yet called names what the question asks
         about, the answer waits for that call, unless this is the run's last step."""
-        evidence = gather(state, registry, skills)
+        evidence = gather(state, registry, skills, gathered)
         waiting = not last_step and only_declines(evidence) and evidence.called
         return grounded_schema(
             schema, evidence, unmade_call=waiting and could_answer(evidence, registry)
