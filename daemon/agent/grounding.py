@@ -73,7 +73,6 @@ GROUNDING_RULES = (
 """The rules as the system prompt states them to a model that drives the loop itself: fixed
 text, so the system prompt stays byte-identical for the same registry."""
 
-
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """A broken rule: which, and what the model is told to do instead."""
