@@ -37,7 +37,6 @@ from edge_agentd.agent.events import (
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.guide import PLAIN, Guide
 from edge_agentd.agent.jsonvalues import format_validation_error
-from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.prompter import Prompter
 from edge_agentd.agent.protocol import ModelHandle, SupportsGenerate, full_handle
 from edge_agentd.agent.registry import Registry, SkillSpec, get_registry
@@ -57,6 +56,8 @@ from edge_agentd.agent.validators import Validators
 from edge_agentd.agent.workflow import Soul, Workflow
 
 log = logging.getLogger(__name__)
+_UNSTOPPED = contextlib.nullcontext()
+"""A step nothing stops inside (it holds no state: every step may enter it)."""
 
 
 @dataclasses.dataclass
@@ -92,10 +93,6 @@ class Agent:
 
     # -- the prompt, for callers that warm a model or read what it reads -------------------------
 
-    @property
-    def chat_format(self) -> ChatFormat:
-        return self.handle.chat_format
-
     def system_prompt(self, workflow: Workflow | None = None) -> str:
         """The system part of every prompt for ``workflow``, with the choices the skills list
         now."""
@@ -104,7 +101,7 @@ class Agent:
 
     def preamble(self, workflow: Workflow | None = None) -> str:
         """The prompt text shared by every request: what a model can evaluate once and keep."""
-        return self.chat_format.preamble(self.system_prompt(workflow))
+        return self.handle.chat_format.preamble(self.system_prompt(workflow))
 
     def render_prompt(self, state: AgentState) -> str:
         """The prompt of ``state``'s next step, as :meth:`step` renders it."""
@@ -137,11 +134,7 @@ class Agent:
         The caller must call the ticket's ``check()`` every few hundredths of a second until
         then (its ``result()`` does), or skill timeouts, the deadline and cancel cannot reach a
         skill that hangs."""
-        if not isinstance(options, RunOptions):
-            options = RunOptions.of(options, *args, **kwargs)
-        elif args or kwargs:
-            raise TypeError("start(RunOptions) takes nothing else but on_done")
-        record = RunRecord(options)
+        record = RunRecord(RunOptions.given(options, *args, **kwargs))
         return self.threads.start(record, functools.partial(self.loop, record), on_done)
 
     def loop(self, record: RunRecord, generation: int = 0) -> None:
@@ -203,30 +196,24 @@ class Agent:
         if not isinstance(state, AgentState):
             raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
         kept = RunCache() if cache is None else cache
-        system, names = self.prompter.run_system(state, kept)
+        system, names, skills = self.prompter.run_system(state, kept)
         self.handle.take_tokens()  # what came before this step is not its cost
         prompt = self.prompter.render(state, system, kept)
-        registry, validators = self.registry, self.validators
-        allowed = None if state.workflow is None else state.workflow.allowed_skills
         # Whatever schema a strategy asks for, its answer is held to the grounding rules.
-        held = functools.partial(
-            validators.hold, state=state, skills=names, cache=kept, last_step=last_step
+        replies = Replies(
+            self.handle, self.validators, state, names, kept, last_step=last_step, options=opts
         )
-        schema = held(registry.action_schema(allowed, kept.choices or ()))
-        replies = Replies(self.handle, schema, held, opts)
         started = time.perf_counter()
         try:
             raw = self.guide.reply(
                 self.handle,
                 state,
                 prompt,
-                [spec for name in names if (spec := registry.get(name))],
-                version=registry.version,
+                skills,
+                version=self.registry.version,
                 last_step=last_step,
                 generate=replies.generate,
-                # The engine offers only sentences the loop will take: one it would refuse
-                # would be chosen again at the retry, until the run ran out of steps.
-                grounded=lambda answer: validators.accepts(answer, state, names, kept),
+                grounded=replies.grounded,
             )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
             return model_error(exc, time.perf_counter() - started, self.handle.take_tokens())
@@ -245,10 +232,10 @@ class Agent:
         if not isinstance(checked, tuple):
             return checked
         spec, arguments = checked
+        record.enter_skill(spec, list(names))
         try:
-            with record.in_skill_of(spec, list(names), generation):
-                self.threads.check_free(spec)
-                result = self.registry.call(spec, arguments)
+            self.threads.check_free(spec)
+            result = self.registry.call(spec, arguments)
             return skill_result(spec.name, result, self.max_result_chars, action.call_id)
         except SkillStillRunning as exc:
             error = str(exc)
@@ -256,6 +243,8 @@ class Agent:
             # SystemExit or odd result is its own failure: the model sees it, the run goes on.
             error = f"{type(exc).__name__}: {safe_str(exc)}"
             log.info("skill %s raised %s", spec.name, error)
+        finally:
+            record.leave_skill(generation)
         return ToolErrorObservation(
             skill_name=spec.name, error=error, available_skills=list(names), call_id=action.call_id
         )
@@ -280,10 +269,10 @@ def _interruptible(handle: object, options: RunOptions) -> contextlib.AbstractCo
     """The model's own way to stop every call of a step inside it (a guidance engine's scoring
     calls get no deadline of their own), where it has one: ``LlamaModel.interruptible``."""
     if options.deadline is None and options.should_stop is None:
-        return contextlib.nullcontext()
+        return _UNSTOPPED
     interruptible = getattr(handle, "interruptible", None)
     if not callable(interruptible):
-        return contextlib.nullcontext()
+        return _UNSTOPPED
     stops: contextlib.AbstractContextManager[Any] = interruptible(
         options.deadline, options.should_stop
     )

@@ -8,17 +8,36 @@ and its prompt closes with the guide's worked answers instead (docs/design.md, "
 
 from __future__ import annotations
 
+import weakref
+from typing import NamedTuple
+
 from edge_agentd.agent.events import AgentState
 from edge_agentd.agent.guide import Guide
 from edge_agentd.agent.prompt import render_event, render_system
 from edge_agentd.agent.protocol import ModelHandle
-from edge_agentd.agent.registry import Registry, RunChoices
+from edge_agentd.agent.registry import Registry, RunChoices, SkillSpec
 from edge_agentd.agent.run import RunCache
 from edge_agentd.agent.workflow import Soul, Workflow
 
 _MAX_SYSTEMS = 64
 
 SystemKey = tuple[int, Workflow | None, RunChoices]
+PromptKey = tuple[Soul, str | None, str | None]
+
+
+class System(NamedTuple):
+    """The system part of a prompt, and the skills it offers."""
+
+    text: str
+    names: dict[str, None]
+    """The skills the model may call, in the prompt's order (a dict: a set that keeps it)."""
+    skills: tuple[SkillSpec, ...]
+    """The same skills' specs."""
+
+
+_SYSTEMS: weakref.WeakKeyDictionary[Registry, dict[SystemKey, System]] = weakref.WeakKeyDictionary()
+"""Each registry's system parts as rendered, shared by every agent of it: an agent made for
+each question (a trigger's, a script's) renders none anew. Never changed once made."""
 
 
 class Prompter:
@@ -39,14 +58,12 @@ class Prompter:
         examples = guide.answer_examples
         self.examples = examples
         self.rules = rules if examples is None else None
-        self._systems: dict[SystemKey, tuple[str, dict[str, None]]] = {}
+        shared = _SYSTEMS.setdefault(registry, {})
+        self._systems = shared.setdefault((soul, self.examples, self.rules), {})
 
-    def system(
-        self, workflow: Workflow | None, choices: RunChoices = ()
-    ) -> tuple[str, dict[str, None]]:
-        """(system text, the skills the model may call, in its order), rendered once per
-        registry version and choices: while the device has the same sensors, the preamble stays
-        byte-identical."""
+    def system(self, workflow: Workflow | None, choices: RunChoices = ()) -> System:
+        """The system part for ``workflow``, rendered once per registry version and choices:
+        while the device has the same sensors, the preamble stays byte-identical."""
         key = (self.registry.version, workflow, choices)
         system = self._systems.get(key)
         if system is None:
@@ -56,10 +73,11 @@ class Prompter:
             text = render_system(
                 self.soul, workflow, skills, self.examples, self.rules, choices=dict(choices)
             )
-            system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
+            names = dict.fromkeys(s.name for s in skills)
+            system = self._systems[key] = System(text, names, tuple(skills))
         return system
 
-    def run_system(self, state: AgentState, cache: RunCache) -> tuple[str, dict[str, None]]:
+    def run_system(self, state: AgentState, cache: RunCache) -> System:
         """:meth:`system` for ``state``'s run, with the skills' choices read at its first step
         and kept in ``cache``, so the run's prompt, grammar and checks agree."""
         workflow = state.workflow
@@ -91,4 +109,4 @@ class Prompter:
         return cache.prompt
 
 
-__all__ = ["Prompter"]
+__all__ = ["Prompter", "System"]

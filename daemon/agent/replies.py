@@ -7,10 +7,9 @@ and the step knows which replies the model wrote.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from edge_agentd.agent.events import MadeBy, ModelErrorObservation, Usage
+from edge_agentd.agent.events import AgentState, MadeBy, ModelErrorObservation, Usage
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.protocol import (
     Completion,
@@ -20,25 +19,47 @@ from edge_agentd.agent.protocol import (
     TokenCounts,
     step_usage,
 )
-from edge_agentd.agent.run import Step
+from edge_agentd.agent.run import RunCache, Step
+from edge_agentd.agent.validators import Validators
 
 
 class Replies:
-    """What the model wrote in one step, each reply asked under the step's schema unless a guide
-    asks under another (``held`` to the grounding rules all the same)."""
+    """What the model wrote in one step of ``state``'s run, each reply asked under the step's
+    schema unless a guide asks under another, held to the grounding rules all the same."""
 
     def __init__(
         self,
         handle: ModelHandle,
-        schema: dict[str, Any],
-        held: Callable[[dict[str, Any]], dict[str, Any]],
+        validators: Validators,
+        state: AgentState,
+        names: dict[str, None],
+        cache: RunCache,
+        *,
+        last_step: bool,
         options: dict[str, Any],
     ) -> None:
         self.handle = handle
-        self.schema = schema
-        self.held = held
+        self.validators = validators
+        self.state = state
+        self.names = names
+        self.cache = cache
+        self.last_step = last_step
         self.options = options
         self.written: list[str] = []
+        workflow = state.workflow
+        allowed = None if workflow is None else workflow.allowed_skills
+        self.schema = self.held(validators.registry.action_schema(allowed, cache.choices or ()))
+
+    def held(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """``schema`` with its answer held to the grounding rules, where the decoding is ours."""
+        return self.validators.hold(
+            schema, self.state, self.names, self.cache, last_step=self.last_step
+        )
+
+    def grounded(self, answer: str) -> bool:
+        """Whether the loop takes ``answer`` now: the engine offers only such sentences (one it
+        would refuse would be chosen again at the retry, until the run ran out of steps)."""
+        return self.validators.accepts(answer, self.state, self.names, self.cache)
 
     def generate(self, text: str, **more: Any) -> str:
         """The model's reply to ``text``: what a guide calls to ask it."""
@@ -55,6 +76,8 @@ class Replies:
         the engine cut it: an answer cut at the token cap keeps the model's words)."""
         if isinstance(raw, Completion) and raw.made_by == "engine":
             return "engine"
+        if self.written and raw is self.written[-1]:
+            return "model"  # the reply as the model returned it, the common case
         text = str(raw)
         wrote = any(
             raw is reply or str(reply) == text or str(reply).startswith(text.removesuffix('"}'))

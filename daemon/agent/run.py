@@ -10,13 +10,12 @@ and an event from an earlier turn (an abandoned thread whose skill returned at l
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from edge_agentd.agent.checks import check_count
@@ -126,6 +125,15 @@ class RunOptions:
             on_event=on_event,
             model_options=model_options,
         )
+
+    @classmethod
+    def given(cls, options: RunOptions | Workflow | str, *args: Any, **kwargs: Any) -> RunOptions:
+        """``options``, or the options of :meth:`of`'s arguments."""
+        if not isinstance(options, RunOptions):
+            return cls.of(options, *args, **kwargs)
+        if args or kwargs:
+            raise TypeError("start(RunOptions) takes nothing else but on_done")
+        return options
 
 
 def with_arguments_of(
@@ -247,21 +255,17 @@ class RunRecord:
         )
         self.append(ended, generation)
 
-    @contextlib.contextmanager
-    def in_skill_of(
-        self, skill: SkillSpec, available: list[str], generation: int
-    ) -> Iterator[None]:
-        """While ``skill`` runs in turn ``generation``: the watch sees it (its timeout if it has
-        one, the run's deadline and cancel always) until it returns."""
+    def enter_skill(self, skill: SkillSpec, available: list[str]) -> None:
+        """``skill`` runs now: the watch sees it (its timeout if it has one, the run's deadline
+        and cancel always) until it leaves."""
         timeout = skill.timeout_s
         overrun = math.inf if timeout is None else time.monotonic() + timeout
         self.in_skill = (skill, overrun, available)
-        try:
-            yield
-        finally:
-            with self.lock:
-                if generation == self.generation:
-                    self.in_skill = None
+
+    def leave_skill(self, generation: int) -> None:
+        with self.lock:
+            if generation == self.generation:
+                self.in_skill = None
 
 
 def skill_result(
