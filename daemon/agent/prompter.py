@@ -35,9 +35,12 @@ class System(NamedTuple):
     """The same skills' specs."""
 
 
-_SYSTEMS: weakref.WeakKeyDictionary[Registry, dict[SystemKey, System]] = weakref.WeakKeyDictionary()
-"""Each registry's system parts as rendered, shared by every agent of it: an agent made for
-each question (a trigger's, a script's) renders none anew. Never changed once made."""
+_SYSTEMS: weakref.WeakKeyDictionary[Registry, dict[PromptKey, dict[SystemKey, System]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each registry's system parts as rendered, for each soul, closing part and rules, shared by
+every agent of it: an agent made for each question (a trigger's, a script's) renders none anew.
+A system part is never changed once made."""
 
 
 class Prompter:
@@ -59,6 +62,8 @@ class Prompter:
         self.examples = examples
         self.rules = rules if examples is None else None
         shared = _SYSTEMS.setdefault(registry, {})
+        if len(shared) > _MAX_SYSTEMS:
+            shared.clear()
         self._systems = shared.setdefault((soul, self.examples, self.rules), {})
 
     def system(self, workflow: Workflow | None, choices: RunChoices = ()) -> System:
