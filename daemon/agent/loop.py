@@ -4,9 +4,10 @@ Read top to bottom, as the seed reads: :meth:`Agent.run` starts a run and waits 
 :meth:`Agent.loop` is the loop itself (step, append, dispatch, until a stop); :meth:`Agent.step`
 asks the model once and parses its reply; :meth:`Agent.dispatch` calls a skill. Beside it are
 the run's records (:mod:`~edge_agentd.agent.run`), what the model reads
-(:mod:`~edge_agentd.agent.prompter`), what holds an answer
-(:mod:`~edge_agentd.agent.validators`) and the threads a run executes on
-(:mod:`~edge_agentd.agent.supervision`); none of them calls back into the Agent.
+(:mod:`~edge_agentd.agent.prompter`), the model's replies in a step
+(:mod:`~edge_agentd.agent.replies`), what holds an answer (:mod:`~edge_agentd.agent.validators`)
+and the threads a run executes on (:mod:`~edge_agentd.agent.supervision`); none of them calls
+back into the Agent.
 
 The Agent holds no conversation state: everything lives in ``AgentState.stream``, so every
 ``run`` starts from a blank page; it returns an AgentState or raises only for a caller's bug.
@@ -251,8 +252,8 @@ class Agent:
 
 
 def _check_arguments(agent: Agent) -> None:
-    """The contract's caller bugs: no model, a soul or guidance given as a bare string, and a
-    size that is none."""
+    """The contract's caller bugs: no model, a soul, guide or grounding of the wrong type (a
+    bare string), and a result size under 64 characters."""
     if not callable(getattr(agent.model, "generate", None)):
         raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
     for name, value, kind in (

@@ -32,6 +32,7 @@ from edge_agentd.agent.events import (
 )
 from edge_agentd.agent.jsonvalues import compact_json, to_jsonable
 from edge_agentd.agent.observed import Gathered
+from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.registry import RunChoices, SkillSpec
 from edge_agentd.agent.workflow import Workflow
 
@@ -166,8 +167,8 @@ class RunCache:
     choices: RunChoices | None = None
     """The skills' arguments' choices as the run found them at its first step, so its prompt,
     grammar and checks agree and its prompt stays append-only."""
-    prompt_key: object = None
-    """What the prompt so far was rendered for (the chat format and the system text)."""
+    prompt_key: tuple[ChatFormat, str] | None = None
+    """What the prompt so far was rendered for: the chat format and the system text."""
     prompt: str = ""
     """The prompt rendered so far."""
     rendered: int = 0
