@@ -200,54 +200,40 @@ class EventStream(RootModel[list[Event]]):
         return self.root[-1] if self.root else None
 
 
-class RunContext:
-    """Private bookkeeping of one run: its workflow, its question parsed once, the evidence
-    gathered so far, and the prompt text rendered so far, so each step reads only the events
-    added since the last one."""
-
-    __slots__ = ("choices", "evidence", "question", "render_key", "rendered", "text", "workflow")
-
-    def __init__(self, workflow: Workflow | None = None) -> None:
-        self.workflow = workflow
-        self.question: Question | None = None
-        self.evidence: object = None
-        """What grounding has gathered of the run so far (its own type, kept here)."""
-        self.choices: object = None
-        """The skills' arguments' choices as the run found them at its first step (a
-        :data:`~edge_agentd.agent.registry.RunChoices`), so its prompt stays append-only."""
-        self.render_key: object = None
-        self.text = ""
-        self.rendered = 0
-
-
 class AgentState(BaseModel):
-    """One run: the query and everything that happened. ``run`` returns it."""
+    """One run: the query and everything that happened. ``run`` returns it.
+
+    What the run keeps for its subsystems between steps is the run's
+    (:class:`~edge_agentd.agent.run.RunCache`), not the state's: the state keeps only the
+    workflow it follows and its own query, parsed once; neither is serialized."""
 
     query: str
     stream: EventStream = Field(default_factory=EventStream)
-    _run: RunContext = PrivateAttr(default_factory=RunContext)
-
-    @property
-    def context(self) -> RunContext:
-        """The run's private bookkeeping; read straight from pydantic's private storage because
-        every step needs it and the attribute fallback is slow."""
-        return self.__pydantic_private__["_run"]  # type: ignore[index,no-any-return]
+    _workflow: Workflow | None = PrivateAttr(default=None)
+    _question: Question | None = PrivateAttr(default=None)
 
     @property
     def workflow(self) -> Workflow | None:
         """The workflow this run follows, if any. Not part of the serialized state."""
-        return self.context.workflow
+        # Read straight from pydantic's private storage: every step needs it, and the
+        # attribute fallback is slow.
+        return self.__pydantic_private__["_workflow"]  # type: ignore[index,no-any-return]
+
+    @workflow.setter
+    def workflow(self, workflow: Workflow | None) -> None:
+        self.__pydantic_private__["_workflow"] = workflow  # type: ignore[index]
 
     @property
     def question(self) -> Question:
         """The query, parsed once for the run: grounding and the guidance read this."""
-        context = self.context
-        if context.question is None or context.question.text != self.query:
-            context.question = Question.parse(self.query)
-        return context.question
+        private = self.__pydantic_private__
+        question: Question | None = private["_question"]  # type: ignore[index]
+        if question is None or question.text != self.query:
+            question = private["_question"] = Question.parse(self.query)  # type: ignore[index]
+        return question
 
     def __eq__(self, other: object) -> bool:
-        # The render cache and workflow are private bookkeeping, not part of what happened.
+        # The workflow is the run's, not part of what happened.
         if not isinstance(other, AgentState):
             return NotImplemented
         return self.query == other.query and self.stream == other.stream
@@ -257,7 +243,7 @@ class AgentState(BaseModel):
     def snapshot(self) -> AgentState:
         """A deep copy of the state as it is now."""
         copy = AgentState(query=self.query, stream=self.stream.model_copy(deep=True))
-        copy.context.workflow = self.workflow
+        copy.workflow = self.workflow
         return copy
 
     @property

@@ -53,7 +53,7 @@ from edge_agentd.agent.evidence import (
     plain_chars,
 )
 from edge_agentd.agent.language import Language
-from edge_agentd.agent.observed import Evidence, gather
+from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import known_words
 
 if TYPE_CHECKING:
@@ -143,22 +143,41 @@ class Grounding:
         if not self.rules:
             object.__setattr__(self, "rules", self.language.rules)
 
-    def evidence(self, state: AgentState, registry: Registry, skills: Iterable[str]) -> Evidence:
-        """What ``state``'s run has observed so far, as the rules read it."""
-        return gather(state, registry, skills, self.language)
+    def evidence(
+        self,
+        state: AgentState,
+        registry: Registry,
+        skills: Iterable[str],
+        gathered: Gathered | None = None,
+    ) -> Evidence:
+        """What ``state``'s run has observed so far, as the rules read it: read on from what
+        the run ``gathered`` before (it keeps that, :class:`~edge_agentd.agent.run.RunCache`),
+        else from the start."""
+        return gather(state, registry, skills, gathered, self.language)
 
     def check(
-        self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
+        self,
+        answer: str,
+        state: AgentState,
+        registry: Registry,
+        skills: Iterable[str],
+        gathered: Gathered | None = None,
     ) -> ValidationErrorObservation | None:
         """The rule ``answer`` breaks, as the observation the model sees next, or None."""
-        verdict = check_answer(answer, gather(state, registry, skills, self.language))
+        verdict = check_answer(answer, gather(state, registry, skills, gathered, self.language))
         return None if verdict is None else verdict.observation()
 
     def accepts(
-        self, answer: str, state: AgentState, registry: Registry, skills: Iterable[str]
+        self,
+        answer: str,
+        state: AgentState,
+        registry: Registry,
+        skills: Iterable[str],
+        gathered: Gathered | None = None,
     ) -> bool:
         """Whether ``answer`` keeps every rule now."""
-        return check_answer(answer, gather(state, registry, skills, self.language)) is None
+        evidence = gather(state, registry, skills, gathered, self.language)
+        return check_answer(answer, evidence) is None
 
     def hold(
         self,
@@ -166,13 +185,14 @@ class Grounding:
         state: AgentState,
         registry: Registry,
         skills: Iterable[str],
+        gathered: Gathered | None = None,
         *,
         last_step: bool = False,
     ) -> dict[str, Any]:
         """``schema`` with its answer held to the rules (:func:`grounded_schema`): while only
         "I cannot tell" may be said and a skill not yet called names what the question asks
         about, the answer waits for that call, unless this is the run's last step."""
-        evidence = gather(state, registry, skills, self.language)
+        evidence = gather(state, registry, skills, gathered, self.language)
         waiting = not last_step and only_declines(evidence) and evidence.called
         return grounded_schema(
             schema, evidence, unmade_call=waiting and could_answer(evidence, registry)

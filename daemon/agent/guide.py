@@ -1,15 +1,16 @@
 """The seam through which help for a small model enters the loop, declared in full.
 
-A model that drives the loop by itself needs none: the loop is then *plain* (``guidance=None``,
-the default). A model too small to (the embedded default) is helped by an object with these
-members; the package's own is :class:`edge_agentd.guidance.guidance.Guidance`, in a layer of its
-own above this one. Whatever the help does, the loop keeps the contract and the grounding
-rules: each reply is parsed and validated as any model's, and ``grounded`` says which answers
-the loop will take.
+The loop always has a guide: a model that drives the loop by itself gets the plain one
+(:class:`PlainGuide`, the default), which asks the model and changes nothing. A model too small
+to drive it (the embedded default) is helped by an object with these members; the package's own
+is :class:`edge_agentd.guidance.guidance.Guidance`, in a layer of its own above this one.
+Whatever the help does, the loop keeps the contract and the grounding rules: each reply is
+parsed and validated as any model's, and ``grounded`` says which answers the loop will take.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -58,4 +59,34 @@ class Guide(Protocol):
         offered. Raises what the model raises."""
 
 
-__all__ = ["Guide"]
+@dataclasses.dataclass(frozen=True)
+class PlainGuide:
+    """No help: the model alone, reading the plain prompt (its example action and the grounding
+    rules), each reply its own."""
+
+    restate_question: bool = False
+    result_lines: bool = False
+    answer_examples: str | None = None
+
+    def focus(self, model: ModelHandle, query: str, event: Event) -> str | None:
+        return None
+
+    def reply(
+        self,
+        model: ModelHandle,
+        state: AgentState,
+        prompt: str,
+        skills: Sequence[SkillSpec],
+        *,
+        version: int,
+        last_step: bool,
+        generate: Callable[..., str],
+        grounded: Callable[[str], bool],
+    ) -> str:
+        return generate(prompt)
+
+
+PLAIN = PlainGuide()
+"""The guide of an Agent given none."""
+
+__all__ = ["PLAIN", "Guide", "PlainGuide"]

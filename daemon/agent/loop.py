@@ -1,67 +1,64 @@
 """The Agent: the model's decisions, the registry's dispatch and the EventStream, in one loop.
 
-The Agent holds no conversation state: everything lives in ``AgentState.stream``, so every ``run``
-starts from a blank page. ``run`` returns an AgentState or raises only for a caller's bug. It is
-:meth:`Agent.start` and then the wait: the loop itself is :class:`~edge_agentd.agent.run.Turn`,
-on a thread of :mod:`~edge_agentd.agent.supervision` (docs/design.md, "Where to start reading").
+Read top to bottom, as the seed reads: :meth:`Agent.run` starts a run and waits for it;
+:meth:`Agent.loop` is the loop itself (step, append, dispatch, until a stop); :meth:`Agent.step`
+asks the model once and parses its reply; :meth:`Agent.dispatch` calls a skill. Beside it are
+the run's records (:mod:`~edge_agentd.agent.run`), what the model reads
+(:mod:`~edge_agentd.agent.prompter`), the model's replies in a step
+(:mod:`~edge_agentd.agent.replies`), what holds an answer (:mod:`~edge_agentd.agent.validators`)
+and the threads a run executes on (:mod:`~edge_agentd.agent.supervision`); none of them calls
+back into the Agent.
+
+The Agent holds no conversation state: everything lives in ``AgentState.stream``, so every
+``run`` starts from a blank page; it returns an AgentState or raises only for a caller's bug.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import logging
 import time
-from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
+
+from pydantic import ValidationError
 
 from edge_agentd.agent.checks import check_count
 from edge_agentd.agent.events import (
     AgentState,
     CallSkillAction,
-    MadeBy,
+    Event,
+    FinalAnswerAction,
     ModelErrorObservation,
-    Usage,
+    SkillResultObservation,
+    ToolErrorObservation,
+    ValidationErrorObservation,
 )
 from edge_agentd.agent.grounding import Grounding
-from edge_agentd.agent.guide import Guide
-from edge_agentd.agent.parsing import parse_action
-from edge_agentd.agent.prompt import ChatFormat, render_event, render_system
-from edge_agentd.agent.protocol import (
-    Completion,
-    ContextExceeded,
-    ModelError,
-    ModelHandle,
-    SupportsGenerate,
-    full_handle,
-    step_usage,
+from edge_agentd.agent.guide import PLAIN, Guide
+from edge_agentd.agent.jsonvalues import format_validation_error
+from edge_agentd.agent.prompter import Prompter
+from edge_agentd.agent.protocol import ModelHandle, SupportsGenerate, full_handle
+from edge_agentd.agent.registry import Registry, SkillSpec, get_registry
+from edge_agentd.agent.replies import Replies, model_error
+from edge_agentd.agent.run import (
+    RunCache,
+    RunOptions,
+    RunRecord,
+    SkillStillRunning,
+    Step,
+    safe_str,
+    skill_result,
+    with_arguments_of,
 )
-from edge_agentd.agent.registry import Registry, RunChoices, get_registry
-from edge_agentd.agent.run import RunOptions, RunRecord, Step, Turn
 from edge_agentd.agent.supervision import OnDone, RunThreads, RunTicket, shared_run_threads
+from edge_agentd.agent.validators import Validators
 from edge_agentd.agent.workflow import Soul, Workflow
 
-Arguments = ParamSpec("Arguments")
-Ran = TypeVar("Ran")
-
-
-def _with_arguments_of(
-    of: Callable[Arguments, RunOptions],
-) -> Callable[[Callable[[Agent, RunOptions], Ran]], Callable[Concatenate[Agent, Arguments], Ran]]:
-    """A method given a RunOptions, made to take ``of``'s arguments instead: they are written
-    once, there, and a type checker still checks each call against them."""
-
-    def takes_arguments(
-        method: Callable[[Agent, RunOptions], Ran],
-    ) -> Callable[Concatenate[Agent, Arguments], Ran]:
-        @functools.wraps(method)
-        def with_arguments(
-            agent: Agent, /, *args: Arguments.args, **kwargs: Arguments.kwargs
-        ) -> Ran:
-            return method(agent, of(*args, **kwargs))
-
-        return with_arguments
-
-    return takes_arguments
+log = logging.getLogger(__name__)
+_UNSTOPPED = contextlib.nullcontext()
+"""A step nothing stops inside (it holds no state: every step may enter it)."""
 
 
 @dataclasses.dataclass
@@ -73,8 +70,8 @@ class Agent:
     soul: Soul | None = dataclasses.field(default=None, kw_only=True)
     max_result_chars: int = dataclasses.field(default=4000, kw_only=True)
     guidance: Guide | None = dataclasses.field(default=None, kw_only=True)
-    """Help for a small model (:class:`~edge_agentd.agent.guide.Guide`, such as
-    :class:`edge_agentd.guidance.guidance.Guidance`); None, plain: the model alone."""
+    """Help for a small model (a :class:`~edge_agentd.agent.guide.Guide`, such as
+    :class:`edge_agentd.guidance.guidance.Guidance`); None is the plain guide: the model alone."""
     threads: RunThreads = dataclasses.field(default_factory=shared_run_threads, kw_only=True)
     """The threads runs execute on and the skills that hung (by default, every agent's)."""
     grounding: Grounding | None = dataclasses.field(default=None, kw_only=True)
@@ -82,203 +79,39 @@ class Agent:
     a run's validators; None, as the seed signs the Agent: a final answer ends the run."""
 
     def __post_init__(self) -> None:
-        # The contract's caller bugs: no model, and a soul or guidance given as a bare string.
-        if not isinstance(self.model, SupportsGenerate):
-            raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
-        for name, value, kind in (
-            ("soul", self.soul, Soul),
-            ("guidance", self.guidance, Guide),
-            ("grounding", self.grounding, Grounding),
-        ):
-            if value is not None and not isinstance(value, kind):
-                raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
-        check_count("max_result_chars", self.max_result_chars, 64)
+        _check_arguments(self)
         self.handle: ModelHandle = full_handle(self.model)
         """The model with the whole ModelHandle protocol: the bare ones get its defaults."""
-        self._systems: dict[
-            tuple[int, Soul | None, Workflow | None, RunChoices], tuple[str, dict[str, None]]
-        ] = {}
+        self.guide: Guide = PLAIN if self.guidance is None else self.guidance
+        """The help the loop always asks: the plain guide when given none."""
+        self.validators = Validators(self.grounding, self.registry, self.handle)
+        soul, rules = self.soul or Soul(), self.validators.rules
+        self.prompter = Prompter(self.handle, self.registry, soul, self.guide, rules)
 
     def close(self) -> None:
         """Stop the idle run threads (later runs start new ones)."""
         self.threads.close()
 
-    # -- the prompt ---------------------------------------------------------------------------
-
-    @property
-    def chat_format(self) -> ChatFormat:
-        return self.handle.chat_format
-
-    def _system(
-        self, workflow: Workflow | None, choices: RunChoices = ()
-    ) -> tuple[str, dict[str, None]]:
-        """(system text, allowed skill names), rendered once per registry version and choices:
-        while the device has the same sensors, the preamble stays byte-identical."""
-        key = (self.registry.version, self.soul, workflow, choices)
-        system = self._systems.get(key)
-        if system is None:
-            if len(self._systems) > 64:
-                self._systems.clear()
-            skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
-            # A model that drives the loop is told the grounding rules; a guided one's calls are
-            # the engine's, and its prompt closes with worked answers instead.
-            example = self.guidance.answer_examples if self.guidance is not None else None
-            grounding = self.grounding
-            rules = grounding.rules if grounding is not None and example is None else None
-            text = render_system(
-                self.soul or Soul(), workflow, skills, example, rules, choices=dict(choices)
-            )
-            system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
-        return system
-
-    def skill_names(self, workflow: Workflow | None = None) -> dict[str, None]:
-        """The skills the model may call under ``workflow``, in the prompt's order."""
-        return self._system(workflow)[1]
+    # -- the prompt, for callers that warm a model or read what it reads -------------------------
 
     def system_prompt(self, workflow: Workflow | None = None) -> str:
         """The system part of every prompt for ``workflow``, with the choices the skills list
         now."""
         allowed = None if workflow is None else workflow.allowed_skills
-        return self._system(workflow, self.registry.choices(allowed))[0]
+        return self.prompter.system(workflow, self.registry.choices(allowed))[0]
 
     def preamble(self, workflow: Workflow | None = None) -> str:
         """The prompt text shared by every request: what a model can evaluate once and keep."""
-        return self.chat_format.preamble(self.system_prompt(workflow))
-
-    def run_choices(self, state: AgentState) -> RunChoices:
-        """The skills' arguments' choices for ``state``'s run: read at its first step and kept,
-        so the run's prompt, grammar and checks agree."""
-        context = state.context
-        if context.choices is None:
-            workflow = state.workflow
-            allowed = None if workflow is None else workflow.allowed_skills
-            context.choices = self.registry.choices(allowed)
-        return context.choices  # type: ignore[return-value]
+        return self.handle.chat_format.preamble(self.system_prompt(workflow))
 
     def render_prompt(self, state: AgentState) -> str:
-        """The prompt for the next step, rendering only the events added since the last call."""
-        return self._render(state, self._system(state.workflow, self.run_choices(state))[0])
-
-    def _render(self, state: AgentState, system: str) -> str:
-        fmt = self.chat_format
-        context = state.context
-        key = (fmt, system)
-        if context.render_key != key:
-            context.render_key, context.rendered = key, 0
-            context.text = fmt.opening(system, state.query)
-        events = state.stream.root
-        if context.rendered < len(events):
-            guidance = self.guidance
-            question = state.query if guidance is not None and guidance.restate_question else None
-            context.text += "".join(
-                [
-                    render_event(
-                        e,
-                        fmt,
-                        question,
-                        guidance.focus(self.handle, state.query, e) if guidance else None,
-                        lines=guidance is not None and guidance.result_lines,
-                    )
-                    for e in events[context.rendered :]
-                ]
-            )
-            context.rendered = len(events)
-        return context.text
-
-    # -- one step -----------------------------------------------------------------------------
-
-    def step(self, state: AgentState, *, last_step: bool = False, **opts: Any) -> Step:
-        """Ask the model once and parse its reply. Never appends to ``state.stream``.
-
-        ``last_step`` says no step follows: guidance then has the model answer."""
-        if not isinstance(state, AgentState):
-            raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
-        workflow = state.workflow
-        choices = self.run_choices(state)
-        system, names = self._system(workflow, choices)
-        self.handle.take_tokens()  # what came before this step is not its cost
-        prompt = self._render(state, system)
-        allowed = workflow.allowed_skills if workflow is not None else None
-        started = time.perf_counter()
-        # The grounding rules, where the decoding is ours and the run has them: whatever schema
-        # a strategy asks for, its answer is held to them (docs/design.md, "Grounding"). A model
-        # that decodes under no schema gets the plain one; the validator holds its answers to
-        # the same rules. The evidence is gathered only where something reads it.
-        grounding = self.grounding if self.handle.uses_action_schema else None
-        schema = self.registry.action_schema(allowed, choices)
-        if grounding is not None:
-            schema = grounding.hold(schema, state, self.registry, names, last_step=last_step)
-        written: list[str] = []
-
-        def generate(text: str, **more: Any) -> str:
-            if grounding is not None and isinstance(more.get("action_schema"), dict):
-                more["action_schema"] = grounding.hold(
-                    more["action_schema"], state, self.registry, names, last_step=last_step
-                )
-            reply = self.handle.generate(text, **{"action_schema": schema, **opts, **more})
-            written.append(reply)
-            return reply
-
-        try:
-            if self.guidance is None:
-                raw = generate(prompt)
-            else:
-                skills = [spec for name in names if (spec := self.registry.get(name))]
-                raw = self.guidance.reply(
-                    self.handle,
-                    state,
-                    prompt,
-                    skills,
-                    version=self.registry.version,
-                    last_step=last_step,
-                    generate=generate,
-                    # The engine offers only sentences the loop will take: one it would refuse
-                    # would be chosen again at the retry, until the run ran out of steps.
-                    grounded=lambda answer: self.grounding is None
-                    or self.grounding.accepts(answer, state, self.registry, names),
-                )
-        except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
-            exceeded = exc if isinstance(exc, ContextExceeded) else None
-            return ModelErrorObservation(
-                code=exc.code if isinstance(exc, ModelError) else "model_error",
-                error=f"{type(exc).__name__}: {exc}",
-                n_prompt_tokens=exceeded.n_prompt_tokens if exceeded else None,
-                n_ctx=exceeded.n_ctx if exceeded else None,
-                usage=step_usage(
-                    Usage(model_s=time.perf_counter() - started), self.handle.take_tokens()
-                ),
-            )
-        elapsed = time.perf_counter() - started
-        if not isinstance(raw, str):
-            return ModelErrorObservation(
-                code="bad_reply",
-                error=f"the model returned {type(raw).__name__}, not str",
-                usage=Usage(model_s=elapsed),
-            )
-        reported = raw.usage if isinstance(raw, Completion) else None
-        usage = (
-            reported.model_copy(update={"model_s": elapsed})
-            if reported is not None
-            else Usage(model_s=elapsed)
-        )
-        # The engine made it where it chose for the model (a candidate the model's likelihood
-        # picked; an answer it rendered from the results, which its Completion says), else the
-        # model wrote it.
-        rendered = isinstance(raw, Completion) and raw.made_by == "engine"
-        made_by: MadeBy = "model" if _wrote(raw, written) and not rendered else "engine"
-        calls = sum(isinstance(e, CallSkillAction) for e in state.stream.root)
-        action = parse_action(
-            str(raw),
-            names,
-            step_usage(usage, self.handle.take_tokens()),
-            made_by=made_by,
-            call_id=f"call_{calls + 1}",
-        )
-        return action
+        """The prompt of ``state``'s next step, as :meth:`step` renders it."""
+        cache = RunCache()
+        return self.prompter.render(state, self.prompter.run_system(state, cache)[0], cache)
 
     # -- the run ------------------------------------------------------------------------------
 
-    @_with_arguments_of(RunOptions.of)
+    @with_arguments_of(RunOptions.of)
     def run(self, options: RunOptions) -> AgentState:
         """Run the bounded loop on a query, or on a workflow with a query, and wait for it.
 
@@ -302,21 +135,177 @@ class Agent:
         The caller must call the ticket's ``check()`` every few hundredths of a second until
         then (its ``result()`` does), or skill timeouts, the deadline and cancel cannot reach a
         skill that hangs."""
-        if not isinstance(options, RunOptions):
-            options = RunOptions.of(options, *args, **kwargs)
-        elif args or kwargs:
-            raise TypeError("start(RunOptions) takes nothing else but on_done")
-        record = RunRecord(options)
-        return self.threads.start(record, lambda turn: Turn(self, record, turn).loop(), on_done)
+        record = RunRecord(RunOptions.given(options, *args, **kwargs))
+        return self.threads.start(record, functools.partial(self.loop, record), on_done)
+
+    def loop(self, record: RunRecord, generation: int = 0) -> None:
+        """Turn ``generation`` at ``record``'s run, on one thread: the loop of docs/design.md,
+        "The loop's contract", carried on from wherever the record says."""
+        options, state, cache = record.options, record.state, record.cache
+        while record.iteration < options.max_iterations:
+            if record.stopped(generation):
+                return
+            record.iteration += 1
+            with _interruptible(self.handle, options):
+                event = self.step(
+                    state,
+                    last_step=record.iteration >= options.max_iterations,
+                    cache=cache,
+                    deadline=options.deadline,
+                    should_stop=options.should_stop,
+                    **options.model_options,
+                )
+            # A deadline or cancel that landed during the step ends the run here: the model was
+            # stopped inside its call, so a parse failure or model error is the interruption's,
+            # a skill it asked for is not started, and an answer made past the deadline or
+            # after the cancel is not reported as the run's.
+            if record.stopped(generation):
+                return
+            observed: Event | None = event
+            if isinstance(event, CallSkillAction | FinalAnswerAction):
+                record.last_action = event
+                record.append(event, generation)
+            if isinstance(event, CallSkillAction):
+                observed = self.dispatch(event, record, generation)
+            elif isinstance(event, FinalAnswerAction):
+                names = self.prompter.run_system(state, cache)[1]
+                observed = self.validators.refusal(event, state, names, cache)
+                if observed is None:
+                    return  # the seed: a final answer that passes ends the run at once
+            if isinstance(observed, ValidationErrorObservation | ModelErrorObservation):
+                if record.stopped(generation) or not record.retry(observed, generation):
+                    return
+            elif observed is not None:
+                record.append(observed, generation)
+        if not record.stopped(generation):
+            record.ran_out(generation)
+
+    # -- one step -----------------------------------------------------------------------------
+
+    def step(
+        self,
+        state: AgentState,
+        *,
+        last_step: bool = False,
+        cache: RunCache | None = None,
+        **opts: Any,
+    ) -> Step:
+        """Ask the model once and parse its reply. Never appends to ``state.stream``.
+
+        ``last_step`` says no step follows: the guide then has the model answer. ``cache`` is
+        what the run kept of its earlier steps (a step outside a run starts from none)."""
+        if not isinstance(state, AgentState):
+            raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
+        kept = RunCache() if cache is None else cache
+        system, names, skills = self.prompter.run_system(state, kept)
+        self.handle.take_tokens()  # what came before this step is not its cost
+        prompt = self.prompter.render(state, system, kept)
+        # Whatever schema a strategy asks for, its answer is held to the grounding rules.
+        replies = Replies(
+            self.handle, self.validators, state, names, kept, last_step=last_step, options=opts
+        )
+        started = time.perf_counter()
+        try:
+            raw = self.guide.reply(
+                self.handle,
+                state,
+                prompt,
+                skills,
+                version=self.registry.version,
+                last_step=last_step,
+                generate=replies.generate,
+                grounded=replies.grounded,
+            )
+        except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
+            return model_error(exc, time.perf_counter() - started, self.handle.take_tokens())
+        elapsed, call_id = time.perf_counter() - started, f"call_{kept.calls_so_far(state) + 1}"
+        return replies.action(raw, elapsed, names, self.handle.take_tokens(), call_id)
+
+    # -- one call -----------------------------------------------------------------------------
+
+    def dispatch(
+        self, action: CallSkillAction, record: RunRecord, generation: int
+    ) -> SkillResultObservation | ToolErrorObservation | ValidationErrorObservation:
+        """Call the skill ``action`` asks for, watched (its timeout if it has one, the run's
+        deadline and cancel always); what it returned, or why it could not run."""
+        names = self.prompter.run_system(record.state, record.cache)[1]
+        checked = _checked(action, names, self.registry, record.cache)
+        if not isinstance(checked, tuple):
+            return checked
+        spec, arguments = checked
+        record.enter_skill(spec, list(names))
+        try:
+            self.threads.check_free(spec)
+            result = self.registry.call(spec, arguments)
+            return skill_result(spec.name, result, self.max_result_chars, action.call_id)
+        except SkillStillRunning as exc:
+            error = str(exc)
+        except BaseException as exc:  # noqa: BLE001 - a skill's KeyboardInterrupt, GeneratorExit,
+            # SystemExit or odd result is its own failure: the model sees it, the run goes on.
+            error = f"{type(exc).__name__}: {safe_str(exc)}"
+            log.info("skill %s raised %s", spec.name, error)
+        finally:
+            record.leave_skill(generation)
+        return ToolErrorObservation(
+            skill_name=spec.name, error=error, available_skills=list(names), call_id=action.call_id
+        )
 
 
-def _wrote(raw: str, written: list[str]) -> bool:
-    """Whether the model wrote ``raw``: it is a reply ``generate`` returned, or the start of one
-    closed where the engine cut it (an answer cut at the token cap keeps the model's words)."""
-    text = str(raw)
-    return any(
-        raw is reply or str(reply) == text or str(reply).startswith(text.removesuffix('"}'))
-        for reply in written
+def _check_arguments(agent: Agent) -> None:
+    """The contract's caller bugs: no model, a soul, guide or grounding of the wrong type (a
+    bare string), and a result size under 64 characters."""
+    if not callable(getattr(agent.model, "generate", None)):
+        raise TypeError("Agent needs a model with a generate(prompt, **kwargs) method")
+    for name, value, kind in (
+        ("soul", agent.soul, Soul),
+        ("guidance", agent.guidance, Guide),
+        ("grounding", agent.grounding, Grounding),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+    check_count("max_result_chars", agent.max_result_chars, 64)
+
+
+def _interruptible(handle: object, options: RunOptions) -> contextlib.AbstractContextManager[Any]:
+    """The model's own way to stop every call of a step inside it (a guidance engine's scoring
+    calls get no deadline of their own), where it has one: ``LlamaModel.interruptible``."""
+    if options.deadline is None and options.should_stop is None:
+        return _UNSTOPPED
+    interruptible = getattr(handle, "interruptible", None)
+    if not callable(interruptible):
+        return _UNSTOPPED
+    stops: contextlib.AbstractContextManager[Any] = interruptible(
+        options.deadline, options.should_stop
+    )
+    return stops
+
+
+def _checked(
+    action: CallSkillAction, names: dict[str, None], registry: Registry, cache: RunCache
+) -> tuple[SkillSpec, dict[str, Any]] | ToolErrorObservation | ValidationErrorObservation:
+    """The skill ``action`` calls and its arguments, checked; or why it cannot be called."""
+    spec = registry.get(action.skill_name) if action.skill_name in names else None
+    if spec is None:
+        return ToolErrorObservation(
+            skill_name=action.skill_name,
+            error=f"there is no skill named {action.skill_name!r}",
+            available_skills=list(names),
+            call_id=action.call_id,
+        )
+    try:
+        arguments = spec.validate_arguments(action.arguments)
+        # A value the skill does not list now (a sensor that is not there) is an argument
+        # error, shown with the values it may take: a failed call is not the end.
+        unchosen = spec.unchosen(arguments, dict(cache.choices or ()).get(spec.name, ()))
+    except ValidationError as exc:
+        unchosen = format_validation_error(spec.name, exc)
+    if unchosen is None:
+        return spec, arguments
+    return ValidationErrorObservation(
+        validator_name="skill_arguments",
+        error_type="invalid_arguments",
+        feedback=unchosen,
+        call_id=action.call_id,
     )
 
 

@@ -67,9 +67,10 @@ class Evidence:
         return unnamed_subject(question, self.vocabulary)
 
 
-class _Gathered:
+class Gathered:
     """A run's evidence so far, added to as its events come: each step reads only the events
-    since the last, so a run of n steps gathers in O(n), not O(n^2)."""
+    since the last, so a run of n steps gathers in O(n), not O(n^2). The run keeps one
+    (:class:`~edge_agentd.agent.run.RunCache`), never its state."""
 
     __slots__ = (
         "arguments",
@@ -87,7 +88,12 @@ class _Gathered:
         "words",
     )
 
-    def __init__(self, key: tuple[int, int, int], query: str) -> None:
+    def __init__(self) -> None:
+        self.reset(None, "")
+
+    def reset(self, key: tuple[int, int, int] | None, query: str) -> None:
+        """Start anew, for registry ``key`` (its id and version, and the language's id) and
+        ``query``."""
         self.key = key
         self.seen = 0
         self.last: object = None
@@ -115,21 +121,26 @@ class _Gathered:
 
 
 def gather(
-    state: AgentState, registry: Registry, skills: Iterable[str], language: Language = ENGLISH
+    state: AgentState,
+    registry: Registry,
+    skills: Iterable[str],
+    gathered: Gathered | None = None,
+    language: Language = ENGLISH,
 ) -> Evidence:
     """The evidence of ``state``'s run so far: each result, and each call that returned one,
-    its question read in ``language``."""
+    its question read in ``language``. ``gathered`` is what the run gathered before (read on
+    from there), else none."""
     events = state.stream.root
     skills = tuple(skills)
     key = (id(registry), registry.version, id(language))
-    gathered = state.context.evidence
+    if gathered is None:
+        gathered = Gathered()
     if (
-        not isinstance(gathered, _Gathered)
-        or gathered.key != key
+        gathered.key != key
         or gathered.seen > len(events)
         or (gathered.seen and events[gathered.seen - 1] is not gathered.last)
     ):
-        gathered = state.context.evidence = _Gathered(key, state.query)
+        gathered.reset(key, state.query)
     if gathered.seen < len(events):
         for index in range(gathered.seen, len(events)):
             event = events[index]
@@ -191,4 +202,4 @@ def _texts_of(texts: list[str]) -> Callable[[Any, str | None], list[tuple[Any, s
     return visit
 
 
-__all__ = ["Evidence", "gather"]
+__all__ = ["Evidence", "Gathered", "gather"]

@@ -9,6 +9,7 @@ bare one in :class:`BareModel`, which gives the defaults. Nothing else looks for
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -171,10 +172,16 @@ class BareModel:
         return None
 
 
+HANDLE_MEMBERS = tuple(sorted(name for name in vars(ModelHandle) if not name.startswith("_")))
+"""What a :class:`ModelHandle` has, read off the protocol once: ``isinstance`` against a runtime
+protocol works its members out again at every check, which cost more than the rest of building
+an Agent."""
+
+
 def full_handle(model: SupportsGenerate | ModelHandle) -> ModelHandle:
     """``model`` itself when it implements the whole protocol, else wrapped in BareModel."""
-    if isinstance(model, ModelHandle):
-        return model
+    if all(hasattr(model, name) for name in HANDLE_MEMBERS):
+        return typing.cast(ModelHandle, model)
     return BareModel(model)
 
 

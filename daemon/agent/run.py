@@ -1,6 +1,6 @@
-"""One run: what it was asked (:class:`RunOptions`), what it has done (:class:`RunRecord`), and
-a thread's turn at carrying it (:class:`Turn`), which is the loop of docs/design.md, "The loop's
-contract": step, append, dispatch, until a stop.
+"""A run's records, the data beside the loop (:mod:`~edge_agentd.agent.loop`): what it was asked
+(:class:`RunOptions`, checked when made), what it has done (:class:`RunRecord`), and what it
+keeps for its subsystems between steps (:class:`RunCache`).
 
 The record holds every counter of the loop, off the stack, so that when a skill hangs a fresh
 thread can carry the run on from where it was (:mod:`~edge_agentd.agent.supervision`). Its
@@ -10,16 +10,13 @@ and an event from an earlier turn (an abandoned thread whose skill returned at l
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import logging
+import functools
 import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from edge_agentd.agent.checks import check_count
 from edge_agentd.agent.events import (
@@ -31,22 +28,22 @@ from edge_agentd.agent.events import (
     MaxIterationsObservation,
     ModelErrorObservation,
     SkillResultObservation,
-    ToolErrorObservation,
     ValidationErrorObservation,
 )
-from edge_agentd.agent.jsonvalues import compact_json, format_validation_error, to_jsonable
-from edge_agentd.agent.workflow import Result, Workflow
-
-if TYPE_CHECKING:
-    from edge_agentd.agent.loop import Agent
-    from edge_agentd.agent.registry import SkillSpec
-
-log = logging.getLogger(__name__)
+from edge_agentd.agent.jsonvalues import compact_json, to_jsonable
+from edge_agentd.agent.observed import Gathered
+from edge_agentd.agent.prompt import ChatFormat
+from edge_agentd.agent.registry import RunChoices, SkillSpec
+from edge_agentd.agent.workflow import Workflow
 
 Step = CallSkillAction | FinalAnswerAction | ValidationErrorObservation | ModelErrorObservation
+"""What one step returns: an action, or the observation of a reply that was none."""
 DEFAULT_MAX_ITERATIONS = 8
 DEFAULT_MAX_RETRIES = 3
 _SUMMARY_CHARS = 200
+Arguments = ParamSpec("Arguments")
+Owner = TypeVar("Owner")
+Ran = TypeVar("Ran")
 
 
 class Superseded(Exception):
@@ -130,6 +127,68 @@ class RunOptions:
             model_options=model_options,
         )
 
+    @classmethod
+    def given(cls, options: RunOptions | Workflow | str, *args: Any, **kwargs: Any) -> RunOptions:
+        """``options``, or the options of :meth:`of`'s arguments."""
+        if not isinstance(options, RunOptions):
+            return cls.of(options, *args, **kwargs)
+        if args or kwargs:
+            raise TypeError("start(RunOptions) takes nothing else but on_done")
+        return options
+
+
+def with_arguments_of(
+    of: Callable[Arguments, RunOptions],
+) -> Callable[[Callable[[Owner, RunOptions], Ran]], Callable[Concatenate[Owner, Arguments], Ran]]:
+    """A method given a RunOptions, made to take ``of``'s arguments instead: they are written
+    once, there, and a type checker still checks each call against them."""
+
+    def takes_arguments(
+        method: Callable[[Owner, RunOptions], Ran],
+    ) -> Callable[Concatenate[Owner, Arguments], Ran]:
+        @functools.wraps(method)
+        def with_arguments(
+            owner: Owner, /, *args: Arguments.args, **kwargs: Arguments.kwargs
+        ) -> Ran:
+            return method(owner, of(*args, **kwargs))
+
+        return with_arguments
+
+    return takes_arguments
+
+
+@dataclasses.dataclass(eq=False)
+class RunCache:
+    """What a run keeps for its subsystems between steps: with the run, never on its state
+    (which stays the seed's ``query`` and ``stream``), so each step reads only what is new.
+
+    A step taken outside a run (``Agent.step(state)``) starts from an empty one."""
+
+    choices: RunChoices | None = None
+    """The skills' arguments' choices as the run found them at its first step, so its prompt,
+    grammar and checks agree and its prompt stays append-only."""
+    prompt_key: tuple[ChatFormat, str] | None = None
+    """What the prompt so far was rendered for: the chat format and the system text."""
+    prompt: str = ""
+    """The prompt rendered so far."""
+    rendered: int = 0
+    """How many of the stream's events :attr:`prompt` renders."""
+    calls: int = 0
+    """How many calls the first :attr:`counted` events of the stream hold (the next call's id)."""
+    counted: int = 0
+    evidence: Gathered = dataclasses.field(default_factory=Gathered)
+    """What grounding has gathered of the run so far."""
+
+    def calls_so_far(self, state: AgentState) -> int:
+        """How many calls ``state``'s stream holds, counting only the events added since."""
+        events = state.stream.root
+        if self.counted > len(events):
+            self.calls = self.counted = 0
+        for event in events[self.counted :]:
+            self.calls += isinstance(event, CallSkillAction)
+        self.counted = len(events)
+        return self.calls
+
 
 @dataclasses.dataclass(eq=False)
 class RunRecord:
@@ -145,10 +204,11 @@ class RunRecord:
     in_skill: tuple[SkillSpec, float, list[str]] | None = None
     """While a skill runs: (the skill, its overrun instant or inf, the skills available)."""
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    cache: RunCache = dataclasses.field(default_factory=RunCache)
 
     def __post_init__(self) -> None:
         self.state = AgentState(query=self.options.query)
-        self.state.context.workflow = self.options.workflow
+        self.state.workflow = self.options.workflow
         self.retries_left = self.options.max_retries
 
     def append(self, event: Event, generation: int) -> None:
@@ -169,7 +229,36 @@ class RunRecord:
             return "deadline"
         return None
 
+    def stopped(self, generation: int) -> bool:
+        """Whether a pending deadline or cancel ends the run now (Decision 6): it then ends with
+        an InterruptedObservation."""
+        reason = self.interruption()
+        if reason is not None:
+            self.append(InterruptedObservation(reason=reason), generation)
+        return reason is not None
+
+    def retry(
+        self, failed: ValidationErrorObservation | ModelErrorObservation, generation: int
+    ) -> bool:
+        """Spend one retry on ``failed`` and append it; whether the run goes on. The counter is
+        never reset."""
+        will_retry = self.retries_left > 0 and self.iteration < self.options.max_iterations
+        self.retries_left -= 1
+        self.append(failed.model_copy(update={"will_retry": will_retry}), generation)
+        return self.retries_left >= 0
+
+    def ran_out(self, generation: int) -> None:
+        """End the run that used all its iterations without an answer."""
+        ended = MaxIterationsObservation(
+            iterations=self.options.max_iterations,
+            last_action_summary=summary(self.last_action),
+            partial_state=self.state.snapshot(),
+        )
+        self.append(ended, generation)
+
     def enter_skill(self, skill: SkillSpec, available: list[str]) -> None:
+        """``skill`` runs now: the watch sees it (its timeout if it has one, the run's deadline
+        and cancel always) until it leaves."""
         timeout = skill.timeout_s
         overrun = math.inf if timeout is None else time.monotonic() + timeout
         self.in_skill = (skill, overrun, available)
@@ -180,173 +269,10 @@ class RunRecord:
                 self.in_skill = None
 
 
-class Turn:
-    """One thread's turn at a run: the loop, carried on from wherever the record says."""
-
-    def __init__(self, agent: Agent, record: RunRecord, generation: int) -> None:
-        self.agent = agent
-        self.record = record
-        self.generation = generation
-
-    def append(self, event: Event) -> None:
-        self.record.append(event, self.generation)
-
-    def stopped(self) -> bool:
-        """Decision 6: a pending deadline or cancel ends the run with an InterruptedObservation."""
-        reason = self.record.interruption()
-        if reason is None:
-            return False
-        self.append(InterruptedObservation(reason=reason))
-        return True
-
-    def loop(self) -> None:
-        run, options = self.record, self.record.options
-        state, workflow = run.state, options.workflow
-        while run.iteration < options.max_iterations:
-            if self.stopped():
-                return
-            run.iteration += 1
-            with _interruptible(self.agent.handle, options):
-                event = self.agent.step(
-                    state,
-                    last_step=run.iteration >= options.max_iterations,
-                    deadline=options.deadline,
-                    should_stop=options.should_stop,
-                    **options.model_options,
-                )
-            # A deadline or cancel that landed during the step ends the run here: the model was
-            # stopped inside its call, so a parse failure or model error is the interruption's,
-            # a skill it asked for is not started, and an answer made past the deadline or
-            # after the cancel is not reported as the run's.
-            if self.stopped():
-                return
-            observed: Step | SkillResultObservation | ToolErrorObservation = event
-            if isinstance(event, CallSkillAction):
-                run.last_action = event
-                self.append(event)
-                observed = self.dispatch(event)
-            elif isinstance(event, FinalAnswerAction):
-                run.last_action = event
-                self.append(event)
-                failed = self.ungrounded(event) or _check_final_answer(event, state, workflow)
-                if failed is None:
-                    return
-                observed = failed
-            if isinstance(observed, ValidationErrorObservation | ModelErrorObservation):
-                if self.stopped():
-                    return
-                will_retry = run.retries_left > 0 and run.iteration < options.max_iterations
-                run.retries_left -= 1
-                self.append(observed.model_copy(update={"will_retry": will_retry}))
-                if run.retries_left < 0:
-                    return
-                continue
-            self.append(observed)
-        if self.stopped():
-            return
-        self.append(
-            MaxIterationsObservation(
-                iterations=options.max_iterations,
-                last_action_summary=_summary(run.last_action),
-                partial_state=state.snapshot(),
-            )
-        )
-
-    def ungrounded(self, action: FinalAnswerAction) -> ValidationErrorObservation | None:
-        """The grounding rule ``action`` breaks, as the feedback the model sees next, or None:
-        none when the agent has no grounding, as the seed signs it (docs/design.md,
-        "Grounding": in the daemon every answer, whoever made it, passes these)."""
-        grounding = self.agent.grounding
-        if grounding is None:
-            return None
-        state = self.record.state
-        names = self.agent.skill_names(state.workflow)
-        return grounding.check(action.answer, state, self.agent.registry, names)
-
-    def dispatch(
-        self, action: CallSkillAction
-    ) -> SkillResultObservation | ToolErrorObservation | ValidationErrorObservation:
-        agent, run = self.agent, self.record
-        names = agent.skill_names(run.options.workflow)
-        spec = agent.registry.get(action.skill_name) if action.skill_name in names else None
-        if spec is None:
-            return ToolErrorObservation(
-                skill_name=action.skill_name,
-                error=f"there is no skill named {action.skill_name!r}",
-                available_skills=list(names),
-                call_id=action.call_id,
-            )
-        try:
-            arguments = spec.validate_arguments(action.arguments)
-        except ValidationError as exc:
-            return ValidationErrorObservation(
-                validator_name="skill_arguments",
-                error_type="invalid_arguments",
-                feedback=format_validation_error(spec.name, exc),
-                call_id=action.call_id,
-            )
-        # A value the skill does not list now (a sensor that is not there) is an argument
-        # error, shown with the values it may take: a failed call is not the end.
-        unchosen = spec.unchosen(arguments, dict(agent.run_choices(run.state)).get(spec.name, ()))
-        if unchosen is not None:
-            return ValidationErrorObservation(
-                validator_name="skill_arguments",
-                error_type="invalid_arguments",
-                feedback=unchosen,
-                call_id=action.call_id,
-            )
-        # Every skill is watched: its timeout if it has one, the run's deadline and cancel always.
-        run.enter_skill(spec, list(names))
-        try:
-            agent.threads.check_free(spec)
-            result = agent.registry.call(spec, arguments)
-            return _result(spec.name, result, agent.max_result_chars, action.call_id)
-        except SkillStillRunning as exc:
-            error = str(exc)
-        except BaseException as exc:  # noqa: BLE001 - a skill's KeyboardInterrupt, GeneratorExit,
-            # SystemExit or odd result is its own failure: the model sees it, the run goes on.
-            error = f"{type(exc).__name__}: {_safe_str(exc)}"
-            log.info("skill %s raised %s", spec.name, error)
-        finally:
-            run.leave_skill(self.generation)
-        return ToolErrorObservation(
-            skill_name=spec.name, error=error, available_skills=list(names), call_id=action.call_id
-        )
-
-
-def _interruptible(handle: object, options: RunOptions) -> contextlib.AbstractContextManager[Any]:
-    """The model's own way to stop every call of a step inside it (a guidance engine's scoring
-    calls get no deadline of their own), where it has one: ``LlamaModel.interruptible``."""
-    interruptible = getattr(handle, "interruptible", None)
-    if not callable(interruptible) or (options.deadline is None and options.should_stop is None):
-        return contextlib.nullcontext()
-    stops: contextlib.AbstractContextManager[Any] = interruptible(
-        options.deadline, options.should_stop
-    )
-    return stops
-
-
-def _safe_str(value: object) -> str:
-    """``str(value)``, or a placeholder when that itself raises."""
-    try:
-        return str(value)
-    except Exception as exc:  # noqa: BLE001 - an exception whose __str__ raises
-        return f"<unprintable: {type(exc).__name__}>"
-
-
-def _summary(event: CallSkillAction | FinalAnswerAction | None) -> str:
-    if event is None:
-        return "no action was taken"
-    if isinstance(event, FinalAnswerAction):
-        text = f"final_answer {event.answer!r}"
-    else:
-        text = f"call {event.skill_name} {compact_json(event.arguments)}"
-    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
-
-
-def _result(
+def skill_result(
     skill_name: str, result: Any, max_chars: int, call_id: str | None
 ) -> SkillResultObservation:
+    """What a run records of a skill's return value: JSON-safe, its text cut at ``max_chars``."""
     value = to_jsonable(result)
     if value is None or isinstance(value, bool | int | float):
         return SkillResultObservation(skill_name=skill_name, result=value, call_id=call_id)
@@ -362,31 +288,36 @@ def _result(
     )
 
 
-def _check_final_answer(
-    action: FinalAnswerAction, state: AgentState, workflow: Workflow | None
-) -> ValidationErrorObservation | None:
-    for validator in workflow.validators if workflow else ():
-        name = getattr(validator, "__name__", type(validator).__name__)
-        try:
-            verdict = validator(action, state)
-        except Exception as exc:
-            log.exception("final-answer validator %s raised", name)
-            verdict = Result(False, f"The answer could not be checked ({type(exc).__name__}).")
-        if not isinstance(verdict, Result):
-            raise TypeError(f"validator {name} must return a Result, not {type(verdict).__name__}")
-        if not verdict.ok:
-            return ValidationErrorObservation(
-                validator_name=name, error_type=None, feedback=verdict.feedback
-            )
-    return None
+def summary(event: CallSkillAction | FinalAnswerAction | None) -> str:
+    """A run's last action in a line (a ``MaxIterationsObservation``'s ``last_action_summary``)."""
+    if event is None:
+        return "no action was taken"
+    if isinstance(event, FinalAnswerAction):
+        text = f"final_answer {event.answer!r}"
+    else:
+        text = f"call {event.skill_name} {compact_json(event.arguments)}"
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 1] + "…"
+
+
+def safe_str(value: object) -> str:
+    """``str(value)``, or a placeholder when that itself raises."""
+    try:
+        return str(value)
+    except Exception as exc:  # noqa: BLE001 - an exception whose __str__ raises
+        return f"<unprintable: {type(exc).__name__}>"
 
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
     "DEFAULT_MAX_RETRIES",
+    "RunCache",
     "RunOptions",
     "RunRecord",
     "SkillStillRunning",
+    "Step",
     "Superseded",
-    "Turn",
+    "safe_str",
+    "skill_result",
+    "summary",
+    "with_arguments_of",
 ]

@@ -135,6 +135,8 @@ class RunThreads:
 
     def check_free(self, skill: SkillSpec) -> None:
         """Raise SkillStillRunning while an earlier call of ``skill`` is still stuck."""
+        if not self._hung:
+            return  # none hangs: the call of every skill but a stuck one's
         stuck = self._hung.get(skill)
         if stuck is None:
             return

@@ -38,9 +38,7 @@ def read(name: str, room: str) -> str:
 # -- edge-agent ------------------------------------------------------------------------------
 
 
-def edge_agent_runner(
-    timeout: float | None = 2.0, with_schema: bool = False
-) -> Callable[[], Any]:
+def edge_agent_runner(timeout: float | None = 2.0, with_schema: bool = False) -> Callable[[], Any]:
     """Skills run under the default 2 s timeout (a worker-thread hand-off per call), or inline
     with ``timeout=None`` as smolagents runs its tools."""
     registry = Registry()
@@ -56,7 +54,7 @@ def edge_agent_runner(
             sensor(name),
             SkillOptions(
                 name=name,
-                description=f"Read {name} in a room; returns degrees Celsius.",
+                description=f"Read the temperature of {name} in a room, in degrees Celsius.",
                 timeout=timeout,
             ),
         )
@@ -105,7 +103,7 @@ def smolagents_runner() -> Callable[[], Any]:
             (Tool,),
             {
                 "name": name,
-                "description": f"Read {name} in a room; returns degrees Celsius.",
+                "description": f"Read the temperature of {name} in a room, in degrees Celsius.",
                 "inputs": {
                     "room": {"type": "string", "description": "The room."},
                     "precise": {

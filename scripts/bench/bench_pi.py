@@ -144,7 +144,7 @@ def ask_all(args: argparse.Namespace) -> list[dict[str, Any]]:
                 check = question.expect(device)
                 state = agent.run(question.text, max_iterations=args.max_iterations)
                 events = [EVENT_ADAPTER.dump_python(e, mode="json") for e in state.stream]
-                model, fmt = agent.handle, agent.chat_format
+                model, fmt = agent.handle, agent.handle.chat_format
                 results = [e for e in state.stream if e.type == "SkillResultObservation"]
                 result_tokens = sum(
                     len(model.tokenize(render_event(e, fmt), add_bos=False)) for e in results
