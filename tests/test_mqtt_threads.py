@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from daemon_harness import running_server
-from mosquitto import broker, wait_for
 from mqtt_harness import Node
 
 from edge_agentd.service.mqtt.daemonlink import DaemonLink, Pending
 from edge_agentd.service.mqtt.state import BridgeState
+from scripts.testbed.mosquitto import broker, wait_for
 
 EXITING_SENSORS = '''
 import sys

@@ -18,8 +18,9 @@ of "How much memory is available?"), the grammar's own left out (the language's
 A yes-or-no question (:attr:`~edge_agentd.agent.question.Question.state`) is answered "Yes,
 ..." or "No, ..." only from a line that writes its state: a flag whose key holds each word the
 question asks ("plugged_in" of "Is the car plugged in?"), or a state text that has the word, or
-whose own words, or (for a text under a state key, or the object's only text) whose skill's
-words name it ("closed" under ``state`` of a skill that says "open or closed"). Otherwise it
+whose own words, or (for a text under a state key, or the object's only text that the skill's
+words name too) whose skill's words name it ("closed" under ``state`` of a skill that says
+"open or closed"). Otherwise it
 gets none. Every word is the question's, the result's or the language's (its yes, no, not and
 sentences).
 """
@@ -248,7 +249,15 @@ def yes_no_sentences(
         objects = object_texts(lines)
         weak = [t for t in texts if is_known(state, own_words(t, objects, la) | skill_words, la)]
         keyed = [line for line in weak if line.name.split()[-1].casefold() in la.state_keys]
-        strong = keyed or (weak if len(texts) == 1 else [])
+        # An object's only text under another key answers only where the skill names it as
+        # a state it can be ("closed" of "open or closed"): "humidity" under ``quantity``
+        # is not whether a sensor is "connected", though the skill's examples say the word.
+        named = [
+            t
+            for t in weak
+            if all(is_known(w, skill_words, la) for w in words_of(str(t.node), la))
+        ]
+        strong = keyed or (named if len(texts) == 1 else [])
     for line in strong:
         text = str(line.node).strip()
         has = any(la.forms(w) & {state} for w in words_of(text, la))
