@@ -126,7 +126,13 @@ class Agent:
             grounding = self.grounding
             rules = grounding.rules if grounding is not None and example is None else None
             text = render_system(
-                self.soul or Soul(), workflow, skills, example, rules, choices=dict(choices)
+                self.soul or Soul(),
+                workflow,
+                skills,
+                example,
+                rules,
+                choices=dict(choices),
+                calls=self.chat_format.calls,
             )
             system = self._systems[key] = (text, dict.fromkeys(s.name for s in skills))
         return system
@@ -267,7 +273,9 @@ class Agent:
         rendered = isinstance(raw, Completion) and raw.made_by == "engine"
         made_by: MadeBy = "model" if _wrote(raw, written) and not rendered else "engine"
         calls = sum(isinstance(e, CallSkillAction) for e in state.stream.root)
-        action = parse_action(
+        calls_format = self.chat_format.calls
+        parse = parse_action if calls_format is None else calls_format.parse
+        action = parse(
             str(raw),
             names,
             step_usage(usage, self.handle.take_tokens()),
