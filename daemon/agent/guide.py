@@ -54,7 +54,8 @@ class Guide(Protocol):
         grounded: Callable[[str], bool],
     ) -> str:
         """The model's next reply to ``prompt``: a call among ``skills`` (of registry
-        ``version``) or an answer. ``generate(prompt, **kwargs)`` asks the model itself;
+        ``version``) or an answer. ``generate(prompt, **kwargs)`` asks the model itself
+        (``calls_only=True``: for a call alone);
         ``grounded(answer)`` says whether the loop takes an answer, so only such answers are
         offered. Raises what the model raises."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from edge_agentd.agent.actions import NATIVE_USE, TaggedCalls
 from edge_agentd.agent.events import (
     CallSkillAction,
     Event,
@@ -50,6 +51,9 @@ class ChatFormat:
     system_suffix: str = ""
     stop: tuple[str, ...] = ()
     reserved: tuple[str, ...] = dataclasses.field(default=(), compare=False)
+    calls: TaggedCalls | None = None
+    """The model's own tool-call format, where its template has one and it is spoken; None:
+    the seed's JSON actions."""
 
     def defuse(self, text: str) -> str:
         """``text`` with every reserved string broken by a zero-width space after its first
@@ -88,6 +92,8 @@ PLAIN = ChatFormat(
     stop=("\n\nUser:",),
 )
 
+NO_SKILLS = "There are no skills to call."
+
 ACTION_LANGUAGE = (
     "Reply with exactly one JSON object and nothing else. Either call a skill:\n"
     '{"skill_name": "<skill>", "arguments": {<arguments>}}\n'
@@ -118,14 +124,21 @@ def render_system(
     rules: str | None = None,
     *,
     choices: Mapping[str, Choices] | None = None,
+    calls: TaggedCalls | None = None,
 ) -> str:
     """The system part: soul, workflow instructions, skill catalogue (each skill's arguments
     shown with their ``choices`` now, where it lists them), the action language and ``rules``
     (the answers' grounding rules, if given), closed by ``example`` (default: an example
-    action)."""
+    action). With ``calls`` the catalogue and the action language are that tool format's."""
     parts = [soul.render()]
     if workflow is not None and workflow.instructions.strip():
         parts.append(workflow.instructions.strip())
+    if calls is not None:
+        listing = (
+            calls.catalogue(skills, choices or {}) if skills else "There are no skills to call."
+        )
+        parts += [listing, NATIVE_USE] + ([rules] if rules is not None else [])
+        return "\n\n".join(parts + ([example] if example is not None else []))
     if skills:
         lines = ["Skills you can call:"]
         for spec in skills:
@@ -136,7 +149,7 @@ def render_system(
             lines.append(line)
         parts.append("\n".join(lines))
     else:
-        parts.append("There are no skills to call.")
+        parts.append(NO_SKILLS)
     parts.append(ACTION_LANGUAGE)
     if rules is not None:
         parts.append(rules)
@@ -158,7 +171,10 @@ def render_event(
     if isinstance(event, CallSkillAction | FinalAnswerAction):
         return fmt.model_turn_end(event.raw)
     if isinstance(event, SkillResultObservation):
-        if lines:
+        if fmt.calls is not None:
+            shown = "\n".join(result_lines(event.result)) if lines else compact_json(event.result)
+            text = fmt.calls.result_text(shown)
+        elif lines:
             text = f"Result of {event.skill_name}:\n" + "\n".join(result_lines(event.result))
         else:
             text = f"Result of {event.skill_name}: {compact_json(event.result)}"
@@ -168,14 +184,16 @@ def render_event(
             text += f"\nThe part of the result that answers it: {focus}"
         return fmt.user_turn(text)
     if isinstance(event, ToolErrorObservation):
-        return fmt.user_turn(
-            f"Error from {event.skill_name}: {event.error}\n"
-            f"Available skills: {', '.join(event.available_skills) or '(none)'}"
-        )
+        available = f"Available skills: {', '.join(event.available_skills) or '(none)'}"
+        if fmt.calls is not None:
+            error = fmt.calls.result_text(f"Error from {event.skill_name}: {event.error}")
+            return fmt.user_turn(f"{error}\n{available}")
+        return fmt.user_turn(f"Error from {event.skill_name}: {event.error}\n{available}")
     if isinstance(event, ValidationErrorObservation):
         # A reply that failed to parse was never rendered as an action, so close its turn here.
         opened = fmt.model_turn_end(event.raw) if event.raw is not None else ""
-        text = f"{event.feedback}\nRedo your last action as one valid JSON object."
+        redo = "Redo your last action as one valid JSON object."
+        text = f"{event.feedback}\n{fmt.calls.redo if fmt.calls is not None else redo}"
         if question is not None:
             # As after a result: a small model's retry starts from the question, not from the
             # feedback's own words ("The token limit was 12.437 °C.").

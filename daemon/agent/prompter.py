@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import NamedTuple
 
+from edge_agentd.agent.actions import TaggedCalls
 from edge_agentd.agent.events import AgentState
 from edge_agentd.agent.guide import Guide
 from edge_agentd.agent.prompt import render_event, render_system
@@ -22,7 +23,7 @@ from edge_agentd.agent.workflow import Soul, Workflow
 _MAX_SYSTEMS = 64
 
 SystemKey = tuple[int, Workflow | None, RunChoices]
-PromptKey = tuple[Soul, str | None, str | None]
+PromptKey = tuple[Soul, str | None, str | None, TaggedCalls | None]
 
 
 class System(NamedTuple):
@@ -64,7 +65,9 @@ class Prompter:
         shared = _SYSTEMS.setdefault(registry, {})
         if len(shared) > _MAX_SYSTEMS:
             shared.clear()
-        self._systems = shared.setdefault((soul, self.examples, self.rules), {})
+        # The model's own tool format, where it speaks one, writes the catalogue its way.
+        self.calls = handle.chat_format.calls
+        self._systems = shared.setdefault((soul, self.examples, self.rules, self.calls), {})
 
     def system(self, workflow: Workflow | None, choices: RunChoices = ()) -> System:
         """The system part for ``workflow``, rendered once per registry version and choices:
@@ -76,7 +79,13 @@ class Prompter:
                 self._systems.clear()
             skills = self.registry.select(None if workflow is None else workflow.allowed_skills)
             text = render_system(
-                self.soul, workflow, skills, self.examples, self.rules, choices=dict(choices)
+                self.soul,
+                workflow,
+                skills,
+                self.examples,
+                self.rules,
+                choices=dict(choices),
+                calls=self.calls,
             )
             names = dict.fromkeys(s.name for s in skills)
             system = self._systems[key] = System(text, names, tuple(skills))

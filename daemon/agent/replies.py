@@ -62,8 +62,14 @@ class Replies:
         return self.validators.accepts(answer, self.state, self.names, self.cache)
 
     def generate(self, text: str, **more: Any) -> str:
-        """The model's reply to ``text``: what a guide calls to ask it."""
-        if isinstance(more.get("action_schema"), dict):
+        """The model's reply to ``text``: what a guide calls to ask it. ``calls_only=True``
+        asks for a call alone (the step's schema without its answer)."""
+        if more.pop("calls_only", False):
+            branches = self.schema.get("oneOf", ())
+            calls = [b for b in branches if "skill_name" in b.get("properties", {})]
+            if calls:
+                more["action_schema"] = {**self.schema, "oneOf": calls}
+        elif isinstance(more.get("action_schema"), dict):
             more["action_schema"] = self.held(more["action_schema"])
         reply = self.handle.generate(text, **{"action_schema": self.schema, **self.options, **more})
         self.written.append(reply)
@@ -108,7 +114,10 @@ class Replies:
             else reported.model_copy(update={"model_s": elapsed})
         )
         usage = step_usage(usage, counts)
-        return parse_action(str(raw), names, usage, made_by=self.maker(raw), call_id=call_id)
+        # A model spoken to in its own tool format replies in it; the events are the same.
+        calls = self.handle.chat_format.calls
+        parse = parse_action if calls is None else calls.parse
+        return parse(str(raw), names, usage, made_by=self.maker(raw), call_id=call_id)
 
 
 def model_error(

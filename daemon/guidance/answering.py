@@ -23,12 +23,14 @@ import dataclasses
 import json
 from collections.abc import Callable, Sequence
 
+from edge_agentd.agent.claims import unnamed_subject
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.events import AgentState, Event, SkillResultObservation
+from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.protocol import Completion, ModelHandle
-from edge_agentd.agent.question import asks_about_many, in_language
+from edge_agentd.agent.question import Question, asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
+from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.render import fitting_sentences
 
 ANSWER_OBJECT = '{{"final_answer": {}}}'
@@ -83,9 +85,13 @@ class Answering:
         question = in_language(state.question, self.language)
         fitting = [s for s in fitting_sentences(question, results, named) if grounded(s)]
         if not fitting:
+            if not last_step and _an_unmade_call_could_answer(question, state, skills):
+                # No result says what was asked, and a skill not yet called names it: the
+                # answer waits for that call, as "I cannot tell" does under grounding.
+                return generate(prompt, calls_only=True)
             return generate(prompt)
         if len(fitting) == 1:
-            return Completion(answer_text(fitting[0]), made_by="engine")
+            return Completion(_spelled(model, fitting[0]), made_by="engine")
         answer = {
             "type": "object",
             "properties": {"final_answer": {"enum": fitting}},
@@ -96,8 +102,36 @@ class Answering:
         reply = generate(prompt, action_schema={"oneOf": [answer]})
         usage = reply.usage if isinstance(reply, Completion) else None
         # A model that decodes under no grammar may still write something else: then it is its.
-        chosen = _answer_of(str(reply)) in fitting
+        calls = model.chat_format.calls
+        chosen = (
+            _answer_of(str(reply)) if calls is None else calls.answer_of(str(reply))
+        ) in fitting
         return Completion(str(reply), usage, made_by="engine" if chosen else "model")
+
+
+def _an_unmade_call_could_answer(
+    question: Question, state: AgentState, skills: Sequence[SkillSpec]
+) -> bool:
+    """Whether a skill the run has not called names the question's subject in its own words
+    or in the values its arguments may take now."""
+    if question.subject is None and not question.parts:
+        return False
+    called = {e.skill_name for e in state.stream.root if isinstance(e, CallSkillAction)}
+    for spec in skills:
+        if spec.name in called:
+            continue
+        listed = [str(v) for _, values in spec.current_choices() for v in values if v]
+        texts = [spec.name, spec.description, *spec.examples, *listed]
+        words = known_words(texts, [], question.language)
+        if unnamed_subject(question, words) is None:
+            return True
+    return False
+
+
+def _spelled(model: ModelHandle, sentence: str) -> str:
+    """``sentence`` as the answer the model's action format spells."""
+    calls = model.chat_format.calls
+    return answer_text(sentence) if calls is None else calls.answer_text(sentence)
 
 
 def _answer_of(reply: str) -> str | None:

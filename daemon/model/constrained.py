@@ -19,6 +19,7 @@ import importlib
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -312,8 +313,10 @@ class GrammarCache:
         *,
         byte_tokens: list[int] | None = None,
         end_token: int = -1,
+        to_gbnf: Callable[[dict[str, Any]], str] = schema_to_gbnf,
     ) -> None:
         self._vocab = vocab
+        self._to_gbnf = to_gbnf
         self._buffer = VocabBuffer(n_vocab, byte_tokens or [], end_token)
         self._size = size
         self._by_id: dict[int, tuple[dict[str, Any], ActionGrammar]] = {}
@@ -331,7 +334,7 @@ class GrammarCache:
             raise GrammarError(f"the action schema is not JSON: {exc}") from exc
         grammar = self._by_text.get(text)
         if grammar is None:
-            grammar = ActionGrammar(self._vocab, schema_to_gbnf(schema), self._buffer)
+            grammar = ActionGrammar(self._vocab, self._to_gbnf(schema), self._buffer)
             self._by_text[text] = grammar
             while len(self._by_text) > self._size:
                 _, old = self._by_text.popitem(last=False)

@@ -45,6 +45,7 @@ from edge_agentd.model.sizing import (
     kv_cache_bytes,
 )
 from edge_agentd.model.stopping import CallStops, Interrupted, StopWatch, stop_check
+from edge_agentd.model.toolgrammar import grammar_of
 
 
 def _release(grammars: GrammarCache, runtime: LlamaRuntime, watch: StopWatch) -> None:
@@ -111,6 +112,7 @@ class LlamaModel:
             self._runtime.n_vocab,
             byte_tokens=self._byte_tokens,
             end_token=self._runtime.end_token,
+            to_gbnf=grammar_of(fmt.calls),
         )
         self._stops = CallStops(self._runtime.abort)
         self._finalizer = weakref.finalize(

@@ -659,8 +659,10 @@ class DaemonStrategy:
         model: str = "default",
         skills_directories: tuple[Path, ...] = (),
         env: dict[str, str] | None = None,
+        model_settings: dict[str, str] | None = None,
     ) -> None:
         self.name = name
+        self.model_settings = model_settings or {}
         self.strategy = strategy or name
         self.model = model
         self.skills_directories = skills_directories
@@ -677,8 +679,12 @@ class DaemonStrategy:
 
     def _config(self, strategy: str | None) -> Path:
         lines = []
-        if strategy is not None:
-            lines += ["[model]", f'strategy = "{strategy}"', ""]
+        if strategy is not None or self.model_settings:
+            lines.append("[model]")
+            if strategy is not None:
+                lines.append(f'strategy = "{strategy}"')
+            lines += [f"{key} = {json.dumps(value)}" for key, value in self.model_settings.items()]
+            lines.append("")
         lines += [
             "[skills]",
             f"sysfs_root = {json.dumps(str(self.sysfs))}",

@@ -73,7 +73,7 @@ from scripts.bench import grounding_questions as gq
 from scripts.bench.driving_model import driving_model_path
 from scripts.bench.grounding_scoring import YES_NO_FAULT, judge_grounded, person_faults, rejudge
 
-MODELS = ("270m", "qwen", "peer-270m", "peer-qwen")
+MODELS = ("270m", "qwen", "qwen-json", "peer-270m", "peer-qwen")
 REPHRASED = gq.REPHRASED_KIND
 GOALS = {  # (model, set): least share strictly right (issue 41, "Done when")
     ("270m", "pi"): 0.87, ("270m", "home"): 0.80, ("270m", REPHRASED): 0.80,
@@ -90,11 +90,13 @@ def _runner(name: str, device: str, built: gq.Built, workdir: Path, *,
             registry_device: comp.Device, args: argparse.Namespace) -> Any:  # fmt: skip
     env = {"HOME_STATE_DIR": str(built.state)} if built.state else {}
     dirs = (built.skills,) if built.skills else ()
-    if name in ("270m", "qwen"):
+    if name in ("270m", "qwen", "qwen-json"):
         model = "default" if name == "270m" else str(args.qwen_path)
+        # qwen speaks its own tool format (the daemon's default); qwen-json the JSON actions.
+        tools = {"tool_format": "json"} if name == "qwen-json" else {}
         return comp.DaemonStrategy(f"{name}-{device}", workdir, built.sysfs, built.proc, args,
                                    strategy="auto", model=model, skills_directories=dirs,
-                                   env=env)  # fmt: skip
+                                   env=env, model_settings=tools)  # fmt: skip
     peer = (comp.PeerStrategy(registry_device, args) if name == "peer-270m"
             else comp.PeerStrategy(registry_device, args, model_path=args.qwen_path,
                                    chat_format=None))  # fmt: skip
@@ -108,7 +110,7 @@ def _auto_chose(name: str, args: argparse.Namespace) -> str:
     WARNING)."""
     if name.startswith("peer"):
         return "peer"
-    path = args.qwen_path if name == "qwen" else default_model_path()[0]
+    path = args.qwen_path if name.startswith("qwen") else default_model_path()[0]
     return "guided" if Path(path).stat().st_size < SMALL_MODEL_BYTES else "plain"
 
 

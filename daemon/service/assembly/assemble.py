@@ -20,6 +20,7 @@ from edge_agentd.model.scripted import MockModel, ScriptFileError
 from edge_agentd.protocol.endpoints import default_endpoint
 from edge_agentd.service.assembly.plugins import load_plugins
 from edge_agentd.service.config.settings import ConfigError, Settings, load_settings
+from edge_agentd.service.config.strategy import drives_loop
 from edge_agentd.service.config.triggers import check_triggers
 from edge_agentd.service.options import ServerOptions
 from edge_agentd.service.server import Server
@@ -60,7 +61,16 @@ def model_factory(spec: str, settings: Settings) -> Callable[[], ModelHandle]:
         from edge_agentd.model import load_model  # noqa: PLC0415 - llama.cpp loads only here
 
         path = None if spec == "default" else spec
-        return load_model(path, n_ctx=settings.model.n_ctx, state_dir=prefix_state_dir())
+        # A guided model's calls are the engine's, written in the seed's JSON actions; the
+        # embedded model is guided, and its template has no tool format.
+        own_tools = (
+            path is not None
+            and settings.model.tool_format == "native"
+            and drives_loop(settings.model.strategy, Path(path).stat().st_size)
+        )
+        return load_model(
+            path, n_ctx=settings.model.n_ctx, state_dir=prefix_state_dir(), tool_calls=own_tools
+        )
 
     return load
 

@@ -18,7 +18,7 @@ from edge_agentd.agent.workflow import Soul, Workflow
 from edge_agentd.service.config.mcp import McpSettings
 from edge_agentd.service.config.mqtt import MqttSettings
 from edge_agentd.service.config.safepaths import UnsafePath, check_safe
-from edge_agentd.service.config.strategy import Answers, Strategy
+from edge_agentd.service.config.strategy import Answers, Strategy, ToolFormat
 from edge_agentd.service.config.triggers import TriggerSettings, trigger_lines
 
 SMALL_MODEL_MAX_ITERATIONS = 12
@@ -78,6 +78,10 @@ class ModelSettings(_Section):
     """Who words a driving (``plain``) model's answer once it has results: ``engine``, a sentence
     rendered from them that fits the question (one turn less where one fits); ``model``, its
     own words, held to the grounding rules (docs/design.md, "One model turn")."""
+    tool_format: ToolFormat = "native"
+    """How a model that drives the loop is spoken to: ``native``, in its chat template's own
+    tool-call format where it has one this project speaks (Qwen2.5's), else JSON actions;
+    ``json``, always the seed's JSON actions (docs/design.md, "Tool formats")."""
     load_timeout_s: PositiveSeconds = 900.0
     """How long systemd's start timeout is extended while the model loads; then it applies."""
 

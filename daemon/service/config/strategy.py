@@ -17,6 +17,7 @@ from edge_agentd.guidance.guidance import Guidance
 
 Strategy = Literal["auto", "plain", "guided"]
 Answers = Literal["engine", "model"]
+ToolFormat = Literal["native", "json"]
 
 SMALL_MODEL_BYTES = 1 << 30
 """Under ``auto``, a model file smaller than this is guided: Gemma 3 270M's is 241 MiB, Gemma 4
@@ -38,8 +39,21 @@ def guidance_for(strategy: Strategy, model: ModelHandle, answers: Answers = "eng
         # A scripted model's replies are the user's script (`serve --model mock:FILE`): under
         # auto, its answers stay as written; `plain` still gives it the engine's.
         return Answering(own_words=True)
-    small = isinstance(size, int) and not isinstance(size, bool) and 0 < size < SMALL_MODEL_BYTES
-    return Guidance() if small else driving
+    return driving if drives_loop(strategy, size) else Guidance()
+
+
+def drives_loop(strategy: Strategy, file_size: object) -> bool:
+    """Whether a model of ``file_size`` bytes drives the loop under ``strategy`` (``auto``:
+    unless its file is under :data:`SMALL_MODEL_BYTES`). Only a model that drives the loop
+    writes its own calls, so only it is spoken to in its own tool format."""
+    if strategy != "auto":
+        return strategy == "plain"
+    small = (
+        isinstance(file_size, int)
+        and not isinstance(file_size, bool)
+        and 0 < file_size < SMALL_MODEL_BYTES
+    )
+    return not small
 
 
 def strategy_name(guide: Guide) -> str:
@@ -47,4 +61,12 @@ def strategy_name(guide: Guide) -> str:
     return "guided" if isinstance(guide, Guidance) else "plain"
 
 
-__all__ = ["SMALL_MODEL_BYTES", "Answers", "Strategy", "guidance_for", "strategy_name"]
+__all__ = [
+    "SMALL_MODEL_BYTES",
+    "Answers",
+    "Strategy",
+    "ToolFormat",
+    "drives_loop",
+    "guidance_for",
+    "strategy_name",
+]
