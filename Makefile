@@ -12,7 +12,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 # llama-cpp-python when pip has no wheel for it, and for the tests Debian's systemd (systemd-analyze,
 # and a systemd the service tests boot in private namespaces, from the distribution's python3,
 # and Mosquitto, the real MQTT broker the MQTT tests run). As root, also the Debian packages
-# scripts/deploy/install.sh checks for (its APT_PACKAGES): tests/test_install_systemd.py runs it
+# scripts/deploy/install.sh checks for (its APT_PACKAGES): tests/package/test_install_systemd.py runs it
 # for real, as root only, with apt-get standing in.
 # As root, as in CI, whatever is missing is installed; otherwise make names it and stops.
 APT_INSTALL = \

@@ -88,7 +88,8 @@ _HOMES: Final[dict[str, str]] = {
     "load_model": "edge_agentd.model",
 }
 """Each public name's module: what ``__getattr__`` imports a name from on its first use. The
-imports above say the same to a type checker; tests/test_public_names.py holds the two equal."""
+imports above say the same to a type checker; tests/package/test_public_names.py holds the two
+equal."""
 
 
 def __getattr__(name: str) -> Any:

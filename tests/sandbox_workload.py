@@ -1,6 +1,6 @@
 """The daemon's real work, run as the main process of edge-agent.service under a real systemd.
 
-tests/test_systemd_unit.py starts this through the unit's own sandbox (only ExecStart and logging
+tests/package/test_systemd_unit.py starts this through the unit's own sandbox (only ExecStart and logging
 are overridden) and reads the JSON report it prints. It loads a GGUF with llama.cpp and decodes
 under a JSON-schema grammar, binds pyzmq ipc and tcp sockets and answers over them, tells systemd
 READY=1, and probes that the hardening is really in force (so that a directive systemd silently

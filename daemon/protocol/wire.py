@@ -229,7 +229,7 @@ TABLE_REPLY_KINDS: Final[tuple[str, ...]] = tuple(
         for reply in exchange.replies
     )
 )
-"""The reply kinds the table's models carry; tests/test_wire.py holds framing's to them."""
+"""The reply kinds the table's models carry; tests/protocol/test_wire.py holds framing's to them."""
 
 
 # -- decoding -----------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ class StatusReport:
 
         It is built as a plain map, not validated: every value is this process's own, and
         validating them on each ``status`` cost as much as the rest of the request's handling.
-        tests/test_server.py validates it against the model instead.
+        tests/service/test_server.py validates it against the model instead.
         """
         crashed = crashes(self.threads)
         return {
@@ -151,7 +151,7 @@ class StatusReport:
 
 def counter_report(counters: Mapping[str, int]) -> dict[str, Any]:
     """The ``counters`` of a status reply (a :class:`~edge_agentd.protocol.wire.Counters` map, which
-    tests/test_server.py checks), from the loop's flat counter names."""
+    tests/service/test_server.py checks), from the loop's flat counter names."""
     errors = {k[len("error_") :]: v for k, v in counters.items() if k.startswith("error_")}
     return {
         "requests": counters.get("frames", 0),

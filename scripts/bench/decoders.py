@@ -2,9 +2,10 @@
 
 The daemon's :class:`~edge_agentd.model.decoding.Decoder` asks the grammar about the sampled token
 first and takes forced text without sampling. :class:`MeasuredDecoder` is that decoder with the
-two switches the benchmarks (bench_model.py) and tests/test_forced_tokens.py compare it with, and
-it keeps the counts of the last reply (tokens sampled, forced, led with). :func:`measure` puts one
-into a loaded :class:`~edge_agentd.model.llama.LlamaModel`; the package itself carries none of it.
+two switches the benchmarks (bench_model.py) and tests/model/test_forced_tokens.py compare it
+with, and it keeps the counts of the last reply (tokens sampled, forced, led with).
+:func:`measure` puts one into a loaded :class:`~edge_agentd.model.llama.LlamaModel`; the
+package itself carries none of it.
 """
 
 from __future__ import annotations

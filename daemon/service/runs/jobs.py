@@ -123,8 +123,9 @@ Message = Loaded | LoadFailed | Send | Finished
 
 def run_result(job: Job, state: AgentState, *, queued_s: float, run_s: float) -> dict[str, Any]:
     """The ``result`` reply of a run that returned ``state``, serialized by the agent's own
-    adapter: a :class:`~edge_agentd.protocol.wire.RunResult` map in wire order, built as a plain map
-    (every value is the daemon's own; tests/test_server.py validates it against the model)."""
+    adapter: a :class:`~edge_agentd.protocol.wire.RunResult` map in wire order, built as a plain
+    map (every value is the daemon's own; tests/service/test_server.py validates it against the
+    model)."""
     if state.outcome is None:
         raise RuntimeError("the agent returned a run that has not stopped")
     return {

@@ -110,7 +110,7 @@ def test_sensor_run_through_the_daemon(daemon: tuple[str, Path]) -> None:
         }
     ]
     # A name no sensor has is none of read_sensor's choices: refused before the skill runs,
-    # with the names it may take (the skill's own refusal is tests/test_skills_sensors.py's).
+    # with the names it may take (the skill's own refusal is tests/skills/test_skills_sensors.py's).
     assert hostile["type"] == "ValidationErrorObservation"
     assert hostile["validator_name"] == "skill_arguments"
     assert hostile["feedback"] == (

@@ -29,7 +29,7 @@ from edge_agentd.agent.question import Question
 from edge_agentd.guidance.answering import Answering
 from edge_agentd.guidance.render import cannot_tell_sentence
 
-DAEMON = Path(__file__).resolve().parent.parent / "daemon"
+DAEMON = Path(__file__).resolve().parents[2] / "daemon"
 
 GERMAN = dataclasses.replace(
     ENGLISH,

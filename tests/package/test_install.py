@@ -3,7 +3,7 @@
 The real runs happen in a private mount namespace over copies of /etc, /opt and /var, with real
 useradd/groupadd/install/sed/systemd-analyze; only the steps that need the network or a booted
 systemd (apt-get, python3 -m venv, pip, systemctl) are stand-ins that record their arguments.
-tests/test_install_systemd.py runs those for real too, once, under a booted systemd.
+tests/package/test_install_systemd.py runs those for real too, once, under a booted systemd.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 INSTALLER = REPO / "scripts" / "deploy" / "install.sh"
 MODEL_NAME = "gemma-4-E2B-it-Q4_K_M.gguf"  # as README.md names it
 MODEL = f"/opt/edge-agent/models/{MODEL_NAME}"

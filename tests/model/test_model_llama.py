@@ -105,7 +105,7 @@ def test_later_steps_evaluate_only_their_new_tokens(agent: Agent, model: LlamaMo
         assert before.prompt_tokens and after.prompt_tokens and before.generated_tokens
         new = after.prompt_tokens - before.prompt_tokens - before.generated_tokens
         assert after.evaluated_tokens is not None
-        # The reply stays in the cache (tests/test_reply_kv.py holds the tight bound).
+        # The reply stays in the cache (tests/model/test_reply_kv.py holds the tight bound).
         assert after.evaluated_tokens <= new + 2, (after, new)
         assert after.evaluated_tokens < after.prompt_tokens // 2
 

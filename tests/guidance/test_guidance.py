@@ -94,7 +94,7 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
         },
     )
     # No skill here names the cellar, so the answer says it cannot tell (the loop's grounding,
-    # tests/test_grounding.py); this test is about the choice of skill.
+    # tests/agent/test_grounding.py); this test is about the choice of skill.
     guidance = Guidance(know_subject=False)
     state = Agent(model, house(), guidance=guidance, grounding=Grounding()).run(QUESTION, max_iterations=4)
     assert calls(state) == [("read_sensor", {"name": "bme280"})]

@@ -178,7 +178,7 @@ def test_config_defaults_and_workflows() -> None:
 
 # -- docs/protocol.md against the protocol table ------------------------------------------------
 
-DOC = (Path(__file__).resolve().parent.parent / "docs" / "protocol.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "protocol.md").read_text(encoding="utf-8")
 ENVELOPE = {"v", "id", "kind"}
 
 

@@ -31,7 +31,7 @@ from daemon_harness import (
 
 from edge_agentd.service.lifecycle import Lifecycle
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 # Every line the first stop request runs (its callees' too) sends another SIGTERM, whose handler
 # runs inside the first one, at that very point: wherever the first holds a lock, the second

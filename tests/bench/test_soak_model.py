@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHORT = ["--questions", "4", "--clients", "1", "--mqtt", "1", "--hostile", "1"]
 
 

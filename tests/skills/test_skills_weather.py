@@ -27,7 +27,7 @@ from edge_agentd.skills import register_builtins
 from edge_agentd.skills.clock import Clock
 from edge_agentd.skills.weather import OpenMeteo, Weather, WeatherError
 
-DATA = Path(__file__).parent / "data" / "open_meteo"
+DATA = Path(__file__).parents[1] / "data" / "open_meteo"
 TAIPEI = dt.timezone(dt.timedelta(hours=8), "CST")
 CLOCK = Clock(lambda: dt.datetime(2026, 12, 2, 21, 5, tzinfo=TAIPEI))
 

@@ -1,6 +1,6 @@
 """Issue 11: what a hostile local client could do to the daemon's socket, reproduced first.
 
-- Defect 2 (a flood of idle connections ran libzmq out of fds): tests/test_hardening_connections.py.
+- Defect 2 (a flood of idle connections ran libzmq out of fds): tests/service/test_hardening_connections.py.
 - Defect 3: error replies echoed the offending input, so one client that never read could make
   the daemon hold a copy of everything it sent.
 - Defect 7: a peer that took a departed client's routing id received that client's result; and a

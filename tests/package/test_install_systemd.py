@@ -2,7 +2,7 @@
 reaches READY, a member of group edge-agent asks with the installed client and gets the answer, a
 reinstall keeps the config, and --uninstall removes what it says and keeps what it says.
 
-tests/test_install.py covers the script's every branch on a stubbed machine; this is one real run
+tests/package/test_install.py covers the script's every branch on a stubbed machine; this is one real run
 of it, as on a Pi (tests/install_sandbox.py says what is real and what stands in). The daemon serves
 a scripted model (`--model mock:FILE`): what is tested is the install, not a model's answer.
 """

@@ -21,7 +21,7 @@ from edge_agentd.skills.demo import SysfsTree
 from scripts.testbed.mosquitto import Peer, broker, wait_for
 
 EXAMPLE = (
-    Path(__file__).resolve().parents[1] / "scripts" / "examples" / "home-assistant-triggers.yaml"
+    Path(__file__).resolve().parents[2] / "scripts" / "examples" / "home-assistant-triggers.yaml"
 )
 RESULT = {
     "type": "TriggerRun",

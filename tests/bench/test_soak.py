@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHORT = ["--only", "soak", "--seconds", "25", "--rss-slack-mib", "20", "--mqtt", "2", "--json"]
 
 

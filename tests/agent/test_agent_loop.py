@@ -303,7 +303,7 @@ def test_the_model_is_given_the_action_schema(make_registry: RegistryFactory) ->
     model = MockModel([CALL_CPU, ANSWER], uses_action_schema=True)
     Agent(model, make_registry()).run("q")
     # The seed's Agent holds nothing back: every step's schema has every branch. (With grounding
-    # the first step's is the calls alone: tests/test_grounding.py.)
+    # the first step's is the calls alone: tests/agent/test_grounding.py.)
     assert model.calls[0]["action_schema"] == model.calls[1]["action_schema"]
     schema = model.calls[1]["action_schema"]
     branches = schema["oneOf"]

@@ -24,7 +24,7 @@ import pytest
 from edge_agentd.skills.demo import SysfsTree
 from scripts.testbed.processes import free_port
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 
 
@@ -167,13 +167,13 @@ NOT_RUN = {
     ),
     "sudo scripts/deploy/install.sh --model /opt/edge-agent/models/gemma-4-E2B-it-Q4_K_M.gguf"
     ' --add-user "$(id -un)"': (
-        "root, a booted systemd and the Gemma 4 E2B file; tests/test_install.py runs the"
-        " installer's --dry-run and tests/test_systemd_unit.py the unit under a real systemd"
+        "root, a booted systemd and the Gemma 4 E2B file; tests/package/test_install.py runs the"
+        " installer's --dry-run and tests/package/test_systemd_unit.py the unit under a real systemd"
     ),
     "systemctl status edge-agent": "needs the installed service under a booted systemd",
     "journalctl -u edge-agent -f": "needs the installed service's journal, and never ends",
     "journalctl -p err -u edge-agent": (
-        "needs the installed service's journal; tests/test_logs.py checks the <N> priorities"
+        "needs the installed service's journal; tests/cli/test_logs.py checks the <N> priorities"
         " journald reads"
     ),
     "sha256sum gemma-4-E2B-it-Q4_K_M.gguf": "the Gemma 4 E2B file (3 GB) is not here",
@@ -459,7 +459,7 @@ def test_the_services_status_line(
 ) -> None:
     # The service's socket needs root and the installed service: a daemon on a socket in this
     # test's directory stands in for it, named by EDGE_AGENT_ENDPOINT. That the client finds
-    # /run/edge-agent/agent.sock by itself is tests/test_server_process.py::
+    # /run/edge-agent/agent.sock by itself is tests/service/test_server_process.py::
     # test_a_client_finds_its_own_daemon_else_the_service.
     block = block_with("systemctl status edge-agent")
     mock = tmp_path / "mock.json"

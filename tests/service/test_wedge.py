@@ -4,7 +4,7 @@ run and how long past its deadline; the run, every queued run and every later as
 with the reason ``wedged`` and lets its key go; if the run returns at last, the daemon is well.
 
 The model is the scripted one with a reply that does not come while a file exists, whatever the
-deadline or cancel: a C call that never returns. tests/test_systemd_unit.py has the restart.
+deadline or cancel: a C call that never returns. tests/package/test_systemd_unit.py has the restart.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """parse_ask against hostile payloads: every payload is an Ask or an AskError with one of the
 protocol's stable codes, never another exception (docs/mqtt.md, *Errors*). parse_ask reads only
-the envelope; the run's fields are the daemon's to judge (tests/test_mqtt_hostile.py drives the
+the envelope; the run's fields are the daemon's to judge (tests/service/test_mqtt_hostile.py drives the
 whole bridge)."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def test_a_cancel_names_its_target_and_takes_no_run_fields() -> None:
     run = parse(b'{"query": "q", "op": "run", "reply_to": "r/1"}')
     assert isinstance(run, Ask) and run.op == "run" and run.fields == {"query": "q"}
     # A cancel's other fields go to the daemon, which refuses them as it refuses any (the
-    # bridge's test sees that reply: tests/test_mqtt.py, "run-field").
+    # bridge's test sees that reply: tests/service/test_mqtt.py, "run-field").
     extra = parse(b'{"op": "cancel", "target": "n42", "query": "q", "reply_to": "r/1"}')
     assert isinstance(extra, Ask) and extra.fields == {"target": "n42", "query": "q"}
 

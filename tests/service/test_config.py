@@ -24,7 +24,7 @@ from edge_agentd.service.assembly.assemble import load_skills
 from edge_agentd.service.config.settings import ConfigError, Settings, parse_settings
 from edge_agentd.skills import BUILTIN_NAMES
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "systemd" / "config.example.toml"
 
 # `[x]`, `[[x]]`, `# [x]` or `# [[x]]`: a table's header, commented out or not.

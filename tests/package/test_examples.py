@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from edge_agentd.skills.demo import SysfsTree
 from edge_agentd.skills.sysfs import SYSFS_ROOT_ENV
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "scripts" / "examples"
 SHELL_EXAMPLE = EXAMPLES / "ask-and-act.sh"
 SERVICE_ENDPOINT = "ipc:///run/edge-agent/agent.sock"

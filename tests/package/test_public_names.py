@@ -15,7 +15,7 @@ import pytest
 
 import edge_agentd
 
-INIT = Path(__file__).resolve().parents[1] / "daemon" / "__init__.py"
+INIT = Path(__file__).resolve().parents[2] / "daemon" / "__init__.py"
 
 
 def _type_checking_imports() -> dict[str, str]:

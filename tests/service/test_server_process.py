@@ -218,7 +218,7 @@ def test_the_example_config_serves_as_documented(tmp_path: Path) -> None:
         wait_ready(endpoint, daemon)
         peer.send({"v": 1, "id": "s", "op": "status"})
         status = peer.recv(10)
-        # The shipped example is the defaults: its workflow is commented out (tests/test_config.py
+        # The shipped example is the defaults: its workflow is commented out (tests/service/test_config.py
         # uncomments it), so an install serves none.
         assert status["workflows"] == [] and status["skill_problems"] == []
         assert status["queue_limit"] == 8

@@ -229,7 +229,7 @@ def test_a_plugin_skill_runs_through_the_agent(registry: Registry, tmp_path: Pat
 
 
 def test_the_ten_line_example_in_the_docs_loads(registry: Registry, tmp_path: Path) -> None:
-    docs = (Path(__file__).parent.parent / "docs" / "skills.md").read_text()
+    docs = (Path(__file__).parents[2] / "docs" / "skills.md").read_text()
     section = docs.split("## Writing a skill in ten lines", 1)[1]
     example = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert len([line for line in example.splitlines() if line.strip()]) <= 10

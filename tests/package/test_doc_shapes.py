@@ -15,7 +15,7 @@ from edge_agentd.agent.registry import Registry
 from edge_agentd.skills import register_builtins
 from edge_agentd.skills.demo import SysfsTree, w1_slave_text
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SKILLS_DOC = REPO / "docs" / "skills.md"
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
@@ -37,7 +37,7 @@ CALLS: dict[str, list[dict[str, Any]]] = {
     "now": [{}],
     "resolve_date": [{"text": "tomorrow"}, {"text": "8/15"}],
 }
-NOT_CALLED = {"weather": "it asks open-meteo.com; tests/test_skills_weather.py has its shape"}
+NOT_CALLED = {"weather": "it asks open-meteo.com; tests/skills/test_skills_weather.py has its shape"}
 
 
 @pytest.fixture

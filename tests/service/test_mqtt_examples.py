@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
     MOSQUITTO is None, reason="needs Debian's mosquitto (make deps installs it)"
 )
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "scripts" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "scripts" / "examples"
 ANSWER = "Yes, open the vents: it is 31 °C."
 READ_CPU = json.dumps({"skill_name": "cpu_temperature", "arguments": {}})
 
