@@ -242,6 +242,19 @@ ENGLISH = Language(
     part_questions="\nQuestions this part answers:\n-",
     answering_prompt="Question: {question}\nThe part of the result of {skill} that answers it:",
     content_free_question="What is it?",
+    threshold=re.compile(
+        r"\b(?:([a-z]+)\s+than|(above|over|below|under|exceeds?))\s+"
+        r"(-?\d+(?:\.\d+)?)\s*(°\s?[cf]\b|%|[a-z]+)?",
+        re.IGNORECASE,
+    ),
+    above=words(
+        "warmer hotter higher more greater larger bigger above over exceed exceeds heavier"
+        " longer faster louder brighter wetter"
+    ),
+    below=words(
+        "colder cooler lower less fewer smaller below under lighter shorter slower quieter"
+        " darker drier"
+    ),
 )
 """English, as every reader of a question and every sayer of an answer takes it by default."""
 

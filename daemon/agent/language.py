@@ -190,6 +190,19 @@ class Language:
     answering_prompt: str
     content_free_question: str
 
+    # -- comparing a value with a number the question gives ------------------------------------
+    threshold: re.Pattern[str] | None = None
+    """A comparison with a number ("warmer than 40 °C", "above 80 %"): its word before the
+    language's "than" (group 1) or alone (group 2), the number (group 3) and the unit after it,
+    if any (group 4). None: the language compares nothing, and such a question gets no engine
+    sentence."""
+    above: frozenset[str] = frozenset()
+    """The comparison's words that ask whether a value is over the number."""
+    below: frozenset[str] = frozenset()
+    """Those that ask whether it is under."""
+    said_compared: str = "{answer}, {sentence}"
+    """A value's sentence answering such a question, after its yes or no."""
+
     def forms(self, word: str) -> set[str]:
         """``word`` case folded, with its plural and singular."""
         folded = word.casefold()

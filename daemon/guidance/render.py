@@ -66,7 +66,9 @@ from edge_agentd.guidance.asked import candidate_lines
 from edge_agentd.guidance.fitting import (
     asks_existence,
     bound_lines,
+    compared_sentences,
     subject_phrase,
+    threshold_of,
     yes_no_sentences,
 )
 from edge_agentd.guidance.labels import (
@@ -260,8 +262,13 @@ def bound_sentences(
             joined = [both_parts(a, b, question.language) for a in first for b in second if a != b]
             return [s for s in joined if _clean(s)][:MAX_SENTENCES]
         return first or second
+    threshold = threshold_of(question)
+    if threshold is not None:
+        # "Is the tank's level below 80 %?" asks about the tank's level, compared: read
+        # without the comparison, the question names its subject.
+        question = threshold.asking
     found: dict[str, None] = {}
-    yes_no = question.state is not None or asks_existence(question)
+    yes_no = threshold is None and (question.state is not None or asks_existence(question))
     language = question.language
     for index, (skill_name, result, chosen) in enumerate(asked):
         lines = result_line_parts(result, language)
@@ -275,6 +282,14 @@ def bound_sentences(
             every = [line for line in lines if not line.alternative]
             bound = bound_lines(question, every, lines, words, narrow=False)
             said = yes_no_sentences(question, bound, lines, words, result)
+        elif threshold is not None:
+            # "Is the CPU warmer than 40 °C?": a value's sentence, said after its yes or no.
+            def say(
+                line: Line, name: str = skill_name, of: Any = result, said_as: Any = says
+            ) -> list[str]:
+                return sentences_for([(name, of, [line])], question, {name: said_as}, fit=True)
+
+            said = compared_sentences(question, threshold, bound, say)
         else:
             group = [(skill_name, result, bound)]
             said = sentences_for(group, question, {skill_name: says}, fit=True)

@@ -1,0 +1,86 @@
+"""A yes-or-no question that compares a value with a number ("Is the CPU warmer than 40 °C?")
+is answered "Yes, ..." or "No, ..." before the value's own sentence, where a result writes the
+value in the unit the question names (any, where it names none); otherwise the engine says
+nothing of it. The comparison's words are the language's, never a skill's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_answering import FirstChoice
+
+from edge_agentd import Agent, FinalAnswerAction, Grounding, Registry
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.question import Question
+from edge_agentd.guidance.answering import Answering
+from edge_agentd.guidance.fitting import threshold_of
+from edge_agentd.guidance.render import fitting_sentences
+
+CPU = {"sensor": "thermal_zone0", "label": "cpu-thermal", "quantity": "temperature",
+       "value": 48.312, "unit": "°C"}  # fmt: skip
+TANK = {"tank": "rain water", "level": {"value": 72, "unit": "%"}}
+
+
+def said(question: str, skill: str, result: Any) -> list[str]:
+    return fitting_sentences(Question.parse(question, ENGLISH), [(skill, result)])
+
+
+@pytest.mark.parametrize(
+    ("question", "skill", "result", "expected"),
+    [
+        ("Tell me whether the CPU is warmer than 40 °C.", "cpu_temperature", CPU, "Yes"),
+        ("Is the CPU colder than 40 °C?", "cpu_temperature", CPU, "No"),
+        ("Is the CPU temperature above 50?", "cpu_temperature", CPU, "No"),
+        ("Is the rain water tank's level below 80 %?", "tank", TANK, "Yes"),
+        ("Is the tank's level more than 90 %?", "tank", TANK, "No"),
+    ],
+)
+def test_a_value_compared_is_said_after_yes_or_no(
+    question: str, skill: str, result: Any, expected: str
+) -> None:
+    sentences = said(question, skill, result)
+    assert sentences, question
+    assert all(s.startswith(f"{expected}, ") for s in sentences), sentences
+
+
+def test_a_unit_the_value_is_not_written_in_compares_nothing() -> None:
+    assert said("Is the CPU warmer than 100 °F?", "cpu_temperature", CPU) == []
+
+
+def test_a_question_that_compares_nothing_is_read_as_before() -> None:
+    assert threshold_of(Question.parse("How warm is the CPU?", ENGLISH)) is None
+    assert threshold_of(Question.parse("Is the CPU nicer than 40 °C?", ENGLISH)) is None
+    assert said("How warm is the CPU?", "cpu_temperature", CPU) == [
+        "The CPU temperature is 48.312 °C."
+    ] or all("48.312 °C" in s for s in said("How warm is the CPU?", "cpu_temperature", CPU))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=120))
+def test_any_question_reads_without_error(text: str) -> None:
+    found = threshold_of(Question.parse(text, ENGLISH))
+    assert found is None or isinstance(found.number, float)
+
+
+def test_the_daemons_grounding_takes_the_engines_comparison() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def cpu_temperature() -> dict[str, Any]:
+        """The CPU temperature in °C."""
+        return CPU
+
+    # A model that writes the first of the sentences it is offered, as a grammar's choice.
+    model = FirstChoice(
+        [json.dumps({"skill_name": "cpu_temperature", "arguments": {}})], uses_action_schema=True
+    )
+    agent = Agent(model, registry, guidance=Answering(), grounding=Grounding())
+    state = agent.run("Tell me whether the CPU is warmer than 40 °C.", max_iterations=3)
+    answer = state.stream[-1]
+    assert isinstance(answer, FinalAnswerAction), list(state.stream)
+    assert answer.answer.startswith("Yes, ") and "48.312 °C" in answer.answer
+    assert answer.made_by == "engine"
