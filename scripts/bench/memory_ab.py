@@ -5,7 +5,7 @@ Both run at once on the same cores, so a load that comes and goes slows both ali
 within each pair alternates. Reported: each side's median seconds per question and the ratio
 (this tree / base), with RSS over the model file and KV cache at the end.
 
-Usage: python scripts/bench/bench_memory_ab.py --base /tmp/base [--questions 30]
+Usage: python scripts/bench/memory_ab.py --base /tmp/base [--questions 30]
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
                 question = QUERIES[i % len(QUERIES)] + f" (#{i})"
                 clients[name].run(question, AskOptions(max_iterations=2))
                 seconds[name].append(time.perf_counter() - started)
+                print(f"  {i} {name} {seconds[name][-1]:.2f} s", flush=True)
         fixed = {
             name: (info["file_size_bytes"] + (info.get("kv_cache_bytes") or 0)) / MIB
             for name, info in ((n, c.status()["model"]) for n, c in clients.items())
