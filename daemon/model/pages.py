@@ -1,7 +1,6 @@
 """Memory the daemon gives back to the system once the model is loaded.
 
-Three kinds: the C heap's free pages (malloc keeps what a load freed), large blocks freed by a
-run (kept in mappings of their own, so freeing them returns them), and the model file's pages
+Two kinds: the C heap's free pages (malloc keeps what a load freed), and the model file's pages
 that loading touched but no decode reads again. llama.cpp copies some weights into a buffer of
 their own, rearranged for its faster kernels (the "repacked" weights); their pages in the file
 mapping stay resident, counted in the process's RSS, though only the copies are used. Dropping
@@ -31,7 +30,6 @@ def _libc_function(name: str) -> Any:
 
 
 _MALLOC_TRIM = _libc_function("malloc_trim")
-_MALLOPT = _libc_function("mallopt")
 _MADVISE = _libc_function("madvise")
 if _MADVISE is not None:
     _MADVISE.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -43,20 +41,6 @@ def trim_heap() -> None:
     scratch memory (the GGUF's metadata, weight repacking) that malloc would otherwise keep."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
-
-
-_M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 128 * 1024
-"""glibc's initial threshold, kept: blocks this large get mappings of their own."""
-
-
-def fix_mmap_threshold() -> None:
-    """Keep large blocks (a vocabulary's logits, 1 MiB each for Gemma, and their numpy
-    temporaries) in mappings of their own, returned to the system when freed. By default glibc
-    raises the threshold to the largest block freed so far, after which such blocks are carved
-    from a thread's arena and their pages stay resident once the run has freed them."""
-    if _MALLOPT is not None:
-        _MALLOPT(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def file_mappings(path: Path, maps: Path = Path("/proc/self/maps")) -> list[tuple[int, int]]:
@@ -92,4 +76,4 @@ def drop_file_pages(path: Path) -> int:
     return advised
 
 
-__all__ = ["MMAP_THRESHOLD", "drop_file_pages", "file_mappings", "fix_mmap_threshold", "trim_heap"]
+__all__ = ["drop_file_pages", "file_mappings", "trim_heap"]

@@ -22,7 +22,7 @@ from edge_agentd.agent.protocol import ModelError
 from edge_agentd.model import llamalog
 from edge_agentd.model.bindings import llama_cpp
 from edge_agentd.model.gguf import GGUFInfo, ModelLoadError
-from edge_agentd.model.pages import drop_file_pages, fix_mmap_threshold, trim_heap
+from edge_agentd.model.pages import drop_file_pages, trim_heap
 from edge_agentd.model.sizing import ContextSizes
 from edge_agentd.model.stopping import AbortFlag, Interrupted
 
@@ -105,7 +105,6 @@ class LlamaRuntime:
         llamalog.install()  # llama.cpp's lines into the daemon's log, its errors as errors
         llamalog.LLAMA_LOG.verbose = verbose
         llamalog.LLAMA_LOG.forget_errors()
-        fix_mmap_threshold()
         llama_cpp.llama_backend_init()
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = 0

@@ -5,7 +5,7 @@ Both run at once on the same cores, so a load that comes and goes slows both ali
 within each pair alternates. Reported: each side's median seconds per question and the ratio
 (this tree / base), with RSS over the model file and KV cache at the end.
 
-Usage: python scripts/bench/memory_ab.py --base /tmp/base [--questions 30]
+Usage: python scripts/bench/bench_memory_ab.py --base /tmp/base [--questions 30]
 """
 
 from __future__ import annotations
@@ -76,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         over = {name: memory(pid)["VmRSS"] - fixed[name] for name, pid in pids.items()}
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     for name in ("base", "this"):
-        print(f"  {name:<5} median {medians[name]:.2f} s over {len(seconds[name])} questions, "
-              f"RSS - (file + KV) {over[name]:.1f} MiB")
+        print(
+            f"  {name:<5} median {medians[name]:.2f} s over {len(seconds[name])} questions, "
+            f"RSS - (file + KV) {over[name]:.1f} MiB"
+        )
     print(f"  ratio this/base: {medians['this'] / medians['base']:.3f}")
     return 0
 
