@@ -22,6 +22,7 @@ from edge_agentd.agent.protocol import ModelError
 from edge_agentd.model import llamalog
 from edge_agentd.model.bindings import llama_cpp
 from edge_agentd.model.gguf import GGUFInfo, ModelLoadError
+from edge_agentd.model.pages import drop_file_pages, trim_heap
 from edge_agentd.model.sizing import ContextSizes
 from edge_agentd.model.stopping import AbortFlag, Interrupted
 
@@ -39,23 +40,6 @@ class DecodeFailed(ModelError):
     """llama.cpp could not evaluate a batch of tokens."""
 
     code = "decode_failed"
-
-
-def _find_malloc_trim() -> Any:
-    try:
-        return ctypes.CDLL(None).malloc_trim  # glibc; absent on musl and elsewhere
-    except (OSError, AttributeError):
-        return None
-
-
-_MALLOC_TRIM = _find_malloc_trim()
-
-
-def trim_heap() -> None:
-    """Hand the heap's free pages back to the system. Loading a model frees some ten MiB of
-    scratch memory (the GGUF's metadata, weight repacking) that malloc would otherwise keep."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
 
 
 def extra_buffers_safe(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
@@ -174,6 +158,8 @@ class LlamaRuntime:
         self.abort = AbortFlag(context)
         """Raised to stop the decode in progress between two of its graph's steps."""
         trim_heap()
+        # The repacked weights' originals were read once, into their copies (model/pages.py).
+        drop_file_pages(path)
         self.clears = 0
         """How often the whole cache was emptied: sequences kept for scoring check it."""
         self.decoded = 0
