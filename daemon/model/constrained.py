@@ -72,7 +72,7 @@ def inline_refs(schema: Any) -> Any:
     return walk(schema, {}, 0)
 
 
-def _lex_gbnf(text: str) -> list[str]:
+def lex_gbnf(text: str) -> list[str]:
     """GBNF text in pieces: quoted literals and character classes whole, names, and the rest
     one character at a time (whitespace included), so that joining them gives the text back."""
     pieces: list[str] = []
@@ -108,7 +108,7 @@ def canonical_gbnf(gbnf: str) -> str:
         if sep and name.strip() == "space":
             lines.append(f'{name}{sep} ""')
             continue
-        pieces = _lex_gbnf(body)
+        pieces = lex_gbnf(body)
         out: list[str] = []
         k = 0
         while k < len(pieces):

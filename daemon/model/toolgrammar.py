@@ -19,7 +19,7 @@ from typing import Any
 from edge_agentd.agent.actions import TaggedCalls
 from edge_agentd.model.constrained import (
     GrammarError,
-    _lex_gbnf,
+    lex_gbnf,
     canonical_gbnf,
     inline_refs,
     schema_to_gbnf,
@@ -40,7 +40,7 @@ def _literal(text: str) -> str:
 def _renamed(gbnf: str, prefix: str) -> str:
     """``gbnf`` with every rule name given ``prefix``, so two grammars can be joined."""
     names = {line.split("::=", 1)[0].strip() for line in gbnf.splitlines() if "::=" in line}
-    return "".join(prefix + p if p in names else p for p in _lex_gbnf(gbnf))
+    return "".join(prefix + p if p in names else p for p in lex_gbnf(gbnf))
 
 
 def _answer_rule(answer: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ from edge_agentd import Agent, AgentState, Registry, load_model
 from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.parsing import parse_action
-from edge_agentd.model.constrained import _lex_gbnf, canonical_gbnf, schema_to_gbnf
+from edge_agentd.model.constrained import lex_gbnf, canonical_gbnf, schema_to_gbnf
 from edge_agentd.model.decoding import Decoder
 from edge_agentd.model.llama import LlamaModel
 
@@ -84,7 +84,7 @@ def test_the_action_grammar_has_no_optional_whitespace() -> None:
 @given(st.text(alphabet='ab"\\[]:, -_|()*+?\n', max_size=60))
 @settings(max_examples=200, deadline=None)
 def test_lexing_a_grammar_gives_its_text_back(text: str) -> None:
-    assert "".join(_lex_gbnf(text)) == text
+    assert "".join(lex_gbnf(text)) == text
 
 
 def test_separators_inside_literals_are_left_alone() -> None:

@@ -41,7 +41,11 @@ ALLOWED: dict[str, dict[str, str]] = {
         "241 MiB": "the embedded model file's size, which the `auto` threshold sits above",
         "3 GiB": "the size of the file of a model that drives the loop, which it sits below",
     },
-    "daemon/service/config/settings.py": {"1 GiB": "the `auto` threshold, as configured"},
+    "daemon/service/config/settings.py": {
+        "1 GiB": "the `auto` threshold, as configured",
+        "Qwen": "the family whose chat template's tool format the `native` setting speaks",
+    },
+    "daemon/agent/actions.py": {"Qwen": "the family whose chat template's words a format copies"},
     "daemon/model/formats.py": {"Qwen": "the ChatML template's own default system prompt"},
 }
 """Figures that are configuration facts, by module: the text allowed, and why it is one."""
