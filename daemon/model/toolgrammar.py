@@ -19,9 +19,9 @@ from typing import Any
 from edge_agentd.agent.actions import TaggedCalls
 from edge_agentd.model.constrained import (
     GrammarError,
-    lex_gbnf,
     canonical_gbnf,
     inline_refs,
+    lex_gbnf,
     schema_to_gbnf,
 )
 

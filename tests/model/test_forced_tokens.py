@@ -19,7 +19,7 @@ from edge_agentd import Agent, AgentState, Registry, load_model
 from edge_agentd.agent.events import CallSkillAction, FinalAnswerAction
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.parsing import parse_action
-from edge_agentd.model.constrained import lex_gbnf, canonical_gbnf, schema_to_gbnf
+from edge_agentd.model.constrained import canonical_gbnf, lex_gbnf, schema_to_gbnf
 from edge_agentd.model.decoding import Decoder
 from edge_agentd.model.llama import LlamaModel
 
