@@ -272,16 +272,19 @@ def bound_sentences(
     language = question.language
     for index, (skill_name, result, chosen) in enumerate(asked):
         lines = result_line_parts(result, language)
-        words, says = _skill_words(skills, skill_name, language)
+        own, says = _skill_words(skills, skill_name, language)
+        words = own
         if index < len(called):
-            words |= known_words(called[index], [], language)
+            words = own | known_words(called[index], [], language)
         bound = bound_lines(question, chosen, lines, words)
         if yes_no:
             # Every line: the state the question names ("closed" of "Is the door closed?") is
             # one a line it asks about may hold, not a text it already states.
             every = [line for line in lines if not line.alternative]
             bound = bound_lines(question, every, lines, words, narrow=False)
-            said = yes_no_sentences(question, bound, lines, words, result)
+            # A state is the skill's own word, never one the call passed ("humidity" asked of
+            # a listing is no state of a sensor).
+            said = yes_no_sentences(question, bound, lines, own, result)
         elif threshold is not None:
             # "Is the CPU warmer than 40 °C?": a value's sentence, said after its yes or no.
             def say(
