@@ -49,7 +49,7 @@ def test_triggers_lists_each_trigger(
 
 def test_watch_prints_each_result_until_ctrl_c(scripted_daemon: Any, sysfs: SysfsTree) -> None:
     probe = Probe(sysfs, -20.0)
-    _, endpoint = scripted_daemon(
+    server, endpoint = scripted_daemon(
         [call("read_sensor", name=PROBE), answer("It is -4 °C in the freezer.")],
         config=CONFIG,
         registry=builtin_registry(sysfs.root),
@@ -61,6 +61,9 @@ def test_watch_prints_each_result_until_ctrl_c(scripted_daemon: Any, sysfs: Sysf
         text=True,
     )
     try:
+        # A watch hears the results that come after it opens: the freezer warms once the
+        # daemon holds it (a loaded machine starts the client slowly).
+        wait_for(lambda: len(server.triggers.watches) >= 1, 120)
         probe.set(-4.0)
         assert process.stdout is not None
         assert select.select([process.stdout], [], [], 30)[0], "watch printed nothing"
