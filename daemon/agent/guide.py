@@ -55,7 +55,7 @@ class Guide(Protocol):
     ) -> str:
         """The model's next reply to ``prompt``: a call among ``skills`` (of registry
         ``version``) or an answer. ``generate(prompt, **kwargs)`` asks the model itself
-        (``calls_only=True``: for a call alone);
+        (``calls_only``: True, or some skills' names, for a call alone, of one of them);
         ``grounded(answer)`` says whether the loop takes an answer, so only such answers are
         offered. Raises what the model raises."""
 

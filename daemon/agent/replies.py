@@ -63,10 +63,17 @@ class Replies:
 
     def generate(self, text: str, **more: Any) -> str:
         """The model's reply to ``text``: what a guide calls to ask it. ``calls_only=True``
-        asks for a call alone (the step's schema without its answer)."""
-        if more.pop("calls_only", False):
+        asks for a call alone (the step's schema without its answer); a collection of skill names,
+        for a call of one of them."""
+        calls_only = more.pop("calls_only", False)
+        if calls_only:
             branches = self.schema.get("oneOf", ())
-            calls = [b for b in branches if "skill_name" in b.get("properties", {})]
+            calls = [
+                b
+                for b in branches
+                if "skill_name" in b.get("properties", {})
+                and (calls_only is True or b["properties"]["skill_name"].get("const") in calls_only)
+            ]
             if calls:
                 more["action_schema"] = {**self.schema, "oneOf": calls}
         elif isinstance(more.get("action_schema"), dict):

@@ -85,10 +85,12 @@ class Answering:
         question = in_language(state.question, self.language)
         fitting = [s for s in fitting_sentences(question, results, named) if grounded(s)]
         if not fitting:
-            if not last_step and _an_unmade_call_could_answer(question, state, skills):
+            unmade = [] if last_step else _unmade_calls_that_could_answer(question, state, skills)
+            if unmade:
                 # No result says what was asked, and a skill not yet called names it: the
-                # answer waits for that call, as "I cannot tell" does under grounding.
-                return generate(prompt, calls_only=True)
+                # answer waits for that call (and no other), as "I cannot tell" does under
+                # grounding.
+                return generate(prompt, calls_only=tuple(unmade))
             return generate(prompt)
         if len(fitting) == 1:
             return Completion(_spelled(model, fitting[0]), made_by="engine")
@@ -109,13 +111,14 @@ class Answering:
         return Completion(str(reply), usage, made_by="engine" if chosen else "model")
 
 
-def _an_unmade_call_could_answer(
+def _unmade_calls_that_could_answer(
     question: Question, state: AgentState, skills: Sequence[SkillSpec]
-) -> bool:
-    """Whether a skill the run has not called names the question's subject in its own words
-    or in the values its arguments may take now."""
+) -> list[str]:
+    """The skills the run has not called that name the question's subject in their own words
+    or in the values their arguments may take now."""
     if question.subject is None and not question.parts:
-        return False
+        return []
+    found: list[str] = []
     called = {e.skill_name for e in state.stream.root if isinstance(e, CallSkillAction)}
     for spec in skills:
         if spec.name in called:
@@ -124,8 +127,8 @@ def _an_unmade_call_could_answer(
         texts = [spec.name, spec.description, *spec.examples, *listed]
         words = known_words(texts, [], question.language)
         if unnamed_subject(question, words) is None:
-            return True
-    return False
+            found.append(spec.name)
+    return found
 
 
 def _spelled(model: ModelHandle, sentence: str) -> str:
