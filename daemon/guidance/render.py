@@ -318,6 +318,21 @@ def fitting_sentences(
     return bound_sentences(asked, question, skills, called)
 
 
+ECHO_WORDS = 3
+"""A reason holding this many of the question's words in a row quotes the question back (a
+skill that took the question for a name: "No such file: '.../tell me whether the door is
+open'"): it says nothing of why, and would seem to state what was asked."""
+
+
+def _echoes(question: Question, reason: str) -> bool:
+    """Whether ``reason`` quotes :data:`ECHO_WORDS` of ``question``'s words in a row."""
+    token = question.language.token
+    asked = [w.casefold() for w in token.findall(question.text)]
+    said = [w.casefold() for w in token.findall(reason)]
+    runs = {tuple(asked[i : i + ECHO_WORDS]) for i in range(len(asked) - ECHO_WORDS + 1)}
+    return any(tuple(said[i : i + ECHO_WORDS]) in runs for i in range(len(said) - ECHO_WORDS + 1))
+
+
 def cannot_tell_sentence(question: Question, reason: str | None = None) -> str:
     """ "I cannot tell: " and why, in words a person reads: ``reason`` (a skill's own error,
     "no thermal zone was found under /sys/class/thermal.") where there is one, else "no skill
@@ -326,7 +341,7 @@ def cannot_tell_sentence(question: Question, reason: str | None = None) -> str:
     la = question.language
     cannot = la.cannot_tell
     said = _EXCEPTION_NAME.sub("", " ".join((reason or "").split()))
-    if said and len(said) <= MAX_REASON_CHARS and _clean(said):
+    if said and len(said) <= MAX_REASON_CHARS and _clean(said) and not _echoes(question, said):
         said = said if said[1:2].isupper() else said[:1].lower() + said[1:]
         return la.cannot_because.format(cannot=cannot, reason=said.rstrip(".!?"))
     phrase = subject_phrase(question)

@@ -8,7 +8,7 @@ from typing import Any
 from edge_agentd import Registry
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.question import Question
-from edge_agentd.guidance.render import fitting_sentences
+from edge_agentd.guidance.render import cannot_tell_sentence, fitting_sentences
 
 LISTING = {
     "count": 1,
@@ -47,3 +47,16 @@ def test_a_state_the_skill_names_still_answers() -> None:
     result = {"door": "garage", "position": "closed"}
     said = fitting_sentences(question, [("garage_door", result)], _skills())
     assert said and all(s.startswith("No, ") and "closed" in s for s in said), said
+
+
+def test_a_reason_that_quotes_the_question_back_is_not_said() -> None:
+    """A skill that took the question for a name fails with the question inside its error:
+    that says nothing of why, and would seem to state what was asked."""
+    question = Question.parse("Please tell me whether the patio door is open.", ENGLISH)
+    error = "[Errno 2] No such file: '/srv/doors/please tell me whether the patio door is open.'"
+    said = cannot_tell_sentence(question, error)
+    assert "Errno" not in said and "/srv" not in said
+    assert said.startswith(ENGLISH.cannot_tell)
+    cpu = Question.parse("How warm is the CPU?", ENGLISH)
+    reason = "no thermal zone was found under /sys/class/thermal"
+    assert reason in cannot_tell_sentence(cpu, reason)  # a reason of its own is still said
