@@ -7,7 +7,7 @@ one :data:`Event` union. :data:`EVENT_ADAPTER` and :data:`STATE_ADAPTER` are the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -22,9 +22,6 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from edge_agentd.agent.question import Question
-
-if TYPE_CHECKING:
-    from edge_agentd.agent.workflow import Workflow
 
 Outcome = Literal["answered", "max_iterations", "retries_exhausted", "interrupted"]
 
@@ -204,24 +201,12 @@ class AgentState(BaseModel):
     """One run: the query and everything that happened. ``run`` returns it.
 
     What the run keeps for its subsystems between steps is the run's
-    (:class:`~edge_agentd.agent.run.RunCache`), not the state's: the state keeps only the
-    workflow it follows and its own query, parsed once; neither is serialized."""
+    (:class:`~edge_agentd.agent.run.RunCache`, the workflow it follows included), not the
+    state's: the state keeps only its own query, parsed once, which is not serialized."""
 
     query: str
     stream: EventStream = Field(default_factory=EventStream)
-    _workflow: Workflow | None = PrivateAttr(default=None)
     _question: Question | None = PrivateAttr(default=None)
-
-    @property
-    def workflow(self) -> Workflow | None:
-        """The workflow this run follows, if any. Not part of the serialized state."""
-        # Read straight from pydantic's private storage: every step needs it, and the
-        # attribute fallback is slow.
-        return self.__pydantic_private__["_workflow"]  # type: ignore[index,no-any-return]
-
-    @workflow.setter
-    def workflow(self, workflow: Workflow | None) -> None:
-        self.__pydantic_private__["_workflow"] = workflow  # type: ignore[index]
 
     @property
     def question(self) -> Question:
@@ -242,9 +227,7 @@ class AgentState(BaseModel):
 
     def snapshot(self) -> AgentState:
         """A deep copy of the state as it is now."""
-        copy = AgentState(query=self.query, stream=self.stream.model_copy(deep=True))
-        copy.workflow = self.workflow
-        return copy
+        return AgentState(query=self.query, stream=self.stream.model_copy(deep=True))
 
     @property
     def outcome(self) -> Outcome | None:

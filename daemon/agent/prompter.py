@@ -94,7 +94,7 @@ class Prompter:
     def run_system(self, state: AgentState, cache: RunCache) -> System:
         """:meth:`system` for ``state``'s run, with the skills' choices read at its first step
         and kept in ``cache``, so the run's prompt, grammar and checks agree."""
-        workflow = state.workflow
+        workflow = cache.workflow
         if cache.choices is None:
             allowed = None if workflow is None else workflow.allowed_skills
             cache.choices = self.registry.choices(allowed)

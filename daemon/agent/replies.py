@@ -46,7 +46,7 @@ class Replies:
         self.last_step = last_step
         self.options = options
         self.written: list[str] = []
-        workflow = state.workflow
+        workflow = cache.workflow
         allowed = None if workflow is None else workflow.allowed_skills
         self.schema = self.held(validators.registry.action_schema(allowed, cache.choices or ()))
 

@@ -178,6 +178,8 @@ class RunCache:
     counted: int = 0
     evidence: Gathered = dataclasses.field(default_factory=Gathered)
     """What grounding has gathered of the run so far."""
+    workflow: Workflow | None = None
+    """The workflow the run follows, if any."""
 
     def calls_so_far(self, state: AgentState) -> int:
         """How many calls ``state``'s stream holds, counting only the events added since."""
@@ -208,7 +210,7 @@ class RunRecord:
 
     def __post_init__(self) -> None:
         self.state = AgentState(query=self.options.query)
-        self.state.workflow = self.options.workflow
+        self.cache.workflow = self.options.workflow
         self.retries_left = self.options.max_retries
 
     def append(self, event: Event, generation: int) -> None:

@@ -72,7 +72,7 @@ class Validators:
             )
             if failed is not None:
                 return failed
-        workflow = state.workflow
+        workflow = cache.workflow
         for validator in workflow.validators if workflow else ():
             name = getattr(validator, "__name__", type(validator).__name__)
             try:

@@ -122,40 +122,12 @@ def describe(ring: list[str], imports: Mapping[str, set[str]]) -> str:
     return " -> ".join(map(_short, path)) + rest
 
 
-BEING_REWRITTEN: dict[frozenset[str], str] = {
-    frozenset({"edge_agentd.agent.events", "edge_agentd.agent.workflow"}):
-        "types only: AgentState keeps the Workflow it follows, whose validators take events.py's"
-        " AgentState and FinalAnswerAction; it goes when the run's record, not its state, keeps"
-        " the workflow",
-}
-"""Rings in code other engineers are rewriting now, each with where it goes away. A ring found
-inside one of these is known; any other ring fails, and so does an entry no ring is left in."""
-
-
-def _known(ring: list[str]) -> bool:
-    return any(set(ring) <= pending for pending in BEING_REWRITTEN)
-
-
 IMPORTS = {module_name(path): module_imports(path, KNOWN) for path in MODULES}
 
 
 def test_no_circle_of_imports_of_any_length() -> None:
-    found = rings(IMPORTS)
-    new = [describe(ring, IMPORTS) for ring in found if not _known(ring)]
-    known = [describe(ring, IMPORTS) for ring in found if _known(ring)]
-    assert new == [], "circles of imports:\n  " + "\n  ".join(new) + (
-        "\nand known, being rewritten:\n  " + "\n  ".join(known) if known else ""
-    )
-
-
-def test_every_ring_being_rewritten_is_still_there() -> None:
-    found = [set(ring) for ring in rings(IMPORTS)]
-    gone = [
-        sorted(_short(m) for m in pending)
-        for pending in BEING_REWRITTEN
-        if not any(ring <= pending for ring in found)
-    ]
-    assert gone == [], f"no longer a ring, drop it from BEING_REWRITTEN: {gone}"
+    found = [describe(ring, IMPORTS) for ring in rings(IMPORTS)]
+    assert found == [], "circles of imports:\n  " + "\n  ".join(found)
 
 
 def _private(name: str) -> bool:
