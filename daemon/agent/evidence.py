@@ -302,10 +302,12 @@ def answer_schema(pattern: str) -> dict[str, Any]:
     }
 
 
+_NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
+
+
 def answer_numbers(text: str) -> list[str]:
     """Each number as a reader picks it out of ``text`` (2,873.2 is one; -4 is negative)."""
-    found = re.finditer(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?", text)
-    return [m.group() for m in found]
+    return _NUMBER.findall(text) if any(c.isdigit() for c in text) else []
 
 
 def numbers_in(texts: Sequence[str]) -> set[float]:
