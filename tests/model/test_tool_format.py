@@ -192,10 +192,14 @@ def test_llama_cpp_speaks_it_on_the_tiny_qwen2(qwen2_gguf: Path) -> None:
         events = list(state.stream)
         assert isinstance(events[0], CallSkillAction), events[0]
         assert events[0].raw.startswith("<tool_call>\n")
+        # The grammar keeps every reply a tagged call or plain text; only the token cap may cut
+        # one (random weights can write an answer's free text until it).
         assert not [
             e
             for e in events
-            if isinstance(e, ValidationErrorObservation) and e.validator_name == "action_parse"
+            if isinstance(e, ValidationErrorObservation)
+            and e.validator_name == "action_parse"
+            and e.error_type != "truncated"
         ], events
     finally:
         model.close()
