@@ -38,6 +38,7 @@ from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line, reading_text
 from edge_agentd.agent.vocabulary import is_known, known_words
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
+from edge_agentd.guidance.whose import of_question
 
 MAX_STATE_WORDS = 3
 """A text longer than this is no state ("closed", "fully open"), but a sentence of its own."""
@@ -114,9 +115,14 @@ def bound_lines(
     chosen = list(chosen)[:MAX_BOUND_LINES]
     texts = object_texts(lines)
     own = {id(line): own_words(line, texts, language) for line in chosen}
+    # A line named only by a word that says which one ("free" of "Free RAM?"), in an object
+    # the question does not name (``disk``), is another thing's: not offered on that word.
+    qualifiers = [*subject.which, *other_words(question)]
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
+    bound = of_question(question, bound, own, texts, qualifiers)
     if not bound:
         bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
+        bound = of_question(question, bound, own, texts, qualifiers)
     # A line whose own key is the thing ("time" of "What time is it?", the list ``sensors`` of
     # "How many sensors are there?") says it more than its siblings and children, which its
     # object's words or its path name too.
