@@ -172,7 +172,7 @@ ENGLISH = Language(
     cannot_tell="I cannot tell",
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
-        "reads whether of yes not"
+        "reads whether of yes not a an"
     )
     | _UNIT_WORDS,
     is_="is",
@@ -247,6 +247,9 @@ ENGLISH = Language(
         r"(-?\d+(?:\.\d+)?)\s*(°\s?[cf]\b|%|[a-z]+)?",
         re.IGNORECASE,
     ),
+    having=words("have has"),
+    presence=words("connected attached present installed fitted"),
+    articles=("a", "an", "aeiou"),
     above=words(
         "warmer hotter higher more greater larger bigger above over exceed exceeds heavier"
         " longer faster louder brighter wetter"

@@ -203,6 +203,19 @@ class Language:
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
 
+    # -- whether a thing is there: "Does it have a pressure sensor?" ----------------------------
+    having: frozenset[str] = frozenset()
+    """The verbs a question asks whether something is there with ("Does this device have a
+    pressure sensor?"); empty: the language reads existence only as "is there"."""
+    presence: frozenset[str] = frozenset()
+    """The states that say a thing is there ("Is a humidity sensor connected?")."""
+    said_exists: str = "{answer}, there {be} {phrase}: {names}."
+    """A listed thing that is what was asked, by its names ("Yes, there is a pressure sensor:
+    bme280.")."""
+    articles: tuple[str, str, str] = ("", "", "")
+    """The article before a singular thing said to be there, before a consonant and a vowel,
+    and the vowels ("a", "an", "aeiou"); empty where the language writes none."""
+
     def forms(self, word: str) -> set[str]:
         """``word`` case folded, with its plural and singular."""
         folded = word.casefold()

@@ -34,6 +34,7 @@ from typing import Any
 from edge_agentd.agent.claims import absent_value, holds_state, quality_nouns, unnamed_subject
 from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line, reading_text
 from edge_agentd.agent.vocabulary import is_known, known_words
@@ -205,10 +206,9 @@ def subject_phrase(question: Question) -> str | None:
 
 
 def asks_existence(question: Question) -> bool:
-    """Whether ``question`` asks whether something is there ("Is there mail?")."""
-    language = question.language
-    low = [w.casefold() for w in language.token.findall(normalised(question.text, language))]
-    return len(low) > 2 and low[0] in language.state_verbs and low[1] == language.there
+    """Whether ``question`` asks whether something is there ("Is there mail?", "Does this
+    device have a pressure sensor?"; :attr:`~edge_agentd.agent.question.Question.exists`)."""
+    return question.exists
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,17 +284,9 @@ def yes_no_sentences(
         return []
     la = question.language
     be = la.verb(words_of(phrase, la))
-    if asks_existence(question):
-        flags = [line for line in bound if isinstance(line.node, bool)]
-        return [
-            (la.said_there if line.node else la.said_none_there).format(
-                answer=la.yes if line.node else la.no, be=be, phrase=phrase
-            )
-            for line in flags
-        ]
     state, predicate = question.state, " ".join(question.predicate)
     if state is None or not predicate:
-        return []
+        return _there(question, bound, result, phrase) if state is None else []
     said: list[str] = []
     for line in bound:
         key = known_words([line.name.split()[-1] if line.name else ""], [], la)
@@ -329,6 +321,41 @@ def yes_no_sentences(
         said.append(la.said_state.format(answer=answer, phrase=phrase, be=be, state=text))
     if holds_state([result], state, la):
         said = [s for s in said if not s.startswith(la.no)]
+    # "Is a humidity sensor connected?", when no line writes that state: a listing of one.
+    return said or _there(question, [], result, phrase)
+
+
+def _there(question: Question, bound: Sequence[Line], result: Any, phrase: str) -> list[str]:
+    """"Yes, ..." or "No, ..." to whether ``question``'s subject is there: from a flag of
+    ``bound`` ("Is there mail?"), else "Yes" from the entries of ``result`` that are what was
+    asked (:func:`~edge_agentd.agent.listed.listed_things`). Never "No" from a listing: one
+    need not be complete."""
+    la = question.language
+    if not question.exists:
+        return []
+    be = la.verb(words_of(phrase, la))
+    flags = [line for line in bound if isinstance(line.node, bool)]
+    said = [
+        (la.said_there if line.node else la.said_none_there).format(
+            answer=la.yes if line.node else la.no, be=be, phrase=phrase
+        )
+        for line in flags
+    ]
+    names = listed_things(question, [result]) if not said else []
+    if names:
+        consonant, vowel, vowels = la.articles
+        article = vowel if phrase[:1].casefold() in vowels else consonant
+        single = be == la.is_ and article
+        said.append(
+            la.said_exists.format(
+                answer=la.yes,
+                be=be,
+                phrase=f"{article} {phrase}" if single else phrase,
+                names=la.said_listing.format(names=", ".join(names[:-1]), last=names[-1])
+                if len(names) > 1
+                else names[0],
+            )
+        )
     return said
 
 
