@@ -247,6 +247,13 @@ ENGLISH = Language(
         r"(-?\d+(?:\.\d+)?)\s*(°\s?[cf]\b|%|[a-z]+)?",
         re.IGNORECASE,
     ),
+    share=re.compile(
+        r"\b(?:([a-z]+)\s+than|(over|under))\s+(?:a\s+|an\s+|one\s+)?"
+        r"(half|quarter|third|tenth)\b(?:\s+of\b)?",
+        re.IGNORECASE,
+    ),
+    shares=MappingProxyType({"half": 50.0, "quarter": 25.0, "third": 100 / 3, "tenth": 10.0}),
+    participle_suffixes=("d", "ed"),
     having=words("have has"),
     presence=words("connected attached present installed fitted"),
     articles=("a", "an", "aeiou"),

@@ -202,6 +202,15 @@ class Language:
     """Those that ask whether it is under."""
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
+    share: re.Pattern[str] | None = None
+    """A comparison with a share ("more than half of", "over half"): its word before the
+    language's "than" (group 1) or alone (group 2), and the share's (group 3, one of
+    :attr:`shares`); None: the language reads no share."""
+    shares: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """The percent each share's word names ("half": 50)."""
+    participle_suffixes: tuple[str, ...] = ()
+    """What a verb's participle ends with ("use" is "used"): a question's verb names a key
+    written in its participle."""
 
     # -- whether a thing is there: "Does it have a pressure sensor?" ----------------------------
     having: frozenset[str] = frozenset()

@@ -254,6 +254,12 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
             return None
     else:
         return None
+    compared = la.above | la.below
+    if len(phrase) == 1 and phrase[0].casefold() in compared and low[end : end + 1] == [la.than]:
+        # "Is more than half of the memory in use?" asks about the memory.
+        at = next((i for i in range(end + 1, end + 5) if low[i : i + 1] == [la.of]), None)
+        if at is not None:
+            phrase, end = _phrase(words, at + 1, first in la.auxiliaries, la, owner)
     if not phrase:
         return None
     of: list[str] = []

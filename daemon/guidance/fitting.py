@@ -28,7 +28,7 @@ sentences).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from edge_agentd.agent.claims import absent_value, holds_state, quality_nouns, unnamed_subject
@@ -36,8 +36,9 @@ from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObs
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.question import Question, normalised
-from edge_agentd.agent.resultlines import Line, reading_text
+from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
 from edge_agentd.guidance.whose import of_question
 
@@ -209,64 +210,6 @@ def asks_existence(question: Question) -> bool:
     """Whether ``question`` asks whether something is there ("Is there mail?", "Does this
     device have a pressure sensor?"; :attr:`~edge_agentd.agent.question.Question.exists`)."""
     return question.exists
-
-
-@dataclasses.dataclass(frozen=True)
-class Threshold:
-    """A number the question compares a value with: over it (``above``) or under, in ``unit``
-    (None: the question names none)."""
-
-    above: bool
-    number: float
-    unit: str | None
-    asking: Question
-    """The question without its comparison: what it asks about."""
-
-
-def threshold_of(question: Question) -> Threshold | None:
-    """The number ``question`` compares a value with ("Is the CPU warmer than 40 °C?"), if it
-    does with a comparison the language knows."""
-    la = question.language
-    found = la.threshold.search(question.text) if la.threshold is not None else None
-    if found is None:
-        return None
-    word = (found.group(1) or found.group(2) or "").casefold()
-    if word not in la.above and word not in la.below:
-        return None
-    unit = found.group(4)
-    unit = "".join(unit.split()).casefold() if unit and not unit.isalpha() else unit
-    text = question.text
-    rest = f"{text[: found.start()].rstrip()}{text[found.end() :]}"
-    asking = Question.parse(rest, la)
-    return Threshold(word in la.above, float(found.group(3)), unit, asking)
-
-
-def compared_sentences(
-    question: Question,
-    threshold: Threshold,
-    bound: Sequence[Line],
-    say: Callable[[Line], list[str]],
-) -> list[str]:
-    """"Yes, ..." or "No, ..." before the sentences ``say`` gives of each line of ``bound``
-    whose value is a number in the threshold's unit (any, where it names none), compared
-    with it. A unit the question names that the value is not written in compares nothing."""
-    la = question.language
-    said: list[str] = []
-    for line in bound:
-        value = line.node
-        if isinstance(value, dict) and reading_text(value) is not None:
-            value = value["value"]  # a reading: its value, in the unit beside it
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        written = "".join(line.shown.split()).casefold()
-        if threshold.unit is not None and threshold.unit.casefold() not in written:
-            continue
-        over = value > threshold.number if threshold.above else value < threshold.number
-        answer = la.yes if over else la.no
-        for sentence in say(line):
-            lowered = sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
-            said.append(la.said_compared.format(answer=answer, sentence=lowered))
-    return said
 
 
 def yes_no_sentences(

@@ -63,10 +63,14 @@ from edge_agentd.agent.resultlines import (
 )
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
+from edge_agentd.guidance.compared import compared_lines
 from edge_agentd.guidance.fitting import (
     asks_existence,
     bound_lines,
     compared_sentences,
+    names_subject,
+    other_words,
+    own_words,
     subject_phrase,
     threshold_of,
     yes_no_sentences,
@@ -75,6 +79,7 @@ from edge_agentd.guidance.labels import (
     PLACEHOLDER,
     keys_of,
     labels,
+    object_texts,
     reading_of,
     spell,
     spoken,
@@ -292,7 +297,15 @@ def bound_sentences(
             ) -> list[str]:
                 return sentences_for([(name, of, [line])], question, {name: said_as}, fit=True)
 
-            said = compared_sentences(question, threshold, bound, say)
+            texts = object_texts(lines)
+
+            def of_line(line: Line, texts: Any = texts, skill: Any = words) -> frozenset[str]:
+                # As it was bound: a line no word of its own names is its skill's.
+                own = own_words(line, texts, language)
+                return own if names_subject(question, own) else own | skill
+
+            compared = compared_lines(question, bound, other_words(question), of_line)
+            said = compared_sentences(question, threshold, compared, say)
         else:
             group = [(skill_name, result, bound)]
             said = sentences_for(group, question, {skill_name: says}, fit=True)
