@@ -47,6 +47,7 @@ _HEAD_NOUN = re.compile(
 _REQUEST = re.compile(
     r"^\s*(?:(?:please|kindly)\s*,?\s+)?"
     r"(?:would\s+you\s+mind\s+"
+    r"|(?:would|could|will)\s+you\s+be\s+(?:so\s+kind\s+as|kind\s+enough)\s+to\s+"
     r"|(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+)?"
     r"|(?:i['’]d|i\s+would|we['’]d|we\s+would)\s+like\s+(?:you\s+)?to\s+"
     r"|(?:i|we)\s+(?:want|need|wish)\s+(?:you\s+)?to\s+"

@@ -189,9 +189,10 @@ def _normalised(query: str, language: Language) -> tuple[str, bool]:
         if verb is not None:
             return " ".join([words[verb], *words[1:verb], *words[verb + 1 :]]), False
     how = len(low) > 3 and low[0] == language.how and low[1] not in language.how_many
-    if how and low[2] not in auxiliaries and low[-1] in auxiliaries:
-        # "how warm the CPU is": the clause's verb, last, is the question's.
-        return " ".join([*words[:2], words[-1], *words[2:-1]]), False
+    verb = next((i for i, w in enumerate(low[3:], 3) if w in auxiliaries), None) if how else None
+    if verb is not None and low[2] not in auxiliaries:
+        # "how warm the CPU is (, in percent)": the clause's verb is the question's.
+        return " ".join([*words[:2], words[verb], *words[2:verb], *words[verb + 1 :]]), False
     if low and (low[0] in language.question_words or low[0] in auxiliaries):
         commanded = False  # "(Do you know) what time it is": a question, read as one
     return text, commanded

@@ -28,6 +28,7 @@ sentences).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,11 +97,14 @@ def bound_lines(
     skill_words: frozenset[str],
     *,
     narrow: bool = True,
+    call_words: frozenset[str] = frozenset(),
 ) -> list[Line]:
     """Of ``chosen`` (lines of a result whose lines are ``lines``), those about ``question``'s
     subject (see the module's docstring); all of them for a question with no subject. With
     ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
-    its object's sibling holds: ``state`` beside ``door``)."""
+    its object's sibling holds: ``state`` beside ``door``). ``call_words``, the words of the
+    call that gave the result (its arguments, what a listed call gets), name what every
+    object of it is of ("the 1-Wire probe DS18B20" of a reading's ``readings``)."""
     subject, language = question.subject, question.language
     # A unit says how another line's value is written, not a value: "The humidity unit is
     # %RH." answers no question but one about the unit.
@@ -121,10 +125,10 @@ def bound_lines(
     # the question does not name (``disk``), is another thing's: not offered on that word.
     qualifiers = [*subject.which, *other_words(question)]
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
-    bound = of_question(question, bound, own, texts, qualifiers)
+    bound = of_question(question, bound, own, texts, qualifiers, call=call_words)
     if not bound:
         bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
-        bound = of_question(question, bound, own, texts, qualifiers)
+        bound = of_question(question, bound, own, texts, qualifiers, call=call_words)
     # A line whose own key is the thing ("time" of "What time is it?", the list ``sensors`` of
     # "How many sensors are there?") says it more than its siblings and children, which its
     # object's words or its path name too.
@@ -147,8 +151,24 @@ def bound_lines(
     # The question's other words may name the line too: "How much memory is available?" asks
     # for ``memory available_mib``, not the total or the share used, where a line is so named.
     others = other_words(question)
-    keyed = [line for line in bound if _names_line(line, others, language)]
-    return keyed or bound
+    keyed = [line for line in bound if _names_line(line, others, language)] or bound
+    # A unit the question asks in ("how full ..., in percent") picks the lines written in it.
+    low = [w.casefold() for w in language.token.findall(question.text)]
+    units = {
+        language.unit_suffixes[w].casefold()
+        for before, w in itertools.pairwise(low)
+        if before in language.place and len(w) > 1 and w in language.unit_suffixes
+    }
+    return [line for line in keyed if _written_in(line, units, language)] or keyed
+
+
+def _written_in(line: Line, units: set[str], language: Language) -> bool:
+    """Whether ``line``'s value is written in one of ``units``, or its key's last word says so
+    (``fill_percent``)."""
+    key = language.name_word.findall(line.name.split()[-1].casefold()) if line.name else []
+    said = {language.unit_suffixes.get(key[-1], "").casefold()} if key else set()
+    shown = line.shown.split()
+    return bool(units & ({shown[-1].casefold()} if shown else set()) | units & said)
 
 
 def _names_line(line: Line, words: Sequence[str], language: Language) -> bool:

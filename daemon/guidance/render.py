@@ -278,15 +278,14 @@ def bound_sentences(
     for index, (skill_name, result, chosen) in enumerate(asked):
         lines = result_line_parts(result, language)
         own, says = _skill_words(skills, skill_name, language)
-        words = own
-        if index < len(called):
-            words = own | known_words(called[index], [], language)
-        bound = bound_lines(question, chosen, lines, words)
+        call = known_words(called[index], [], language) if index < len(called) else frozenset()
+        words = own | call
+        bound = bound_lines(question, chosen, lines, words, call_words=call)
         if yes_no:
             # Every line: the state the question names ("closed" of "Is the door closed?") is
             # one a line it asks about may hold, not a text it already states.
             every = [line for line in lines if not line.alternative]
-            bound = bound_lines(question, every, lines, words, narrow=False)
+            bound = bound_lines(question, every, lines, words, narrow=False, call_words=call)
             # A state is the skill's own word, never one the call passed ("humidity" asked of
             # a listing is no state of a sensor).
             said = yes_no_sentences(question, bound, lines, own, result)

@@ -63,17 +63,20 @@ def of_another_thing(
     line: Line,
     own: frozenset[str],
     texts: dict[tuple[str, ...], list[str]],
+    call: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether ``line``, whose own words are ``own``, is another thing's than the one
     ``question`` asks about (see the module's docstring): its own words do not name the
     question's thing, it sits in an object, and no word of the question's subject names that
-    object."""
+    object, nor the words of the call that gave the result (``call``: every object of a
+    result the call names is the call's thing)."""
     subject, language = question.subject, question.language
     if subject is None or names_thing(question, own):
         return False
     around = object_words(line, texts, language)
     if not around:
         return False
+    around |= call
     said = (*subject.words, *subject.owner, *subject.where)
     return not any(language.letters.search(w) and is_known(w, around, language) for w in said)
 
@@ -84,13 +87,18 @@ def of_question(
     own: dict[int, frozenset[str]],
     texts: dict[tuple[str, ...], list[str]],
     qualifiers: Sequence[str] = (),
+    *,
+    call: frozenset[str] = frozenset(),
 ) -> list[Line]:
     """Those of ``lines`` (each with its own words in ``own``, by id) that are not another
-    thing's (:func:`of_another_thing`); none when the question's ``qualifiers`` (its words
-    that say which one) name only lines of another thing: the line left holds neither what
-    was asked nor the word that says which one ("the pools" of "How much of the drive is
-    used?", where only each pool's lines are "used")."""
-    kept = [line for line in lines if not of_another_thing(question, line, own[id(line)], texts)]
+    thing's (:func:`of_another_thing`; ``call``, the words of the call that gave them); none
+    when the question's ``qualifiers`` (its words that say which one) name only lines of
+    another thing: the line left holds neither what was asked nor the word that says which
+    one ("the pools" of "How much of the drive is used?", where only each pool's lines are
+    "used")."""
+    kept = [
+        line for line in lines if not of_another_thing(question, line, own[id(line)], texts, call)
+    ]
     language = question.language
 
     def qualified(line: Line) -> bool:
