@@ -280,6 +280,9 @@ def bound_sentences(
         own, says = _skill_words(skills, skill_name, language)
         call = known_words(called[index], [], language) if index < len(called) else frozenset()
         words = own | call
+        # What names the thing this very call's result is of: its arguments and what it gets,
+        # not the skill's words every call of it has ("RAM" of an example names no line).
+        call = call - own - language.prompt_words
         bound = bound_lines(question, chosen, lines, words, call_words=call)
         if yes_no:
             # Every line: the state the question names ("closed" of "Is the door closed?") is

@@ -10,8 +10,12 @@ from typing import Any
 import pytest
 
 from edge_agentd import Registry
+from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.question import Question
-from edge_agentd.guidance.render import fitting_sentences
+from edge_agentd.agent.resultlines import result_line_parts
+from edge_agentd.guidance.candidates import candidates_for
+from edge_agentd.guidance.render import bound_sentences, fitting_sentences
 
 STATUS = {
     "load_average": {"1min": 0.45, "5min": 0.43, "15min": 0.62},
@@ -95,3 +99,19 @@ def test_a_line_whose_object_the_question_names_is_still_offered(
     said = _said(question, skill, result)
     assert set(expected) <= set(said), said
     assert not any("memory" in s for s in said if "disk" in question), said
+
+
+def test_the_skills_own_words_in_a_calls_description_name_no_line() -> None:
+    """Under guidance, the words of the call that gave a result are its candidate's whole
+    description: the skill's examples ("How much RAM is in use?") are every call's, and say
+    nothing of which object of the result is the RAM."""
+    skills = _skills()
+    [candidate] = candidates_for(skills["system_status"], PLAIN)
+    question = Question.parse("How much RAM is free at the moment?")
+    asked = [("system_status", STATUS, result_line_parts(STATUS, ENGLISH))]
+    assert bound_sentences(asked, question, skills, [[candidate.description]]) == []
+    # What a listed call gets is that call's own: its result is of the thing it names.
+    called = [["28-0316a2791bff", "the temperature from the 1-Wire probe DS18B20"]]
+    probe = Question.parse("Can you read the 1-Wire probe?")
+    asked = [("read_sensor", READING, result_line_parts(READING, ENGLISH))]
+    assert "The temperature is 12.437 °C." in bound_sentences(asked, probe, skills, called)
