@@ -24,7 +24,7 @@ def listed_things(question: Question, results: Iterable[Any]) -> list[str]:
     """The names of the entries of ``results`` that are what ``question`` asks about: each word
     of its subject (and of a place it names) is a word of the entry or of the keys on its path.
     The outermost such entry is named, not the entries inside it; one with no name of its own
-    (named only by its place in its list) is not."""
+    (named only by its place in its list) is not, nor one of a list no key names."""
     subject, language = question.subject, question.language
     if subject is None:
         return []
@@ -39,6 +39,8 @@ def listed_things(question: Question, results: Iterable[Any]) -> list[str]:
         if not isinstance(node, list):
             return []
         further = []
+        if not path:
+            return [(item, path) for item in node]  # a list no key names lists nothing
         for index, item in enumerate(node):
             words = path | known_words([], [item], language)
             if isinstance(item, dict) and all(is_known(w, words, language) for w in asked):

@@ -37,7 +37,7 @@ from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObs
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.question import Question, normalised
-from edge_agentd.agent.resultlines import Line
+from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.vocabulary import is_known, known_words
 from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
@@ -65,6 +65,8 @@ def own_words(
     # texts (the ``kind`` of each sensor listed is no humidity).
     depths = [len(path)] if isinstance(line.node, str) else range(len(path) + 1)
     found = [t for depth in depths for t in texts.get(path[:depth], ())]
+    if isinstance(line.node, dict):
+        found += texts.get(tuple(line.name.split()), ())  # a reading's own texts
     return known_words([line.name, *found], [], language)
 
 
@@ -305,6 +307,9 @@ def _there(question: Question, bound: Sequence[Line], result: Any, phrase: str) 
         for line in flags
     ]
     names = listed_things(question, [result]) if not said else []
+    # A name no line of the result shows is not said (a single entry is shown by its count).
+    shown = {w for line in result_line_parts(result, la) for w in words_of(line.text, la)}
+    names = [name for name in names if set(words_of(name, la)) <= shown]
     if names:
         consonant, vowel, vowels = la.articles
         article = vowel if phrase[:1].casefold() in vowels else consonant

@@ -55,6 +55,8 @@ def object_words(
     if not path:
         return frozenset()
     found = [t for depth in range(len(path) + 1) for t in texts.get(path[:depth], ())]
+    if isinstance(line.node, dict):
+        found += texts.get(tuple(line.name.split()), ())  # a reading's own texts
     return known_words([*path, *found], [], language)
 
 
@@ -102,7 +104,9 @@ def of_question(
     language = question.language
 
     def qualified(line: Line) -> bool:
-        return any(is_known(word, own[id(line)], language) for word in qualifiers)
+        # A word of its own path ("free" of ``disk free_gib``), not of a text it is named by.
+        path = known_words([line.name], [], language)
+        return any(is_known(word, path, language) for word in qualifiers)
 
     if any(qualified(line) for line in lines) and not any(qualified(line) for line in kept):
         return []

@@ -115,3 +115,35 @@ def test_the_skills_own_words_in_a_calls_description_name_no_line() -> None:
     probe = Question.parse("Can you read the 1-Wire probe?")
     asked = [("read_sensor", READING, result_line_parts(READING, ENGLISH))]
     assert "The temperature is 12.437 °C." in bound_sentences(asked, probe, skills, called)
+
+
+COMPARED = {
+    "quantity": "temperature",
+    "readings": [
+        {"sensor": "thermal_zone0", "label": "cpu-thermal", "value": 48.312, "unit": "°C"},
+        {"sensor": "28-0316a2791bff", "label": "DS18B20", "value": 12.437, "unit": "°C"},
+    ],
+    "difference": {"value": 35.875, "unit": "°C"},
+    "higher": "thermal_zone0",
+    "lower": "28-0316a2791bff",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "value", "other"),
+    [
+        ("Would you read the DS18B20 for me?", "12.437", "48.312"),
+        ("What does the cpu-thermal zone say?", "48.312", "12.437"),
+    ],
+)
+def test_a_compared_reading_is_named_by_its_own_label_never_by_its_siblings(
+    question: str, value: str, other: str
+) -> None:
+    """A reading in a list is shown as one line; what it calls itself (``label``) is its own:
+    a compare of the CPU and a probe, with the call's words naming both, answers each only
+    with its own reading."""
+    called = [["thermal_zone0", "28-0316a2791bff", "the CPU's thermal zone and the DS18B20"]]
+    parsed = Question.parse(question)
+    asked = [("compare_sensors", COMPARED, result_line_parts(COMPARED, ENGLISH))]
+    said = bound_sentences(asked, parsed, _skills(), called)
+    assert said and all(value in s and other not in s for s in said), said
