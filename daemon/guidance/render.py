@@ -168,7 +168,9 @@ def line_sentences(
             if names and not (fit and how_many):
                 joined = _joined(names, la)
                 sentences.append(la.said_names.format(label=said, be=be, names=joined))
-            if not (fit and names and not how_many):
+            # A count is no answer but to how many: a list of readings, which name no items,
+            # is said by each reading's own line ("There are 2 readings." is no probe's).
+            if not (fit and not how_many):
                 sentences.append(la.said_count.format(count=len(node), label=said))
         elif is_number(node) and line.shown.startswith(f"{node} {la.in_all}"):
             # A list's count (how many).

@@ -147,3 +147,12 @@ def test_a_compared_reading_is_named_by_its_own_label_never_by_its_siblings(
     asked = [("compare_sensors", COMPARED, result_line_parts(COMPARED, ENGLISH))]
     said = bound_sentences(asked, parsed, _skills(), called)
     assert said and all(value in s and other not in s for s in said), said
+
+
+def test_a_list_of_readings_is_said_by_its_readings_and_its_count_only_to_how_many() -> None:
+    called = [["the CPU's thermal zone and the 1-Wire probe DS18B20"]]
+    asked = [("compare_sensors", COMPARED, result_line_parts(COMPARED, ENGLISH))]
+    said = bound_sentences(asked, Question.parse("Can you read the 1-Wire probe?"), _skills(), called)
+    assert not any("2 readings" in s for s in said), said
+    how_many = Question.parse("How many readings are there?")
+    assert "There are 2 readings." in bound_sentences(asked, how_many, _skills(), called)
