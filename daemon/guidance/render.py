@@ -85,6 +85,7 @@ from edge_agentd.guidance.labels import (
     spoken,
     words_of,
 )
+from edge_agentd.guidance.whose import names_its_readings
 
 TEMPLATE_WORDS = ENGLISH.own_words
 """Every word an English sentence may hold that is not a result's, a skill's or the question's:
@@ -281,6 +282,10 @@ def bound_sentences(
         lines = result_line_parts(result, language)
         own, says = _skill_words(skills, skill_name, language)
         call = known_words(called[index], [], language) if index < len(called) else frozenset()
+        if names_its_readings(lines):
+            # Each reading says which thing it is (a compare's two): the call, which names
+            # them all, says of none which it is.
+            call = frozenset()
         words = own | call
         # What names the thing this very call's result is of: its arguments and what it gets,
         # not the skill's words every call of it has ("RAM" of an example names no line).

@@ -25,7 +25,14 @@ from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question, Subject
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.agent.vocabulary import is_known, known_words
-from edge_agentd.guidance.labels import prefix
+from edge_agentd.guidance.labels import object_texts, prefix
+
+
+def names_its_readings(lines: Sequence[Line]) -> bool:
+    """Whether ``lines`` (a result's) hold readings in a list that say which thing each is (a
+    compare's two sensors, by their labels): the call that gave them says of none which."""
+    texts = object_texts(lines)
+    return any(isinstance(x.node, dict) and tuple(x.name.split()) in texts for x in lines)
 
 
 def names_thing(question: Question, words: frozenset[str]) -> bool:
@@ -113,4 +120,10 @@ def of_question(
     return kept
 
 
-__all__ = ["names_thing", "object_words", "of_another_thing", "of_question"]
+__all__ = [
+    "names_its_readings",
+    "names_thing",
+    "object_words",
+    "of_another_thing",
+    "of_question",
+]

@@ -154,5 +154,7 @@ def test_a_list_of_readings_is_said_by_its_readings_and_its_count_only_to_how_ma
     asked = [("compare_sensors", COMPARED, result_line_parts(COMPARED, ENGLISH))]
     said = bound_sentences(asked, Question.parse("Can you read the 1-Wire probe?"), _skills(), called)
     assert not any("2 readings" in s for s in said), said
+    # The call names both sensors: it says of neither reading that it is the probe's.
+    assert not any("48.312" in s for s in said), said
     how_many = Question.parse("How many readings are there?")
     assert "There are 2 readings." in bound_sentences(asked, how_many, _skills(), called)
