@@ -29,6 +29,7 @@ from edge_agentd.model.counting import ThreadCounts
 from edge_agentd.model.decoding import Decoder, Reply, completion
 from edge_agentd.model.formats import choose_format, format_texts, turn_markers
 from edge_agentd.model.gguf import ModelLoadError, read_gguf
+from edge_agentd.model.grammars import grammar_of
 from edge_agentd.model.kvcache import KVCache
 from edge_agentd.model.prefixstate import load_prefix, model_prefix_state
 from edge_agentd.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
@@ -45,7 +46,6 @@ from edge_agentd.model.sizing import (
     kv_cache_bytes,
 )
 from edge_agentd.model.stopping import CallStops, Interrupted, StopWatch, stop_check
-from edge_agentd.model.toolgrammar import grammar_of
 
 
 def _release(grammars: GrammarCache, runtime: LlamaRuntime, watch: StopWatch) -> None:
