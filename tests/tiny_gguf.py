@@ -18,7 +18,8 @@ Gemma 4 Gemma 4 for this project:
   control tokens (``<eos>``, ``<|think|>``, ``<|image|>``, Gemma 3's ``<start_of_turn>``) that a
   prompt must never contain as such, and the user-defined channel and tool tokens;
 - a chat template of Gemma 4's form (``{{ bos_token }}``, a system turn, ``<|turn>`` + role,
-  trimmed content, ``<turn|>``, ``<|turn>model`` as the generation prompt).
+  trimmed content, ``<turn|>``, ``<|turn>model`` as the generation prompt) with the real
+  template's tool blocks, so Gemma 4's own tool format is read off it.
 
 The weights are random (seeded), so the replies are noise that only a grammar makes valid.
 """
