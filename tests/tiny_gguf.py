@@ -16,7 +16,10 @@ Gemma 4 Gemma 4 for this project:
 - the ``gemma4`` tokenizer (BPE over raw UTF-8 with ``▁`` for spaces and ``<0xXX>`` byte
   tokens) and its special tokens: ``<|turn>`` and ``<turn|>`` as control tokens, with other
   control tokens (``<eos>``, ``<|think|>``, ``<|image|>``, Gemma 3's ``<start_of_turn>``) that a
-  prompt must never contain as such, and the user-defined channel and tool tokens;
+  prompt must never contain as such, the tool declarations' ``<|tool>`` and ``<tool|>`` as
+  control tokens and the other tool and channel tokens as user-defined ones, as llama.cpp's
+  converter types them (llama.cpp itself then reads ``<|tool_response>`` as a control token that
+  ends a generation);
 - a chat template of Gemma 4's form (``{{ bos_token }}``, a system turn, ``<|turn>`` + role,
   trimmed content, ``<turn|>``, ``<|turn>model`` as the generation prompt) with the real
   template's tool blocks, so Gemma 4's own tool format is read off it.
@@ -239,7 +242,7 @@ turns as before; the thinking channel and images are left out."""
 
 CONTROL = (
     "<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>", "<|think|>",
-    "<|image|>", "<|audio|>", "<start_of_turn>",
+    "<|image|>", "<|audio|>", "<start_of_turn>", "<|tool>", "<tool|>",
 )  # fmt: skip
 USER_DEFINED = (
     "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",

@@ -46,6 +46,15 @@ class ToolFormat(Protocol):
     def catalogue_last(self) -> bool:
         """Whether the catalogue closes the system turn, after the rest of its text."""
 
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """The texts of the format's own tokens: where the model's vocabulary has them as
+        control tokens, the prompt writes them as such where the format puts them."""
+
+    def plain(self, text: str) -> str:
+        """Text the format did not write (a question, a reply, a skill's words) with its own
+        tokens broken, so that it cannot open, close or quote a block."""
+
     def catalogue(self, skills: Sequence[SkillSpec], choices: Mapping[str, Choices]) -> str:
         """The skills as the template declares tools, each argument held to its ``choices``."""
 
@@ -129,6 +138,13 @@ class TaggedCalls:
     @property
     def catalogue_last(self) -> bool:
         return False
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return ()
+
+    def plain(self, text: str) -> str:
+        return text
 
     def response(self, skill_name: str, result: Any, shown: str) -> str:
         return self.result_text(shown)

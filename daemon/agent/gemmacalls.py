@@ -27,6 +27,7 @@ from edge_agentd.agent.events import (
 )
 from edge_agentd.agent.gemmavalues import (
     QUOTE,
+    TOOL_TOKENS,
     GemmaSyntaxError,
     dictsorted,
     gemma_value,
@@ -175,6 +176,13 @@ class GemmaCalls:
     @property
     def catalogue_last(self) -> bool:
         return True
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return TOOL_TOKENS
+
+    def plain(self, text: str) -> str:
+        return plain(text)
 
     def tools(
         self, skills: Sequence[SkillSpec], choices: Mapping[str, Choices]

@@ -63,6 +63,12 @@ class ChatFormat:
                 text = text.replace(marker, f"{marker[0]}\u200b{marker[1:]}")
         return text
 
+    def clean(self, text: str) -> str:
+        """Text no template wrote (a question, a reply, the loop's words): defused, and the
+        tool format's own tokens broken too."""
+        text = self.defuse(text)
+        return text if self.calls is None else self.calls.plain(text)
+
     def preamble(self, system: str) -> str:
         """The text before the query: identical for every request with the same system part."""
         system = self.defuse(system)  # a skill's docstring is a plugin's text
@@ -71,14 +77,14 @@ class ChatFormat:
         return f"{self.system_prefix}{system}{self.system_suffix}{self.user_prefix}"
 
     def opening(self, system: str, query: str) -> str:
-        return f"{self.preamble(system)}{self.defuse(query)}{self.user_suffix}{self.model_prefix}"
+        return f"{self.preamble(system)}{self.clean(query)}{self.user_suffix}{self.model_prefix}"
 
     def model_turn_end(self, raw: str) -> str:
-        # The reply re-enters the prompt as plain text: turn markers it wrote are defused.
-        return f"{self.defuse(raw)}{self.model_suffix}"
+        # The reply re-enters the prompt as plain text: the markers it wrote are defused.
+        return f"{self.clean(raw)}{self.model_suffix}"
 
     def user_turn(self, text: str) -> str:
-        return f"{self.user_prefix}{self.defuse(text)}{self.user_suffix}{self.model_prefix}"
+        return f"{self.user_prefix}{self.clean(text)}{self.user_suffix}{self.model_prefix}"
 
 
 PLAIN = ChatFormat(
@@ -139,7 +145,7 @@ def render_system(
         closing += [example] if example is not None else []
         if calls.catalogue_last and skills:
             # The template writes the declarations right after the system text, at its end.
-            return "\n\n".join(parts + closing) + listing
+            return calls.plain("\n\n".join(parts + closing)) + listing
         return "\n\n".join([*parts, listing, *closing])
     if skills:
         lines = ["Skills you can call:"]
