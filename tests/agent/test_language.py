@@ -275,6 +275,8 @@ RECURSIVE_NOT_WALKERS = {
     ("jsonvalues.py", "to_jsonable"),  # makes any Python value JSON: it walks no result
     ("render.py", "bound_sentences"),  # calls itself on a question's two parts
     ("skillspec.py", "_type_text"),  # says an argument's JSON Schema type: no result
+    ("gemmacalls.py", "_declared"),  # a skill's JSON Schema as Gemma 4 declares it: no result
+    ("gemmacalls.py", "_parameters"),  # the same, as the template's recursive macro writes it
 }
 
 
