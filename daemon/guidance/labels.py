@@ -118,6 +118,14 @@ def qualifier(
     return None
 
 
+def _unsaid(key: list[str], value: str, language: Language) -> list[str]:
+    """``key``'s words, or none when ``value`` already ends with them: "living room" of
+    ``{"room": "living room"}`` says which room, never "living room room"."""
+    said = [w.casefold() for w in words_of(value, language)]
+    own = [w.casefold() for w in key]
+    return [] if own and said[-len(own) :] == own else key
+
+
 def object_texts(lines: Sequence[Line]) -> dict[tuple[str, ...], list[str]]:
     """For each object's path, its short texts with their keys: what the object says of itself
     ("bme280", "humidity" of ``{"sensor": "bme280", "quantity": "humidity", ...}``). Read once
@@ -185,7 +193,7 @@ def labels(
         # always before the line's own key: "The temperature quantity difference is 25.6 °C",
         # never "The temperature is 25.6 °C" of a difference.
         value, sibling_key = named
-        which = [value, *key_words(sibling_key, language)]
+        which = [value, *_unsaid(key_words(sibling_key, language), value, language)]
         # A bare value is the object's own ("The bme280 sensor is 61.0.").
         found.append(which if line.name in PLACEHOLDER else [*which, *own])
         if isinstance(line.node, str):
