@@ -331,6 +331,6 @@ __all__ = [
     "could_answer",
     "declines",
     "grounded_schema",
-    "repeated_calls",
     "only_declines",
+    "repeated_calls",
 ]

@@ -86,9 +86,7 @@ def spell(label: Sequence[str], question: str, language: Language = ENGLISH) -> 
     # "Humidity?" gives no "The Humidity is ...".
     opening = found[0] if found and found[0][1:].islower() else None
     spelled = {w.casefold(): w for w in found if language.letters.search(w) and w != opening}
-    return " ".join(
-        spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label
-    )
+    return " ".join(spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label)
 
 
 def prefix(line: Line) -> tuple[str, ...]:

@@ -35,9 +35,7 @@ def _registry() -> Registry:
 
 def _failed(state: AgentState, n: int, **arguments: str) -> None:
     call_id = f"call_{n}"
-    state.stream.append(
-        CallSkillAction(skill_name="compare", arguments=arguments, call_id=call_id)
-    )
+    state.stream.append(CallSkillAction(skill_name="compare", arguments=arguments, call_id=call_id))
     state.stream.append(
         ToolErrorObservation(
             skill_name="compare",
