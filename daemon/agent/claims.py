@@ -184,8 +184,10 @@ def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
     """Whether ``word`` (five letters or more) ends a word of ``vocabulary`` glued from several,
     as identifiers are: "relative" of the channel ``in_humidityrelative``."""
     folded = word.casefold()
-    return len(folded) >= 5 and folded.isalpha() and any(
-        len(v) > len(folded) and v.endswith(folded) for v in vocabulary
+    return (
+        len(folded) >= 5
+        and folded.isalpha()
+        and any(len(v) > len(folded) and v.endswith(folded) for v in vocabulary)
     )
 
 

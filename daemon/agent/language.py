@@ -200,6 +200,8 @@ class Language:
     """The comparison's words that ask whether a value is over the number."""
     below: frozenset[str] = frozenset()
     """Those that ask whether it is under."""
+    one: frozenset[str] = frozenset()
+    """Words that stand for the number one before a unit ("more than a day")."""
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
 
