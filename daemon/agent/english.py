@@ -321,6 +321,7 @@ ENGLISH = Language(
         " darker drier"
     ),
     one=words("a an one"),
+    itself=words("device machine computer system box host server board pi"),
 )
 """English, as every reader of a question and every sayer of an answer takes it by default."""
 

@@ -166,7 +166,13 @@ def other_words(question: Question) -> list[str]:
     subject, language = question.subject, question.language
     taken: set[str] = set()
     if subject is not None:
-        said = (*subject.words, *subject.owner, *subject.where, subject.quality or "")
+        said = (
+            *subject.words,
+            *subject.owner,
+            *subject.doer,
+            *subject.where,
+            subject.quality or "",
+        )
         taken = {w.casefold() for w in said}
     found = []
     for word in language.token.findall(normalised(question.text, language)):
