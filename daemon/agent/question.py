@@ -270,7 +270,8 @@ def _doer(words: Sequence[str], low: Sequence[str], end: int, language: Language
     one ("how much power the solar panels are producing"). A determiner must open it, so a verb
     ("is left") or "it" is never taken for one; the device itself names no other thing."""
     la = language
-    if end + 1 < len(low) and low[end] in la.auxiliaries and low[end + 1] in la.determiners:
+    helping = la.state_verbs | la.do_forms  # "have" after the subject is a verb of its own
+    if end + 1 < len(low) and low[end] in helping and low[end + 1] in la.determiners:
         doer, _ = _phrase(words, end + 1, True, la)
     elif end < len(low) and low[end] in la.determiners:
         doer, after = _phrase(words, end, False, la)

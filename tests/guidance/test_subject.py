@@ -477,6 +477,7 @@ def test_a_place_or_an_owner_the_evidence_does_not_name_makes_the_subject_unknow
         ("How much water is left in the tank?", ()),
         ("How much memory is the machine using?", ()),
         ("What time is it?", ()),
+        ("Does the greenhouse have a CO2 sensor?", ()),
     ],
 )
 def test_what_the_questions_verb_is_of_says_which_one(question: str, doer: tuple[str, ...]) -> None:
