@@ -103,6 +103,9 @@ class Subject:
     owner: tuple[str, ...] = ()
     """Whose it is, before a possessive ("car" of "the car's battery"): like an "of" phrase of
     one word, it may name the thing when the head does not, and is not required to."""
+    doer: tuple[str, ...] = ()
+    """What the question's own verb is of, after the subject ("solar panels" of "How much power
+    are the solar panels producing?"): it says which one, as the words before the head do."""
     quality: str | None = None
     """The adjective a "how" question asks about ("charged" of "How charged is the car's
     battery?", "loud" of "How loud is it?"): the line that answers is the one whose own name
@@ -246,6 +249,7 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
     of: list[str] = []
     if end < len(low) and low[end] == la.of:
         of, end = _phrase(words, end + 1, False, la)
+    doer = [] if owner else _doer(words, low, end, la)
     where = _place(words, low, end, la)
     # Each word may be scored: a phrase of hundreds of words costs only its last few.
     which = phrase[:-1][-(MAX_PHRASE_WORDS - 1) :]
@@ -255,8 +259,27 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
         tuple(of[:MAX_PHRASE_WORDS]),
         tuple(where[:MAX_PHRASE_WORDS]),
         owner=tuple(owner[-MAX_PHRASE_WORDS:]),
+        doer=tuple(doer[-MAX_PHRASE_WORDS:]),
         quality=quality,
     )
+
+
+def _doer(words: Sequence[str], low: Sequence[str], end: int, language: Language) -> list[str]:
+    """The noun phrase whose verb the question asks with, when one follows the subject at
+    ``end``: after an auxiliary ("How much power are the solar panels producing?") or before
+    one ("how much power the solar panels are producing"). A determiner must open it, so a verb
+    ("is left") or "it" is never taken for one; the device itself names no other thing."""
+    la = language
+    helping = la.state_verbs | la.do_forms  # "have" after the subject is a verb of its own
+    if end + 1 < len(low) and low[end] in helping and low[end + 1] in la.determiners:
+        doer, _ = _phrase(words, end + 1, True, la)
+    elif end < len(low) and low[end] in la.determiners:
+        doer, after = _phrase(words, end, False, la)
+        if after >= len(low) or low[after] not in la.auxiliaries:
+            return []
+    else:
+        return []
+    return [w for w in doer if w.casefold() not in la.itself]
 
 
 def _about_it(low: Sequence[str], language: Language) -> bool:

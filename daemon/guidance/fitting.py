@@ -166,7 +166,13 @@ def other_words(question: Question) -> list[str]:
     subject, language = question.subject, question.language
     taken: set[str] = set()
     if subject is not None:
-        said = (*subject.words, *subject.owner, *subject.where, subject.quality or "")
+        said = (
+            *subject.words,
+            *subject.owner,
+            *subject.doer,
+            *subject.where,
+            subject.quality or "",
+        )
         taken = {w.casefold() for w in said}
     found = []
     for word in language.token.findall(normalised(question.text, language)):
@@ -229,10 +235,17 @@ def threshold_of(question: Question) -> Threshold | None:
         return None
     unit = found.group(4)
     unit = "".join(unit.split()).casefold() if unit and not unit.isalpha() else unit
+    written = found.group(3)
+    if written.casefold() in la.one:
+        if not unit:
+            return None  # "more than an" names no amount of anything
+        number = 1.0
+    else:
+        number = float(written)
     text = question.text
     rest = f"{text[: found.start()].rstrip()}{text[found.end() :]}"
     asking = Question.parse(rest, la)
-    return Threshold(word in la.above, float(found.group(3)), unit, asking)
+    return Threshold(word in la.above, number, unit, asking)
 
 
 def compared_sentences(
@@ -241,7 +254,7 @@ def compared_sentences(
     bound: Sequence[Line],
     say: Callable[[Line], list[str]],
 ) -> list[str]:
-    """"Yes, ..." or "No, ..." before the sentences ``say`` gives of each line of ``bound``
+    """ "Yes, ..." or "No, ..." before the sentences ``say`` gives of each line of ``bound``
     whose value is a number in the threshold's unit (any, where it names none), compared
     with it. A unit the question names that the value is not written in compares nothing."""
     la = question.language
@@ -270,7 +283,7 @@ def yes_no_sentences(
     skill_words: frozenset[str],
     result: Any = None,
 ) -> list[str]:
-    """"Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
+    """ "Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
     state ``question`` asks about, or whether its subject is there (see the module's
     docstring). No "No" where the result writes the state elsewhere: it says both."""
     phrase = subject_phrase(question)
@@ -311,9 +324,7 @@ def yes_no_sentences(
         # a state it can be ("closed" of "open or closed"): "humidity" under ``quantity``
         # is not whether a sensor is "connected", though the skill's examples say the word.
         named = [
-            t
-            for t in weak
-            if all(is_known(w, skill_words, la) for w in words_of(str(t.node), la))
+            t for t in weak if all(is_known(w, skill_words, la) for w in words_of(str(t.node), la))
         ]
         strong = keyed or (named if len(texts) == 1 else [])
     for line in strong:

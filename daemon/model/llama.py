@@ -318,7 +318,12 @@ class LlamaModel:
                     forced=reply.forced, sampled=reply.sampled,
                 )  # fmt: skip
                 return completion(
-                    text, n_prompt, evaluated, generated, started=started, prefill_done=prefilled,
+                    text,
+                    n_prompt,
+                    evaluated,
+                    generated,
+                    started=started,
+                    prefill_done=prefilled,
                     stop=stop,
                 )
 

@@ -179,7 +179,7 @@ they use is the value's (agent/english.py builds English's)."""
 # names of the data, read by programs, not words said to anyone.
 FORMAT_KEYS = words(
     "type object string properties required pattern enum arguments value unit items "
-    "description examples says options label engine model rules grounding"
+    "description examples const says options label engine model rules grounding"
 )
 """Literals that are identifiers of a format, not words of a language."""
 
