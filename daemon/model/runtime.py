@@ -230,7 +230,7 @@ class LlamaRuntime:
     def byte_tokens(self) -> list[int]:
         """For each byte value, a token that is that one byte (-1 where the vocabulary has none).
 
-        The tokenizer is asked first. A byte-level BPE tokenizer (GPT-2's, Qwen's) reads a lone
+        The tokenizer is asked first. A byte-level BPE tokenizer (GPT-2's kind) reads a lone
         byte over 0x7f as an invalid character and gives the replacement character's token, yet
         its vocabulary has a token for every byte: those are found by reading the pieces.
         """
