@@ -156,6 +156,10 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
     which = [w for w in subject.which if not named(w)]
     if which:
         return " ".join([*which, subject.head])
+    doer = [w for w in subject.doer if not named(w)]
+    if doer:
+        # "the power the solar panels produce" where only a house meter's power is read.
+        return " ".join([*subject.doer, subject.head])
     # What says which one may follow the head too: the thing it is of, when that thing has words
     # of its own that say which ("the soil of the tomato plant" beside the basil's), and the
     # place it is in ("the CO2 level in the bedroom" beside the living room's).
@@ -192,8 +196,10 @@ def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
     """Whether ``word`` (five letters or more) ends a word of ``vocabulary`` glued from several,
     as identifiers are: "relative" of the channel ``in_humidityrelative``."""
     folded = word.casefold()
-    return len(folded) >= 5 and folded.isalpha() and any(
-        len(v) > len(folded) and v.endswith(folded) for v in vocabulary
+    return (
+        len(folded) >= 5
+        and folded.isalpha()
+        and any(len(v) > len(folded) and v.endswith(folded) for v in vocabulary)
     )
 
 

@@ -200,6 +200,11 @@ class Language:
     """The comparison's words that ask whether a value is over the number."""
     below: frozenset[str] = frozenset()
     """Those that ask whether it is under."""
+    itself: frozenset[str] = frozenset()
+    """Words for the device the daemon runs on ("machine", "device"): a question's thing that
+    is one of them names nothing the results must name."""
+    one: frozenset[str] = frozenset()
+    """Words that stand for the number one before a unit ("more than a day")."""
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
     share: re.Pattern[str] | None = None

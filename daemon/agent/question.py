@@ -28,6 +28,9 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
+from edge_agentd.agent.clauses import normalised
+from edge_agentd.agent.clauses import noun_phrase as _phrase
+from edge_agentd.agent.clauses import plain_form as _normalised
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.heads import (
     MIN_PART_WORDS,
@@ -113,6 +116,9 @@ class Subject:
     owner: tuple[str, ...] = ()
     """Whose it is, before a possessive ("car" of "the car's battery"): like an "of" phrase of
     one word, it may name the thing when the head does not, and is not required to."""
+    doer: tuple[str, ...] = ()
+    """What the question's own verb is of, after the subject ("solar panels" of "How much power
+    are the solar panels producing?"): it says which one, as the words before the head do."""
     quality: str | None = None
     """The adjective a "how" question asks about ("charged" of "How charged is the car's
     battery?", "loud" of "How loud is it?"): the line that answers is the one whose own name
@@ -121,81 +127,6 @@ class Subject:
     @property
     def words(self) -> tuple[str, ...]:
         return (*self.which, self.head, *self.of)
-
-
-def _phrase(
-    words: Sequence[str],
-    start: int,
-    verb_last: bool,
-    language: Language,
-    owner: list[str] | None = None,
-) -> tuple[list[str], int]:
-    """The noun phrase from ``start``: determiners, words that say when and a possessive skipped
-    ("my Pi's CPU" is "CPU", its owner "Pi" put in ``owner``), then words to one that ends a
-    phrase. ``verb_last``: the question's verb follows the phrase ("What does the probe read
-    now?", "Is the door locked?"), so the phrase drops its last word, unless an "of" follows
-    it."""
-    skipped = language.determiners | language.when
-    i = start
-    while i < len(words) and words[i].casefold() in skipped:
-        i += 1
-    phrase: list[str] = []
-    while i < len(words):
-        folded = words[i].casefold()
-        if folded in language.ends_phrase or folded in skipped:
-            break
-        if language.possessive_end.search(folded):
-            if owner is not None:
-                owner[:] = [*phrase, language.possessive_end.sub("", words[i])]
-            phrase.clear()
-        else:
-            phrase.append(words[i])
-        i += 1
-    before_of = i < len(words) and words[i].casefold() == language.of
-    if verb_last and not before_of and len(phrase) >= 2:
-        phrase.pop()
-    return phrase, i
-
-
-def normalised(query: str, language: Language = ENGLISH) -> str:
-    """The first sentence of ``query`` as a question or a command the grammar reads: a request
-    or a polite form cut off ("Could you check the garage temperature?" reads "the garage
-    temperature", "Would you mind telling me ..." what follows), a yes-or-no question inside
-    a sentence turned into one ("Tell me whether the garage door is open" reads "is the garage
-    door open"), and "how warm the CPU is" into "how warm is the CPU"."""
-    return _normalised(query, language)[0]
-
-
-def _normalised(query: str, language: Language) -> tuple[str, bool]:
-    """:func:`normalised`, and whether a command or a request was cut off (what is left is then
-    what it asks for, whatever verb it holds)."""
-    text = language.sentence_end.split(query.strip())[0]
-    commanded = False
-    for _ in range(3):  # "Please, could you tell me ...": each opening cut in turn
-        before = text
-        text = language.please.sub("", text)
-        for opening in (language.request.match(text), language.imperative_forms.match(text)):
-            if opening:
-                text, commanded = text[opening.end() :], True
-                break
-        if text == before:
-            break
-    words = language.token.findall(text)
-    low = [w.casefold() for w in words]
-    auxiliaries = language.auxiliaries
-    if low and low[0] in language.embedded:
-        # "whether the garage door is open": its verb goes first, as the question asks it.
-        verb = next((i for i, w in enumerate(low[1:], 1) if w in auxiliaries), None)
-        if verb is not None:
-            return " ".join([words[verb], *words[1:verb], *words[verb + 1 :]]), False
-    how = len(low) > 3 and low[0] == language.how and low[1] not in language.how_many
-    verb = next((i for i, w in enumerate(low[3:], 3) if w in auxiliaries), None) if how else None
-    if verb is not None and low[2] not in auxiliaries:
-        # "how warm the CPU is (, in percent)": the clause's verb is the question's.
-        return " ".join([*words[:2], words[verb], *words[2:verb], *words[verb + 1 :]]), False
-    if low and (low[0] in language.question_words or low[0] in auxiliaries):
-        commanded = False  # "(Do you know) what time it is": a question, read as one
-    return text, commanded
 
 
 def question_subject(query: str, language: Language = ENGLISH) -> Subject | None:
@@ -266,6 +197,7 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
     of: list[str] = []
     if end < len(low) and low[end] == la.of:
         of, end = _phrase(words, end + 1, False, la)
+    doer = [] if owner else _doer(words, low, end, la)
     where = _place(words, low, end, la)
     # Each word may be scored: a phrase of hundreds of words costs only its last few.
     which = phrase[:-1][-(MAX_PHRASE_WORDS - 1) :]
@@ -275,6 +207,7 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
         tuple(of[:MAX_PHRASE_WORDS]),
         tuple(where[:MAX_PHRASE_WORDS]),
         owner=tuple(owner[-MAX_PHRASE_WORDS:]),
+        doer=tuple(doer[-MAX_PHRASE_WORDS:]),
         quality=quality,
     )
 
@@ -300,6 +233,24 @@ def asks_existence(query: str, language: Language = ENGLISH) -> bool:
     if len(low) > 1 and _having_at(low, language) is not None:
         return True
     return asked_state(query, language) in language.presence
+
+
+def _doer(words: Sequence[str], low: Sequence[str], end: int, language: Language) -> list[str]:
+    """The noun phrase whose verb the question asks with, when one follows the subject at
+    ``end``: after an auxiliary ("How much power are the solar panels producing?") or before
+    one ("how much power the solar panels are producing"). A determiner must open it, so a verb
+    ("is left") or "it" is never taken for one; the device itself names no other thing."""
+    la = language
+    helping = la.state_verbs | la.do_forms  # "have" after the subject is a verb of its own
+    if end + 1 < len(low) and low[end] in helping and low[end + 1] in la.determiners:
+        doer, _ = _phrase(words, end + 1, True, la)
+    elif end < len(low) and low[end] in la.determiners:
+        doer, after = _phrase(words, end, False, la)
+        if after >= len(low) or low[after] not in la.auxiliaries:
+            return []
+    else:
+        return []
+    return [w for w in doer if w.casefold() not in la.itself]
 
 
 def _about_it(low: Sequence[str], language: Language) -> bool:

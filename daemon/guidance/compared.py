@@ -31,18 +31,25 @@ def threshold_of(question: Question) -> Threshold | None:
     does with a comparison the language knows."""
     la = question.language
     text = question.text
-    found = la.threshold.search(text) if la.threshold is not None else None
-    if found is not None:
-        word = (found.group(1) or found.group(2) or "").casefold()
-        number, unit = float(found.group(3)), found.group(4)
-        unit = "".join(unit.split()).casefold() if unit and not unit.isalpha() else unit
-    else:
-        # "Is more than half of the memory in use?": a share, in percent.
-        found = la.share.search(text) if la.share is not None else None
-        if found is None or found.group(3).casefold() not in la.shares:
-            return None
+    # "Is more than half of the memory in use?": a share, in percent ("a quarter" is no unit).
+    shared = la.share.search(text) if la.share is not None else None
+    found = la.threshold.search(text) if la.threshold is not None and not shared else shared
+    if found is None or (found is shared and found.group(3).casefold() not in la.shares):
+        return None
+    if found is shared:
         word, unit = (found.group(1) or found.group(2)).casefold(), "%"
         number = la.shares[found.group(3).casefold()]
+    else:
+        word = (found.group(1) or found.group(2) or "").casefold()
+        unit = found.group(4)
+        unit = "".join(unit.split()).casefold() if unit and not unit.isalpha() else unit
+        written = found.group(3)
+        if written.casefold() in la.one:
+            if not unit:
+                return None  # "more than an" names no amount of anything
+            number = 1.0
+        else:
+            number = float(written)
     if word not in la.above and word not in la.below:
         return None
     after = text[found.end() :]

@@ -196,7 +196,13 @@ def other_words(question: Question) -> list[str]:
     subject, language = question.subject, question.language
     taken: set[str] = set()
     if subject is not None:
-        said = (*subject.words, *subject.owner, *subject.where, subject.quality or "")
+        said = (
+            *subject.words,
+            *subject.owner,
+            *subject.doer,
+            *subject.where,
+            subject.quality or "",
+        )
         taken = {w.casefold() for w in said}
     found = []
     for word in language.token.findall(normalised(question.text, language)):
@@ -241,7 +247,7 @@ def yes_no_sentences(
     skill_words: frozenset[str],
     result: Any = None,
 ) -> list[str]:
-    """"Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
+    """ "Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
     state ``question`` asks about, or whether its subject is there (see the module's
     docstring). No "No" where the result writes the state elsewhere: it says both."""
     phrase = subject_phrase(question)
@@ -274,9 +280,7 @@ def yes_no_sentences(
         # a state it can be ("closed" of "open or closed"): "humidity" under ``quantity``
         # is not whether a sensor is "connected", though the skill's examples say the word.
         named = [
-            t
-            for t in weak
-            if all(is_known(w, skill_words, la) for w in words_of(str(t.node), la))
+            t for t in weak if all(is_known(w, skill_words, la) for w in words_of(str(t.node), la))
         ]
         strong = keyed or (named if len(texts) == 1 else [])
     for line in strong:

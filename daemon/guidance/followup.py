@@ -140,9 +140,7 @@ def unasked_narrowings(
         for c in candidates
         if c.arguments
         and c.skill_name in whole
-        and not all(
-            isinstance(v, str) and _names(words, v, language) for v in c.arguments.values()
-        )
+        and not all(isinstance(v, str) and _names(words, v, language) for v in c.arguments.values())
     }
 
 

@@ -86,9 +86,7 @@ def spell(label: Sequence[str], question: str, language: Language = ENGLISH) -> 
     # "Humidity?" gives no "The Humidity is ...".
     opening = found[0] if found and found[0][1:].islower() else None
     spelled = {w.casefold(): w for w in found if language.letters.search(w) and w != opening}
-    return " ".join(
-        spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label
-    )
+    return " ".join(spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label)
 
 
 def prefix(line: Line) -> tuple[str, ...]:
@@ -116,6 +114,14 @@ def qualifier(
             return None
         return node.strip(), other.name.split()[-1]
     return None
+
+
+def _unsaid(key: list[str], value: str, language: Language) -> list[str]:
+    """``key``'s words, or none when ``value`` already ends with them: "living room" of
+    ``{"room": "living room"}`` says which room, never "living room room"."""
+    said = [w.casefold() for w in words_of(value, language)]
+    own = [w.casefold() for w in key]
+    return [] if own and said[-len(own) :] == own else key
 
 
 def object_texts(lines: Sequence[Line]) -> dict[tuple[str, ...], list[str]]:
@@ -193,7 +199,7 @@ def labels(
         # always before the line's own key: "The temperature quantity difference is 25.6 °C",
         # never "The temperature is 25.6 °C" of a difference.
         value, sibling_key = named
-        which = [value, *key_words(sibling_key, language)]
+        which = [value, *_unsaid(key_words(sibling_key, language), value, language)]
         # A bare value is the object's own ("The bme280 sensor is 61.0.").
         found.append(which if line.name in PLACEHOLDER else [*which, *own])
         if isinstance(line.node, str):
