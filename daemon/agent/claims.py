@@ -63,16 +63,24 @@ _NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
 """A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
 
 
-def misplaced_unit(answer: str, results: Iterable[Any], question: str = "") -> str | None:
+def misplaced_unit(
+    answer: str, results: Iterable[Any], question: str = "", language: Language = ENGLISH
+) -> str | None:
     """A unit or unit name the results (and ``question``) give only to other values, written
     just after a number of ``answer`` ("48.312 °C (Fahrenheit)" when only 118.96 is in
-    Fahrenheit), as the answer writes the two; None when there is none."""
+    Fahrenheit), as the answer writes the two; None when there is none. A value's key may give
+    it its unit (``used_percent: 72.6`` is in %, as the engine says it)."""
     units: dict[str, set[float]] = {}
     for number, unit in _NUMBER_UNIT.findall(question):
         units.setdefault(unit.casefold(), set()).add(float(number))
 
     def visit(node: Any, at: None) -> list[tuple[Any, None]]:
         if isinstance(node, dict):
+            for key, item in node.items():
+                last = language.name_word.findall(str(key).casefold())[-1:]
+                said = language.unit_suffixes.get(last[0]) if last else None
+                if said and isinstance(item, int | float) and not isinstance(item, bool):
+                    units.setdefault(said.casefold(), set()).add(float(item))
             value = node.get("value")
             if isinstance(value, int | float) and not isinstance(value, bool):
                 for key in ("unit", "unit_name"):

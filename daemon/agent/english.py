@@ -47,6 +47,7 @@ _HEAD_NOUN = re.compile(
 _REQUEST = re.compile(
     r"^\s*(?:(?:please|kindly)\s*,?\s+)?"
     r"(?:would\s+you\s+mind\s+"
+    r"|(?:would|could|will)\s+you\s+be\s+(?:so\s+kind\s+as|kind\s+enough)\s+to\s+"
     r"|(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+)?"
     r"|(?:i['’]d|i\s+would|we['’]d|we\s+would)\s+like\s+(?:you\s+)?to\s+"
     r"|(?:i|we)\s+(?:want|need|wish)\s+(?:you\s+)?to\s+"
@@ -237,7 +238,7 @@ ENGLISH = Language(
     cannot_tell="I cannot tell",
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
-        "reads whether of yes not"
+        "reads whether of yes not a an"
     )
     | _UNIT_WORDS,
     is_="is",
@@ -312,6 +313,16 @@ ENGLISH = Language(
         r"(-?\d+(?:\.\d+)?|(?:an?|one)\b)\s*(°\s?[cf]\b|%|[a-z]+)?",
         re.IGNORECASE,
     ),
+    share=re.compile(
+        r"\b(?:([a-z]+)\s+than|(over|under))\s+(?:a\s+|an\s+|one\s+)?"
+        r"(half|quarter|third|tenth)\b(?:\s+of\b)?",
+        re.IGNORECASE,
+    ),
+    shares=MappingProxyType({"half": 50.0, "quarter": 25.0, "third": 100 / 3, "tenth": 10.0}),
+    participle_suffixes=("d", "ed"),
+    having=words("have has"),
+    presence=words("connected attached present installed fitted"),
+    articles=("a", "an", "aeiou"),
     above=words(
         "warmer hotter higher more greater larger bigger above over exceed exceeds heavier"
         " longer faster louder brighter wetter"

@@ -54,6 +54,7 @@ from edge_agentd.agent.evidence import (
     plain_chars,
 )
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import known_words
 
@@ -97,7 +98,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     # An answer that cannot tell may say why in a failed skill's own words.
     texts = (*evidence.texts, *evidence.errors) if declined else evidence.texts
     absent = absent_value(answer, texts) or misplaced_unit(
-        answer, evidence.results, evidence.question.text
+        answer, evidence.results, evidence.question.text, language
     )
     if absent is not None:
         return Verdict(
@@ -116,6 +117,9 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     state = evidence.question.state
     claim = None if state is None else state_claim(answer, state, language)
     held = state is not None and holds_state(evidence.results, state, language)
+    if state is not None and evidence.question.exists and not held:
+        # "Is a humidity sensor connected?": a listing that holds one says it is there.
+        held = bool(listed_things(evidence.question, evidence.results))
     if claim is not None and state is not None and claim != held:
         said = state if claim else f"{language.not_} {state}"
         feedback = language.state_absent.format(said=said, cannot=cannot)

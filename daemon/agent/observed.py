@@ -44,7 +44,7 @@ class Evidence:
     skill_words: frozenset[str] = frozenset()
     """The words of the skills whose calls returned a result: names, descriptions, examples."""
     arguments: tuple[str, ...] = ()
-    """The arguments of those calls, as texts."""
+    """The arguments of those calls, as texts, and what the skill says such a call gets."""
     called_names: frozenset[str] = frozenset()
     """The skills the run has called, whatever came of it."""
     errors: tuple[str, ...] = ()
@@ -162,6 +162,9 @@ def gather(
             if call is not None:
                 gathered.words |= gathered.skill_words(call.skill_name, registry, language)
                 gathered.arguments.extend(map(str, call.arguments.values()))
+                # What the skill says such a call gets names what its result is of.
+                spec = registry.get(call.skill_name)
+                gathered.arguments.extend(spec.gets(call.arguments) if spec is not None else [])
         gathered.seen, gathered.last = len(events), events[-1]
         gathered.evidence = None
     evidence = gathered.evidence

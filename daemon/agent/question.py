@@ -28,7 +28,17 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
+from edge_agentd.agent.clauses import normalised
+from edge_agentd.agent.clauses import noun_phrase as _phrase
+from edge_agentd.agent.clauses import plain_form as _normalised
 from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.heads import (
+    MIN_PART_WORDS,
+    head_noun,
+    head_noun_forms,
+    head_opening,
+    question_parts,
+)
 from edge_agentd.agent.language import Language
 
 
@@ -49,6 +59,8 @@ class Question:
     predicate: tuple[str, ...] = ()
     """What a yes-or-no question asks its subject to be, as it writes it ("plugged", "in" of
     "Is the car plugged in?"; "open" of "Is the front door open?"); () for other questions."""
+    exists: bool = False
+    """Whether it asks whether its subject is there (:func:`asks_existence`)."""
     language: Language = dataclasses.field(default=ENGLISH, compare=False, repr=False)
     """The language it was read in: what reads it further (grounding, the sentences said of
     it) reads it in the same."""
@@ -66,6 +78,7 @@ class Question:
             asked_state(text, language),
             about_catalogue(text, language),
             predicate=asked_predicate(text, language),
+            exists=asks_existence(text, language),
             language=language,
         )
 
@@ -116,80 +129,6 @@ class Subject:
         return (*self.which, self.head, *self.of)
 
 
-def _phrase(
-    words: Sequence[str],
-    start: int,
-    verb_last: bool,
-    language: Language,
-    owner: list[str] | None = None,
-) -> tuple[list[str], int]:
-    """The noun phrase from ``start``: determiners, words that say when and a possessive skipped
-    ("my Pi's CPU" is "CPU", its owner "Pi" put in ``owner``), then words to one that ends a
-    phrase. ``verb_last``: the question's verb follows the phrase ("What does the probe read
-    now?", "Is the door locked?"), so the phrase drops its last word, unless an "of" follows
-    it."""
-    skipped = language.determiners | language.when
-    i = start
-    while i < len(words) and words[i].casefold() in skipped:
-        i += 1
-    phrase: list[str] = []
-    while i < len(words):
-        folded = words[i].casefold()
-        if folded in language.ends_phrase or folded in skipped:
-            break
-        if language.possessive_end.search(folded):
-            if owner is not None:
-                owner[:] = [*phrase, language.possessive_end.sub("", words[i])]
-            phrase.clear()
-        else:
-            phrase.append(words[i])
-        i += 1
-    before_of = i < len(words) and words[i].casefold() == language.of
-    if verb_last and not before_of and len(phrase) >= 2:
-        phrase.pop()
-    return phrase, i
-
-
-def normalised(query: str, language: Language = ENGLISH) -> str:
-    """The first sentence of ``query`` as a question or a command the grammar reads: a request
-    or a polite form cut off ("Could you check the garage temperature?" reads "the garage
-    temperature", "Would you mind telling me ..." what follows), a yes-or-no question inside
-    a sentence turned into one ("Tell me whether the garage door is open" reads "is the garage
-    door open"), and "how warm the CPU is" into "how warm is the CPU"."""
-    return _normalised(query, language)[0]
-
-
-def _normalised(query: str, language: Language) -> tuple[str, bool]:
-    """:func:`normalised`, and whether a command or a request was cut off (what is left is then
-    what it asks for, whatever verb it holds)."""
-    text = language.sentence_end.split(query.strip())[0]
-    commanded = False
-    for _ in range(3):  # "Please, could you tell me ...": each opening cut in turn
-        before = text
-        text = language.please.sub("", text)
-        for opening in (language.request.match(text), language.imperative_forms.match(text)):
-            if opening:
-                text, commanded = text[opening.end() :], True
-                break
-        if text == before:
-            break
-    words = language.token.findall(text)
-    low = [w.casefold() for w in words]
-    auxiliaries = language.auxiliaries
-    if low and low[0] in language.embedded:
-        # "whether the garage door is open": its verb goes first, as the question asks it.
-        verb = next((i for i, w in enumerate(low[1:], 1) if w in auxiliaries), None)
-        if verb is not None:
-            return " ".join([words[verb], *words[1:verb], *words[verb + 1 :]]), False
-    how = len(low) > 3 and low[0] == language.how and low[1] not in language.how_many
-    if how and low[2] not in auxiliaries and low[-1] in auxiliaries:
-        # "how warm the CPU is": the clause's verb, last, is the question's.
-        return " ".join([*words[:2], words[-1], *words[2:-1]]), False
-    if low and (low[0] in language.question_words or low[0] in auxiliaries):
-        commanded = False  # "(Do you know) what time it is": a question, read as one
-    return text, commanded
-
-
 def question_subject(query: str, language: Language = ENGLISH) -> Subject | None:
     """The noun phrase the first sentence of ``query`` asks about, or None when its grammar
     names none ("Does it have a humidity sensor?", "On what day ...?")."""
@@ -228,6 +167,9 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
         # The question's verb ends it after "does" or "will" ("How long will the battery
         # last?"), not after "is" ("How full is the rain barrel?" asks about the barrel).
         phrase, end = _phrase(words, 3, low[2] not in la.state_verbs, la, owner)
+    elif (having := _having_at(low, la)) is not None:
+        # "Does this device have a pressure sensor?": what it asks about follows the verb.
+        phrase, end = _phrase(words, having + 1, False, la)
     elif first in la.auxiliaries and len(low) > 2 and low[1] in {la.it, la.there}:
         # "Will it rain?", "Is there a light sensor?": with no subject of its own, what the
         # question asks about comes after the "it" or the "there".
@@ -244,6 +186,12 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
             return None
     else:
         return None
+    compared = la.above | la.below
+    if len(phrase) == 1 and phrase[0].casefold() in compared and low[end : end + 1] == [la.than]:
+        # "Is more than half of the memory in use?" asks about the memory.
+        at = next((i for i in range(end + 1, end + 5) if low[i : i + 1] == [la.of]), None)
+        if at is not None:
+            phrase, end = _phrase(words, at + 1, first in la.auxiliaries, la, owner)
     if not phrase:
         return None
     of: list[str] = []
@@ -262,6 +210,29 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
         doer=tuple(doer[-MAX_PHRASE_WORDS:]),
         quality=quality,
     )
+
+
+def _having_at(low: Sequence[str], language: Language) -> int | None:
+    """Where the verb of a question that asks whether something is there stands: first ("(Do
+    you) have a CO2 sensor?") or after "does" and what it asks of ("Does this device have
+    ..."); None for other questions."""
+    if low and low[0] in language.having:
+        return 0
+    if not low or low[0] not in language.do_forms:
+        return None
+    return next((i for i, w in enumerate(low[1:5], 1) if w in language.having), None)
+
+
+def asks_existence(query: str, language: Language = ENGLISH) -> bool:
+    """Whether ``query`` asks whether something is there: "Is there mail?", "Does this device
+    have a pressure sensor?", "Is a humidity sensor connected?" (a state of the language's
+    :attr:`~edge_agentd.agent.language.Language.presence`)."""
+    low = [w.casefold() for w in language.token.findall(normalised(query, language))]
+    if len(low) > 2 and low[0] in language.state_verbs and low[1] == language.there:
+        return True
+    if len(low) > 1 and _having_at(low, language) is not None:
+        return True
+    return asked_state(query, language) in language.presence
 
 
 def _doer(words: Sequence[str], low: Sequence[str], end: int, language: Language) -> list[str]:
@@ -341,47 +312,6 @@ def asked_predicate(query: str, language: Language = ENGLISH) -> tuple[str, ...]
     return (words[end - 1],)
 
 
-def head_opening(query: str, language: Language = ENGLISH) -> str | None:
-    """What a what, which or how-many question says before its head noun ("What are the ");
-    None for other questions."""
-    match = language.head_noun.match(query)
-    return query[: match.start(1)] if match else None
-
-
-def head_noun(query: str, language: Language = ENGLISH) -> str | None:
-    """The noun a what, which or how-many question asks for, case folded; None for other
-    questions."""
-    match = language.head_noun.match(query)
-    return match.group(1).casefold() if match else None
-
-
-def head_noun_forms(query: str, language: Language = ENGLISH) -> frozenset[str]:
-    """The question's head noun (:func:`head_noun`) with its plural and singular; empty when
-    it has none."""
-    noun = head_noun(query, language)
-    return frozenset() if noun is None else frozenset(language.forms(noun))
-
-
-MIN_PART_WORDS = 2
-
-
-def question_parts(query: str, language: Language = ENGLISH) -> list[str]:
-    """The two parts of a question joined by "and", each of at least MIN_PART_WORDS words and
-    written as a question of its own; [] for a question in one part ("between ... and"), or in
-    more than two. A second part that is only a noun ("What are the CPU temperature and the
-    humidity?") takes the first part's opening: "What are the humidity?"."""
-    parts = language.and_.split(" ".join(query.split()))
-    if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
-        return []
-    first, second = parts
-    if language.paired.search(first) and not language.question_opening.match(second):
-        return []  # "the difference between the CPU and the probe" is one thing asked
-    opening, article = head_opening(first, language), language.article.match(second)
-    if opening is not None and article is not None and head_opening(second, language) is None:
-        second = opening + second[article.end() :]
-    return [part[:1].upper() + part[1:] for part in (first, second)]
-
-
 def asks_about_many(query: str, language: Language = ENGLISH) -> bool:
     """Whether ``query`` asks about many things at once ("How warm is it everywhere?", "What
     do all the sensors read?"), so that one sentence about one of them is not its answer."""
@@ -406,6 +336,7 @@ __all__ = [
     "asked_predicate",
     "asked_state",
     "asks_about_many",
+    "asks_existence",
     "head_noun",
     "head_noun_forms",
     "head_opening",

@@ -83,7 +83,8 @@ class Answering:
             return generate(prompt)
         named = {spec.name: spec for spec in skills}
         question = in_language(state.question, self.language)
-        fitting = [s for s in fitting_sentences(question, results, named) if grounded(s)]
+        called = _call_words(state, named)
+        fitting = [s for s in fitting_sentences(question, results, named, called) if grounded(s)]
         if not fitting:
             unmade = [] if last_step else _unmade_calls_that_could_answer(question, state, skills)
             if unmade:
@@ -128,6 +129,25 @@ def _unmade_calls_that_could_answer(
         words = known_words(texts, [], question.language)
         if unnamed_subject(question, words) is None:
             found.append(spec.name)
+    return found
+
+
+def _call_words(state: AgentState, skills: dict[str, SkillSpec]) -> list[list[str]]:
+    """For each result of ``state``'s run, the words of the call that gave it: its arguments'
+    values and what the skill's ready calls of those arguments get (:meth:`SkillSpec.gets
+    <edge_agentd.agent.skillspec.SkillSpec.gets>`): the skill's own words for the thing that
+    result is of."""
+    found: list[list[str]] = []
+    call: CallSkillAction | None = None
+    for event in state.stream.root:
+        if isinstance(event, CallSkillAction):
+            call = event
+        elif isinstance(event, SkillResultObservation):
+            arguments = dict(call.arguments) if call is not None else {}
+            spec = skills.get(event.skill_name)
+            gets = spec.gets(arguments) if spec is not None and call is not None else []
+            found.append([*(str(v) for v in arguments.values()), *gets])
+            call = None
     return found
 
 

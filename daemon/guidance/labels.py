@@ -22,7 +22,7 @@ from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
-from edge_agentd.agent.resultlines import Line, is_number
+from edge_agentd.agent.resultlines import Line, is_number, item_label, reading_text
 
 MAX_LABEL_WORDS = 6
 """A label longer than this (a deep path) is not offered: its last key or a sibling says it."""
@@ -134,6 +134,14 @@ def object_texts(lines: Sequence[Line]) -> dict[tuple[str, ...], list[str]]:
         if isinstance(node, str) and len(node) <= 40:
             key = line.name.split()[-1] if line.name else ""
             found.setdefault(prefix(line), []).extend([node, key])
+        elif isinstance(node, list):
+            # A reading in a list is shown as one line, its texts in none: they are its own
+            # (a compared reading's ``label: DS18B20``), under the path its line is named by.
+            for index, item in enumerate(node):
+                if isinstance(item, dict) and reading_text(item) is not None:
+                    at = tuple(f"{line.name} {item_label(item, '', index)}".split())
+                    texts = [[v, str(k)] for k, v in item.items() if isinstance(v, str)]
+                    found.setdefault(at, []).extend(t for pair in texts for t in pair)
     return found
 
 
