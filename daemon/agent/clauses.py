@@ -39,8 +39,11 @@ def noun_phrase(
         else:
             phrase.append(words[i])
         i += 1
-    before_of = i < len(words) and words[i].casefold() == language.of
-    if verb_last and not before_of and len(phrase) >= 2:
+    stop = words[i].casefold() if i < len(words) else ""
+    # A verb or a word of time where the phrase stops is the question's verb's own place
+    # ("How long has the garage door been open?"): no word of the phrase is the verb then.
+    verb_after = stop in language.auxiliaries | language.be_forms | language.when
+    if verb_last and stop != language.of and not verb_after and len(phrase) >= 2:
         phrase.pop()
     return phrase, i
 

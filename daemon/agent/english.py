@@ -332,6 +332,12 @@ ENGLISH = Language(
         " darker drier"
     ),
     one=words("a an one"),
+    since=words("since"),
+    be_forms=words("be been being am"),
+    said_since=(
+        "The {label} has been {state} since {value}.",
+        "The {label} have been {state} since {value}.",
+    ),
     itself=words("device machine computer system box host server board pi"),
 )
 """English, as every reader of a question and every sayer of an answer takes it by default."""

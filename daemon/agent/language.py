@@ -205,6 +205,12 @@ class Language:
     is one of them names nothing the results must name."""
     one: frozenset[str] = frozenset()
     """Words that stand for the number one before a unit ("more than a day")."""
+    be_forms: frozenset[str] = frozenset()
+    """The forms of "to be" that are no auxiliary of a question ("been", "being")."""
+    since: frozenset[str] = frozenset()
+    """Keys that say from when the state beside them holds."""
+    said_since: tuple[str, str] = ("", "")
+    """A state held since a time, of one thing and of several: ``label``, ``state``, ``value``."""
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
     share: re.Pattern[str] | None = None

@@ -242,7 +242,9 @@ class Guidance:
                 for a in made
                 if a.skill_name == best.skill_name
             ]
-            phrases = phrases_to_try(state.query, refused, whole_first=best.whole_first)
+            phrases = phrases_to_try(
+                state.query, refused, best.whole_first, best.text_argument, self.language
+            )
         if best.text_argument and len(phrases) == 1:
             return action_text(best.skill_name, {best.text_argument: phrases[0]})
         if best.text_argument and phrases:

@@ -116,7 +116,7 @@ def qualifier(
     return None
 
 
-def _unsaid(key: list[str], value: str, language: Language) -> list[str]:
+def unsaid_key(key: list[str], value: str, language: Language) -> list[str]:
     """``key``'s words, or none when ``value`` already ends with them: "living room" of
     ``{"room": "living room"}`` says which room, never "living room room"."""
     said = [w.casefold() for w in words_of(value, language)]
@@ -199,7 +199,7 @@ def labels(
         # always before the line's own key: "The temperature quantity difference is 25.6 °C",
         # never "The temperature is 25.6 °C" of a difference.
         value, sibling_key = named
-        which = [value, *_unsaid(key_words(sibling_key, language), value, language)]
+        which = [value, *unsaid_key(key_words(sibling_key, language), value, language)]
         # A bare value is the object's own ("The bme280 sensor is 61.0.").
         found.append(which if line.name in PLACEHOLDER else [*which, *own])
         if isinstance(line.node, str):

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import CallSkillAction, Event, SkillResultObservation
+from edge_agentd.agent.language import Language
+from edge_agentd.agent.question import Question
 
 MAX_PHRASE_WORDS = 4
 
@@ -41,7 +44,25 @@ def fresh_phrases(phrases: Sequence[str], refused: Sequence[str]) -> list[str]:
     return [p for p in phrases if not any(_within(p, r) for r in refused)]
 
 
-def phrases_to_try(query: str, refused: Sequence[str], *, whole_first: bool = False) -> list[str]:
+def which_phrase(question: Question, argument: str) -> str | None:
+    """The words that say which one, when the question's thing is what the argument is named
+    for: "back" of "Is the back door closed?" for an argument ``door``. A skill that takes the
+    door's name gets the name the question gives, not a phrase the model finds likelier
+    ("closed")."""
+    subject = question.subject
+    if subject is None or not subject.which:
+        return None
+    named = question.language.forms(subject.head) & question.language.forms(argument)
+    return " ".join(subject.which) if named else None
+
+
+def phrases_to_try(
+    query: str,
+    refused: Sequence[str],
+    whole_first: bool = False,
+    argument: str | None = None,
+    language: Language = ENGLISH,
+) -> list[str]:
     """The phrases a skill with one free-text argument may be called with next, after it
     refused ``refused``: fresh ones (:func:`fresh_phrases`) up to PHRASE_TRIES, then the whole
     question, once. A skill that reads a thing inside a text (``resolve_date`` finds "christmas
@@ -49,8 +70,12 @@ def phrases_to_try(query: str, refused: Sequence[str], *, whole_first: bool = Fa
     week is Christmas Eve this year?" can be "What day of the" and "day of the week". With
     ``whole_first`` (a skill that reads sentences) the whole question comes first, then fresh
     phrases up to PHRASE_TRIES: a phrase can mean another thing than the question ("tomorrow"
-    of "the day after tomorrow")."""
+    of "the day after tomorrow"). Otherwise the phrase that names the ``argument``'s thing
+    (:func:`which_phrase`) comes first and alone, until the skill refuses it."""
     whole = " ".join(query.split())
+    named = which_phrase(Question.parse(query, language), argument) if argument else None
+    if named and not whole_first and not any(_within(named, r) for r in refused):
+        return [named]  # the name the question gives the argument's thing (which_phrase)
     if whole_first:
         if whole and whole not in refused:
             return [whole]

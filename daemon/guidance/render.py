@@ -85,6 +85,7 @@ from edge_agentd.guidance.labels import (
     spoken,
     words_of,
 )
+from edge_agentd.guidance.since import since_sentences
 from edge_agentd.guidance.whose import names_its_readings
 
 TEMPLATE_WORDS = ENGLISH.own_words
@@ -146,6 +147,9 @@ def line_sentences(
     la = question.language
     if node is None:
         return sentences  # a null says nothing to state
+    held = since_sentences(line, lines, skill_name, question)
+    if held is not None:
+        return held
     if isinstance(node, dict):
         forms = alternative_forms(node).values()
         named = [f for f in forms if names_unit(f, question.text, la)]

@@ -226,7 +226,9 @@ def test_a_guided_run_states_the_asked_line() -> None:
     # Turned off, the sentences are still bound to the question: the line whose own key is
     # its subject ("time") is stated, however likely the model finds the weekday.
     model = MockModel([], scores=scores | {f"{ANSWER_HEAD}The weekday": 1.0})
-    state = Agent(model, registry, guidance=Guidance(state_asked=False), grounding=Grounding()).run(question)
+    state = Agent(model, registry, guidance=Guidance(state_asked=False), grounding=Grounding()).run(
+        question
+    )
     assert state.final_answer == "The time is 12:35:06."
 
 

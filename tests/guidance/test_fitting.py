@@ -92,7 +92,9 @@ def taken_by_grounding(question: str, skill: str, sentence: str) -> bool:
     ``skill`` for ``question`` and wrote it (a plain run: its validator is the only check)."""
     replies = [json.dumps({"skill_name": skill, "arguments": {}})]
     replies.append(json.dumps({"final_answer": sentence}))
-    state = Agent(MockModel(replies), plugin_home(), grounding=Grounding()).run(question, max_retries=0)
+    state = Agent(MockModel(replies), plugin_home(), grounding=Grounding()).run(
+        question, max_retries=0
+    )
     return state.outcome == "answered" and state.final_answer == sentence
 
 
@@ -214,7 +216,9 @@ def test_only_sentences_whose_own_label_names_the_subject_are_offered(
     assert fitting(question, "weather_station") == expected
 
 
-def test_the_skills_words_name_the_thing_when_no_line_does_and_an_adjective_picks_the_line() -> None:
+def test_the_skills_words_name_the_thing_when_no_line_does_and_an_adjective_picks_the_line() -> (
+    None
+):
     # No key says "car" or "battery"; the skill's description says "car"; "charged" starts
     # the key state_of_charge, not charging_power.
     question = "How charged is the car's battery?"
@@ -236,7 +240,9 @@ def test_cannot_tell_says_why_in_words() -> None:
     model = MockModel([], scores={("The skill probe", f" {question}"): 0.0, ANSWER_HEAD: 0.0})
     for other in ("ev_charger", "front_door", "weather_station", "mailbox", "box_status"):
         registry.remove(other)
-    state = Agent(model, registry, guidance=Guidance(cannot_tell_margin=None), grounding=Grounding()).run(question)
+    state = Agent(
+        model, registry, guidance=Guidance(cannot_tell_margin=None), grounding=Grounding()
+    ).run(question)
     # Every call failed: the skill's own error is why.
     assert state.final_answer == (
         "I cannot tell: no thermal zone was found under /sys/class/thermal."
@@ -269,8 +275,20 @@ scalars = st.one_of(
     st.sampled_from(["open", "closed", "front", "on", "3 d 4 h"]),
 )
 keys = st.sampled_from(
-    ["state", "door", "power_kw", "available_mib", "level_percent", "plugged_in", "text",
-     "uptime_s", "seconds", "name", "mail", "charge"]
+    [
+        "state",
+        "door",
+        "power_kw",
+        "available_mib",
+        "level_percent",
+        "plugged_in",
+        "text",
+        "uptime_s",
+        "seconds",
+        "name",
+        "mail",
+        "charge",
+    ]
 )
 results = st.recursive(
     scalars,
@@ -318,7 +336,9 @@ def test_every_fitting_sentence_is_of_the_evidence_and_grounding_takes_it(
             assert float(number.replace(",", "")) in numbers_in(texts), (number, sentence)
         replies = [json.dumps({"skill_name": "gadget", "arguments": {}})]
         replies.append(json.dumps({"final_answer": sentence}))
-        state = Agent(MockModel(replies), registry, grounding=Grounding()).run(question, max_retries=0)
+        state = Agent(MockModel(replies), registry, grounding=Grounding()).run(
+            question, max_retries=0
+        )
         assert state.final_answer == sentence, (sentence, result, state.stream.root[-1])
 
 
@@ -346,8 +366,16 @@ def sensor_home() -> Registry:
             "I cannot tell: no skill here reads the DS18B20 probe.",
         ),
         # Nothing reads loudness; the weather station's pressure is not offered.
-        ("How loud is it in the room?", "weather_station", "I cannot tell: no skill here says how loud it is."),
-        ("Is the car locked?", "ev_charger", "I cannot tell: no skill here says whether the car is locked."),
+        (
+            "How loud is it in the room?",
+            "weather_station",
+            "I cannot tell: no skill here says how loud it is.",
+        ),
+        (
+            "Is the car locked?",
+            "ev_charger",
+            "I cannot tell: no skill here says whether the car is locked.",
+        ),
     ],
 )
 def test_a_guided_answer_is_i_cannot_tell_when_no_sentence_is_about_the_question(
@@ -389,7 +417,9 @@ def test_the_line_whose_own_key_is_the_thing_is_said_not_its_siblings_or_childre
     assert fitting_sentences(question, [("list_sensors", sensors)]) == ["There are 2 sensors."]
 
 
-def test_a_key_that_opens_with_a_number_says_which_one_and_a_written_out_value_names_nothing() -> None:
+def test_a_key_that_opens_with_a_number_says_which_one_and_a_written_out_value_names_nothing() -> (
+    None
+):
     status = {
         "load_average": {"1min": 0.42, "5min": 0.3},
         "uptime": {"seconds": 1983, "text": "33 min"},
@@ -424,9 +454,16 @@ def test_a_unit_is_no_answer_but_to_a_question_about_the_unit() -> None:
     from edge_agentd.agent.question import Question
     from edge_agentd.guidance.render import fitting_sentences
 
-    listed = {"sensors": [{"name": "bme280", "measures": [{"quantity": "humidity", "unit": "%RH"}]}]}
-    assert not any("%RH" in s for s in fitting_sentences(Question.parse("Humidity?"), [("list_sensors", listed)]))
-    asked = fitting_sentences(Question.parse("What unit is the humidity in?"), [("list_sensors", listed)])
+    listed = {
+        "sensors": [{"name": "bme280", "measures": [{"quantity": "humidity", "unit": "%RH"}]}]
+    }
+    assert not any(
+        "%RH" in s
+        for s in fitting_sentences(Question.parse("Humidity?"), [("list_sensors", listed)])
+    )
+    asked = fitting_sentences(
+        Question.parse("What unit is the humidity in?"), [("list_sensors", listed)]
+    )
     assert any("%RH" in s for s in asked)
 
 
@@ -435,7 +472,11 @@ def test_a_count_is_no_answer_but_to_how_many() -> None:
     from edge_agentd.guidance.render import fitting_sentences
 
     listed = {"count": 1, "quantity": "humidity", "sensors": [{"name": "bme280"}]}
-    said = fitting_sentences(Question.parse("Please check the humidity for me."), [("list_sensors", listed)])
+    said = fitting_sentences(
+        Question.parse("Please check the humidity for me."), [("list_sensors", listed)]
+    )
     assert not any(" 1" in s for s in said)
-    counted = fitting_sentences(Question.parse("How many sensors are there?"), [("list_sensors", listed)])
+    counted = fitting_sentences(
+        Question.parse("How many sensors are there?"), [("list_sensors", listed)]
+    )
     assert any("1" in s for s in counted)

@@ -96,7 +96,9 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
     # No skill here names the cellar, so the answer says it cannot tell (the loop's grounding,
     # tests/agent/test_grounding.py); this test is about the choice of skill.
     guidance = Guidance(know_subject=False)
-    state = Agent(model, house(), guidance=guidance, grounding=Grounding()).run(QUESTION, max_iterations=4)
+    state = Agent(model, house(), guidance=guidance, grounding=Grounding()).run(
+        QUESTION, max_iterations=4
+    )
     assert calls(state) == [("read_sensor", {"name": "bme280"})]
     assert state.outcome == "answered"
     # The action was chosen by scoring, not generated. The sentence the engine renders from the
@@ -145,7 +147,9 @@ def test_a_call_whose_own_argument_the_question_asks_for_is_chosen_among_those_a
             ("the humidity in %RH", f" {question}"): -3.1,
         },
     )
-    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(question, max_iterations=4)
+    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(
+        question, max_iterations=4
+    )
     assert calls(state) == [("read_sensor", {"name": "bme280", "quantity": "humidity"})]
     assert state.final_answer == "The humidity is 41.5 %RH."
     # A question whose head noun no call takes goes by the scores alone.
@@ -157,7 +161,9 @@ def test_a_call_whose_own_argument_the_question_asks_for_is_chosen_among_those_a
             ("the humidity in %RH", f" {other}"): -3.1,
         },
     )
-    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(other, max_iterations=4)
+    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(
+        other, max_iterations=4
+    )
     assert calls(state) == [("read_sensor", {"name": "bme280", "quantity": "temperature"})]
 
 
@@ -181,7 +187,9 @@ def test_a_free_text_argument_is_the_likeliest_phrase_of_the_question() -> None:
         [],
         scores={("YYYY-MM-DD", " When is next Friday?"): -1.0, ANSWER_HEAD: 0.0, wanted: -2.0},
     )
-    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run("When is next Friday?")
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(
+        "When is next Friday?"
+    )
     assert calls(state) == [("resolve_date", {"text": "next Friday"})]
     # The phrases offered were the question's own, and no text was generated for the call.
     options = next(o for _, o in model.scored if o[0].startswith(SKILL_HEAD))
@@ -254,7 +262,9 @@ def test_a_skill_that_reads_sentences_gets_the_whole_question_before_any_phrase(
         scores = {("YYYY-MM-DD", f" {question}"): -1.0, phrase("tomorrow"): -1.0}
         scores |= {phrase("day after tomorrow"): -5.0, SKILL_HEAD: -9.0}
         model = MockModel(['{"final_answer": "It is 2026-12-06."}'], scores=scores)
-        return Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question, max_iterations=3), model
+        return Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(
+            question, max_iterations=3
+        ), model
 
     assert registry.get("resolve_date").reads_sentences  # type: ignore[union-attr]
     question = "What date is the day after tomorrow?"
@@ -332,7 +342,9 @@ def test_arguments_no_phrase_can_fill_are_written_by_the_model_after_a_forced_he
         ['{"skill_name": "set_timer", "arguments": {"minutes": 5}}', '{"final_answer": "Set."}'],
         scores={("kitchen timer", " Five minutes please"): 0.0},
     )
-    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run("Five minutes please")
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(
+        "Five minutes please"
+    )
     assert calls(state) == [("set_timer", {"minutes": 5})]
     assert model.calls[0]["prefix"] == f'{SKILL_HEAD}set_timer", "arguments": {{'
 
@@ -359,7 +371,9 @@ def test_after_a_result_the_model_may_go_on_but_never_repeats_a_call() -> None:
         return {"sensor": name}
 
     guidance = Guidance(go_on=True)
-    state = Agent(model, registry, guidance=guidance, grounding=Grounding()).run("Compare them", max_iterations=8)
+    state = Agent(model, registry, guidance=guidance, grounding=Grounding()).run(
+        "Compare them", max_iterations=8
+    )
     assert calls(state) == [
         ("read_sensor", {"name": "bme280"}),
         ("read_sensor", {"name": "probe"}),
@@ -414,7 +428,9 @@ def test_a_failed_call_is_followed_by_the_next_best_candidate() -> None:
 
 
 def test_the_system_prompt_shows_how_answers_read_and_favours_no_skill() -> None:
-    guided = Agent(MockModel([]), house(), guidance=Guidance(), grounding=Grounding()).system_prompt()
+    guided = Agent(
+        MockModel([]), house(), guidance=Guidance(), grounding=Grounding()
+    ).system_prompt()
     plain = Agent(MockModel([]), house(), grounding=Grounding()).system_prompt()
     assert "How answers read" in guided
     assert '"skill_name": "cpu_temperature"' not in guided
@@ -426,7 +442,9 @@ def test_the_last_allowed_step_answers() -> None:
         [], scores={("CPU", " How hot is the CPU?"): 0.0, SKILL_HEAD: 0.0, ANSWER_HEAD: -99.0}
     )
     # (Not "How hot is it?": its subject is "hot", which no skill here reads.)
-    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run("How hot is the CPU?", max_iterations=2)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(
+        "How hot is the CPU?", max_iterations=2
+    )
     assert len(calls(state)) == 1
     assert state.outcome == "answered"
     assert state.final_answer == "The CPU temperature is 48.3 °C."
@@ -453,7 +471,9 @@ def test_prompts_stay_append_only_under_guidance() -> None:
     registry = house()
     registry.remove("read_sensor")
     # Not judged, the answer is "I cannot tell" or the date: the model chooses, after the rest.
-    state = Agent(model, registry, guidance=Guidance(go_on=True, know_subject=False), grounding=Grounding()).run("Friday?")
+    state = Agent(
+        model, registry, guidance=Guidance(go_on=True, know_subject=False), grounding=Grounding()
+    ).run("Friday?")
     # Each conversation prompt scored, in order: answer or go on after each result, then the
     # answer itself.
     prompts = [p for p, options in model.scored if options[0].startswith("{")]
@@ -476,7 +496,9 @@ class GenerateOnly:
 
 
 def test_a_model_that_cannot_score_is_left_to_reply_by_itself() -> None:
-    state = Agent(GenerateOnly(), house(), guidance=Guidance(), grounding=Grounding()).run("How hot?")
+    state = Agent(GenerateOnly(), house(), guidance=Guidance(), grounding=Grounding()).run(
+        "How hot?"
+    )
     assert calls(state) == [("cpu_temperature", {})]
     assert state.final_answer == "Hot."
 
@@ -498,7 +520,9 @@ def test_examples_and_ready_calls_are_checked() -> None:
     with pytest.raises(TypeError, match="calls"):
         registry.add(probe, SkillOptions(calls=[({"name": "a"}, "")]))  # type: ignore[arg-type]
     listed = [({"name": "a"}, "the a probe"), ({"nmae": "b"}, "a typo"), ({"name": 3}, "")]
-    spec = registry.add(probe, SkillOptions(examples=["  What does\nthe probe read? "], calls=lambda: listed))
+    spec = registry.add(
+        probe, SkillOptions(examples=["  What does\nthe probe read? "], calls=lambda: listed)
+    )
     assert spec.examples == ("What does the probe read?",)
     # A listed call whose arguments do not fit the skill is left out, not offered.
     assert spec.ready_calls() == [({"name": "a"}, "the a probe")]
@@ -530,7 +554,9 @@ def test_a_skill_whose_arguments_vary_is_called_once_per_run() -> None:
     registry = house()
     registry.remove("read_sensor")
     registry.remove("cpu_temperature")
-    state = Agent(model, registry, guidance=Guidance(go_on=True), grounding=Grounding()).run("Friday?", max_iterations=5)
+    state = Agent(model, registry, guidance=Guidance(go_on=True), grounding=Grounding()).run(
+        "Friday?", max_iterations=5
+    )
     assert [name for name, _ in calls(state)] == ["resolve_date"]
     assert state.final_answer == "The date is 2026-12-04."
 
@@ -616,3 +642,40 @@ def test_a_result_of_one_part_is_not_focused_and_focus_can_be_turned_off() -> No
         state = agent.run("How warm is it?")
         assert [e.type for e in state.stream.root][-2] == "SkillResultObservation"
         assert "The part of the result" not in agent.render_prompt(state)
+
+
+def test_an_argument_named_for_the_questions_thing_gets_the_name_the_question_gives() -> None:
+    registry = Registry()
+    opened: list[str] = []
+
+    @registry.skill
+    def door_contact(door: str) -> dict[str, Any]:
+        """Whether the front or back door is open or closed, and since when."""
+        opened.append(door)
+        if door not in {"front", "back"}:
+            raise ValueError(f"no door {door!r}: front or back")
+        return {"door": door, "state": "open", "since": "12:50"}
+
+    def phrase(text: str) -> str:
+        return json.dumps({"skill_name": "door_contact", "arguments": {"door": text}})
+
+    question = "Tell me whether the back door is closed."
+    # The model finds "closed" the likeliest phrase for the door: the question's name is taken.
+    model = MockModel(
+        ['{"final_answer": "No, the back door is open."}'],
+        scores={
+            ("front or back door", f" {question}"): -1.0,
+            ANSWER_HEAD: 0.0,
+            phrase("closed"): -0.5,
+            phrase("back"): -3.0,
+        },
+    )
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
+    assert calls(state)[0] == ("door_contact", {"door": "back"})
+    assert opened[0] == "back"
+    # A question that names no door leaves the choice to the phrases' likelihood.
+    assert phrases_to_try("Is a door closed?", [], argument="door") == fresh_phrases(
+        question_phrases("Is a door closed?"), []
+    )
+    # Refused, the name is not offered again.
+    assert "back" not in phrases_to_try(question, ["back"], argument="door")

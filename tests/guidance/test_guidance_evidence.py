@@ -90,7 +90,9 @@ def test_no_skill_that_fits_better_than_none_means_i_cannot_tell() -> None:
     assert model.prompts == []  # nothing was generated: the one sentence needs no choice
     # Off, the skill is called however badly it fits.
     model = MockModel([], scores=fits(-19.5))
-    state = Agent(model, cellar(), guidance=Guidance(cannot_tell_margin=None), grounding=Grounding()).run(QUESTION)
+    state = Agent(
+        model, cellar(), guidance=Guidance(cannot_tell_margin=None), grounding=Grounding()
+    ).run(QUESTION)
     assert state.stream.root[0].type == "CallSkillAction"
 
 

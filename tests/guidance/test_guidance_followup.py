@@ -91,7 +91,9 @@ def test_a_question_in_two_parts_gets_a_second_call_after_the_first_result() -> 
     model = MockModel([], scores=scores | {f"{ANSWER_HEAD}The BME280 sensor is": 1.0})
     # "warmer" is no word of the evidence: the subject check is off, for the choice alone.
     guidance = dataclasses.replace(ON, know_subject=False)
-    state = Agent(model, house(), guidance=guidance, grounding=Grounding()).run(TWO_PART, max_iterations=6)
+    state = Agent(model, house(), guidance=guidance, grounding=Grounding()).run(
+        TWO_PART, max_iterations=6
+    )
     assert calls(state) == [("cpu_temperature", {}), ("read_sensor", {"name": "bme280"})]
     # Both calls were chosen by scoring, and the answer among sentences of both results.
     assert state.final_answer == "The BME280 sensor is 41.5."  # as the question spells it
@@ -114,14 +116,18 @@ def test_a_question_in_one_part_is_answered_after_its_one_call() -> None:
     model = MockModel(
         [], scores=scores_for(ONE_PART, {"read_sensorbme280": margin - 0.5, "uptime": -3.0})
     )
-    state = Agent(model, house(), guidance=ON, grounding=Grounding()).run(ONE_PART, max_iterations=6)
+    state = Agent(model, house(), guidance=ON, grounding=Grounding()).run(
+        ONE_PART, max_iterations=6
+    )
     assert calls(state) == [("cpu_temperature", {})]
     assert state.final_answer == "The CPU temperature is 48.3 °C."
 
 
 def test_the_second_call_is_off_by_default() -> None:
     model = MockModel([], scores=scores_for(TWO_PART, {"read_sensorbme280": 50.0}))
-    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(TWO_PART, max_iterations=6)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(
+        TWO_PART, max_iterations=6
+    )
     assert calls(state) == [("cpu_temperature", {})]
 
 
@@ -139,7 +145,9 @@ def test_no_call_repeats_and_at_most_one_follows_the_first(
     # Whatever the scores, even ones that favour joining the first call with itself, and
     # whatever the question: no call is made twice, at most two are made, and the run answers.
     model = MockModel([], scores=scores_for(question, joins))
-    state = Agent(model, house(), guidance=ON, grounding=Grounding()).run(question, max_iterations=6)
+    state = Agent(model, house(), guidance=ON, grounding=Grounding()).run(
+        question, max_iterations=6
+    )
     made = calls(state)
     assert len(made) <= 2
     assert len({(name, str(arguments)) for name, arguments in made}) == len(made)
@@ -188,7 +196,9 @@ def test_a_question_joined_by_and_is_split_into_two_questions() -> None:
 def test_each_part_chooses_its_call_and_the_answer_states_their_values_in_order() -> None:
     scores = parts_scores("humidity in %RH") | {" and the bme280 sensor is": 1.0}
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(AND_QUESTION, max_iterations=6)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(
+        AND_QUESTION, max_iterations=6
+    )
     assert calls(state) == [("cpu_temperature", {}), ("read_sensor", {"name": "bme280"})]
     # The first part's sentence, chosen among the first result's, then the second's, chosen
     # after it among the second result's: each result answers its own part.
@@ -205,13 +215,17 @@ def test_a_second_part_the_first_call_explains_gets_no_second_call() -> None:
     scores = parts_scores("humidity in %RH")
     scores[("The CPU temperature", SECOND_PART)] = -1.0
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(AND_QUESTION, max_iterations=6)
+    state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(
+        AND_QUESTION, max_iterations=6
+    )
     assert calls(state) == [("cpu_temperature", {})]
     assert state.final_answer == "The CPU temperature is 48.3 °C."
     # Off, the question is asked whole, as before.
     model = MockModel([], scores=parts_scores("humidity in %RH"))
     off = Guidance(part_margin=None)
-    state = Agent(model, house(), guidance=off, grounding=Grounding()).run(AND_QUESTION, max_iterations=6)
+    state = Agent(model, house(), guidance=off, grounding=Grounding()).run(
+        AND_QUESTION, max_iterations=6
+    )
     assert len(calls(state)) == 1
 
 
@@ -228,7 +242,9 @@ def failing_house() -> Registry:
 
 def test_a_failed_second_call_is_answered_from_the_first_result_alone() -> None:
     model = MockModel([], scores=parts_scores("Rain in the last"))
-    state = Agent(model, failing_house(), guidance=Guidance(), grounding=Grounding()).run(AND_QUESTION, max_iterations=6)
+    state = Agent(model, failing_house(), guidance=Guidance(), grounding=Grounding()).run(
+        AND_QUESTION, max_iterations=6
+    )
     # No third call after the failed one: the result stands, and one value of it is stated.
     assert calls(state) == [("cpu_temperature", {}), ("rain_gauge", {})]
     assert state.outcome == "answered"
@@ -284,7 +300,9 @@ def test_a_narrower_call_is_made_only_when_the_question_names_what_narrows_it() 
             ['{"final_answer": "There are 3."}'],
             scores={("the jam jars", f" {question}"): -1.0, ("every jar", f" {question}"): -2.0},
         )
-        state = Agent(model, shelf(), guidance=Guidance(), grounding=Grounding()).run(question, max_iterations=3)
+        state = Agent(model, shelf(), guidance=Guidance(), grounding=Grounding()).run(
+            question, max_iterations=3
+        )
         assert calls(state) == [("list_jars", wanted)]
 
 
@@ -299,7 +317,9 @@ def test_a_second_part_that_names_a_call_gets_it_however_close_the_scores() -> N
     model = MockModel(
         ['{"final_answer": "The wind is 12 km/h and the humidity is 41.5."}'], scores=scores
     )
-    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(question, max_iterations=6)
+    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(
+        question, max_iterations=6
+    )
     assert calls(state) == [
         ("read_sensor", {"quantity": "wind"}),
         ("read_sensor", {"quantity": "humidity"}),
@@ -307,7 +327,9 @@ def test_a_second_part_that_names_a_call_gets_it_however_close_the_scores() -> N
     # A part naming the first call itself gets no second call.
     model = MockModel(['{"final_answer": "The wind is 12 km/h."}'], scores=scores)
     again = "What is the wind and what is the wind?"
-    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(again, max_iterations=6)
+    state = Agent(model, station(), guidance=Guidance(), grounding=Grounding()).run(
+        again, max_iterations=6
+    )
     assert calls(state) == [("read_sensor", {"quantity": "wind"})]
 
 

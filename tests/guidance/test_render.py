@@ -29,6 +29,7 @@ from edge_agentd.guidance.render import (
     TEMPLATE_WORDS,
     both_parts,
     cannot_tell_sentence,
+    fitting_sentences,
     sentences_for,
     words_of,
 )
@@ -130,7 +131,9 @@ def test_a_list_is_stated_as_its_names_or_its_count() -> None:
     # A list asked for is said as a list; its count answers "how many".
     assert state.final_answer == "The plants are basil and fern."
     model = asked_of("house_plants", "How many plants are there?")
-    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run("How many plants are there?")
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(
+        "How many plants are there?"
+    )
     assert state.final_answer == "There are 2 plants."
 
 
@@ -348,3 +351,24 @@ def test_a_list_items_name_is_no_part_of_a_label() -> None:
     )
     assert "The count is 2." in rendered and "There are 2 sensors." in rendered
     assert not any("0316a2791bff measures" in sentence for sentence in rendered)
+
+
+def test_a_state_held_since_a_time_is_said_as_a_person_says_it() -> None:
+    registry = Registry()
+
+    @registry.skill(timeout=1.0)
+    def doors() -> dict[str, Any]:
+        """Whether the front door is open or closed, and since when."""
+        return {"door": "front", "state": "closed", "since": "09:15"}
+
+    question = "How long has the front door been closed?"
+    model = asked_of("doors", question)
+    state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
+    assert state.final_answer == "The front door has been closed since 09:15."
+    offered = fitting_sentences(Question.parse(question), [("doors", doors())])
+    assert offered and not any(" since is " in s for s in offered)
+    # The time alone, with no state beside it, says nothing of what held.
+    alone = fitting_sentences(
+        Question.parse(question), [("doors", {"door": "front", "since": "09:15"})]
+    )
+    assert not any(" since is " in s for s in alone)

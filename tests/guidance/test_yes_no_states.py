@@ -1,4 +1,4 @@
-""""Yes, ..." or "No, ..." only from a text that is a state: a word the skill itself names as
+""" "Yes, ..." or "No, ..." only from a text that is a state: a word the skill itself names as
 one its object can be, not any text a result holds, nor a word the call passed."""
 
 from __future__ import annotations
