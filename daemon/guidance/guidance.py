@@ -64,6 +64,7 @@ from edge_agentd.agent.registry import SkillSpec
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.guidance.asked import asked_lines, candidate_lines
 from edge_agentd.guidance.candidates import Candidate, candidates_for
+from edge_agentd.guidance.declines import cannot_tell_sentence
 from edge_agentd.guidance.fitting import failure_reason
 from edge_agentd.guidance.focus import focused_part
 from edge_agentd.guidance.followup import (
@@ -83,7 +84,6 @@ from edge_agentd.guidance.render import (
     Skills,
     both_parts,
     bound_sentences,
-    cannot_tell_sentence,
 )
 from edge_agentd.guidance.subject import asks_unknown
 

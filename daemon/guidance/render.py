@@ -44,7 +44,6 @@ Nothing here knows any skill or any question word: keys, texts and names are the
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -71,7 +70,6 @@ from edge_agentd.guidance.fitting import (
     names_subject,
     other_words,
     own_words,
-    subject_phrase,
     threshold_of,
     yes_no_sentences,
 )
@@ -95,12 +93,6 @@ MAX_SENTENCES = 32
 """The most sentences offered for one part of an answer: each is a branch the model scores."""
 MAX_VALUE_CHARS = 160
 """A value longer than this is no sentence's: the line shows it cut."""
-MAX_REASON_CHARS = 160
-"""A skill's error longer than this is not said: it is a trace, not a reason."""
-
-
-_EXCEPTION_NAME = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning):\s*")
-"""The type a skill's error is told with ("SensorError: "): a person reads what follows."""
 
 
 class Skills(Protocol):
@@ -214,7 +206,7 @@ def _capital(sentence: str) -> str:
     return sentence[:1].upper() + sentence[1:]
 
 
-def _clean(sentence: str) -> bool:
+def clean(sentence: str) -> bool:
     """Whether ``sentence`` can stand in a JSON string and a grammar as written."""
     return '"' not in sentence and "\\" not in sentence and sentence.isprintable()
 
@@ -239,7 +231,7 @@ def sentences_for(
             for sentence in line_sentences(
                 line, lines, skill_name, question, keys, says=template, fit=fit
             ):
-                if _clean(sentence):
+                if clean(sentence):
                     found.setdefault(sentence, None)
     return list(found)[:MAX_SENTENCES]
 
@@ -272,7 +264,7 @@ def bound_sentences(
         first, second = (bound_sentences(asked, part, skills, called) for part in question.parts)
         if first and second:
             joined = [both_parts(a, b, question.language) for a in first for b in second if a != b]
-            return [s for s in joined if _clean(s)][:MAX_SENTENCES]
+            return [s for s in joined if clean(s)][:MAX_SENTENCES]
         return first or second
     threshold = threshold_of(question)
     if threshold is not None:
@@ -323,7 +315,7 @@ def bound_sentences(
             group = [(skill_name, result, bound)]
             said = sentences_for(group, question, {skill_name: says}, fit=True)
         for sentence in said:
-            if _clean(sentence):
+            if clean(sentence):
                 found.setdefault(sentence, None)
     return list(found)[:MAX_SENTENCES]
 
@@ -344,44 +336,6 @@ def fitting_sentences(
     return bound_sentences(asked, question, skills, called)
 
 
-ECHO_WORDS = 3
-"""A reason holding this many of the question's words in a row quotes the question back (a
-skill that took the question for a name: "No such file: '.../tell me whether the door is
-open'"): it says nothing of why, and would seem to state what was asked."""
-
-
-def _echoes(question: Question, reason: str) -> bool:
-    """Whether ``reason`` quotes :data:`ECHO_WORDS` of ``question``'s words in a row."""
-    token = question.language.token
-    asked = [w.casefold() for w in token.findall(question.text)]
-    said = [w.casefold() for w in token.findall(reason)]
-    runs = {tuple(asked[i : i + ECHO_WORDS]) for i in range(len(asked) - ECHO_WORDS + 1)}
-    return any(tuple(said[i : i + ECHO_WORDS]) in runs for i in range(len(said) - ECHO_WORDS + 1))
-
-
-def cannot_tell_sentence(question: Question, reason: str | None = None) -> str:
-    """ "I cannot tell: " and why, in words a person reads: ``reason`` (a skill's own error,
-    "no thermal zone was found under /sys/class/thermal.") where there is one, else "no skill
-    here reads the <subject>." (or "says whether the <subject> is <state>." to a yes-or-no
-    question), the subject in the question's words."""
-    la = question.language
-    cannot = la.cannot_tell
-    said = _EXCEPTION_NAME.sub("", " ".join((reason or "").split()))
-    if said and len(said) <= MAX_REASON_CHARS and _clean(said) and not _echoes(question, said):
-        said = said if said[1:2].isupper() else said[:1].lower() + said[1:]
-        return la.cannot_because.format(cannot=cannot, reason=said.rstrip(".!?"))
-    phrase = subject_phrase(question)
-    if phrase is None or not _clean(phrase):
-        return la.cannot_asked.format(cannot=cannot)
-    subject = question.subject
-    if subject is not None and subject.quality == subject.head and not subject.which:
-        return la.cannot_how.format(cannot=cannot, phrase=phrase)  # "How loud is it?"
-    if question.predicate:
-        be, state = la.verb(words_of(phrase, la)), " ".join(question.predicate)
-        return la.cannot_whether.format(cannot=cannot, phrase=phrase, be=be, state=state)
-    return la.cannot_read.format(cannot=cannot, phrase=phrase)
-
-
 def both_parts(first: str, second: str, language: Language = ENGLISH) -> str:
     """One sentence stating both parts of a question in two parts."""
     return language.said_both.format(
@@ -395,7 +349,7 @@ __all__ = [
     "Skills",
     "both_parts",
     "bound_sentences",
-    "cannot_tell_sentence",
+    "clean",
     "fitting_sentences",
     "line_sentences",
     "says_template",

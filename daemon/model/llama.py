@@ -318,14 +318,9 @@ class LlamaModel:
                     forced=reply.forced, sampled=reply.sampled,
                 )  # fmt: skip
                 return completion(
-                    text,
-                    n_prompt,
-                    evaluated,
-                    generated,
-                    started=started,
-                    prefill_done=prefilled,
+                    text, n_prompt, evaluated, generated, started=started, prefill_done=prefilled,
                     stop=stop,
-                )
+                )  # fmt: skip
 
             if not self._cache.evaluate(tokens[keep:], interrupted):
                 return done(head, None, "interrupted")

@@ -27,7 +27,7 @@ from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.language import words
 from edge_agentd.agent.question import Question
 from edge_agentd.guidance.answering import Answering
-from edge_agentd.guidance.render import cannot_tell_sentence
+from edge_agentd.guidance.declines import cannot_tell_sentence
 
 DAEMON = Path(__file__).resolve().parents[2] / "daemon"
 

@@ -21,10 +21,10 @@ from edge_agentd.agent.evidence import answer_numbers, numbers_in
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import result_line_parts
+from edge_agentd.guidance.declines import cannot_tell_sentence
 from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.guidance.render import (
     TEMPLATE_WORDS,
-    cannot_tell_sentence,
     fitting_sentences,
     says_template,
     words_of,

@@ -22,13 +22,13 @@ from edge_agentd.agent.prompt import PLAIN
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import result_line_parts
 from edge_agentd.guidance.asked import candidate_lines
+from edge_agentd.guidance.declines import cannot_tell_sentence
 from edge_agentd.guidance.followup import content_free
 from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.guidance.render import (
     MAX_SENTENCES,
     TEMPLATE_WORDS,
     both_parts,
-    cannot_tell_sentence,
     fitting_sentences,
     sentences_for,
     words_of,

@@ -8,7 +8,8 @@ from typing import Any
 from edge_agentd import Registry
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.question import Question
-from edge_agentd.guidance.render import cannot_tell_sentence, fitting_sentences
+from edge_agentd.guidance.declines import cannot_tell_sentence
+from edge_agentd.guidance.render import fitting_sentences
 
 LISTING = {
     "count": 1,

@@ -147,3 +147,13 @@ def test_a_room_importing_the_serving_loop_is_caught() -> None:
     assert layer("edge_agentd.service.server") == "service"
     assert not may_import("service/journal", "service")
     assert may_import("cli", "service/assembly")
+
+
+MAX_MODULE_LINES = 400
+"""A module longer than this is cut where it divides (the project's rule of thumb)."""
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_is_over_the_line_limit(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_MODULE_LINES, f"{path.relative_to(ROOT)}: {lines} lines"
