@@ -28,7 +28,7 @@ from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.protocol import Completion, ModelHandle
-from edge_agentd.agent.question import Question, asks_about_many, in_language
+from edge_agentd.agent.question import Question, in_language
 from edge_agentd.agent.skillspec import SkillSpec
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.render import fitting_sentences
@@ -111,6 +111,12 @@ class Answering:
         return Completion(str(reply), usage, made_by="engine" if chosen else "model")
 
 
+def asks_about_many(query: str, language: Language = ENGLISH) -> bool:
+    """Whether ``query`` asks about many things at once ("How warm is it everywhere?", "What
+    do all the sensors read?"), so that one sentence about one of them is not its answer."""
+    return any(word.casefold() in language.every for word in language.token.findall(query))
+
+
 def _unmade_calls_that_could_answer(
     question: Question, state: AgentState, skills: Sequence[SkillSpec]
 ) -> list[str]:
@@ -147,4 +153,4 @@ def _answer_of(reply: str) -> str | None:
     return answer if isinstance(answer, str) else None
 
 
-__all__ = ["Answering", "answer_text"]
+__all__ = ["Answering", "answer_text", "asks_about_many"]

@@ -36,7 +36,8 @@ from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillRe
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import ModelHandle
-from edge_agentd.agent.question import Question, head_noun_forms
+from edge_agentd.agent.question import Question
+from edge_agentd.guidance.asked import head_noun_forms
 
 if TYPE_CHECKING:
     from edge_agentd.guidance.candidates import Candidate
