@@ -302,12 +302,16 @@ def answer_schema(pattern: str) -> dict[str, Any]:
     }
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+"""A number with its thousands' commas if it has them, else its digits; one look behind for both
+forms (with two, the scan tried it twice at every character)."""
 
 
 def answer_numbers(text: str) -> list[str]:
     """Each number as a reader picks it out of ``text`` (2,873.2 is one; -4 is negative)."""
-    return _NUMBER.findall(text) if any(c.isdigit() for c in text) else []
+    # One scan in C: a look at each character in Python first, to skip a text without a digit,
+    # cost more than the scan it saved.
+    return _NUMBER.findall(text)
 
 
 def numbers_in(texts: Sequence[str]) -> set[float]:
