@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.evidence import answer_numbers, numbers_in
+from edge_agentd.agent.evidence import answer_numbers, numbers_in, one_text
 from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
@@ -34,11 +34,12 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
     """The first value ``answer`` writes that ``texts`` do not hold, or None: a number not among
     theirs, a text with digits not written whole in one of them, or a ``%`` or ``°`` unit after
     a number that the texts write with other units only."""
-    numbers = numbers_in(texts)
+    evidence = one_text(texts)
+    numbers = numbers_in([evidence])
     for number in answer_numbers(answer):
         if float(number.replace(",", "")) not in numbers:
             return number
-    folded = [t.casefold() for t in texts]
+    folded = evidence.casefold()
     for match in _VALUE_TOKEN.finditer(answer):
         # A word before or after a colon or slash is a label, not part of the value ("A:41.5").
         token, before = match.group().strip(".:/+-"), ""
@@ -46,14 +47,14 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
             token, before = _LABELS.sub("", token).strip(".:/+-"), token
         if _PLAIN_NUMBER.fullmatch(token) or "," in token:
             continue  # a number alone: its value was checked above
-        if not any(_written_whole(token.casefold(), text) for text in folded):
+        if not _written_whole(token.casefold(), folded):
             return token
     for match in _NUMBER_UNIT.finditer(answer):
         # A unit the evidence writes after this number, or none: a bare number of a skill that
         # says its unit in words ("in degrees Celsius") may take its sign; another reading's
         # unit may not ("41.5 °C" for "41.5 %RH").
         value, unit = float(match.group(1)), match.group(2)
-        units = [u for text in texts for u in _units_of(value, text)]
+        units = _units_of(value, evidence)
         if units and not any(u.startswith(unit) for u in units):
             return match.group()
     return None

@@ -316,7 +316,13 @@ def answer_numbers(text: str) -> list[str]:
 
 def numbers_in(texts: Sequence[str]) -> set[float]:
     """Every number written in ``texts``, as values."""
-    return {float(n.replace(",", "")) for text in texts for n in answer_numbers(text)}
+    return {float(n.replace(",", "")) for n in answer_numbers(one_text(texts))}
+
+
+def one_text(texts: Sequence[str]) -> str:
+    """``texts`` as one, a line each, to be scanned at once: no number, value or unit the
+    grounding rules read spans a line break, and one is read after a break as at a start."""
+    return "\n".join(texts)
 
 
 __all__ = [
