@@ -50,13 +50,16 @@ class Evidence:
     errors: tuple[str, ...] = ()
     """What the skills that failed said: no evidence of a value, but a reason an answer that
     cannot tell may give ("no thermal zone was found under /sys/class/thermal")."""
+    wording: tuple[str, ...] = ()
+    """The results' keys and texts, the words of them :attr:`vocabulary` reads (found in the
+    one walk that finds :attr:`texts`)."""
 
     @functools.cached_property
     def vocabulary(self) -> frozenset[str]:
         """The words of the calls that returned a result and of those results, case folded:
         read only where a rule needs them (a question with a subject)."""
         language = self.question.language
-        return self.skill_words | known_words(self.arguments, self.results, language)
+        return self.skill_words | known_words((*self.arguments, *self.wording), (), language)
 
     def unnamed_subject(self) -> str | None:
         """What of the question's subject this evidence does not name (:func:`unnamed_subject`);
@@ -85,6 +88,7 @@ class Gathered:
         "results",
         "seen",
         "texts",
+        "wording",
         "words",
     )
 
@@ -108,6 +112,7 @@ class Gathered:
         self.evidence: Evidence | None = None
         self.named: dict[str, frozenset[str]] = {}
         self.arguments: list[str] = []
+        self.wording: list[str] = []
 
     def skill_words(self, name: str, registry: Registry, language: Language) -> frozenset[str]:
         """The words that name what a skill's calls ask about: its name, description and
@@ -154,7 +159,7 @@ def gather(
             if not isinstance(event, SkillResultObservation):
                 continue
             gathered.results.append(event.result)
-            walk(event.result, _texts_of(gathered.texts), None)
+            walk(event.result, _texts_of(gathered.texts, gathered.wording), None)
             call = gathered.calls.get(event.call_id) if event.call_id else None
             before = events[index - 1] if index else None
             if call is None and isinstance(before, CallSkillAction):
@@ -176,26 +181,34 @@ def gather(
             tuple(gathered.arguments),
             frozenset(gathered.called_names),
             tuple(gathered.errors),
+            tuple(gathered.wording),
         )
     return evidence
 
 
-def _texts_of(texts: list[str]) -> Callable[[Any, str | None], list[tuple[Any, str | None]]]:
+def _texts_of(
+    texts: list[str], wording: list[str]
+) -> Callable[[Any, str | None], list[tuple[Any, str | None]]]:
     """What a walk of a result adds to ``texts``: each reading as it is written, each key
-    before what it holds, each list's count, and each text and number."""
+    before what it holds, each list's count, and each text and number; and to ``wording``,
+    each key and each text (:func:`~edge_agentd.agent.vocabulary.known_words` of the result)."""
 
     def visit(node: Any, key: str | None) -> list[tuple[Any, str | None]]:
         if key is not None:
             texts.append(key)
-        if isinstance(node, dict):
+            wording.append(key)
+        if isinstance(node, str):
+            texts.append(node)
+            wording.append(node)
+        elif isinstance(node, dict):
             reading = reading_text(node)
             if reading is not None:
                 texts.append(reading)
             return [(value, str(name)) for name, value in node.items()]
-        if isinstance(node, list):
+        elif isinstance(node, list):
             texts.append(str(len(node)))
             return [(item, None) for item in node]
-        if isinstance(node, str) or is_number(node):
+        elif is_number(node):
             texts.append(scalar_text(node))
         return []
 
