@@ -64,26 +64,28 @@ _NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
 """A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
 
 
-def misplaced_unit(answer: str, results: Iterable[Any], question: str = "") -> str | None:
-    """A unit or unit name the results (and ``question``) give only to other values, written
-    just after a number of ``answer`` ("48.312 °C (Fahrenheit)" when only 118.96 is in
-    Fahrenheit), as the answer writes the two; None when there is none."""
+def reading_units(node: dict[str, Any]) -> list[tuple[str, float]]:
+    """The unit and unit name an object of a result gives its numeric ``value``, case folded,
+    each with the value: what :func:`misplaced_unit` reads of it."""
+    value = node.get("value")
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return []
+    names = [node.get(key) for key in ("unit", "unit_name")]
+    return [(n.strip().casefold(), float(value)) for n in names if isinstance(n, str) and n.strip()]
+
+
+def misplaced_unit(
+    answer: str, readings: Iterable[tuple[str, float]], question: str = ""
+) -> str | None:
+    """A unit or unit name the results' ``readings`` (:func:`reading_units`, in the results'
+    order) and ``question`` give only to other values, written just after a number of
+    ``answer`` ("48.312 °C (Fahrenheit)" when only 118.96 is in Fahrenheit), as the answer
+    writes the two; None when there is none."""
     units: dict[str, set[float]] = {}
     for number, unit in _NUMBER_UNIT.findall(question):
         units.setdefault(unit.casefold(), set()).add(float(number))
-
-    def visit(node: Any, at: None) -> list[tuple[Any, None]]:
-        if isinstance(node, dict):
-            value = node.get("value")
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                for key in ("unit", "unit_name"):
-                    name = node.get(key)
-                    if isinstance(name, str) and name.strip():
-                        units.setdefault(name.strip().casefold(), set()).add(float(value))
-        return inside(node, None)
-
-    for result in results:
-        walk(result, visit, None)
+    for name, value in readings:
+        units.setdefault(name, set()).add(value)
     for name, values in units.items():
         for mention in re.finditer(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", answer, re.I):
             # A bounded look back: an answer of any length is checked in linear time.
@@ -241,6 +243,7 @@ __all__ = [
     "misplaced_unit",
     "names_a_skill",
     "quality_nouns",
+    "reading_units",
     "state_claim",
     "unnamed_subject",
 ]
