@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.evidence import answer_numbers, numbers_in, one_text
+from edge_agentd.agent.evidence import answer_numbers, first_unwritten, one_text
 from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
@@ -35,10 +35,9 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
     theirs, a text with digits not written whole in one of them, or a ``%`` or ``°`` unit after
     a number that the texts write with other units only."""
     evidence = one_text(texts)
-    numbers = numbers_in([evidence])
-    for number in answer_numbers(answer):
-        if float(number.replace(",", "")) not in numbers:
-            return number
+    unwritten = first_unwritten(answer_numbers(answer), evidence)
+    if unwritten is not None:
+        return unwritten
     folded = evidence.casefold()
     for match in _VALUE_TOKEN.finditer(answer):
         # A word before or after a colon or slash is a label, not part of the value ("A:41.5").
@@ -53,9 +52,7 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
         # A unit the evidence writes after this number, or none: a bare number of a skill that
         # says its unit in words ("in degrees Celsius") may take its sign; another reading's
         # unit may not ("41.5 °C" for "41.5 %RH").
-        value, unit = float(match.group(1)), match.group(2)
-        units = _units_of(value, evidence)
-        if units and not any(u.startswith(unit) for u in units):
+        if not _unit_of(float(match.group(1)), match.group(2), evidence):
             return match.group()
     return None
 
@@ -113,9 +110,16 @@ def _written_whole(token: str, text: str) -> bool:
     return False
 
 
-def _units_of(value: float, text: str) -> list[str]:
-    """The units ``text`` writes after ``value``."""
-    return [m.group(2) for m in _NUMBER_UNIT.finditer(text) if float(m.group(1)) == value]
+def _unit_of(value: float, unit: str, text: str) -> bool:
+    """Whether ``text`` writes ``unit`` (or a unit it begins) after ``value``, or no unit after
+    it at all: ``text`` is read only until it writes the unit."""
+    other = False
+    for match in _NUMBER_UNIT.finditer(text):
+        if float(match.group(1)) == value:
+            if match.group(2).startswith(unit):
+                return True
+            other = True
+    return not other
 
 
 def unnamed_subject(question: Question, vocabulary: frozenset[str]) -> str | None:

@@ -319,6 +319,18 @@ def numbers_in(texts: Sequence[str]) -> set[float]:
     return {float(n.replace(",", "")) for n in answer_numbers(one_text(texts))}
 
 
+def first_unwritten(numbers: Sequence[str], text: str) -> str | None:
+    """The first of ``numbers`` (as :func:`answer_numbers` picks them out of an answer) whose
+    value ``text`` does not write, or None: ``text`` is read only until each value is found."""
+    pending = {float(n.replace(",", "")) for n in numbers}
+    if pending:
+        for found in _NUMBER.finditer(text):
+            pending.discard(float(found.group().replace(",", "")))
+            if not pending:
+                return None
+    return next((n for n in numbers if float(n.replace(",", "")) in pending), None)
+
+
 def one_text(texts: Sequence[str]) -> str:
     """``texts`` as one, a line each, to be scanned at once: no number, value or unit the
     grounding rules read spans a line break, and one is read after a break as at a start."""
@@ -331,6 +343,7 @@ __all__ = [
     "answer_pattern",
     "answer_schema",
     "copyable",
+    "first_unwritten",
     "numbers_in",
     "plain_chars",
 ]

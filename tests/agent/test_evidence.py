@@ -20,6 +20,7 @@ from edge_agentd.agent.evidence import (
     answer_pattern,
     answer_schema,
     copyable,
+    first_unwritten,
     numbers_in,
 )
 from edge_agentd.agent.resultlines import result_lines
@@ -204,6 +205,16 @@ number_texts = st.lists(st.text(alphabet="0123456789,.-+ %°Ca_:\n", max_size=16
 def test_texts_read_as_one_hold_the_numbers_each_holds_alone(texts: list[str]) -> None:
     # The grounding check scans the evidence's texts at once: it finds what a scan of each would.
     assert numbers_in(texts) == set().union(*(numbers_in([t]) for t in texts))
+
+
+@given(number_texts, st.text(alphabet="0123456789,.- ", max_size=16))
+def test_the_first_unwritten_number_is_the_first_whose_value_the_texts_lack(
+    texts: list[str], answer: str
+) -> None:
+    # The check reads the evidence only until it has found each number of the answer.
+    numbers, written = answer_numbers(answer), numbers_in(texts)
+    lacking = [n for n in numbers if float(n.replace(",", "")) not in written]
+    assert first_unwritten(numbers, "\n".join(texts)) == (lacking[0] if lacking else None)
 
 
 def test_no_value_or_unit_is_read_across_two_texts() -> None:
