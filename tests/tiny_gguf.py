@@ -16,9 +16,13 @@ Gemma 4 Gemma 4 for this project:
 - the ``gemma4`` tokenizer (BPE over raw UTF-8 with ``▁`` for spaces and ``<0xXX>`` byte
   tokens) and its special tokens: ``<|turn>`` and ``<turn|>`` as control tokens, with other
   control tokens (``<eos>``, ``<|think|>``, ``<|image|>``, Gemma 3's ``<start_of_turn>``) that a
-  prompt must never contain as such, and the user-defined channel and tool tokens;
+  prompt must never contain as such, the tool declarations' ``<|tool>`` and ``<tool|>`` as
+  control tokens and the other tool and channel tokens as user-defined ones, as llama.cpp's
+  converter types them (llama.cpp itself then reads ``<|tool_response>`` as a control token that
+  ends a generation);
 - a chat template of Gemma 4's form (``{{ bos_token }}``, a system turn, ``<|turn>`` + role,
-  trimmed content, ``<turn|>``, ``<|turn>model`` as the generation prompt).
+  trimmed content, ``<turn|>``, ``<|turn>model`` as the generation prompt) with the real
+  template's tool blocks, so Gemma 4's own tool format is read off it.
 
 The weights are random (seeded), so the replies are noise that only a grammar makes valid.
 """
@@ -29,30 +33,216 @@ from pathlib import Path
 
 import numpy as np
 
-GEMMA4_TEMPLATE = """{{- bos_token -}}
-{%- if messages[0]['role'] in ['system', 'developer'] -%}
+GEMMA4_TEMPLATE = """{%- macro format_parameters(properties, required) -%}
+    {%- set standard_keys = ['description', 'type', 'properties', 'required', 'nullable'] -%}
+    {%- set ns = namespace(found_first=false) -%}
+    {%- for key, value in properties | dictsort -%}
+        {%- set add_comma = false -%}
+        {%- if key not in standard_keys -%}
+            {%- if ns.found_first %},{% endif -%}
+            {%- set ns.found_first = true -%}
+            {{ key }}:{
+            {%- if value['description'] -%}
+                description:<|"|>{{ value['description'] }}<|"|>
+                {%- set add_comma = true -%}
+            {%- endif -%}
+            {%- if value['nullable'] %}
+                {%- if add_comma %},{%- else -%} {%- set add_comma = true -%} {% endif -%}
+                nullable:true
+            {%- endif -%}
+            {%- if value['type'] | upper == 'STRING' -%}
+                {%- if value['enum'] -%}
+                    {%- if add_comma %},{%- else -%} {%- set add_comma = true -%} {% endif -%}
+                    enum:{{ format_argument(value['enum']) }}
+                {%- endif -%}
+            {%- elif value['type'] | upper == 'OBJECT' -%}
+                ,properties:{
+                {%- if value['properties'] is defined and value['properties'] is mapping -%}
+                    {{- format_parameters(value['properties'], value['required'] | default([])) -}}
+                {%- elif value is mapping -%}
+                    {{- format_parameters(value, value['required'] | default([])) -}}
+                {%- endif -%}
+                }
+                {%- if value['required'] -%}
+                    ,required:[
+                    {%- for item in value['required'] | default([]) -%}
+                        <|"|>{{- item -}}<|"|>
+                        {%- if not loop.last %},{% endif -%}
+                    {%- endfor -%}
+                    ]
+                {%- endif -%}
+            {%- elif value['type'] | upper == 'ARRAY' -%}
+                {%- if value['items'] is mapping and value['items'] -%}
+                    ,items:{
+                    {%- set ns_items = namespace(found_first=false) -%}
+                    {%- for item_key, item_value in value['items'] | dictsort -%}
+                        {%- if item_value is not none -%}
+                            {%- if ns_items.found_first %},{% endif -%}
+                            {%- set ns_items.found_first = true -%}
+                            {%- if item_key == 'properties' -%}
+                                properties:{
+                                {%- if item_value is mapping -%}
+                                    {{- format_parameters(item_value, value['items']['required'] | default([])) -}}
+                                {%- endif -%}
+                                }
+                            {%- elif item_key == 'required' -%}
+                                required:[
+                                {%- for req_item in item_value -%}
+                                    <|"|>{{- req_item -}}<|"|>
+                                    {%- if not loop.last %},{% endif -%}
+                                {%- endfor -%}
+                                ]
+                            {%- elif item_key == 'type' -%}
+                                {%- if item_value is string -%}
+                                    type:{{ format_argument(item_value | upper) }}
+                                {%- else -%}
+                                    type:{{ format_argument(item_value | map('upper') | list) }}
+                                {%- endif -%}
+                            {%- else -%}
+                                {{ item_key }}:{{ format_argument(item_value) }}
+                            {%- endif -%}
+                        {%- endif -%}
+                    {%- endfor -%}
+                    }
+                {%- endif -%}
+            {%- endif -%}
+            {%- if add_comma %},{%- else -%} {%- set add_comma = true -%} {% endif -%}
+            type:<|"|>{{ value['type'] | upper }}<|"|>}
+        {%- endif -%}
+    {%- endfor -%}
+{%- endmacro -%}
+{%- macro format_function_declaration(tool_data) -%}
+    declaration:{{- tool_data['function']['name'] -}}{description:<|"|>{{- tool_data['function']['description'] -}}<|"|>
+    {%- set params = tool_data['function']['parameters'] -%}
+    {%- if params -%}
+        ,parameters:{
+        {%- if params['properties'] -%}
+            properties:{ {{- format_parameters(params['properties'], params['required']) -}} },
+        {%- endif -%}
+        {%- if params['required'] -%}
+            required:[
+            {%- for item in params['required'] -%}
+                <|"|>{{- item -}}<|"|>
+                {{- ',' if not loop.last -}}
+            {%- endfor -%}
+            ],
+        {%- endif -%}
+        {%- if params['type'] -%}
+            type:<|"|>{{- params['type'] | upper -}}<|"|>}
+        {%- endif -%}
+    {%- endif -%}
+    }
+{%- endmacro -%}
+{%- macro format_argument(argument, escape_keys=True) -%}
+    {%- if argument is string -%}
+        {{- '<|"|>' + argument + '<|"|>' -}}
+    {%- elif argument is boolean -%}
+        {{- 'true' if argument else 'false' -}}
+    {%- elif argument is mapping -%}
+        {{- '{' -}}
+        {%- set ns = namespace(found_first=false) -%}
+        {%- for key, value in argument | dictsort -%}
+            {%- if ns.found_first %},{% endif -%}
+            {%- set ns.found_first = true -%}
+            {%- if escape_keys -%}
+                {{- '<|"|>' + key + '<|"|>' -}}
+            {%- else -%}
+                {{- key -}}
+            {%- endif -%}
+            :{{- format_argument(value, escape_keys=escape_keys) -}}
+        {%- endfor -%}
+        {{- '}' -}}
+    {%- elif argument is sequence -%}
+        {{- '[' -}}
+        {%- for item in argument -%}
+            {{- format_argument(item, escape_keys=escape_keys) -}}
+            {%- if not loop.last %},{% endif -%}
+        {%- endfor -%}
+        {{- ']' -}}
+    {%- else -%}
+        {{- argument -}}
+    {%- endif -%}
+{%- endmacro -%}
+{%- set ns = namespace(prev_message_type=None) -%}
+{%- set loop_messages = messages -%}
+{{- bos_token -}}
+{%- if tools or messages[0]['role'] in ['system', 'developer'] -%}
     {{- '<|turn>system\\n' -}}
-    {{- messages[0]['content'] | trim -}}
+    {%- if messages[0]['role'] in ['system', 'developer'] -%}
+        {{- messages[0]['content'] | trim -}}
+        {%- set loop_messages = messages[1:] -%}
+    {%- endif -%}
+    {%- if tools -%}
+        {%- for tool in tools %}
+            {{- '<|tool>' -}}
+            {{- format_function_declaration(tool) | trim -}}
+            {{- '<tool|>' -}}
+        {%- endfor %}
+    {%- endif -%}
     {{- '<turn|>\\n' -}}
-    {%- set loop_messages = messages[1:] -%}
-{%- else -%}
-    {%- set loop_messages = messages -%}
 {%- endif -%}
 {%- for message in loop_messages -%}
     {%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}
-    {{- '<|turn>' + role + '\\n' -}}
-    {{- message['content'] | trim -}}
-    {{- '<turn|>\\n' -}}
+    {%- if not (ns.prev_message_type == 'tool_response' and message['tool_calls']) -%}
+        {{- '<|turn>' + role + '\\n' -}}
+    {%- endif -%}
+    {%- set ns.prev_message_type = None -%}
+    {%- if message['tool_calls'] -%}
+        {%- for tool_call in message['tool_calls'] -%}
+            {%- set function = tool_call['function'] -%}
+            {{- '<|tool_call>call:' + function['name'] + '{' -}}
+            {%- if function['arguments'] is mapping -%}
+                {%- set ns_args = namespace(found_first=false) -%}
+                {%- for key, value in function['arguments'] | dictsort -%}
+                    {%- if ns_args.found_first %},{% endif -%}
+                    {%- set ns_args.found_first = true -%}
+                    {{- key -}}:{{- format_argument(value, escape_keys=False) -}}
+                {%- endfor -%}
+            {%- elif function['arguments'] is string -%}
+                {{- function['arguments'] -}}
+            {%- endif -%}
+            {{- '}<tool_call|>' -}}
+        {%- endfor -%}
+        {%- set ns.prev_message_type = 'tool_call' -%}
+    {%- endif -%}
+    {%- if message['tool_responses'] -%}
+        {%- for tool_response in message['tool_responses'] -%}
+            {{- '<|tool_response>' -}}
+            {%- if tool_response['response'] is mapping -%}
+                {{- 'response:' + tool_response['name'] | default('unknown') + '{' -}}
+                {%- for key, value in tool_response['response'] | dictsort -%}
+                    {{- key -}}:{{- format_argument(value, escape_keys=False) -}}
+                    {%- if not loop.last %},{% endif -%}
+                {%- endfor -%}
+                {{- '}' -}}
+            {%- else -%}
+                {{- 'response:' + tool_response['name'] | default('unknown') + '{value:' + format_argument(tool_response['response'], escape_keys=False) + '}' -}}
+            {%- endif -%}
+            {{- '<tool_response|>' -}}
+        {%- endfor -%}
+        {%- set ns.prev_message_type = 'tool_response' -%}
+    {%- endif -%}
+    {%- if message['content'] -%}
+        {{- message['content'] | trim -}}
+    {%- endif -%}
+    {%- if not (message['tool_responses'] and not message['content']) -%}
+        {{- '<turn|>\\n' -}}
+    {%- endif -%}
 {%- endfor -%}
-{%- if add_generation_prompt -%}
+{%- if add_generation_prompt and ns.prev_message_type != 'tool_response' -%}
     {{- '<|turn>model\\n' -}}
 {%- endif -%}
 """
-"""Gemma 4 E2B's chat template in the parts this project reads (tools and images left out)."""
+"""Gemma 4's chat template in the parts this project reads: its real tool blocks (the macros
+``format_parameters``, ``format_function_declaration`` and ``format_argument``, the tools'
+declarations in the system turn, a model turn's ``tool_calls`` and ``tool_responses``, and no
+generation prompt after a tool response), as llama.cpp keeps Google's template
+(ggml-org/llama.cpp ``models/templates/google-gemma-4-31B-it-interleaved.jinja``), around the
+turns as before; the thinking channel and images are left out."""
 
 CONTROL = (
     "<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>", "<|think|>",
-    "<|image|>", "<|audio|>", "<start_of_turn>",
+    "<|image|>", "<|audio|>", "<start_of_turn>", "<|tool>", "<tool|>",
 )  # fmt: skip
 USER_DEFINED = (
     "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>",

@@ -1,12 +1,13 @@
 """How actions are written: the seed's JSON objects, or a model's own tool-call format.
 
 The seed's action language is one JSON object per reply (:mod:`~edge_agentd.agent.parsing`).
-A model whose chat template has a tool-call format of its own was trained on it: its catalogue
-is a list of JSON function declarations, a call is a JSON object between tags, a result comes
-back between tags, and an answer is plain text. :class:`TaggedCalls` speaks such a format and
-turns each reply into the same events the seed's parser makes, with the same validator names and
-error types, so the loop, its checks and its records do not know which was spoken
-(docs/design.md, "Tool formats").
+A model whose chat template has a tool-call format of its own was trained on it. Each such
+format is a :class:`ToolFormat`: :class:`TaggedCalls` (Qwen2.5's, whose catalogue is a list of
+JSON function declarations, a call a JSON object between tags and a result text between tags)
+and :class:`~edge_agentd.agent.gemmacalls.GemmaCalls` (Gemma 4's, whose values are its own
+syntax). An answer is plain text in both. Each turns a reply into the same events the seed's
+parser makes, with the same validator names and error types, so the loop, its checks and its
+records do not know which was spoken (docs/design.md, "Tool formats").
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from edge_agentd.agent.events import (
     CallSkillAction,
@@ -23,10 +24,70 @@ from edge_agentd.agent.events import (
     Usage,
     ValidationErrorObservation,
 )
+from edge_agentd.agent.gemmacalls import GEMMA4_CALLS
 from edge_agentd.agent.parsing import ACTION_PARSE, parse_action
 from edge_agentd.agent.skillspec import Choices, SkillSpec
 
 Parsed = CallSkillAction | FinalAnswerAction | ValidationErrorObservation
+
+
+class ToolFormat(Protocol):
+    """A model's own tool-call format, as the prompt, the parser and the grammar speak it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def in_model_turn(self) -> bool:
+        """Whether a result is written in the model's own turn right after its call, the model
+        writing on from it (Gemma 4's), rather than in a turn of its own (Qwen2.5's)."""
+
+    @property
+    def catalogue_last(self) -> bool:
+        """Whether the catalogue closes the system turn, after the rest of its text."""
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """The texts of the format's own tokens: where the model's vocabulary has them as
+        control tokens, the prompt writes them as such where the format puts them."""
+
+    def plain(self, text: str) -> str:
+        """Text the format did not write (a question, a reply, a skill's words) with its own
+        tokens broken, so that it cannot open, close or quote a block."""
+
+    def catalogue(self, skills: Sequence[SkillSpec], choices: Mapping[str, Choices]) -> str:
+        """The skills as the template declares tools, each argument held to its ``choices``."""
+
+    def call_text(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """A call as the template writes it."""
+
+    def response(self, skill_name: str, result: Any, shown: str) -> str:
+        """A skill's result as the template writes it; ``shown`` is the result as text (JSON or
+        lines), for a format that writes results as text."""
+
+    def error_response(self, skill_name: str, error: str, available: Sequence[str]) -> str:
+        """A call that failed, and the skills there are, as a result of this format."""
+
+    def parse(
+        self,
+        raw: str,
+        available_skills: Collection[str],
+        usage: Usage | None = None,
+        *,
+        made_by: MadeBy = "model",
+        call_id: str | None = None,
+    ) -> Parsed:
+        """One reply as the seed's parser would read the same action written as JSON."""
+
+    def answer_text(self, sentence: str) -> str:
+        """``sentence`` as this format's answer."""
+
+    def answer_of(self, reply: str) -> str | None:
+        """The answer a reply gives, or None for a call."""
+
+    @property
+    def redo(self) -> str:
+        """What a turn after a refused reply asks for."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -69,6 +130,30 @@ class TaggedCalls:
 
     def result_text(self, body: str) -> str:
         return f"{self.result_open}{body}{self.result_close}"
+
+    @property
+    def in_model_turn(self) -> bool:
+        return False
+
+    @property
+    def catalogue_last(self) -> bool:
+        return False
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return ()
+
+    def plain(self, text: str) -> str:
+        return text
+
+    def response(self, skill_name: str, result: Any, shown: str) -> str:
+        return self.result_text(shown)
+
+    def error_response(self, skill_name: str, error: str, available: Sequence[str]) -> str:
+        return (
+            self.result_text(f"Error from {skill_name}: {error}")
+            + f"\nAvailable skills: {', '.join(available) or '(none)'}"
+        )
 
     # -- a reply -------------------------------------------------------------------------------
 
@@ -175,11 +260,16 @@ NATIVE_USE = (
 )
 
 
-def tagged_calls_of(template: str) -> TaggedCalls | None:
-    """The tool format a chat template speaks, where it is one this module knows."""
+def tagged_calls_of(template: str) -> ToolFormat | None:
+    """The tool format a chat template speaks, where it is one this project knows: Qwen2.5's
+    by its ``<tools>``, ``<tool_call>`` and ``<tool_response>`` texts, Gemma 4's by its
+    ``<|tool>``, ``<|tool_call>call:`` and ``<|tool_response>`` (llama.cpp knows Gemma 4's
+    template by the second)."""
     if all(tag in template for tag in ("<tools>", "<tool_call>", "<tool_response>")):
         return HERMES
+    if all(tag in template for tag in ("<|tool>", "<|tool_call>call:", "<|tool_response>")):
+        return GEMMA4_CALLS
     return None
 
 
-__all__ = ["HERMES", "NATIVE_USE", "TaggedCalls", "tagged_calls_of"]
+__all__ = ["HERMES", "NATIVE_USE", "TaggedCalls", "ToolFormat", "tagged_calls_of"]

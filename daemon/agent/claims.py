@@ -61,14 +61,24 @@ _NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
 """A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
 
 
-def reading_units(node: dict[str, Any]) -> list[tuple[str, float]]:
-    """The unit and unit name an object of a result gives its numeric ``value``, case folded,
-    each with the value: what :func:`misplaced_unit` reads of it."""
+def reading_units(node: dict[str, Any], language: Language = ENGLISH) -> list[tuple[str, float]]:
+    """The units an object of a result gives its values, case folded, each with its value: what
+    :func:`misplaced_unit` reads of it. A number's key may give it its unit (``used_percent:
+    72.6`` is in %, as the engine says it); a numeric ``value`` has its ``unit`` and
+    ``unit_name``."""
+    found: list[tuple[str, float]] = []
+    for key, item in node.items():
+        last = language.name_word.findall(str(key).casefold())[-1:]
+        said = language.unit_suffixes.get(last[0]) if last else None
+        if said and isinstance(item, int | float) and not isinstance(item, bool):
+            found.append((said.casefold(), float(item)))
     value = node.get("value")
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return []
-    names = [node.get(key) for key in ("unit", "unit_name")]
-    return [(n.strip().casefold(), float(value)) for n in names if isinstance(n, str) and n.strip()]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        for key in ("unit", "unit_name"):
+            name = node.get(key)
+            if isinstance(name, str) and name.strip():
+                found.append((name.strip().casefold(), float(value)))
+    return found
 
 
 def misplaced_unit(
@@ -155,6 +165,10 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
     which = [w for w in subject.which if not named(w)]
     if which:
         return " ".join([*which, subject.head])
+    doer = [w for w in subject.doer if not named(w)]
+    if doer:
+        # "the power the solar panels produce" where only a house meter's power is read.
+        return " ".join([*subject.doer, subject.head])
     # What says which one may follow the head too: the thing it is of, when that thing has words
     # of its own that say which ("the soil of the tomato plant" beside the basil's), and the
     # place it is in ("the CO2 level in the bedroom" beside the living room's).
@@ -191,8 +205,10 @@ def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
     """Whether ``word`` (five letters or more) ends a word of ``vocabulary`` glued from several,
     as identifiers are: "relative" of the channel ``in_humidityrelative``."""
     folded = word.casefold()
-    return len(folded) >= 5 and folded.isalpha() and any(
-        len(v) > len(folded) and v.endswith(folded) for v in vocabulary
+    return (
+        len(folded) >= 5
+        and folded.isalpha()
+        and any(len(v) > len(folded) and v.endswith(folded) for v in vocabulary)
     )
 
 

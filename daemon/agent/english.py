@@ -47,6 +47,7 @@ _HEAD_NOUN = re.compile(
 _REQUEST = re.compile(
     r"^\s*(?:(?:please|kindly)\s*,?\s+)?"
     r"(?:would\s+you\s+mind\s+"
+    r"|(?:would|could|will)\s+you\s+be\s+(?:so\s+kind\s+as|kind\s+enough)\s+to\s+"
     r"|(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+)?"
     r"|(?:i['’]d|i\s+would|we['’]d|we\s+would)\s+like\s+(?:you\s+)?to\s+"
     r"|(?:i|we)\s+(?:want|need|wish)\s+(?:you\s+)?to\s+"
@@ -65,22 +66,76 @@ _IMPERATIVE_FORMS = re.compile(
 )
 
 _UNIT_SUFFIXES: dict[str, str] = {
-    "percent": "%", "pct": "%", "perc": "%",
-    "c": "°C", "celsius": "°C", "degc": "°C", "f": "°F", "fahrenheit": "°F", "degf": "°F",
+    "percent": "%",
+    "pct": "%",
+    "perc": "%",
+    "c": "°C",
+    "celsius": "°C",
+    "degc": "°C",
+    "f": "°F",
+    "fahrenheit": "°F",
+    "degf": "°F",
     "kelvin": "K",
-    "kw": "kW", "w": "W", "mw": "mW", "watts": "W", "kwh": "kWh", "wh": "Wh",
-    "v": "V", "mv": "mV", "volts": "V", "ma": "mA", "amps": "A",
-    "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB",
-    "kb": "kB", "mb": "MB", "gb": "GB", "tb": "TB", "bytes": "bytes",
-    "hz": "Hz", "khz": "kHz", "mhz": "MHz", "ghz": "GHz", "rpm": "rpm",
-    "hpa": "hPa", "kpa": "kPa", "pa": "Pa", "mbar": "mbar", "bar": "bar", "psi": "psi",
-    "mm": "mm", "cm": "cm", "km": "km", "kmh": "km/h", "mph": "mph", "ms": "ms",
-    "l": "L", "ml": "mL", "litres": "L", "liters": "L",
-    "lux": "lx", "lx": "lx", "db": "dB", "dba": "dBA", "ppm": "ppm", "ppb": "ppb",
+    "kw": "kW",
+    "w": "W",
+    "mw": "mW",
+    "watts": "W",
+    "kwh": "kWh",
+    "wh": "Wh",
+    "v": "V",
+    "mv": "mV",
+    "volts": "V",
+    "ma": "mA",
+    "amps": "A",
+    "kib": "KiB",
+    "mib": "MiB",
+    "gib": "GiB",
+    "tib": "TiB",
+    "kb": "kB",
+    "mb": "MB",
+    "gb": "GB",
+    "tb": "TB",
+    "bytes": "bytes",
+    "hz": "Hz",
+    "khz": "kHz",
+    "mhz": "MHz",
+    "ghz": "GHz",
+    "rpm": "rpm",
+    "hpa": "hPa",
+    "kpa": "kPa",
+    "pa": "Pa",
+    "mbar": "mbar",
+    "bar": "bar",
+    "psi": "psi",
+    "mm": "mm",
+    "cm": "cm",
+    "km": "km",
+    "kmh": "km/h",
+    "mph": "mph",
+    "ms": "ms",
+    "l": "L",
+    "ml": "mL",
+    "litres": "L",
+    "liters": "L",
+    "lux": "lx",
+    "lx": "lx",
+    "db": "dB",
+    "dba": "dBA",
+    "ppm": "ppm",
+    "ppb": "ppb",
     "kg": "kg",
-    "s": "seconds", "sec": "seconds", "secs": "seconds", "seconds": "seconds",
-    "min": "minutes", "mins": "minutes", "minutes": "minutes",
-    "h": "hours", "hr": "hours", "hrs": "hours", "hours": "hours", "days": "days",
+    "s": "seconds",
+    "sec": "seconds",
+    "secs": "seconds",
+    "seconds": "seconds",
+    "min": "minutes",
+    "mins": "minutes",
+    "minutes": "minutes",
+    "h": "hours",
+    "hr": "hours",
+    "hrs": "hours",
+    "hours": "hours",
+    "days": "days",
 }
 
 _QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
@@ -127,13 +182,22 @@ ENGLISH = Language(
     how_many=words("many much"),
     do_forms=words("does do did"),
     # The single words the grammar reads a question's shape by.
-    be="be", of="of", than="than", it="it", there="there",
+    be="be",
+    of="of",
+    than="than",
+    it="it",
+    there="there",
     place=words("in inside outside"),
     here=(("room",), ("house",), ("home",), ("flat",), ("apartment",)),
     embedded=words("whether if"),
     question_words=_QUESTION_WORDS,
     grammar=(
-        _ENDS_PHRASE | _DETERMINERS | _AUXILIARIES | _WHEN | _WHEN_AFTER | _QUESTION_WORDS
+        _ENDS_PHRASE
+        | _DETERMINERS
+        | _AUXILIARIES
+        | _WHEN
+        | _WHEN_AFTER
+        | _QUESTION_WORDS
         | _IMPERATIVES
         | words("much many tell telling give show list read check say know like mind")
     ),
@@ -166,13 +230,15 @@ ENGLISH = Language(
     count_keys=words("count number total"),
     unit_keys=words("unit units"),
     state_keys=words("state status position mode condition"),
-    yes="Yes", no="No", not_="not",
+    yes="Yes",
+    no="No",
+    not_="not",
     in_all="in all",
     lines_more="... and {count} lines more",
     cannot_tell="I cannot tell",
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
-        "reads whether of yes not"
+        "reads whether of yes not a an"
     )
     | _UNIT_WORDS,
     is_="is",
@@ -244,9 +310,19 @@ ENGLISH = Language(
     content_free_question="What is it?",
     threshold=re.compile(
         r"\b(?:([a-z]+)\s+than|(above|over|below|under|exceeds?))\s+"
-        r"(-?\d+(?:\.\d+)?)\s*(°\s?[cf]\b|%|[a-z]+)?",
+        r"(-?\d+(?:\.\d+)?|(?:an?|one)\b)\s*(°\s?[cf]\b|%|[a-z]+)?",
         re.IGNORECASE,
     ),
+    share=re.compile(
+        r"\b(?:([a-z]+)\s+than|(over|under))\s+(?:a\s+|an\s+|one\s+)?"
+        r"(half|quarter|third|tenth)\b(?:\s+of\b)?",
+        re.IGNORECASE,
+    ),
+    shares=MappingProxyType({"half": 50.0, "quarter": 25.0, "third": 100 / 3, "tenth": 10.0}),
+    participle_suffixes=("d", "ed"),
+    having=words("have has"),
+    presence=words("connected attached present installed fitted"),
+    articles=("a", "an", "aeiou"),
     above=words(
         "warmer hotter higher more greater larger bigger above over exceed exceeds heavier"
         " longer faster louder brighter wetter"
@@ -255,6 +331,8 @@ ENGLISH = Language(
         "colder cooler lower less fewer smaller below under lighter shorter slower quieter"
         " darker drier"
     ),
+    one=words("a an one"),
+    itself=words("device machine computer system box host server board pi"),
 )
 """English, as every reader of a question and every sayer of an answer takes it by default."""
 

@@ -56,7 +56,6 @@ whole, as the question spells it. Its digits alone could not be: a small model s
 "BME" would put a copied reading where the rest of the name belongs."""
 
 
-
 def plain_chars(language: Language = ENGLISH) -> str:
     """What an answer may write between copied values, as a class of a regular expression:
     the language's letters and punctuation, no digit, no sign (a ``-`` before a copied 4 would
@@ -64,6 +63,7 @@ def plain_chars(language: Language = ENGLISH) -> str:
     one sentence, ending in ``.``, ``!`` or ``?`` or in nothing (a small model that may go on
     repeats its answer until the token cap)."""
     return language.answer_letters + language.between
+
 
 AFTER_NUMBER = (", ", ";", ": ", ")")
 """What may follow a copied number that has no unit, besides a word of the evidence (a comma, a
@@ -199,6 +199,8 @@ def _word_value(text: str, language: Language) -> bool:
         and language.letters.match(text) is not None
         and all(language.letters.fullmatch(w) for w in text.split(" ") if w)
     )
+
+
 _UNSAFE = set("[]^\\")
 """Characters a copied value may not hold: the grammar could not spell them plainly."""
 

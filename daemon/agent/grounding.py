@@ -32,6 +32,7 @@ values (:func:`~edge_agentd.agent.evidence.answer_pattern`).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ from edge_agentd.agent.claims import (
     unnamed_subject,
 )
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.events import AgentState, ValidationErrorObservation
+from edge_agentd.agent.events import AgentState, CallSkillAction, ValidationErrorObservation
 from edge_agentd.agent.evidence import (
     answer_pattern,
     cannot_tell_pattern,
@@ -53,6 +54,7 @@ from edge_agentd.agent.evidence import (
     plain_chars,
 )
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import known_words
 
@@ -115,6 +117,9 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     state = evidence.question.state
     claim = None if state is None else state_claim(answer, state, language)
     held = state is not None and holds_state(evidence.results, state, language)
+    if state is not None and evidence.question.exists and not held:
+        # "Is a humidity sensor connected?": a listing that holds one says it is there.
+        held = bool(listed_things(evidence.question, evidence.results))
     if claim is not None and state is not None and claim != held:
         said = state if claim else f"{language.not_} {state}"
         feedback = language.state_absent.format(said=said, cannot=cannot)
@@ -191,11 +196,15 @@ class Grounding:
     ) -> dict[str, Any]:
         """``schema`` with its answer held to the rules (:func:`grounded_schema`): while only
         "I cannot tell" may be said and a skill not yet called names what the question asks
-        about, the answer waits for that call, unless this is the run's last step."""
+        about, the answer waits for that call, unless this is the run's last step. A skill the
+        model called twice the same way is not offered again (:func:`repeated_calls`)."""
         evidence = gather(state, registry, skills, gathered, self.language)
         waiting = not last_step and only_declines(evidence) and evidence.called
         return grounded_schema(
-            schema, evidence, unmade_call=waiting and could_answer(evidence, registry)
+            schema,
+            evidence,
+            unmade_call=waiting and could_answer(evidence, registry),
+            spent=repeated_calls(state),
         )
 
 
@@ -248,12 +257,36 @@ def could_answer(evidence: Evidence, registry: Registry) -> bool:
     return False
 
 
+def repeated_calls(state: AgentState) -> frozenset[str]:
+    """The skills the run called at least twice with the same arguments.
+
+    A call made again the same way brings the same result or the same error, and a model that
+    decodes greedily, shown that error, makes it a third time and a fourth, until the run's
+    steps are gone and it cannot tell. Where the decoding is ours such a skill is left out of
+    the calls the model may make next, so it turns to another skill or answers; a skill called
+    once stays open, for a call with other arguments after an error.
+    """
+    seen: set[tuple[str, str]] = set()
+    repeated: set[str] = set()
+    for event in state.stream:
+        if isinstance(event, CallSkillAction):
+            call = (event.skill_name, json.dumps(event.arguments, sort_keys=True, default=str))
+            if call in seen:
+                repeated.add(event.skill_name)
+            seen.add(call)
+    return frozenset(repeated)
+
+
 def grounded_schema(
-    schema: dict[str, Any], evidence: Evidence, *, unmade_call: bool = False
+    schema: dict[str, Any],
+    evidence: Evidence,
+    *,
+    unmade_call: bool = False,
+    spent: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """``schema`` (an action schema, or an answer's alone) with its answer held to the rules:
     a pattern or a list of answers the strategy already set is kept unless only "I cannot
-    tell" may be said now."""
+    tell" may be said now. The calls of the skills in ``spent`` are left out."""
     pattern = answer_rule(evidence)
     declining = only_declines(evidence)
 
@@ -267,7 +300,13 @@ def grounded_schema(
         return {**branch, "properties": properties}
 
     if "oneOf" in schema:
-        branches = [held(branch) for branch in schema["oneOf"]]
+        open_branches = [
+            branch
+            for branch in schema["oneOf"]
+            if branch.get("properties", {}).get("skill_name", {}).get("const") not in spent
+        ]
+        # A schema of calls alone keeps them all rather than allow nothing.
+        branches = [held(branch) for branch in open_branches or schema["oneOf"]]
         calls = [b for b in branches if "final_answer" not in b.get("properties", {})]
         if calls and unmade_call:
             # "I cannot tell" is no answer while a call not made could answer: a model that
@@ -297,4 +336,5 @@ __all__ = [
     "declines",
     "grounded_schema",
     "only_declines",
+    "repeated_calls",
 ]

@@ -200,8 +200,35 @@ class Language:
     """The comparison's words that ask whether a value is over the number."""
     below: frozenset[str] = frozenset()
     """Those that ask whether it is under."""
+    itself: frozenset[str] = frozenset()
+    """Words for the device the daemon runs on ("machine", "device"): a question's thing that
+    is one of them names nothing the results must name."""
+    one: frozenset[str] = frozenset()
+    """Words that stand for the number one before a unit ("more than a day")."""
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
+    share: re.Pattern[str] | None = None
+    """A comparison with a share ("more than half of", "over half"): its word before the
+    language's "than" (group 1) or alone (group 2), and the share's (group 3, one of
+    :attr:`shares`); None: the language reads no share."""
+    shares: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """The percent each share's word names ("half": 50)."""
+    participle_suffixes: tuple[str, ...] = ()
+    """What a verb's participle ends with ("use" is "used"): a question's verb names a key
+    written in its participle."""
+
+    # -- whether a thing is there: "Does it have a pressure sensor?" ----------------------------
+    having: frozenset[str] = frozenset()
+    """The verbs a question asks whether something is there with ("Does this device have a
+    pressure sensor?"); empty: the language reads existence only as "is there"."""
+    presence: frozenset[str] = frozenset()
+    """The states that say a thing is there ("Is a humidity sensor connected?")."""
+    said_exists: str = "{answer}, there {be} {phrase}: {names}."
+    """A listed thing that is what was asked, by its names ("Yes, there is a pressure sensor:
+    bme280.")."""
+    articles: tuple[str, str, str] = ("", "", "")
+    """The article before a singular thing said to be there, before a consonant and a vowel,
+    and the vowels ("a", "an", "aeiou"); empty where the language writes none."""
 
     def forms(self, word: str) -> set[str]:
         """``word`` case folded, with its plural and singular."""

@@ -44,7 +44,7 @@ class Evidence:
     skill_words: frozenset[str] = frozenset()
     """The words of the skills whose calls returned a result: names, descriptions, examples."""
     arguments: tuple[str, ...] = ()
-    """The arguments of those calls, as texts."""
+    """The arguments of those calls, as texts, and what the skill says such a call gets."""
     called_names: frozenset[str] = frozenset()
     """The skills the run has called, whatever came of it."""
     errors: tuple[str, ...] = ()
@@ -100,9 +100,11 @@ class Gathered:
     def __init__(self) -> None:
         self.reset(None, "")
 
-    def reset(self, key: tuple[int, int, int] | None, query: str) -> None:
+    def reset(
+        self, key: tuple[int, int, int] | None, query: str, language: Language = ENGLISH
+    ) -> None:
         """Start anew, for registry ``key`` (its id and version, and the language's id) and
-        ``query``."""
+        ``query``, its results read in ``language``."""
         self.key = key
         self.seen = 0
         self.last: object = None
@@ -120,7 +122,7 @@ class Gathered:
         self.arguments: list[str] = []
         self.wording: list[str] = []
         self.readings: list[tuple[str, float]] = []
-        self.visit = _texts_of(self.texts, self.wording, self.readings)
+        self.visit = _texts_of(self.texts, self.wording, self.readings, language)
         """What the walk of each result adds to the lists above (made once a run)."""
 
     def add_skill_words(self, name: str, registry: Registry, language: Language) -> None:
@@ -153,7 +155,7 @@ def gather(
         or gathered.seen > len(events)
         or (gathered.seen and events[gathered.seen - 1] is not gathered.last)
     ):
-        gathered.reset(key, state.query)
+        gathered.reset(key, state.query, language)
     if gathered.seen < len(events):
         for index in range(gathered.seen, len(events)):
             event = events[index]
@@ -175,6 +177,9 @@ def gather(
             if call is not None:
                 gathered.add_skill_words(call.skill_name, registry, language)
                 gathered.arguments.extend(map(str, call.arguments.values()))
+                # What the skill says such a call gets names what its result is of.
+                spec = registry.get(call.skill_name)
+                gathered.arguments.extend(spec.gets(call.arguments) if spec is not None else [])
         gathered.seen, gathered.last = len(events), events[-1]
         gathered.evidence = None
     evidence = gathered.evidence
@@ -196,7 +201,7 @@ def gather(
 
 
 def _texts_of(
-    texts: list[str], wording: list[str], readings: list[tuple[str, float]]
+    texts: list[str], wording: list[str], readings: list[tuple[str, float]], language: Language
 ) -> Callable[[Any, str | None], list[tuple[Any, str | None]]]:
     """What a walk of a result adds to ``texts``: each reading as it is written, each key
     before what it holds, each list's count, and each text and number; to ``wording``, each
@@ -214,7 +219,7 @@ def _texts_of(
             reading = reading_text(node)
             if reading is not None:
                 texts.append(reading)
-            readings.extend(reading_units(node))
+            readings.extend(reading_units(node, language))
             return [(value, str(name)) for name, value in node.items()]
         elif isinstance(node, list):
             texts.append(str(len(node)))

@@ -127,9 +127,7 @@ def parse_action(
         )
     thought = value.get("thought")
     if thought is not None and not isinstance(thought, str):
-        return _error(
-            "invalid_field", '"thought" must be a string.', raw, usage, ACTION_PARSE
-        )
+        return _error("invalid_field", '"thought" must be a string.', raw, usage, ACTION_PARSE)
     if has_answer:
         answer = value["final_answer"]
         if not isinstance(answer, str):
@@ -150,9 +148,7 @@ def parse_action(
         )
     name = value["skill_name"]
     if not isinstance(name, str):
-        return _error(
-            "invalid_field", '"skill_name" must be a string.', raw, usage, ACTION_PARSE
-        )
+        return _error("invalid_field", '"skill_name" must be a string.', raw, usage, ACTION_PARSE)
     if name not in available_skills:
         shown = name if len(name) <= _FEEDBACK_EXCERPT else name[:_FEEDBACK_EXCERPT] + "…"
         return _error(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from edge_agentd.agent.actions import NATIVE_USE, TaggedCalls
+from edge_agentd.agent.actions import NATIVE_USE, ToolFormat
 from edge_agentd.agent.events import (
     CallSkillAction,
     Event,
@@ -51,7 +51,7 @@ class ChatFormat:
     system_suffix: str = ""
     stop: tuple[str, ...] = ()
     reserved: tuple[str, ...] = dataclasses.field(default=(), compare=False)
-    calls: TaggedCalls | None = None
+    calls: ToolFormat | None = None
     """The model's own tool-call format, where its template has one and it is spoken; None:
     the seed's JSON actions."""
 
@@ -63,6 +63,12 @@ class ChatFormat:
                 text = text.replace(marker, f"{marker[0]}\u200b{marker[1:]}")
         return text
 
+    def clean(self, text: str) -> str:
+        """Text no template wrote (a question, a reply, the loop's words): defused, and the
+        tool format's own tokens broken too."""
+        text = self.defuse(text)
+        return text if self.calls is None else self.calls.plain(text)
+
     def preamble(self, system: str) -> str:
         """The text before the query: identical for every request with the same system part."""
         system = self.defuse(system)  # a skill's docstring is a plugin's text
@@ -71,14 +77,14 @@ class ChatFormat:
         return f"{self.system_prefix}{system}{self.system_suffix}{self.user_prefix}"
 
     def opening(self, system: str, query: str) -> str:
-        return f"{self.preamble(system)}{self.defuse(query)}{self.user_suffix}{self.model_prefix}"
+        return f"{self.preamble(system)}{self.clean(query)}{self.user_suffix}{self.model_prefix}"
 
     def model_turn_end(self, raw: str) -> str:
-        # The reply re-enters the prompt as plain text: turn markers it wrote are defused.
-        return f"{self.defuse(raw)}{self.model_suffix}"
+        # The reply re-enters the prompt as plain text: the markers it wrote are defused.
+        return f"{self.clean(raw)}{self.model_suffix}"
 
     def user_turn(self, text: str) -> str:
-        return f"{self.user_prefix}{self.defuse(text)}{self.user_suffix}{self.model_prefix}"
+        return f"{self.user_prefix}{self.clean(text)}{self.user_suffix}{self.model_prefix}"
 
 
 PLAIN = ChatFormat(
@@ -124,7 +130,7 @@ def render_system(
     rules: str | None = None,
     *,
     choices: Mapping[str, Choices] | None = None,
-    calls: TaggedCalls | None = None,
+    calls: ToolFormat | None = None,
 ) -> str:
     """The system part: soul, workflow instructions, skill catalogue (each skill's arguments
     shown with their ``choices`` now, where it lists them), the action language and ``rules``
@@ -134,11 +140,13 @@ def render_system(
     if workflow is not None and workflow.instructions.strip():
         parts.append(workflow.instructions.strip())
     if calls is not None:
-        listing = (
-            calls.catalogue(skills, choices or {}) if skills else "There are no skills to call."
-        )
-        parts += [listing, NATIVE_USE] + ([rules] if rules is not None else [])
-        return "\n\n".join(parts + ([example] if example is not None else []))
+        listing = calls.catalogue(skills, choices or {}) if skills else NO_SKILLS
+        closing = [NATIVE_USE] + ([rules] if rules is not None else [])
+        closing += [example] if example is not None else []
+        if calls.catalogue_last and skills:
+            # The template writes the declarations right after the system text, at its end.
+            return calls.plain("\n\n".join(parts + closing)) + listing
+        return "\n\n".join([*parts, listing, *closing])
     if skills:
         lines = ["Skills you can call:"]
         for spec in skills:
@@ -157,6 +165,18 @@ def render_system(
     return "\n\n".join(parts)
 
 
+def _result_turn(fmt: ChatFormat, text: str, said: str) -> str:
+    """A result's ``text`` and what the loop ``said`` after it: a user turn of its own, or,
+    where the tool format writes results in the model's turn, that turn's text, the model
+    writing on from it (what the loop said, if anything, then closes the turn: a user turn says
+    it)."""
+    if fmt.calls is None or not fmt.calls.in_model_turn:
+        return fmt.user_turn(text + said)
+    if not said:
+        return fmt.defuse(text)
+    return fmt.defuse(text) + fmt.model_suffix + fmt.user_turn(said.lstrip("\n"))
+
+
 def render_event(
     event: Event,
     fmt: ChatFormat,
@@ -168,26 +188,30 @@ def render_event(
     """The fixed text one event adds to the prompt; a result turn repeats ``question`` if given,
     and then names ``focus``, the part of the result that answers it. With ``lines`` a result is
     shown as ``name: value unit`` lines (see :func:`result_lines`) rather than JSON."""
+    calls = fmt.calls
     if isinstance(event, CallSkillAction | FinalAnswerAction):
+        if isinstance(event, CallSkillAction) and calls is not None and calls.in_model_turn:
+            return fmt.defuse(event.raw)  # the result follows in the same turn
         return fmt.model_turn_end(event.raw)
     if isinstance(event, SkillResultObservation):
-        if fmt.calls is not None:
-            shown = "\n".join(result_lines(event.result)) if lines else compact_json(event.result)
-            text = fmt.calls.result_text(shown)
+        shown = "\n".join(result_lines(event.result)) if lines else compact_json(event.result)
+        if calls is not None:
+            text = calls.response(event.skill_name, event.result, shown)
         elif lines:
-            text = f"Result of {event.skill_name}:\n" + "\n".join(result_lines(event.result))
+            text = f"Result of {event.skill_name}:\n{shown}"
         else:
-            text = f"Result of {event.skill_name}: {compact_json(event.result)}"
+            text = f"Result of {event.skill_name}: {shown}"
+        said = ""
         if question is not None:
-            text += f"\nThe question was: {question}"
+            said += f"\nThe question was: {question}"
         if focus is not None:
-            text += f"\nThe part of the result that answers it: {focus}"
-        return fmt.user_turn(text)
+            said += f"\nThe part of the result that answers it: {focus}"
+        return _result_turn(fmt, text, said)
     if isinstance(event, ToolErrorObservation):
+        if calls is not None:
+            error = calls.error_response(event.skill_name, event.error, event.available_skills)
+            return _result_turn(fmt, error, "")
         available = f"Available skills: {', '.join(event.available_skills) or '(none)'}"
-        if fmt.calls is not None:
-            error = fmt.calls.result_text(f"Error from {event.skill_name}: {event.error}")
-            return fmt.user_turn(f"{error}\n{available}")
         return fmt.user_turn(f"Error from {event.skill_name}: {event.error}\n{available}")
     if isinstance(event, ValidationErrorObservation):
         # A reply that failed to parse was never rendered as an action, so close its turn here.

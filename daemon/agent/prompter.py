@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import NamedTuple
 
-from edge_agentd.agent.actions import TaggedCalls
+from edge_agentd.agent.actions import ToolFormat
 from edge_agentd.agent.events import AgentState
 from edge_agentd.agent.guide import Guide
 from edge_agentd.agent.prompt import render_event, render_system
@@ -23,7 +23,7 @@ from edge_agentd.agent.workflow import Soul, Workflow
 _MAX_SYSTEMS = 64
 
 SystemKey = tuple[int, Workflow | None, RunChoices]
-PromptKey = tuple[Soul, str | None, str | None, TaggedCalls | None]
+PromptKey = tuple[Soul, str | None, str | None, ToolFormat | None]
 
 
 class System(NamedTuple):

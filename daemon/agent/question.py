@@ -28,7 +28,17 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
+from edge_agentd.agent.clauses import normalised
+from edge_agentd.agent.clauses import noun_phrase as _phrase
+from edge_agentd.agent.clauses import plain_form as _normalised
 from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.heads import (
+    MIN_PART_WORDS,
+    head_noun,
+    head_noun_forms,
+    head_opening,
+    question_parts,
+)
 from edge_agentd.agent.language import Language
 
 
@@ -49,6 +59,8 @@ class Question:
     predicate: tuple[str, ...] = ()
     """What a yes-or-no question asks its subject to be, as it writes it ("plugged", "in" of
     "Is the car plugged in?"; "open" of "Is the front door open?"); () for other questions."""
+    exists: bool = False
+    """Whether it asks whether its subject is there (:func:`asks_existence`)."""
     language: Language = dataclasses.field(default=ENGLISH, compare=False, repr=False)
     """The language it was read in: what reads it further (grounding, the sentences said of
     it) reads it in the same."""
@@ -72,6 +84,7 @@ class Question:
             _about_catalogue(text, subject, language),
             parts=parts,
             predicate=_predicate(words, state, language),
+            exists=_exists(words, state, language),
             language=language,
         )
 
@@ -109,6 +122,9 @@ class Subject:
     owner: tuple[str, ...] = ()
     """Whose it is, before a possessive ("car" of "the car's battery"): like an "of" phrase of
     one word, it may name the thing when the head does not, and is not required to."""
+    doer: tuple[str, ...] = ()
+    """What the question's own verb is of, after the subject ("solar panels" of "How much power
+    are the solar panels producing?"): it says which one, as the words before the head do."""
     quality: str | None = None
     """The adjective a "how" question asks about ("charged" of "How charged is the car's
     battery?", "loud" of "How loud is it?"): the line that answers is the one whose own name
@@ -117,80 +133,6 @@ class Subject:
     @property
     def words(self) -> tuple[str, ...]:
         return (*self.which, self.head, *self.of)
-
-
-def _phrase(
-    words: Sequence[str],
-    start: int,
-    verb_last: bool,
-    language: Language,
-    owner: list[str] | None = None,
-) -> tuple[list[str], int]:
-    """The noun phrase from ``start``: determiners, words that say when and a possessive skipped
-    ("my Pi's CPU" is "CPU", its owner "Pi" put in ``owner``), then words to one that ends a
-    phrase. ``verb_last``: the question's verb follows the phrase ("What does the probe read
-    now?", "Is the door locked?"), so the phrase drops its last word, unless an "of" follows
-    it."""
-    skipped = language.determiners | language.when
-    i = start
-    while i < len(words) and words[i].casefold() in skipped:
-        i += 1
-    phrase: list[str] = []
-    while i < len(words):
-        folded = words[i].casefold()
-        if folded in language.ends_phrase or folded in skipped:
-            break
-        if language.possessive_end.search(folded):
-            if owner is not None:
-                owner[:] = [*phrase, language.possessive_end.sub("", words[i])]
-            phrase.clear()
-        else:
-            phrase.append(words[i])
-        i += 1
-    before_of = i < len(words) and words[i].casefold() == language.of
-    if verb_last and not before_of and len(phrase) >= 2:
-        phrase.pop()
-    return phrase, i
-
-
-def normalised(query: str, language: Language = ENGLISH) -> str:
-    """The first sentence of ``query`` as a question or a command the grammar reads: a request
-    or a polite form cut off ("Could you check the garage temperature?" reads "the garage
-    temperature", "Would you mind telling me ..." what follows), a yes-or-no question inside
-    a sentence turned into one ("Tell me whether the garage door is open" reads "is the garage
-    door open"), and "how warm the CPU is" into "how warm is the CPU"."""
-    return _normalised(query, language)[0]
-
-
-def _normalised(query: str, language: Language) -> tuple[str, bool]:
-    """:func:`normalised`, and whether a command or a request was cut off (what is left is then
-    what it asks for, whatever verb it holds)."""
-    text = language.sentence_end.split(query.strip())[0]
-    commanded = False
-    for _ in range(3):  # "Please, could you tell me ...": each opening cut in turn
-        before = text
-        text = language.please.sub("", text)
-        for opening in (language.request.match(text), language.imperative_forms.match(text)):
-            if opening:
-                text, commanded = text[opening.end() :], True
-                break
-        if text == before:
-            break
-    words = language.token.findall(text)
-    low = [w.casefold() for w in words]
-    auxiliaries = language.auxiliaries
-    if low and low[0] in language.embedded:
-        # "whether the garage door is open": its verb goes first, as the question asks it.
-        verb = next((i for i, w in enumerate(low[1:], 1) if w in auxiliaries), None)
-        if verb is not None:
-            return " ".join([words[verb], *words[1:verb], *words[verb + 1 :]]), False
-    how = len(low) > 3 and low[0] == language.how and low[1] not in language.how_many
-    if how and low[2] not in auxiliaries and low[-1] in auxiliaries:
-        # "how warm the CPU is": the clause's verb, last, is the question's.
-        return " ".join([*words[:2], words[-1], *words[2:-1]]), False
-    if low and (low[0] in language.question_words or low[0] in auxiliaries):
-        commanded = False  # "(Do you know) what time it is": a question, read as one
-    return text, commanded
 
 
 def question_subject(query: str, language: Language = ENGLISH) -> Subject | None:
@@ -235,6 +177,9 @@ def _subject(words: Sequence[str], commanded: bool, language: Language) -> Subje
         # The question's verb ends it after "does" or "will" ("How long will the battery
         # last?"), not after "is" ("How full is the rain barrel?" asks about the barrel).
         phrase, end = _phrase(words, 3, low[2] not in la.state_verbs, la, owner)
+    elif (having := _having_at(low, la)) is not None:
+        # "Does this device have a pressure sensor?": what it asks about follows the verb.
+        phrase, end = _phrase(words, having + 1, False, la)
     elif first in la.auxiliaries and len(low) > 2 and low[1] in {la.it, la.there}:
         # "Will it rain?", "Is there a light sensor?": with no subject of its own, what the
         # question asks about comes after the "it" or the "there".
@@ -251,11 +196,18 @@ def _subject(words: Sequence[str], commanded: bool, language: Language) -> Subje
             return None
     else:
         return None
+    compared = la.above | la.below
+    if len(phrase) == 1 and phrase[0].casefold() in compared and low[end : end + 1] == [la.than]:
+        # "Is more than half of the memory in use?" asks about the memory.
+        at = next((i for i in range(end + 1, end + 5) if low[i : i + 1] == [la.of]), None)
+        if at is not None:
+            phrase, end = _phrase(words, at + 1, first in la.auxiliaries, la, owner)
     if not phrase:
         return None
     of: list[str] = []
     if end < len(low) and low[end] == la.of:
         of, end = _phrase(words, end + 1, False, la)
+    doer = [] if owner else _doer(words, low, end, la)
     where = _place(words, low, end, la)
     # Each word may be scored: a phrase of hundreds of words costs only its last few.
     which = phrase[:-1][-(MAX_PHRASE_WORDS - 1) :]
@@ -265,8 +217,55 @@ def _subject(words: Sequence[str], commanded: bool, language: Language) -> Subje
         tuple(of[:MAX_PHRASE_WORDS]),
         tuple(where[:MAX_PHRASE_WORDS]),
         owner=tuple(owner[-MAX_PHRASE_WORDS:]),
+        doer=tuple(doer[-MAX_PHRASE_WORDS:]),
         quality=quality,
     )
+
+
+def _having_at(low: Sequence[str], language: Language) -> int | None:
+    """Where the verb of a question that asks whether something is there stands: first ("(Do
+    you) have a CO2 sensor?") or after "does" and what it asks of ("Does this device have
+    ..."); None for other questions."""
+    if low and low[0] in language.having:
+        return 0
+    if not low or low[0] not in language.do_forms:
+        return None
+    return next((i for i, w in enumerate(low[1:5], 1) if w in language.having), None)
+
+
+def asks_existence(query: str, language: Language = ENGLISH) -> bool:
+    """Whether ``query`` asks whether something is there: "Is there mail?", "Does this device
+    have a pressure sensor?", "Is a humidity sensor connected?" (a state of the language's
+    :attr:`~edge_agentd.agent.language.Language.presence`)."""
+    words = language.token.findall(normalised(query, language))
+    return _exists(words, _state(words, language), language)
+
+
+def _exists(words: Sequence[str], state: str | None, language: Language) -> bool:
+    low = [w.casefold() for w in words]
+    if len(low) > 2 and low[0] in language.state_verbs and low[1] == language.there:
+        return True
+    if len(low) > 1 and _having_at(low, language) is not None:
+        return True
+    return state in language.presence
+
+
+def _doer(words: Sequence[str], low: Sequence[str], end: int, language: Language) -> list[str]:
+    """The noun phrase whose verb the question asks with, when one follows the subject at
+    ``end``: after an auxiliary ("How much power are the solar panels producing?") or before
+    one ("how much power the solar panels are producing"). A determiner must open it, so a verb
+    ("is left") or "it" is never taken for one; the device itself names no other thing."""
+    la = language
+    helping = la.state_verbs | la.do_forms  # "have" after the subject is a verb of its own
+    if end + 1 < len(low) and low[end] in helping and low[end + 1] in la.determiners:
+        doer, _ = _phrase(words, end + 1, True, la)
+    elif end < len(low) and low[end] in la.determiners:
+        doer, after = _phrase(words, end, False, la)
+        if after >= len(low) or low[after] not in la.auxiliaries:
+            return []
+    else:
+        return []
+    return [w for w in doer if w.casefold() not in la.itself]
 
 
 def _about_it(low: Sequence[str], language: Language) -> bool:
@@ -334,38 +333,10 @@ def _predicate(words: Sequence[str], state: str | None, language: Language) -> t
     return (words[end - 1],)
 
 
-def head_opening(query: str, language: Language = ENGLISH) -> str | None:
-    """What a what, which or how-many question says before its head noun ("What are the ");
-    None for other questions."""
-    match = language.head_noun.match(query)
-    return query[: match.start(1)] if match else None
-
-
-def head_noun(query: str, language: Language = ENGLISH) -> str | None:
-    """The noun a what, which or how-many question asks for, case folded; None for other
-    questions."""
-    match = language.head_noun.match(query)
-    return match.group(1).casefold() if match else None
-
-
-MIN_PART_WORDS = 2
-
-
-def question_parts(query: str, language: Language = ENGLISH) -> list[str]:
-    """The two parts of a question joined by "and", each of at least MIN_PART_WORDS words and
-    written as a question of its own; [] for a question in one part ("between ... and"), or in
-    more than two. A second part that is only a noun ("What are the CPU temperature and the
-    humidity?") takes the first part's opening: "What are the humidity?"."""
-    parts = language.and_.split(" ".join(query.split()))
-    if len(parts) != 2 or any(len(part.split()) < MIN_PART_WORDS for part in parts):
-        return []
-    first, second = parts
-    if language.paired.search(first) and not language.question_opening.match(second):
-        return []  # "the difference between the CPU and the probe" is one thing asked
-    opening, article = head_opening(first, language), language.article.match(second)
-    if opening is not None and article is not None and head_opening(second, language) is None:
-        second = opening + second[article.end() :]
-    return [part[:1].upper() + part[1:] for part in (first, second)]
+def asks_about_many(query: str, language: Language = ENGLISH) -> bool:
+    """Whether ``query`` asks about many things at once ("How warm is it everywhere?", "What
+    do all the sensors read?"), so that one sentence about one of them is not its answer."""
+    return any(word.casefold() in language.every for word in language.token.findall(query))
 
 
 def about_catalogue(query: str, language: Language = ENGLISH) -> bool:
@@ -388,7 +359,10 @@ __all__ = [
     "about_catalogue",
     "asked_predicate",
     "asked_state",
+    "asks_about_many",
+    "asks_existence",
     "head_noun",
+    "head_noun_forms",
     "head_opening",
     "in_language",
     "normalised",

@@ -237,6 +237,19 @@ class SkillSpec:
             ready.append((arguments, what))
         return ready
 
+    def gets(self, arguments: Mapping[str, Any]) -> list[str]:
+        """What the calls this skill lists as ready get, of those a call with ``arguments`` is:
+        each it gave, the same ("the temperature of the 1-Wire probe DS18B20" of a call with
+        that probe's name); with none, only a ready call with none (a whole listing is not each
+        filtered one). The skill's own words for the thing the call's result is of."""
+        return [
+            what
+            for given, what in self.ready_calls()
+            if what
+            and (bool(arguments) or not given)
+            and all(given.get(name) == value for name, value in arguments.items())
+        ]
+
     def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Check the model's arguments against the schema; raises pydantic's ValidationError."""
         return dict(self.arguments_model.model_validate(arguments).__dict__)

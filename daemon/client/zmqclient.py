@@ -164,6 +164,7 @@ class Client:
         ``on_event`` (which asks for streaming) sees each event as it is appended, and
         ``on_accepted`` the ``accepted`` reply (queue position, steps allowed) of a streamed run.
         """
+
         def progress(reply: dict[str, Any]) -> None:
             if reply["kind"] == "event" and on_event is not None:
                 on_event(reply["event"])

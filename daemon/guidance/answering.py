@@ -28,7 +28,7 @@ from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.protocol import Completion, ModelHandle
-from edge_agentd.agent.question import Question, in_language
+from edge_agentd.agent.question import Question, asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.render import fitting_sentences
@@ -83,7 +83,8 @@ class Answering:
             return generate(prompt)
         named = {spec.name: spec for spec in skills}
         question = in_language(state.question, self.language)
-        fitting = [s for s in fitting_sentences(question, results, named) if grounded(s)]
+        called = _call_words(state, named)
+        fitting = [s for s in fitting_sentences(question, results, named, called) if grounded(s)]
         if not fitting:
             unmade = [] if last_step else _unmade_calls_that_could_answer(question, state, skills)
             if unmade:
@@ -111,12 +112,6 @@ class Answering:
         return Completion(str(reply), usage, made_by="engine" if chosen else "model")
 
 
-def asks_about_many(query: str, language: Language = ENGLISH) -> bool:
-    """Whether ``query`` asks about many things at once ("How warm is it everywhere?", "What
-    do all the sensors read?"), so that one sentence about one of them is not its answer."""
-    return any(word.casefold() in language.every for word in language.token.findall(query))
-
-
 def _unmade_calls_that_could_answer(
     question: Question, state: AgentState, skills: Sequence[SkillSpec]
 ) -> list[str]:
@@ -137,6 +132,25 @@ def _unmade_calls_that_could_answer(
     return found
 
 
+def _call_words(state: AgentState, skills: dict[str, SkillSpec]) -> list[list[str]]:
+    """For each result of ``state``'s run, the words of the call that gave it: its arguments'
+    values and what the skill's ready calls of those arguments get (:meth:`SkillSpec.gets
+    <edge_agentd.agent.skillspec.SkillSpec.gets>`): the skill's own words for the thing that
+    result is of."""
+    found: list[list[str]] = []
+    call: CallSkillAction | None = None
+    for event in state.stream.root:
+        if isinstance(event, CallSkillAction):
+            call = event
+        elif isinstance(event, SkillResultObservation):
+            arguments = dict(call.arguments) if call is not None else {}
+            spec = skills.get(event.skill_name)
+            gets = spec.gets(arguments) if spec is not None and call is not None else []
+            found.append([*(str(v) for v in arguments.values()), *gets])
+            call = None
+    return found
+
+
 def _spelled(model: ModelHandle, sentence: str) -> str:
     """``sentence`` as the answer the model's action format spells."""
     calls = model.chat_format.calls
@@ -153,4 +167,4 @@ def _answer_of(reply: str) -> str | None:
     return answer if isinstance(answer, str) else None
 
 
-__all__ = ["Answering", "answer_text", "asks_about_many"]
+__all__ = ["Answering", "answer_text"]

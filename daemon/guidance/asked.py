@@ -41,7 +41,7 @@ from typing import Any
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
-from edge_agentd.agent.question import head_noun
+from edge_agentd.agent.question import head_noun_forms
 from edge_agentd.agent.resultlines import Line, names_unit, result_line_parts
 from edge_agentd.guidance.focus import naming_words, part_scores
 
@@ -69,13 +69,6 @@ def candidate_lines(result: Any, query: str, language: Language = ENGLISH) -> li
             continue
         lines.append(line)
     return lines
-
-
-def head_noun_forms(query: str, language: Language = ENGLISH) -> frozenset[str]:
-    """The question's head noun (:func:`~edge_agentd.agent.question.head_noun`) with its plural
-    and singular; empty when it has none."""
-    noun = head_noun(query, language)
-    return frozenset() if noun is None else frozenset(language.forms(noun))
 
 
 def _named_line(query: str, lines: Sequence[Line], language: Language) -> Line | None:
@@ -167,5 +160,4 @@ __all__ = [
     "answering_gains",
     "asked_lines",
     "candidate_lines",
-    "head_noun_forms",
 ]

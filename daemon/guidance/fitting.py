@@ -28,16 +28,20 @@ sentences).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Sequence
 from typing import Any
 
 from edge_agentd.agent.claims import absent_value, holds_state, quality_nouns, unnamed_subject
 from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.question import Question, normalised
-from edge_agentd.agent.resultlines import Line, reading_text
+from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
+from edge_agentd.guidance.whose import of_question
 
 MAX_STATE_WORDS = 3
 """A text longer than this is no state ("closed", "fully open"), but a sentence of its own."""
@@ -61,6 +65,8 @@ def own_words(
     # texts (the ``kind`` of each sensor listed is no humidity).
     depths = [len(path)] if isinstance(line.node, str) else range(len(path) + 1)
     found = [t for depth in depths for t in texts.get(path[:depth], ())]
+    if isinstance(line.node, dict):
+        found += texts.get(tuple(line.name.split()), ())  # a reading's own texts
     return known_words([line.name, *found], [], language)
 
 
@@ -93,11 +99,14 @@ def bound_lines(
     skill_words: frozenset[str],
     *,
     narrow: bool = True,
+    call_words: frozenset[str] = frozenset(),
 ) -> list[Line]:
     """Of ``chosen`` (lines of a result whose lines are ``lines``), those about ``question``'s
     subject (see the module's docstring); all of them for a question with no subject. With
     ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
-    its object's sibling holds: ``state`` beside ``door``)."""
+    its object's sibling holds: ``state`` beside ``door``). ``call_words``, the words of the
+    call that gave the result (its arguments, what a listed call gets), name what every
+    object of it is of ("the 1-Wire probe DS18B20" of a reading's ``readings``)."""
     subject, language = question.subject, question.language
     # A unit says how another line's value is written, not a value: "The humidity unit is
     # %RH." answers no question but one about the unit.
@@ -114,9 +123,14 @@ def bound_lines(
     chosen = list(chosen)[:MAX_BOUND_LINES]
     texts = object_texts(lines)
     own = {id(line): own_words(line, texts, language) for line in chosen}
+    # A line named only by a word that says which one ("free" of "Free RAM?"), in an object
+    # the question does not name (``disk``), is another thing's: not offered on that word.
+    qualifiers = [*subject.which, *other_words(question)]
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
+    bound = of_question(question, bound, own, texts, qualifiers, call=call_words)
     if not bound:
         bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
+        bound = of_question(question, bound, own, texts, qualifiers, call=call_words)
     # A line whose own key is the thing ("time" of "What time is it?", the list ``sensors`` of
     # "How many sensors are there?") says it more than its siblings and children, which its
     # object's words or its path name too.
@@ -139,8 +153,24 @@ def bound_lines(
     # The question's other words may name the line too: "How much memory is available?" asks
     # for ``memory available_mib``, not the total or the share used, where a line is so named.
     others = other_words(question)
-    keyed = [line for line in bound if _names_line(line, others, language)]
-    return keyed or bound
+    keyed = [line for line in bound if _names_line(line, others, language)] or bound
+    # A unit the question asks in ("how full ..., in percent") picks the lines written in it.
+    low = [w.casefold() for w in language.token.findall(question.text)]
+    units = {
+        language.unit_suffixes[w].casefold()
+        for before, w in itertools.pairwise(low)
+        if before in language.place and len(w) > 1 and w in language.unit_suffixes
+    }
+    return [line for line in keyed if _written_in(line, units, language)] or keyed
+
+
+def _written_in(line: Line, units: set[str], language: Language) -> bool:
+    """Whether ``line``'s value is written in one of ``units``, or its key's last word says so
+    (``fill_percent``)."""
+    key = language.name_word.findall(line.name.split()[-1].casefold()) if line.name else []
+    said = {language.unit_suffixes.get(key[-1], "").casefold()} if key else set()
+    shown = line.shown.split()
+    return bool(units & ({shown[-1].casefold()} if shown else set()) | units & said)
 
 
 def _names_line(line: Line, words: Sequence[str], language: Language) -> bool:
@@ -166,7 +196,13 @@ def other_words(question: Question) -> list[str]:
     subject, language = question.subject, question.language
     taken: set[str] = set()
     if subject is not None:
-        said = (*subject.words, *subject.owner, *subject.where, subject.quality or "")
+        said = (
+            *subject.words,
+            *subject.owner,
+            *subject.doer,
+            *subject.where,
+            subject.quality or "",
+        )
         taken = {w.casefold() for w in said}
     found = []
     for word in language.token.findall(normalised(question.text, language)):
@@ -199,68 +235,9 @@ def subject_phrase(question: Question) -> str | None:
 
 
 def asks_existence(question: Question) -> bool:
-    """Whether ``question`` asks whether something is there ("Is there mail?")."""
-    language = question.language
-    low = [w.casefold() for w in language.token.findall(normalised(question.text, language))]
-    return len(low) > 2 and low[0] in language.state_verbs and low[1] == language.there
-
-
-@dataclasses.dataclass(frozen=True)
-class Threshold:
-    """A number the question compares a value with: over it (``above``) or under, in ``unit``
-    (None: the question names none)."""
-
-    above: bool
-    number: float
-    unit: str | None
-    asking: Question
-    """The question without its comparison: what it asks about."""
-
-
-def threshold_of(question: Question) -> Threshold | None:
-    """The number ``question`` compares a value with ("Is the CPU warmer than 40 °C?"), if it
-    does with a comparison the language knows."""
-    la = question.language
-    found = la.threshold.search(question.text) if la.threshold is not None else None
-    if found is None:
-        return None
-    word = (found.group(1) or found.group(2) or "").casefold()
-    if word not in la.above and word not in la.below:
-        return None
-    unit = found.group(4)
-    unit = "".join(unit.split()).casefold() if unit and not unit.isalpha() else unit
-    text = question.text
-    rest = f"{text[: found.start()].rstrip()}{text[found.end() :]}"
-    asking = Question.parse(rest, la)
-    return Threshold(word in la.above, float(found.group(3)), unit, asking)
-
-
-def compared_sentences(
-    question: Question,
-    threshold: Threshold,
-    bound: Sequence[Line],
-    say: Callable[[Line], list[str]],
-) -> list[str]:
-    """"Yes, ..." or "No, ..." before the sentences ``say`` gives of each line of ``bound``
-    whose value is a number in the threshold's unit (any, where it names none), compared
-    with it. A unit the question names that the value is not written in compares nothing."""
-    la = question.language
-    said: list[str] = []
-    for line in bound:
-        value = line.node
-        if isinstance(value, dict) and reading_text(value) is not None:
-            value = value["value"]  # a reading: its value, in the unit beside it
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        written = "".join(line.shown.split()).casefold()
-        if threshold.unit is not None and threshold.unit.casefold() not in written:
-            continue
-        over = value > threshold.number if threshold.above else value < threshold.number
-        answer = la.yes if over else la.no
-        for sentence in say(line):
-            lowered = sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
-            said.append(la.said_compared.format(answer=answer, sentence=lowered))
-    return said
+    """Whether ``question`` asks whether something is there ("Is there mail?", "Does this
+    device have a pressure sensor?"; :attr:`~edge_agentd.agent.question.Question.exists`)."""
+    return question.exists
 
 
 def yes_no_sentences(
@@ -270,7 +247,7 @@ def yes_no_sentences(
     skill_words: frozenset[str],
     result: Any = None,
 ) -> list[str]:
-    """"Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
+    """ "Yes, ..." or "No, ..." from each of ``bound`` (lines of ``result``) that writes the
     state ``question`` asks about, or whether its subject is there (see the module's
     docstring). No "No" where the result writes the state elsewhere: it says both."""
     phrase = subject_phrase(question)
@@ -278,17 +255,9 @@ def yes_no_sentences(
         return []
     la = question.language
     be = la.verb(words_of(phrase, la))
-    if asks_existence(question):
-        flags = [line for line in bound if isinstance(line.node, bool)]
-        return [
-            (la.said_there if line.node else la.said_none_there).format(
-                answer=la.yes if line.node else la.no, be=be, phrase=phrase
-            )
-            for line in flags
-        ]
     state, predicate = question.state, " ".join(question.predicate)
     if state is None or not predicate:
-        return []
+        return _there(question, bound, result, phrase) if state is None else []
     said: list[str] = []
     for line in bound:
         key = known_words([line.name.split()[-1] if line.name else ""], [], la)
@@ -311,9 +280,7 @@ def yes_no_sentences(
         # a state it can be ("closed" of "open or closed"): "humidity" under ``quantity``
         # is not whether a sensor is "connected", though the skill's examples say the word.
         named = [
-            t
-            for t in weak
-            if all(is_known(w, skill_words, la) for w in words_of(str(t.node), la))
+            t for t in weak if all(is_known(w, skill_words, la) for w in words_of(str(t.node), la))
         ]
         strong = keyed or (named if len(texts) == 1 else [])
     for line in strong:
@@ -323,6 +290,44 @@ def yes_no_sentences(
         said.append(la.said_state.format(answer=answer, phrase=phrase, be=be, state=text))
     if holds_state([result], state, la):
         said = [s for s in said if not s.startswith(la.no)]
+    # "Is a humidity sensor connected?", when no line writes that state: a listing of one.
+    return said or _there(question, [], result, phrase)
+
+
+def _there(question: Question, bound: Sequence[Line], result: Any, phrase: str) -> list[str]:
+    """"Yes, ..." or "No, ..." to whether ``question``'s subject is there: from a flag of
+    ``bound`` ("Is there mail?"), else "Yes" from the entries of ``result`` that are what was
+    asked (:func:`~edge_agentd.agent.listed.listed_things`). Never "No" from a listing: one
+    need not be complete."""
+    la = question.language
+    if not question.exists:
+        return []
+    be = la.verb(words_of(phrase, la))
+    flags = [line for line in bound if isinstance(line.node, bool)]
+    said = [
+        (la.said_there if line.node else la.said_none_there).format(
+            answer=la.yes if line.node else la.no, be=be, phrase=phrase
+        )
+        for line in flags
+    ]
+    names = listed_things(question, [result]) if not said else []
+    # A name no line of the result shows is not said (a single entry is shown by its count).
+    shown = {w for line in result_line_parts(result, la) for w in words_of(line.text, la)}
+    names = [name for name in names if set(words_of(name, la)) <= shown]
+    if names:
+        consonant, vowel, vowels = la.articles
+        article = vowel if phrase[:1].casefold() in vowels else consonant
+        single = be == la.is_ and article
+        said.append(
+            la.said_exists.format(
+                answer=la.yes,
+                be=be,
+                phrase=f"{article} {phrase}" if single else phrase,
+                names=la.said_listing.format(names=", ".join(names[:-1]), last=names[-1])
+                if len(names) > 1
+                else names[0],
+            )
+        )
     return said
 
 

@@ -90,7 +90,6 @@ def part_text(path: str, value: Any) -> str:
     return f"{path} = {shown}"
 
 
-
 def focused_part(
     model: ModelHandle, query: str, skill_name: str, result: Any, language: Language = ENGLISH
 ) -> str | None:

@@ -36,8 +36,7 @@ from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillRe
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import ModelHandle
-from edge_agentd.agent.question import Question
-from edge_agentd.guidance.asked import head_noun_forms
+from edge_agentd.agent.question import Question, head_noun_forms
 
 if TYPE_CHECKING:
     from edge_agentd.guidance.candidates import Candidate
@@ -141,9 +140,7 @@ def unasked_narrowings(
         for c in candidates
         if c.arguments
         and c.skill_name in whole
-        and not all(
-            isinstance(v, str) and _names(words, v, language) for v in c.arguments.values()
-        )
+        and not all(isinstance(v, str) and _names(words, v, language) for v in c.arguments.values())
     }
 
 

@@ -92,6 +92,7 @@ log = logging.getLogger(__name__)
 ANSWER_HEAD = '{"final_answer": "'
 SKILL_HEAD = '{"skill_name": "'
 
+
 def action_text(skill_name: str, arguments: dict[str, Any]) -> str:
     """An action as the canonical grammar spells it (``json.dumps``'s separators)."""
     return json.dumps({"skill_name": skill_name, "arguments": arguments}, ensure_ascii=False)

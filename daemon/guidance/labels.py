@@ -22,7 +22,7 @@ from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
-from edge_agentd.agent.resultlines import Line, is_number
+from edge_agentd.agent.resultlines import Line, is_number, item_label, reading_text
 
 MAX_LABEL_WORDS = 6
 """A label longer than this (a deep path) is not offered: its last key or a sibling says it."""
@@ -86,9 +86,7 @@ def spell(label: Sequence[str], question: str, language: Language = ENGLISH) -> 
     # "Humidity?" gives no "The Humidity is ...".
     opening = found[0] if found and found[0][1:].islower() else None
     spelled = {w.casefold(): w for w in found if language.letters.search(w) and w != opening}
-    return " ".join(
-        spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label
-    )
+    return " ".join(spelled.get(w.casefold(), w.lower() if w == opening else w) for w in label)
 
 
 def prefix(line: Line) -> tuple[str, ...]:
@@ -118,6 +116,14 @@ def qualifier(
     return None
 
 
+def _unsaid(key: list[str], value: str, language: Language) -> list[str]:
+    """``key``'s words, or none when ``value`` already ends with them: "living room" of
+    ``{"room": "living room"}`` says which room, never "living room room"."""
+    said = [w.casefold() for w in words_of(value, language)]
+    own = [w.casefold() for w in key]
+    return [] if own and said[-len(own) :] == own else key
+
+
 def object_texts(lines: Sequence[Line]) -> dict[tuple[str, ...], list[str]]:
     """For each object's path, its short texts with their keys: what the object says of itself
     ("bme280", "humidity" of ``{"sensor": "bme280", "quantity": "humidity", ...}``). Read once
@@ -128,6 +134,14 @@ def object_texts(lines: Sequence[Line]) -> dict[tuple[str, ...], list[str]]:
         if isinstance(node, str) and len(node) <= 40:
             key = line.name.split()[-1] if line.name else ""
             found.setdefault(prefix(line), []).extend([node, key])
+        elif isinstance(node, list):
+            # A reading in a list is shown as one line, its texts in none: they are its own
+            # (a compared reading's ``label: DS18B20``), under the path its line is named by.
+            for index, item in enumerate(node):
+                if isinstance(item, dict) and reading_text(item) is not None:
+                    at = tuple(f"{line.name} {item_label(item, '', index)}".split())
+                    texts = [[v, str(k)] for k, v in item.items() if isinstance(v, str)]
+                    found.setdefault(at, []).extend(t for pair in texts for t in pair)
     return found
 
 
@@ -185,7 +199,7 @@ def labels(
         # always before the line's own key: "The temperature quantity difference is 25.6 °C",
         # never "The temperature is 25.6 °C" of a difference.
         value, sibling_key = named
-        which = [value, *key_words(sibling_key, language)]
+        which = [value, *_unsaid(key_words(sibling_key, language), value, language)]
         # A bare value is the object's own ("The bme280 sensor is 61.0.").
         found.append(which if line.name in PLACEHOLDER else [*which, *own])
         if isinstance(line.node, str):

@@ -63,10 +63,14 @@ from edge_agentd.agent.resultlines import (
 )
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
+from edge_agentd.guidance.compared import compared_lines
 from edge_agentd.guidance.fitting import (
     asks_existence,
     bound_lines,
     compared_sentences,
+    names_subject,
+    other_words,
+    own_words,
     subject_phrase,
     threshold_of,
     yes_no_sentences,
@@ -75,11 +79,13 @@ from edge_agentd.guidance.labels import (
     PLACEHOLDER,
     keys_of,
     labels,
+    object_texts,
     reading_of,
     spell,
     spoken,
     words_of,
 )
+from edge_agentd.guidance.whose import names_its_readings
 
 TEMPLATE_WORDS = ENGLISH.own_words
 """Every word an English sentence may hold that is not a result's, a skill's or the question's:
@@ -163,7 +169,9 @@ def line_sentences(
             if names and not (fit and how_many):
                 joined = _joined(names, la)
                 sentences.append(la.said_names.format(label=said, be=be, names=joined))
-            if not (fit and names and not how_many):
+            # A count is no answer but to how many: a list of readings, which name no items,
+            # is said by each reading's own line ("There are 2 readings." is no probe's).
+            if not (fit and not how_many):
                 sentences.append(la.said_count.format(count=len(node), label=said))
         elif is_number(node) and line.shown.startswith(f"{node} {la.in_all}"):
             # A list's count (how many).
@@ -273,15 +281,21 @@ def bound_sentences(
     for index, (skill_name, result, chosen) in enumerate(asked):
         lines = result_line_parts(result, language)
         own, says = _skill_words(skills, skill_name, language)
-        words = own
-        if index < len(called):
-            words = own | known_words(called[index], [], language)
-        bound = bound_lines(question, chosen, lines, words)
+        call = known_words(called[index], [], language) if index < len(called) else frozenset()
+        if names_its_readings(lines):
+            # Each reading says which thing it is (a compare's two): the call, which names
+            # them all, says of none which it is.
+            call = frozenset()
+        words = own | call
+        # What names the thing this very call's result is of: its arguments and what it gets,
+        # not the skill's words every call of it has ("RAM" of an example names no line).
+        call = call - own - language.prompt_words
+        bound = bound_lines(question, chosen, lines, words, call_words=call)
         if yes_no:
             # Every line: the state the question names ("closed" of "Is the door closed?") is
             # one a line it asks about may hold, not a text it already states.
             every = [line for line in lines if not line.alternative]
-            bound = bound_lines(question, every, lines, words, narrow=False)
+            bound = bound_lines(question, every, lines, words, narrow=False, call_words=call)
             # A state is the skill's own word, never one the call passed ("humidity" asked of
             # a listing is no state of a sensor).
             said = yes_no_sentences(question, bound, lines, own, result)
@@ -292,7 +306,15 @@ def bound_sentences(
             ) -> list[str]:
                 return sentences_for([(name, of, [line])], question, {name: said_as}, fit=True)
 
-            said = compared_sentences(question, threshold, bound, say)
+            texts = object_texts(lines)
+
+            def of_line(line: Line, texts: Any = texts, skill: Any = words) -> frozenset[str]:
+                # As it was bound: a line no word of its own names is its skill's.
+                own = own_words(line, texts, language)
+                return own if names_subject(question, own) else own | skill
+
+            compared = compared_lines(question, bound, other_words(question), of_line)
+            said = compared_sentences(question, threshold, compared, say)
         else:
             group = [(skill_name, result, bound)]
             said = sentences_for(group, question, {skill_name: says}, fit=True)

@@ -79,7 +79,7 @@ def lex_gbnf(text: str) -> list[str]:
     i = 0
     while i < len(text):
         c = text[i]
-        if c in "\"[":
+        if c in '"[':
             close = '"' if c == '"' else "]"
             j = i + 1
             while j < len(text) and text[j] != close:

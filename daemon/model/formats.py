@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from edge_agentd.agent.prompt import ChatFormat
@@ -210,6 +211,20 @@ def turn_markers(fmt: ChatFormat, control_tokens: Iterable[str]) -> tuple[str, .
     return tuple(
         dict.fromkeys(token for token in control_tokens if token and any(token in t for t in texts))
     )
+
+
+def hygiene(
+    fmt: ChatFormat, control_tokens_in: Callable[[Iterable[str]], Iterable[str]]
+) -> tuple[ChatFormat, tuple[str, ...]]:
+    """``fmt`` with its ``reserved`` turn markers (:func:`turn_markers`, ``control_tokens_in``
+    saying which texts the model's vocabulary reads as control tokens), and every text a prompt
+    writes as a control token: those, and its tool format's own tokens that are control tokens
+    (which the format keeps out of every text it did not write itself)."""
+    markers = turn_markers(fmt, control_tokens_in(format_texts(fmt)))
+    tools = fmt.calls.tokens if fmt.calls is not None else ()
+    found = set(control_tokens_in(tools)) if tools else set()
+    own = tuple(token for token in tools if token in found and token not in markers)
+    return dataclasses.replace(fmt, reserved=markers), markers + own
 
 
 def _tags(*markers: str | None) -> tuple[str, ...]:

@@ -11,7 +11,6 @@ window cache is only safe to cut back partially at full size, hence ``swa_full=T
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import threading
 import time
@@ -27,8 +26,9 @@ from edge_agentd.model.constrained import BadPrefix, GrammarCache
 from edge_agentd.model.continuation import Continuation
 from edge_agentd.model.counting import ThreadCounts
 from edge_agentd.model.decoding import Decoder, Reply, completion
-from edge_agentd.model.formats import choose_format, format_texts, turn_markers
+from edge_agentd.model.formats import choose_format, hygiene
 from edge_agentd.model.gguf import ModelLoadError, read_gguf
+from edge_agentd.model.grammars import grammar_of
 from edge_agentd.model.kvcache import KVCache
 from edge_agentd.model.prefixstate import load_prefix, model_prefix_state
 from edge_agentd.model.runtime import DecodeFailed, LlamaRuntime, ModelClosed, trim_heap
@@ -45,7 +45,6 @@ from edge_agentd.model.sizing import (
     kv_cache_bytes,
 )
 from edge_agentd.model.stopping import CallStops, Interrupted, StopWatch, stop_check
-from edge_agentd.model.toolgrammar import grammar_of
 
 
 def _release(grammars: GrammarCache, runtime: LlamaRuntime, watch: StopWatch) -> None:
@@ -99,10 +98,9 @@ class LlamaModel:
         self._facts = {"name": gguf.name, "file_size_bytes": gguf.size_bytes, "sha256": sha256}
         self._runtime = LlamaRuntime(self.path, gguf, sizes, verbose=verbose)
         # Prompt hygiene (docs/design.md, "Decisions"): of all the control tokens in the
-        # vocabulary only the format's own turn markers are read as such in a prompt, and the
-        # same text written by anyone else (a question, a result, the reply) is defused.
-        self._markers = turn_markers(fmt, self._runtime.control_tokens_in(format_texts(fmt)))
-        self.chat_format: ChatFormat = dataclasses.replace(fmt, reserved=self._markers)
+        # vocabulary only the format's own markers (turns, tool blocks) are read as such, and
+        # the same text written by anyone else (a question, a result, the reply) is defused.
+        self.chat_format, self._markers = hygiene(fmt, self._runtime.control_tokens_in)
         self._cache = KVCache(self._runtime)
         self._continuation = Continuation(self._runtime, self._markers)
         self._side = SideTexts(self._runtime)
@@ -320,7 +318,12 @@ class LlamaModel:
                     forced=reply.forced, sampled=reply.sampled,
                 )  # fmt: skip
                 return completion(
-                    text, n_prompt, evaluated, generated, started=started, prefill_done=prefilled,
+                    text,
+                    n_prompt,
+                    evaluated,
+                    generated,
+                    started=started,
+                    prefill_done=prefilled,
                     stop=stop,
                 )
 

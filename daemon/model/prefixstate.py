@@ -181,9 +181,7 @@ class PrefixState:
         temporary: str | None = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(
-                prefix=f".{PREFIX}", suffix=".tmp", dir=self.directory
-            )
+            fd, temporary = tempfile.mkstemp(prefix=f".{PREFIX}", suffix=".tmp", dir=self.directory)
             with os.fdopen(fd, "wb") as out:
                 out.write(MAGIC)
                 out.write(hashlib.sha256(body).digest())

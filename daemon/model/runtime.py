@@ -228,7 +228,12 @@ class LlamaRuntime:
         return self._piece.raw[:n]
 
     def byte_tokens(self) -> list[int]:
-        """For each byte value, a token that is that one byte (-1 where the vocabulary has none)."""
+        """For each byte value, a token that is that one byte (-1 where the vocabulary has none).
+
+        The tokenizer is asked first. A byte-level BPE tokenizer (GPT-2's kind) reads a lone
+        byte over 0x7f as an invalid character and gives the replacement character's token, yet
+        its vocabulary has a token for every byte: those are found by reading the pieces.
+        """
         found = []
         buffer = (llama_cpp.llama_token * 4)()
         for value in range(256):
@@ -236,7 +241,21 @@ class LlamaRuntime:
             count = llama_cpp.llama_tokenize(self._vocab, data, 1, buffer, 4, False, False)
             token = int(buffer[0]) if count == 1 else -1
             found.append(token if token >= 0 and self.piece(token) == data else -1)
+        if -1 in found[1:]:
+            self._single_byte_pieces(found)
         return found
+
+    def _single_byte_pieces(self, found: list[int]) -> None:
+        """Fill the bytes ``found`` lacks with tokens whose piece is that byte alone (a pass over
+        the vocabulary, made only for the tokenizers that need it)."""
+        missing = found.count(-1)
+        for token in range(self.n_vocab):
+            piece = self.piece(token)  # a control token's piece is empty
+            if len(piece) == 1 and found[piece[0]] < 0:
+                found[piece[0]] = token
+                missing -= 1
+                if not missing:
+                    return
 
     def exact_tokens(self, data: bytes, byte_tokens: list[int]) -> list[int]:
         """Tokens whose pieces join to exactly ``data``: the tokenizer's, when they do, else

@@ -49,8 +49,10 @@ def _parse_reply(item: object, index: int, source: str) -> tuple[str, float]:
         and isinstance(item.get("hang_while", ""), str)
     ):
         delay = item.get("delay_s", 0.0)
-        if isinstance(delay, int | float) and not isinstance(delay, bool) and (
-            0 <= delay <= MAX_DELAY_S
+        if (
+            isinstance(delay, int | float)
+            and not isinstance(delay, bool)
+            and (0 <= delay <= MAX_DELAY_S)
         ):
             return item["text"], float(delay)
     raise ScriptFileError(

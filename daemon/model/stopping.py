@@ -58,9 +58,7 @@ class AbortFlag:
         self._flag = ctypes.create_string_buffer(2)
         # Kept here: llama.cpp holds only the pointers.
         self._callback: Any = _FLAG_READER or llama_cpp.ggml_abort_callback(self._read)
-        llama_cpp.llama_set_abort_callback(
-            context, self._callback, ctypes.addressof(self._flag)
-        )
+        llama_cpp.llama_set_abort_callback(context, self._callback, ctypes.addressof(self._flag))
 
     @property
     def raised(self) -> bool:

@@ -10,10 +10,8 @@ holds the words the model writes, not a quoted string.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
-from collections.abc import Callable
 from typing import Any
 
 from edge_agentd.agent.actions import TaggedCalls
@@ -29,7 +27,7 @@ _FREE_TEXT = "answer ::= [^<\\x00] [^\\x00]*\n"
 """An answer the grounding does not hold: any text that does not open a tag."""
 
 
-def _literal(text: str) -> str:
+def gbnf_literal(text: str) -> str:
     """``text`` as a GBNF string literal."""
     escaped = (
         text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
@@ -37,19 +35,19 @@ def _literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _renamed(gbnf: str, prefix: str) -> str:
+def renamed(gbnf: str, prefix: str) -> str:
     """``gbnf`` with every rule name given ``prefix``, so two grammars can be joined."""
     names = {line.split("::=", 1)[0].strip() for line in gbnf.splitlines() if "::=" in line}
     return "".join(prefix + p if p in names else p for p in lex_gbnf(gbnf))
 
 
-def _answer_rule(answer: dict[str, Any]) -> str:
+def answer_rule(answer: dict[str, Any]) -> str:
     """The rule ``answer`` for a ``final_answer`` string schema, as raw text."""
     if "enum" in answer:
         options = [o for o in answer["enum"] if isinstance(o, str) and o]
         if not options:
             raise GrammarError("the answer's list of sentences is empty")
-        return "answer ::= " + " | ".join(_literal(o) for o in options) + "\n"
+        return "answer ::= " + " | ".join(gbnf_literal(o) for o in options) + "\n"
     if "pattern" in answer:
         grammar_module = importlib.import_module("llama_cpp.llama_grammar")
         converter = grammar_module.SchemaConverter(
@@ -83,12 +81,12 @@ def tagged_gbnf(calls: TaggedCalls, schema: dict[str, Any]) -> str:
         alternatives, rules = [], []
         if call_branches:
             call_grammar = schema_to_gbnf({"oneOf": call_branches})
-            rules.append(_renamed(call_grammar, "call-"))
+            rules.append(renamed(call_grammar, "call-"))
             alternatives.append(
-                f"{_literal(calls.call_open)} call-root {_literal(calls.call_close)}"
+                f"{gbnf_literal(calls.call_open)} call-root {gbnf_literal(calls.call_close)}"
             )
         if answer is not None:
-            rules.append(_renamed(_answer_rule(answer), "text-"))
+            rules.append(renamed(answer_rule(answer), "text-"))
             alternatives.append("text-answer")
         if not alternatives:
             raise GrammarError("the action schema has neither a call nor an answer")
@@ -99,10 +97,4 @@ def tagged_gbnf(calls: TaggedCalls, schema: dict[str, Any]) -> str:
         ) from exc
 
 
-def grammar_of(calls: TaggedCalls | None) -> Callable[[dict[str, Any]], str]:
-    """How an action schema becomes a grammar for a model speaking ``calls`` (None: the seed's
-    JSON actions)."""
-    return schema_to_gbnf if calls is None else functools.partial(tagged_gbnf, calls)
-
-
-__all__ = ["grammar_of", "tagged_gbnf"]
+__all__ = ["answer_rule", "gbnf_literal", "renamed", "tagged_gbnf"]

@@ -179,7 +179,7 @@ they use is the value's (agent/english.py builds English's)."""
 # names of the data, read by programs, not words said to anyone.
 FORMAT_KEYS = words(
     "type object string properties required pattern enum arguments value unit items "
-    "description examples says options label engine model rules grounding"
+    "description examples const says options label engine model rules grounding"
 )
 """Literals that are identifiers of a format, not words of a language."""
 
@@ -275,6 +275,8 @@ RECURSIVE_NOT_WALKERS = {
     ("jsonvalues.py", "to_jsonable"),  # makes any Python value JSON: it walks no result
     ("render.py", "bound_sentences"),  # calls itself on a question's two parts
     ("skillspec.py", "_type_text"),  # says an argument's JSON Schema type: no result
+    ("gemmacalls.py", "_declared"),  # a skill's JSON Schema as Gemma 4 declares it: no result
+    ("gemmacalls.py", "_parameters"),  # the same, as the template's recursive macro writes it
 }
 
 

@@ -84,3 +84,27 @@ def test_the_daemons_grounding_takes_the_engines_comparison() -> None:
     assert isinstance(answer, FinalAnswerAction), list(state.stream)
     assert answer.answer.startswith("Yes, ") and "48.312 °C" in answer.answer
     assert answer.made_by == "engine"
+
+
+UPTIME = {"host": "garden-pi", "uptime": {"value": 5.3, "unit": "days"}}
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Has the garden pi had an uptime of more than a day?", "Yes"),
+        ("Is the uptime less than one day?", "No"),
+    ],
+)
+def test_a_or_one_before_a_unit_is_the_number_one(question: str, expected: str) -> None:
+    sentences = said(question, "garden_uptime", UPTIME)
+    assert sentences, question
+    assert all(s.startswith(f"{expected}, ") and "5.3 days" in s for s in sentences), sentences
+
+
+def test_a_word_for_one_without_a_unit_or_in_a_word_compares_nothing() -> None:
+    assert threshold_of(Question.parse("Is it more than a?", ENGLISH)) is None
+    found = threshold_of(Question.parse("Is the load more than apple 3?", ENGLISH))
+    assert found is None
+    # A unit the value is not written in compares nothing: hours are not days.
+    assert said("Is the uptime more than an hour?", "garden_uptime", UPTIME) == []

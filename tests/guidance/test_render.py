@@ -61,6 +61,11 @@ def plugin_home() -> Registry:
         }
 
     @registry.skill(timeout=1.0)
+    def living_room_co2() -> dict[str, Any]:
+        """The CO2 level in the living room, in ppm."""
+        return {"room": "living room", "co2": {"value": 870, "unit": "ppm"}}
+
+    @registry.skill(timeout=1.0)
     def power_meter() -> dict[str, Any]:
         """The house's power draw right now."""
         return {"power": {"value": 412.0, "unit": "W"}}
@@ -106,6 +111,16 @@ def test_a_reading_of_a_ten_line_plugin_is_stated_with_its_label_value_and_unit(
     # The label is the skill's own name (the result's reading has no key of its own).
     assert state.final_answer == "The rain barrel level is 137.5 L."
     assert state.stream.root[-1].made_by == "engine"
+
+
+def test_a_text_that_says_which_one_is_not_followed_by_its_key_when_it_ends_with_it() -> None:
+    question = "What is the CO2 level in the living room?"
+    model = asked_of("living_room_co2", question)
+    state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
+    assert state.final_answer is not None and "870 ppm" in state.final_answer
+    # "living room" says which room: never "the living room room CO2".
+    assert "The living room CO2 is 870 ppm." in offered(model)
+    assert not any("room room" in sentence for sentence in offered(model))
 
 
 def test_a_list_is_stated_as_its_names_or_its_count() -> None:

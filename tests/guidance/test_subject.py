@@ -43,9 +43,18 @@ FREE = content_free(PLAIN)
         ("Tell me the current humidity reading.", Subject(("humidity",), "reading")),
         ("What is the atmospheric pressure right now?", Subject(("atmospheric",), "pressure")),
         # Whose it is: like an "of" phrase, it may name the thing and need not.
-        ("Is my Raspberry Pi's CPU running hot?", Subject(("CPU",), "running", owner=("Raspberry", "Pi"))),
-        ("What temperature does the DS18B20 probe read?", Subject((), "temperature")),
-        ("What does the BME280 say the temperature is?", Subject((), "BME280")),
+        (
+            "Is my Raspberry Pi's CPU running hot?",
+            Subject(("CPU",), "running", owner=("Raspberry", "Pi")),
+        ),
+        (
+            "What temperature does the DS18B20 probe read?",
+            Subject((), "temperature", doer=("DS18B20", "probe")),
+        ),
+        (
+            "What does the BME280 say the temperature is?",
+            Subject((), "BME280", doer=("temperature",)),
+        ),
         ("What will the date be in 30 days?", Subject((), "date")),
         # After "it" or "there" with no subject of its own, what follows is asked about.
         ("Will it rain tomorrow?", Subject((), "rain")),
@@ -69,10 +78,14 @@ FREE = content_free(PLAIN)
         # "How <adjective> is it?" asks about the quality itself: "humid" ~ "humidity".
         ("How humid is it in here?", Subject((), "humid", quality="humid")),
         ("How loud is it in the room?", Subject((), "loud", quality="loud")),
-        ("How charged is the car's battery?", Subject((), "battery", owner=("car",), quality="charged")),
+        (
+            "How charged is the car's battery?",
+            Subject((), "battery", owner=("car",), quality="charged"),
+        ),
         ("Humidity right now?", Subject((), "Humidity")),
         ("How loud is it here?", Subject((), "loud", quality="loud")),
-        ("Does it have a humidity sensor?", None),
+        # Whether it is there: what it asks about follows "have".
+        ("Does it have a humidity sensor?", Subject(("humidity",), "sensor")),
         ("How long is it until Christmas?", None),
         ("Compare them", None),
         ("On what day of the week does Halloween fall?", None),
@@ -176,32 +189,44 @@ VOCABULARY = known_words([SENSOR], [{"readings": [{"quantity": "humidity", "unit
 def test_a_subject_no_word_of_which_the_evidence_knows_cannot_be_told() -> None:
     question = "What is the light level in lux?"
     scores = gains(SENSOR, question, light=WHICH_GAIN, level=KNOWN_GAIN - 0.5)
-    assert unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
+    assert unknown_subject(
+        MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE
+    )
     # Likely enough after the called skill's description, a word is known though no text has it.
     scores = gains(SENSOR, question, light=WHICH_GAIN, level=KNOWN_GAIN)
-    assert not unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
+    assert not unknown_subject(
+        MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE
+    )
 
 
 def test_an_unknown_head_needs_another_word_the_evidence_itself_names() -> None:
     question = "What is the CO2 level in the living room?"
     # "CO2" is likely after a sensor's description, but no text here names it.
     scores = gains(SENSOR, question, CO2=KNOWN_GAIN + 1.0, level=0.8)
-    assert unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
+    assert unknown_subject(
+        MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE
+    )
     # "disk" is a word of the evidence: "disk space" is a thing it knows, "space" or not.
     question = "How much disk space is free?"
     vocabulary = known_words(["Disk usage of /."], [{"disk": {"free_gib": 75.9}}])
     scores = gains(SENSOR, question, space=0.1)
-    assert not unknown_subject(MockModel([], scores=scores), Question.parse(question), vocabulary, [SENSOR], FREE)
+    assert not unknown_subject(
+        MockModel([], scores=scores), Question.parse(question), vocabulary, [SENSOR], FREE
+    )
 
 
 def test_a_word_that_says_which_one_must_be_known_too() -> None:
     question = "What does the garage door sensor read?"
     scores = gains(SENSOR, question, garage=0.7, door=0.6)
     # "sensor" is known, but no sensor here is a garage door's.
-    assert unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
+    assert unknown_subject(
+        MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE
+    )
     question = "What is the relative humidity?"
     scores = gains(SENSOR, question, relative=WHICH_GAIN)
-    assert not unknown_subject(MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE)
+    assert not unknown_subject(
+        MockModel([], scores=scores), Question.parse(question), VOCABULARY, [SENSOR], FREE
+    )
 
 
 def test_a_known_subject_or_none_is_never_held_back_and_nothing_is_scored() -> None:
@@ -267,7 +292,9 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     # (every strategy's) still finds no word of the evidence naming the light level: the engine
     # offers only what the loop takes.
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(question)
+    state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(
+        question
+    )
     assert offered(model, state) == ["I cannot tell: no skill here reads the light level."]
     assert state.final_answer == "I cannot tell: no skill here reads the light level."
 
@@ -293,7 +320,9 @@ def weather_run(weather: float, sensor: float) -> tuple[MockModel, Any]:
         ANSWER_HEAD: 0.0,
     }
     model = MockModel([], scores=scores)
-    state = Agent(model, house_with_a_failing_forecast(), guidance=Guidance(), grounding=Grounding()).run(question)
+    state = Agent(
+        model, house_with_a_failing_forecast(), guidance=Guidance(), grounding=Grounding()
+    ).run(question)
     return model, state
 
 
@@ -333,7 +362,7 @@ def test_a_question_in_two_parts_is_held_back_only_when_both_ask_the_unknown() -
 
 
 def test_a_question_with_no_subject_may_still_say_it_cannot_tell() -> None:
-    question = "Does it have a humidity sensor?"
+    question = "Compare them"
     scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
     model = MockModel([], scores=scores)
     state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
@@ -351,7 +380,9 @@ def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
     # had copied the worked example's "I cannot tell: ..." for questions its result answered.
     assert not any("cannot tell" in answer for answer in offered(model, state))
     model = MockModel([], scores=scores)
-    state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(question)
+    state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(
+        question
+    )
     assert "I cannot tell: no skill here reads the humidity." in offered(model, state)
 
 
@@ -396,7 +427,10 @@ def test_any_question_is_judged_by_which_of_its_subject_words_the_texts_name(
         # A place after "in", opened by a determiner, says which one too.
         ("What is the CO2 level in the bedroom?", Subject(("CO2",), "level", (), ("bedroom",))),
         ("Is the light in the hallway on?", Subject((), "light", (), ("hallway",))),
-        ("How dry is the soil of the tomato plant?", Subject((), "soil", ("tomato", "plant"), quality="dry")),
+        (
+            "How dry is the soil of the tomato plant?",
+            Subject((), "soil", ("tomato", "plant"), quality="dry"),
+        ),
         # A bare word after "in" is a unit or a manner; "the room" is where the asker is.
         ("What is the temperature in Fahrenheit?", Subject((), "temperature")),
         ("What's the humidity in the room?", Subject((), "humidity")),
@@ -412,15 +446,52 @@ def test_a_place_or_an_owner_the_evidence_does_not_name_makes_the_subject_unknow
         ["living_room_co2", "The CO2 level in the living room, in ppm."],
         [{"room": "living room", "co2": {"value": 870, "unit": "ppm"}}],
     )
-    assert unnamed_subject(Question.parse("What is the CO2 level in the bedroom?"), co2) == "CO2 level bedroom"
+    assert (
+        unnamed_subject(Question.parse("What is the CO2 level in the bedroom?"), co2)
+        == "CO2 level bedroom"
+    )
     assert unnamed_subject(Question.parse("What is the CO2 level in the living room?"), co2) is None
     assert unnamed_subject(Question.parse("What is the CO2 level in the room?"), co2) is None
     basil = known_words(
         ["basil_soil_moisture", "Soil moisture of the basil plant's pot, in percent."],
         [{"plant": "basil", "soil_moisture": {"value": 23.0, "unit": "%"}}],
     )
-    assert unnamed_subject(Question.parse("How dry is the soil of the tomato plant?"), basil) == "soil tomato"
+    assert (
+        unnamed_subject(Question.parse("How dry is the soil of the tomato plant?"), basil)
+        == "soil tomato"
+    )
     assert unnamed_subject(Question.parse("How dry is the soil of the basil plant?"), basil) is None
     # A kind's name with a digit in it is spelt otherwise by results ("w1"): it does not decide.
-    probes = known_words(["list_sensors"], [{"sensors": [{"name": "28-0316a2791bff", "kind": "w1"}]}])
+    probes = known_words(
+        ["list_sensors"], [{"sensors": [{"name": "28-0316a2791bff", "kind": "w1"}]}]
+    )
     assert unnamed_subject(Question.parse("What is the name of the 1-Wire sensor?"), probes) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "doer"),
+    [
+        ("How much power are the solar panels producing?", ("solar", "panels")),
+        ("i'd like to know how much power the solar panels are producing.", ("solar", "panels")),
+        ("What power does the heat pump draw?", ("heat", "pump")),
+        # No determiner opens a verb's own phrase ("is left"), and the device names no thing.
+        ("How much water is left in the tank?", ()),
+        ("How much memory is the machine using?", ()),
+        ("What time is it?", ()),
+        ("Does the greenhouse have a CO2 sensor?", ()),
+    ],
+)
+def test_what_the_questions_verb_is_of_says_which_one(question: str, doer: tuple[str, ...]) -> None:
+    subject = question_subject(question)
+    assert subject is not None and subject.doer == doer
+
+
+def test_a_doer_the_evidence_does_not_name_makes_the_subject_unknown() -> None:
+    meter = known_words(
+        ["grid_meter", "The house's power draw from the grid right now."],
+        [{"power": {"value": 1840, "unit": "W"}}],
+    )
+    solar = Question.parse("How much power are the solar panels producing?")
+    assert unnamed_subject(solar, meter) == "solar panels power"
+    assert unnamed_subject(Question.parse("How much power is the house drawing?"), meter) is None
+    assert unnamed_subject(Question.parse("How much power is the machine drawing?"), meter) is None

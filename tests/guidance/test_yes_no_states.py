@@ -34,12 +34,18 @@ def _skills() -> dict[str, Any]:
 
 
 def test_a_text_that_is_no_state_answers_no_yes_or_no() -> None:
+    """"humidity" under ``quantity`` is no state of a sensor: it gives no "No" to whether one
+    is connected. The listing's entry that measures humidity says one is there."""
     question = Question.parse("Can you tell me whether a humidity sensor is connected?", ENGLISH)
     skills = _skills()
-    assert fitting_sentences(question, [("list_sensors", LISTING)], skills) == []
+    listed = ["Yes, there is a humidity sensor: bme280."]
+    assert fitting_sentences(question, [("list_sensors", LISTING)], skills) == listed
     # Nor when the call asked for that very word: the argument is not the sensor's state.
     called = [["humidity"]]
-    assert fitting_sentences(question, [("list_sensors", LISTING)], skills, called) == []
+    assert fitting_sentences(question, [("list_sensors", LISTING)], skills, called) == listed
+    # A listing filtered by the word asked, that lists nothing, says neither.
+    empty = {"count": 0, "quantity": "humidity", "sensors": []}
+    assert fitting_sentences(question, [("list_sensors", empty)], skills) == []
 
 
 def test_a_state_the_skill_names_still_answers() -> None:

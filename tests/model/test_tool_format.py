@@ -192,6 +192,11 @@ def test_llama_cpp_speaks_it_on_the_tiny_qwen2(qwen2_gguf: Path) -> None:
         events = list(state.stream)
         assert isinstance(events[0], CallSkillAction), events[0]
         assert events[0].raw.startswith("<tool_call>\n")
+        # What the grammar allows alone (the tags, the keys, the rest of a name) is not sampled:
+        # a byte-level BPE vocabulary has a token for each byte, read off its pieces.
+        usage = events[0].usage
+        assert usage is not None and usage.forced_tokens and usage.sampled_tokens is not None
+        assert usage.sampled_tokens < usage.forced_tokens
         # The grammar keeps every reply a tagged call or plain text; only the token cap may cut
         # one (random weights can write an answer's free text until it).
         assert not [

@@ -1,0 +1,117 @@
+"""A yes-or-no question that compares a value with a number or a share (docs/design.md, "One
+model turn"): "Is the CPU warmer than 40 °C?", "Is more than half of the memory in use?". Read
+without its comparison for what it asks about; each fitting value in the unit it names is said
+after its "Yes" or "No". The comparison's words, and the shares a word names ("half"), are the
+language's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+
+from edge_agentd.agent.question import Question
+from edge_agentd.agent.resultlines import Line, reading_text
+
+
+@dataclasses.dataclass(frozen=True)
+class Threshold:
+    """A number the question compares a value with: over it (``above``) or under, in ``unit``
+    (None: the question names none)."""
+
+    above: bool
+    number: float
+    unit: str | None
+    asking: Question
+    """The question without its comparison: what it asks about."""
+
+
+def threshold_of(question: Question) -> Threshold | None:
+    """The number ``question`` compares a value with ("Is the CPU warmer than 40 °C?"), if it
+    does with a comparison the language knows."""
+    la = question.language
+    text = question.text
+    # "Is more than half of the memory in use?": a share, in percent ("a quarter" is no unit).
+    shared = la.share.search(text) if la.share is not None else None
+    found = la.threshold.search(text) if la.threshold is not None and not shared else shared
+    if found is None or (found is shared and found.group(3).casefold() not in la.shares):
+        return None
+    if found is shared:
+        word, unit = (found.group(1) or found.group(2)).casefold(), "%"
+        number = la.shares[found.group(3).casefold()]
+    else:
+        word = (found.group(1) or found.group(2) or "").casefold()
+        unit = found.group(4)
+        unit = "".join(unit.split()).casefold() if unit and not unit.isalpha() else unit
+        written = found.group(3)
+        if written.casefold() in la.one:
+            if not unit:
+                return None  # "more than an" names no amount of anything
+            number = 1.0
+        else:
+            number = float(written)
+    if word not in la.above and word not in la.below:
+        return None
+    after = text[found.end() :]
+    if la.token.findall(after)[:1] == [la.of]:
+        after = after.lstrip()[len(la.of) :]  # "more than 80 % of the disk": the disk
+    asking = Question.parse(f"{text[: found.start()].rstrip()} {after.lstrip()}", la)
+    return Threshold(word in la.above, number, unit, asking)
+
+
+def compared_lines(
+    asking: Question,
+    bound: Sequence[Line],
+    others: Sequence[str],
+    own: Callable[[Line], frozenset[str]],
+) -> list[Line]:
+    """The lines of ``bound`` a comparison may be of: none when the question without its
+    comparison (``asking``) names no subject; where it has other words (``others``: "free" of
+    "Is more than half of the memory free?"), only the lines whose own words (``own``) hold
+    one, or its participle ("use" of ``used_percent``, ``charge`` of "charged"). A share used
+    is no share free."""
+    if asking.subject is None and not asking.parts:
+        return []
+    if not others:
+        return list(bound)
+    suffixes = ("", *asking.language.participle_suffixes)
+
+    def forms(words: Iterable[str]) -> set[str]:
+        return {f"{w.casefold()}{s}" for w in words for s in suffixes}
+
+    asked = forms(others)
+    return [line for line in bound if asked & forms(own(line))]
+
+
+def compared_sentences(
+    question: Question,
+    threshold: Threshold,
+    bound: Sequence[Line],
+    say: Callable[[Line], list[str]],
+) -> list[str]:
+    """"Yes, ..." or "No, ..." before the sentences ``say`` gives of each line of ``bound``
+    whose value is a number in the threshold's unit (any, where it names none), compared
+    with it. A unit the question names that the value is not written in compares nothing."""
+    la = question.language
+    said: list[str] = []
+    for line in bound:
+        value = line.node
+        if isinstance(value, dict) and reading_text(value) is not None:
+            value = value["value"]  # a reading: its value, in the unit beside it
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        written = "".join(line.shown.split()).casefold()
+        # Or the unit its key ends with (``used_percent``).
+        key = la.name_word.findall(line.name.split()[-1].casefold()) if line.name else []
+        written += la.unit_suffixes.get(key[-1], "").casefold() if key else ""
+        if threshold.unit is not None and threshold.unit.casefold() not in written:
+            continue
+        over = value > threshold.number if threshold.above else value < threshold.number
+        answer = la.yes if over else la.no
+        for sentence in say(line):
+            lowered = sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
+            said.append(la.said_compared.format(answer=answer, sentence=lowered))
+    return said
+
+
+__all__ = ["Threshold", "compared_lines", "compared_sentences", "threshold_of"]
