@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.evidence import answer_numbers, numbers_in
+from edge_agentd.agent.evidence import answer_numbers, first_unwritten, one_text
 from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
@@ -34,11 +34,11 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
     """The first value ``answer`` writes that ``texts`` do not hold, or None: a number not among
     theirs, a text with digits not written whole in one of them, or a ``%`` or ``°`` unit after
     a number that the texts write with other units only."""
-    numbers = numbers_in(texts)
-    for number in answer_numbers(answer):
-        if float(number.replace(",", "")) not in numbers:
-            return number
-    folded = [t.casefold() for t in texts]
+    evidence = one_text(texts)
+    unwritten = first_unwritten(answer_numbers(answer), evidence)
+    if unwritten is not None:
+        return unwritten
+    folded = evidence.casefold()
     for match in _VALUE_TOKEN.finditer(answer):
         # A word before or after a colon or slash is a label, not part of the value ("A:41.5").
         token, before = match.group().strip(".:/+-"), ""
@@ -46,15 +46,13 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
             token, before = _LABELS.sub("", token).strip(".:/+-"), token
         if _PLAIN_NUMBER.fullmatch(token) or "," in token:
             continue  # a number alone: its value was checked above
-        if not any(_written_whole(token.casefold(), text) for text in folded):
+        if not _written_whole(token.casefold(), folded):
             return token
     for match in _NUMBER_UNIT.finditer(answer):
         # A unit the evidence writes after this number, or none: a bare number of a skill that
         # says its unit in words ("in degrees Celsius") may take its sign; another reading's
         # unit may not ("41.5 °C" for "41.5 %RH").
-        value, unit = float(match.group(1)), match.group(2)
-        units = [u for text in texts for u in _units_of(value, text)]
-        if units and not any(u.startswith(unit) for u in units):
+        if not _unit_of(float(match.group(1)), match.group(2), evidence):
             return match.group()
     return None
 
@@ -63,34 +61,38 @@ _NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
 """A number and a unit after it that starts with a sign no word does (``%``, ``°C``)."""
 
 
+def reading_units(node: dict[str, Any], language: Language = ENGLISH) -> list[tuple[str, float]]:
+    """The units an object of a result gives its values, case folded, each with its value: what
+    :func:`misplaced_unit` reads of it. A number's key may give it its unit (``used_percent:
+    72.6`` is in %, as the engine says it); a numeric ``value`` has its ``unit`` and
+    ``unit_name``."""
+    found: list[tuple[str, float]] = []
+    for key, item in node.items():
+        last = language.name_word.findall(str(key).casefold())[-1:]
+        said = language.unit_suffixes.get(last[0]) if last else None
+        if said and isinstance(item, int | float) and not isinstance(item, bool):
+            found.append((said.casefold(), float(item)))
+    value = node.get("value")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        for key in ("unit", "unit_name"):
+            name = node.get(key)
+            if isinstance(name, str) and name.strip():
+                found.append((name.strip().casefold(), float(value)))
+    return found
+
+
 def misplaced_unit(
-    answer: str, results: Iterable[Any], question: str = "", language: Language = ENGLISH
+    answer: str, readings: Iterable[tuple[str, float]], question: str = ""
 ) -> str | None:
-    """A unit or unit name the results (and ``question``) give only to other values, written
-    just after a number of ``answer`` ("48.312 °C (Fahrenheit)" when only 118.96 is in
-    Fahrenheit), as the answer writes the two; None when there is none. A value's key may give
-    it its unit (``used_percent: 72.6`` is in %, as the engine says it)."""
+    """A unit or unit name the results' ``readings`` (:func:`reading_units`, in the results'
+    order) and ``question`` give only to other values, written just after a number of
+    ``answer`` ("48.312 °C (Fahrenheit)" when only 118.96 is in Fahrenheit), as the answer
+    writes the two; None when there is none."""
     units: dict[str, set[float]] = {}
     for number, unit in _NUMBER_UNIT.findall(question):
         units.setdefault(unit.casefold(), set()).add(float(number))
-
-    def visit(node: Any, at: None) -> list[tuple[Any, None]]:
-        if isinstance(node, dict):
-            for key, item in node.items():
-                last = language.name_word.findall(str(key).casefold())[-1:]
-                said = language.unit_suffixes.get(last[0]) if last else None
-                if said and isinstance(item, int | float) and not isinstance(item, bool):
-                    units.setdefault(said.casefold(), set()).add(float(item))
-            value = node.get("value")
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                for key in ("unit", "unit_name"):
-                    name = node.get(key)
-                    if isinstance(name, str) and name.strip():
-                        units.setdefault(name.strip().casefold(), set()).add(float(value))
-        return inside(node, None)
-
-    for result in results:
-        walk(result, visit, None)
+    for name, value in readings:
+        units.setdefault(name, set()).add(value)
     for name, values in units.items():
         for mention in re.finditer(rf"(?<![^\W_]){re.escape(name)}(?![^\W_])", answer, re.I):
             # A bounded look back: an answer of any length is checked in linear time.
@@ -118,9 +120,16 @@ def _written_whole(token: str, text: str) -> bool:
     return False
 
 
-def _units_of(value: float, text: str) -> list[str]:
-    """The units ``text`` writes after ``value``."""
-    return [m.group(2) for m in _NUMBER_UNIT.finditer(text) if float(m.group(1)) == value]
+def _unit_of(value: float, unit: str, text: str) -> bool:
+    """Whether ``text`` writes ``unit`` (or a unit it begins) after ``value``, or no unit after
+    it at all: ``text`` is read only until it writes the unit."""
+    other = False
+    for match in _NUMBER_UNIT.finditer(text):
+        if float(match.group(1)) == value:
+            if match.group(2).startswith(unit):
+                return True
+            other = True
+    return not other
 
 
 def unnamed_subject(question: Question, vocabulary: frozenset[str]) -> str | None:
@@ -254,6 +263,7 @@ __all__ = [
     "misplaced_unit",
     "names_a_skill",
     "quality_nouns",
+    "reading_units",
     "state_claim",
     "unnamed_subject",
 ]

@@ -304,17 +304,39 @@ def answer_schema(pattern: str) -> dict[str, Any]:
     }
 
 
-_NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])-?\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
+"""A number with its thousands' commas if it has them, else its digits; one look behind for both
+forms (with two, the scan tried it twice at every character)."""
 
 
 def answer_numbers(text: str) -> list[str]:
     """Each number as a reader picks it out of ``text`` (2,873.2 is one; -4 is negative)."""
-    return _NUMBER.findall(text) if any(c.isdigit() for c in text) else []
+    # One scan in C: a look at each character in Python first, to skip a text without a digit,
+    # cost more than the scan it saved.
+    return _NUMBER.findall(text)
 
 
 def numbers_in(texts: Sequence[str]) -> set[float]:
     """Every number written in ``texts``, as values."""
-    return {float(n.replace(",", "")) for text in texts for n in answer_numbers(text)}
+    return {float(n.replace(",", "")) for n in answer_numbers(one_text(texts))}
+
+
+def first_unwritten(numbers: Sequence[str], text: str) -> str | None:
+    """The first of ``numbers`` (as :func:`answer_numbers` picks them out of an answer) whose
+    value ``text`` does not write, or None: ``text`` is read only until each value is found."""
+    pending = {float(n.replace(",", "")) for n in numbers}
+    if pending:
+        for found in _NUMBER.finditer(text):
+            pending.discard(float(found.group().replace(",", "")))
+            if not pending:
+                return None
+    return next((n for n in numbers if float(n.replace(",", "")) in pending), None)
+
+
+def one_text(texts: Sequence[str]) -> str:
+    """``texts`` as one, a line each, to be scanned at once: no number, value or unit the
+    grounding rules read spans a line break, and one is read after a break as at a start."""
+    return "\n".join(texts)
 
 
 __all__ = [
@@ -323,6 +345,7 @@ __all__ = [
     "answer_pattern",
     "answer_schema",
     "copyable",
+    "first_unwritten",
     "numbers_in",
     "plain_chars",
 ]

@@ -98,7 +98,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     # An answer that cannot tell may say why in a failed skill's own words.
     texts = (*evidence.texts, *evidence.errors) if declined else evidence.texts
     absent = absent_value(answer, texts) or misplaced_unit(
-        answer, evidence.results, evidence.question.text, language
+        answer, evidence.readings, evidence.question.text
     )
     if absent is not None:
         return Verdict(

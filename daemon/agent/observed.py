@@ -9,7 +9,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from edge_agentd.agent.claims import unnamed_subject
+from edge_agentd.agent.claims import reading_units, unnamed_subject
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import (
     AgentState,
@@ -50,13 +50,19 @@ class Evidence:
     errors: tuple[str, ...] = ()
     """What the skills that failed said: no evidence of a value, but a reason an answer that
     cannot tell may give ("no thermal zone was found under /sys/class/thermal")."""
+    wording: tuple[str, ...] = ()
+    """The results' keys and texts, the words of them :attr:`vocabulary` reads (found in the
+    one walk that finds :attr:`texts`)."""
+    readings: tuple[tuple[str, float], ...] = ()
+    """Each unit name the results give a value (:func:`~edge_agentd.agent.claims.reading_units`),
+    found in the same walk."""
 
     @functools.cached_property
     def vocabulary(self) -> frozenset[str]:
         """The words of the calls that returned a result and of those results, case folded:
         read only where a rule needs them (a question with a subject)."""
         language = self.question.language
-        return self.skill_words | known_words(self.arguments, self.results, language)
+        return self.skill_words | known_words((*self.arguments, *self.wording), (), language)
 
     def unnamed_subject(self) -> str | None:
         """What of the question's subject this evidence does not name (:func:`unnamed_subject`);
@@ -82,18 +88,23 @@ class Gathered:
         "key",
         "last",
         "named",
+        "readings",
         "results",
         "seen",
         "texts",
+        "visit",
+        "wording",
         "words",
     )
 
     def __init__(self) -> None:
         self.reset(None, "")
 
-    def reset(self, key: tuple[int, int, int] | None, query: str) -> None:
+    def reset(
+        self, key: tuple[int, int, int] | None, query: str, language: Language = ENGLISH
+    ) -> None:
         """Start anew, for registry ``key`` (its id and version, and the language's id) and
-        ``query``."""
+        ``query``, its results read in ``language``."""
         self.key = key
         self.seen = 0
         self.last: object = None
@@ -106,18 +117,22 @@ class Gathered:
         self.described = False
         self.called_names: set[str] = set()
         self.evidence: Evidence | None = None
-        self.named: dict[str, frozenset[str]] = {}
+        self.named: set[str] = set()
+        """The skills whose words :attr:`words` holds."""
         self.arguments: list[str] = []
+        self.wording: list[str] = []
+        self.readings: list[tuple[str, float]] = []
+        self.visit = _texts_of(self.texts, self.wording, self.readings, language)
+        """What the walk of each result adds to the lists above (made once a run)."""
 
-    def skill_words(self, name: str, registry: Registry, language: Language) -> frozenset[str]:
-        """The words that name what a skill's calls ask about: its name, description and
-        examples (read once a run, however often it is called)."""
-        words = self.named.get(name)
-        if words is None:
+    def add_skill_words(self, name: str, registry: Registry, language: Language) -> None:
+        """Add the words that name what a skill's calls ask about: its name, description and
+        examples (read and added once a run, however often it is called)."""
+        if name not in self.named:
+            self.named.add(name)
             spec = registry.get(name)
             texts = [name] if spec is None else [name, spec.description, *spec.examples]
-            words = self.named[name] = known_words(texts, [], language)
-        return words
+            self.words |= known_words(texts, [], language)
 
 
 def gather(
@@ -140,7 +155,7 @@ def gather(
         or gathered.seen > len(events)
         or (gathered.seen and events[gathered.seen - 1] is not gathered.last)
     ):
-        gathered.reset(key, state.query)
+        gathered.reset(key, state.query, language)
     if gathered.seen < len(events):
         for index in range(gathered.seen, len(events)):
             event = events[index]
@@ -154,13 +169,13 @@ def gather(
             if not isinstance(event, SkillResultObservation):
                 continue
             gathered.results.append(event.result)
-            walk(event.result, _texts_of(gathered.texts), None)
+            walk(event.result, gathered.visit, None)
             call = gathered.calls.get(event.call_id) if event.call_id else None
             before = events[index - 1] if index else None
             if call is None and isinstance(before, CallSkillAction):
                 call = before  # an event stream made by hand, without ids
             if call is not None:
-                gathered.words |= gathered.skill_words(call.skill_name, registry, language)
+                gathered.add_skill_words(call.skill_name, registry, language)
                 gathered.arguments.extend(map(str, call.arguments.values()))
                 # What the skill says such a call gets names what its result is of.
                 spec = registry.get(call.skill_name)
@@ -179,26 +194,37 @@ def gather(
             tuple(gathered.arguments),
             frozenset(gathered.called_names),
             tuple(gathered.errors),
+            tuple(gathered.wording),
+            tuple(gathered.readings),
         )
     return evidence
 
 
-def _texts_of(texts: list[str]) -> Callable[[Any, str | None], list[tuple[Any, str | None]]]:
+def _texts_of(
+    texts: list[str], wording: list[str], readings: list[tuple[str, float]], language: Language
+) -> Callable[[Any, str | None], list[tuple[Any, str | None]]]:
     """What a walk of a result adds to ``texts``: each reading as it is written, each key
-    before what it holds, each list's count, and each text and number."""
+    before what it holds, each list's count, and each text and number; to ``wording``, each
+    key and each text (:func:`~edge_agentd.agent.vocabulary.known_words` of the result); and to
+    ``readings``, the unit names each object gives its value."""
 
     def visit(node: Any, key: str | None) -> list[tuple[Any, str | None]]:
         if key is not None:
             texts.append(key)
-        if isinstance(node, dict):
+            wording.append(key)
+        if isinstance(node, str):
+            texts.append(node)
+            wording.append(node)
+        elif isinstance(node, dict):
             reading = reading_text(node)
             if reading is not None:
                 texts.append(reading)
+            readings.extend(reading_units(node, language))
             return [(value, str(name)) for name, value in node.items()]
-        if isinstance(node, list):
+        elif isinstance(node, list):
             texts.append(str(len(node)))
             return [(item, None) for item in node]
-        if isinstance(node, str) or is_number(node):
+        elif is_number(node):
             texts.append(scalar_text(node))
         return []
 

@@ -68,17 +68,23 @@ class Question:
     @classmethod
     def parse(cls, text: str, language: Language = ENGLISH) -> Question:
         parts = tuple(cls._one(part, language) for part in question_parts(text, language))
-        return dataclasses.replace(cls._one(text, language), parts=parts)
+        return cls._one(text, language, parts)
 
     @classmethod
-    def _one(cls, text: str, language: Language) -> Question:
+    def _one(cls, text: str, language: Language, parts: tuple[Question, ...] = ()) -> Question:
+        # Its plain form and words are read once, for its subject, state and predicate alike.
+        plain, commanded = _normalised(text, language)
+        words = language.token.findall(plain)
+        subject = _subject(words, commanded, language)
+        state = _state(words, language)
         return cls(
             text,
-            question_subject(text, language),
-            asked_state(text, language),
-            about_catalogue(text, language),
-            predicate=asked_predicate(text, language),
-            exists=asks_existence(text, language),
+            subject,
+            state,
+            _about_catalogue(text, subject, language),
+            parts=parts,
+            predicate=_predicate(words, state, language),
+            exists=_exists(words, state, language),
             language=language,
         )
 
@@ -133,7 +139,11 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
     """The noun phrase the first sentence of ``query`` asks about, or None when its grammar
     names none ("Does it have a humidity sensor?", "On what day ...?")."""
     text, commanded = _normalised(query, language)
-    words = language.token.findall(text)
+    return _subject(language.token.findall(text), commanded, language)
+
+
+def _subject(words: Sequence[str], commanded: bool, language: Language) -> Subject | None:
+    """:func:`question_subject` of the words of a question's plain form."""
     low = [w.casefold() for w in words]
     if not words:
         return None
@@ -227,12 +237,17 @@ def asks_existence(query: str, language: Language = ENGLISH) -> bool:
     """Whether ``query`` asks whether something is there: "Is there mail?", "Does this device
     have a pressure sensor?", "Is a humidity sensor connected?" (a state of the language's
     :attr:`~edge_agentd.agent.language.Language.presence`)."""
-    low = [w.casefold() for w in language.token.findall(normalised(query, language))]
+    words = language.token.findall(normalised(query, language))
+    return _exists(words, _state(words, language), language)
+
+
+def _exists(words: Sequence[str], state: str | None, language: Language) -> bool:
+    low = [w.casefold() for w in words]
     if len(low) > 2 and low[0] in language.state_verbs and low[1] == language.there:
         return True
     if len(low) > 1 and _having_at(low, language) is not None:
         return True
-    return asked_state(query, language) in language.presence
+    return state in language.presence
 
 
 def _doer(words: Sequence[str], low: Sequence[str], end: int, language: Language) -> list[str]:
@@ -282,8 +297,11 @@ def asked_state(query: str, language: Language = ENGLISH) -> str | None:
     front door open?", "on" of "Is the heater on?", "running" of "Is the washing machine
     running?"; None for other questions ("Is there a light sensor?", "Is it raining?", "Is the
     CPU hotter than 70 °C?")."""
-    words = language.token.findall(normalised(query, language))
-    low: list[str] = [w.casefold() for w in words]
+    return _state(language.token.findall(normalised(query, language)), language)
+
+
+def _state(words: Sequence[str], language: Language) -> str | None:
+    low = [w.casefold() for w in words]
     dummies = {language.it, language.there}
     if len(low) < 3 or low[0] not in language.state_verbs or low[1] in dummies:
         return None
@@ -301,10 +319,13 @@ def asked_predicate(query: str, language: Language = ENGLISH) -> tuple[str, ...]
     """What a yes-or-no question asks its subject to be, its words as written: its state
     (:func:`asked_state`), with the participle before a state that ends a phrase ("plugged in"
     of "Is the car plugged in?", "switched on"); () for other questions."""
-    state = asked_state(query, language)
+    words = language.token.findall(normalised(query, language))
+    return _predicate(words, _state(words, language), language)
+
+
+def _predicate(words: Sequence[str], state: str | None, language: Language) -> tuple[str, ...]:
     if state is None:
         return ()
-    words = language.token.findall(normalised(query, language))
     low = [w.casefold() for w in words]
     phrase, end = _phrase(words, 1, False, language)
     if end == len(low) - 1 and low[end] == state:
@@ -321,9 +342,12 @@ def asks_about_many(query: str, language: Language = ENGLISH) -> bool:
 def about_catalogue(query: str, language: Language = ENGLISH) -> bool:
     """Whether ``query`` asks about the skills themselves ("What skills do you have?", "What
     can you do?"): the catalogue in the system prompt answers it."""
+    return _about_catalogue(query, question_subject(query, language), language)
+
+
+def _about_catalogue(query: str, subject: Subject | None, language: Language) -> bool:
     if language.catalogue_question.match(query):
         return True
-    subject = question_subject(query, language)
     return subject is not None and subject.head.casefold() in language.catalogue_heads
 
 

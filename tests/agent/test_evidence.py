@@ -13,12 +13,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edge_agentd.agent.claims import absent_value
 from edge_agentd.agent.evidence import (
     Copyable,
     answer_numbers,
     answer_pattern,
     answer_schema,
     copyable,
+    first_unwritten,
     numbers_in,
 )
 from edge_agentd.agent.resultlines import result_lines
@@ -191,3 +193,33 @@ def test_a_bare_number_takes_only_whole_words_of_its_name() -> None:
     evidence = copyable([{"load_average": {"1min": 0.42}}], "What is the load?")
     assert admits(evidence, "The load average is 0.42.")
     assert not admits(evidence, "The load is 0.42 min.")
+
+
+
+# Texts of digits, signs, separators, letters and line breaks: where one text ends and the next
+# begins is where a number read across them would go wrong.
+number_texts = st.lists(st.text(alphabet="0123456789,.-+ %°Ca_:\n", max_size=16), max_size=5)
+
+
+@given(number_texts)
+def test_texts_read_as_one_hold_the_numbers_each_holds_alone(texts: list[str]) -> None:
+    # The grounding check scans the evidence's texts at once: it finds what a scan of each would.
+    assert numbers_in(texts) == set().union(*(numbers_in([t]) for t in texts))
+
+
+@given(number_texts, st.text(alphabet="0123456789,.- ", max_size=16))
+def test_the_first_unwritten_number_is_the_first_whose_value_the_texts_lack(
+    texts: list[str], answer: str
+) -> None:
+    # The check reads the evidence only until it has found each number of the answer.
+    numbers, written = answer_numbers(answer), numbers_in(texts)
+    lacking = [n for n in numbers if float(n.replace(",", "")) not in written]
+    assert first_unwritten(numbers, "\n".join(texts)) == (lacking[0] if lacking else None)
+
+
+def test_no_value_or_unit_is_read_across_two_texts() -> None:
+    assert absent_value("BME280", ["BME", "280"]) == "BME280"
+    assert absent_value("BME280", ["the BME280"]) is None
+    # A unit that opens the next text is no unit of the number that ends this one.
+    assert absent_value("21.5 °C", ["21.5 %RH", "°C"]) == "21.5 °C"
+    assert absent_value("21.5 °C", ["21.5", "°C"]) is None
