@@ -333,6 +333,8 @@ ENGLISH = Language(
     ),
     one=words("a an one"),
     since=words("since"),
+    when_asks=words("when"),
+    participle=re.compile(r"^[^\W\d_]{2,}ed$", re.IGNORECASE),
     be_forms=words("be been being am"),
     said_since=(
         "The {label} has been {state} since {value}.",

@@ -207,6 +207,10 @@ class Language:
     """Words that stand for the number one before a unit ("more than a day")."""
     be_forms: frozenset[str] = frozenset()
     """The forms of "to be" that are no auxiliary of a question ("been", "being")."""
+    participle: re.Pattern[str] | None = None
+    """A word that is a verb's participle ("opened"), as a question's last word."""
+    when_asks: frozenset[str] = frozenset()
+    """The question words that ask for a time ("when")."""
     since: frozenset[str] = frozenset()
     """Keys that say from when the state beside them holds."""
     said_since: tuple[str, str] = ("", "")

@@ -168,6 +168,19 @@ def _subject(words: Sequence[str], commanded: bool, language: Language) -> Subje
         if start < len(low) and low[start] == la.be:
             start += 1
         phrase, end = _phrase(words, start, verb_last, la, owner)
+    elif first in la.when_asks or (first in la.since and len(low) > 1 and low[1] in la.when_asks):
+        # "When was the window closed?", "Since when has the door been open?", and "since when
+        # the door has been open" inside a sentence: what comes after the auxiliary, if any.
+        opens = 1 if first in la.when_asks else 2
+        aux = low[opens] if opens < len(low) and low[opens] in la.auxiliaries else None
+        phrase, end = _phrase(words, opens + (aux is not None), False, la, owner)
+        # The question's own verb ends it after "did", or as a participle after "was": "When
+        # was the window opened?"; "When is high tide?" ends with its thing.
+        participle = la.participle is not None and la.participle.search(
+            phrase[-1] if phrase else ""
+        )
+        if aux is not None and len(phrase) >= 2 and (aux in la.do_forms or participle):
+            phrase.pop()
     elif first in la.what:  # "What date is it?"
         phrase, end = _phrase(words, 1, False, la, owner)
     elif how and len(low) > 2 and low[1] in la.how_many:

@@ -83,7 +83,7 @@ from edge_agentd.guidance.labels import (
     spoken,
     words_of,
 )
-from edge_agentd.guidance.since import since_sentences
+from edge_agentd.guidance.since import said_by_its_time, since_sentences
 from edge_agentd.guidance.whose import names_its_readings
 
 TEMPLATE_WORDS = ENGLISH.own_words
@@ -140,8 +140,8 @@ def line_sentences(
     if node is None:
         return sentences  # a null says nothing to state
     held = since_sentences(line, lines, skill_name, question)
-    if held is not None:
-        return held
+    if held is not None or said_by_its_time(line, lines, question):
+        return held or []
     if isinstance(node, dict):
         forms = alternative_forms(node).values()
         named = [f for f in forms if names_unit(f, question.text, la)]

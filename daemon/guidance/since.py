@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from edge_agentd.agent.clauses import normalised
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.guidance.labels import (
@@ -54,4 +55,22 @@ def since_sentences(
     return [template.format(label=label, state=states[0], value=line.node.strip())]
 
 
-__all__ = ["since_sentences"]
+def said_by_its_time(line: Line, lines: Sequence[Line], question: Question) -> bool:
+    """Whether a question asking when ("When was the window opened?", "Since when ...") is
+    answered by the time beside ``line`` rather than by ``line`` itself: "The state is open."
+    says nothing of when."""
+    la = question.language
+    asked = [w.casefold() for w in la.token.findall(normalised(question.text, la))[:2]]
+    opener = asked[1:] if asked[:1] and asked[0] in la.since else asked[:1]
+    if not opener or opener[0] not in la.when_asks:
+        return False
+    return any(
+        other is not line
+        and prefix(other) == prefix(line)
+        and other.name.split()[-1].casefold() in la.since
+        for other in lines
+        if other.name
+    )
+
+
+__all__ = ["said_by_its_time", "since_sentences"]

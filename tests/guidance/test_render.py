@@ -372,3 +372,25 @@ def test_a_state_held_since_a_time_is_said_as_a_person_says_it() -> None:
         Question.parse(question), [("doors", {"door": "front", "since": "09:15"})]
     )
     assert not any(" since is " in s for s in alone)
+
+
+def test_a_question_asking_since_when_is_answered_with_the_state_and_its_time() -> None:
+    registry = Registry()
+
+    @registry.skill(timeout=1.0)
+    def window_contact() -> dict[str, Any]:
+        """Whether the kitchen window is open or closed, and since when."""
+        return {"window": "kitchen", "state": "open", "since": "07:40"}
+
+    for question in ("Since when has the kitchen window been open?", "When was the kitchen window opened?"):
+        model = asked_of("window_contact", question)
+        state = Agent(model, registry, guidance=Guidance(), grounding=Grounding()).run(question)
+        assert state.final_answer == "The kitchen window has been open since 07:40.", question
+
+
+def test_a_reason_whose_path_holds_digits_is_not_said() -> None:
+    question = Question.parse("How hot is the CPU?")
+    reason = "OSError: no thermal zone was found under /tmp/bench-1uj1o2yr/sys/class/thermal"
+    said = cannot_tell_sentence(question, reason)
+    assert said.startswith("I cannot tell") and "1uj1o2yr" not in said
+    assert not any(c.isdigit() for c in said)

@@ -495,3 +495,24 @@ def test_a_doer_the_evidence_does_not_name_makes_the_subject_unknown() -> None:
     assert unnamed_subject(solar, meter) == "solar panels power"
     assert unnamed_subject(Question.parse("How much power is the house drawing?"), meter) is None
     assert unnamed_subject(Question.parse("How much power is the machine drawing?"), meter) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "subject"),
+    [
+        ("When was the kitchen window opened?", Subject(("kitchen",), "window")),
+        ("Since when has the garage door been shut?", Subject(("garage",), "door")),
+        ("tell me since when the garage door has been shut", Subject(("garage",), "door")),
+        ("When did the dishwasher start?", Subject((), "dishwasher")),
+        ("When is high tide?", Subject(("high",), "tide")),
+    ],
+)
+def test_a_question_asking_when_asks_about_the_thing_after_its_auxiliary(
+    question: str, subject: Subject
+) -> None:
+    assert question_subject(question) == subject
+
+
+def test_when_alone_names_nothing() -> None:
+    assert question_subject("When?") is None
+    assert question_subject("Since when?") is None
