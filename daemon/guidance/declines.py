@@ -16,10 +16,6 @@ MAX_REASON_CHARS = 160
 _EXCEPTION_NAME = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning):\s*")
 """The type a skill's error is told with ("SensorError: "): a person reads what follows."""
 
-_NUMBERED_PATH = re.compile(r"(?<![^\s'\"(])/[^\s'\"]*\d")
-"""A file's path with a digit in it, in a skill's error (a temporary directory, a device's
-number): its digits would read as values the answer states, and say nothing to a person."""
-
 ECHO_WORDS = 3
 """A reason holding this many of the question's words in a row quotes the question back (a
 skill that took the question for a name: "No such file: '.../tell me whether the door is
@@ -37,14 +33,13 @@ def _echoes(question: Question, reason: str) -> bool:
 
 def cannot_tell_sentence(question: Question, reason: str | None = None) -> str:
     """ "I cannot tell: " and why, in words a person reads: ``reason`` (a skill's own error,
-    "no thermal zone was found under /sys/class/thermal.") where there is one whose paths hold
-    no digit, else "no skill here reads the <subject>." (or "says whether the <subject> is
-    <state>." to a yes-or-no question), the subject in the question's words."""
+    "no thermal zone was found under /sys/class/thermal.") where there is one, else "no skill
+    here reads the <subject>." (or "says whether the <subject> is <state>." to a yes-or-no
+    question), the subject in the question's words."""
     la = question.language
     cannot = la.cannot_tell
     said = _EXCEPTION_NAME.sub("", " ".join((reason or "").split()))
-    readable = said and len(said) <= MAX_REASON_CHARS and not _NUMBERED_PATH.search(said)
-    if readable and clean(said) and not _echoes(question, said):
+    if said and len(said) <= MAX_REASON_CHARS and clean(said) and not _echoes(question, said):
         said = said if said[1:2].isupper() else said[:1].lower() + said[1:]
         return la.cannot_because.format(cannot=cannot, reason=said.rstrip(".!?"))
     phrase = subject_phrase(question)
