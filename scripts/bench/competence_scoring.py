@@ -77,6 +77,7 @@ _CANNOT = re.compile(
 _ORDINAL = re.compile(r"\d+[a-z]{1,3}")  # 24th, 5d, 10min: not names
 _TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")
 """A time of day: one value, not the numbers it is written with ("10:10:10" from "10 days")."""
+_PATH = re.compile(r"(?<![^\s'\"(])/[^\s'\",;]+")
 _NAME = re.compile(r"\b(?=[a-z0-9_-]*[a-z])(?=[a-z0-9_-]*\d)[a-z0-9][a-z0-9_-]{2,}\b")
 
 
@@ -228,6 +229,9 @@ def misleading(answer: str, evidence: Evidence, expected: Expected) -> list[str]
     spans: list[tuple[int, int]] = []
     known_dates = set(evidence.dates) | {(d.year, d.month, d.day) for d in expected.dates}
     known_md = set(evidence.month_days) | {(d.month, d.day) for d in expected.dates}
+    # A file's path in a skill's error said as the reason ("... under /tmp/x-1a2b/sys") states
+    # no value: its digits are the device's directory's.
+    spans += [m.span() for m in _PATH.finditer(low)]
     for y, m, d, start, end in dates(low):
         spans.append((start, end))
         known = (m, d) in known_md if y is None else (y, m, d) in known_dates
@@ -254,7 +258,10 @@ def misleading(answer: str, evidence: Evidence, expected: Expected) -> list[str]
             ok = any(u == unit and rounds_to(value, decimals, v) for v, u in pool)
         if not ok:
             found.append(f"{'value' if unit is None else 'value and unit'} {shown!r}")
-    for name in _NAME.findall(low):
+    for match in _NAME.finditer(low):
+        name = match.group()
+        if any(s <= match.start() < e for s, e in spans):
+            continue
         if name not in evidence.text and not _ORDINAL.fullmatch(name):
             found.append(f"name {name!r}")
     if weekdays_named(low) - weekdays_named(evidence.text) - expected.weekdays:

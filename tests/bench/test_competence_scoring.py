@@ -34,3 +34,16 @@ def test_a_time_is_one_value_not_the_numbers_it_is_written_with() -> None:
         "time '10:10:10'",
         "a weekday nothing gave",
     ]
+
+
+def test_a_path_in_a_reason_states_no_value() -> None:
+    evidence = gather([], "How hot is the CPU?")
+    nothing = Expected(any_value_misleads=True)
+    reason = (
+        "I cannot tell: no thermal zone was found under /tmp/bench-ground-1uj1o2yr/sys/class/"
+        "thermal, so this device reports no CPU temperature."
+    )
+    assert misleading(reason, evidence, nothing) == []
+    assert misleading("I cannot tell, but it is 51 °C in /tmp/x1.", evidence, nothing) == [
+        "value '51 °c'"
+    ]
