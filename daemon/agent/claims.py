@@ -192,6 +192,13 @@ def quality_nouns(adjective: str, language: Language = ENGLISH) -> tuple[str, ..
     return language.quality_nouns.get(adjective.casefold(), ())
 
 
+def compares_things(question: Question) -> bool:
+    """Whether ``question`` asks which of the things it names is the more so ("Which is warmer,
+    the CPU or the probe?"): its head is the comparison, and its things follow it."""
+    subject = question.subject
+    return subject is not None and _comparative(subject.head, question.text, question.language)
+
+
 def _comparative(head: str, query: str, language: Language) -> bool:
     """Whether ``head`` is a comparison the question goes on to name the things of: "warmer"
     before a comma or "than" ("Which is warmer, the CPU or the probe?")."""
@@ -259,6 +266,7 @@ def names_a_skill(answer: str, skills: Sequence[str]) -> bool:
 
 __all__ = [
     "absent_value",
+    "compares_things",
     "holds_state",
     "misplaced_unit",
     "names_a_skill",

@@ -333,6 +333,7 @@ ENGLISH = Language(
     ),
     one=words("a an one"),
     since=words("since"),
+    said_which="The {it} is {compared}.",
     when_asks=words("when"),
     participle=re.compile(r"^[^\W\d_]{2,}ed$", re.IGNORECASE),
     be_forms=words("be been being am"),

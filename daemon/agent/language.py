@@ -215,6 +215,8 @@ class Language:
     """Keys that say from when the state beside them holds."""
     said_since: tuple[str, str] = ("", "")
     """A state held since a time, of one thing and of several: ``label``, ``state``, ``value``."""
+    said_which: str = "{it} is {compared}."
+    """The answer to which of two is the more so: ``it``, ``compared`` ("colder")."""
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
     share: re.Pattern[str] | None = None

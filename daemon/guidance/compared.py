@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import Line, reading_text
+from edge_agentd.agent.vocabulary import is_known
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +90,7 @@ def compared_sentences(
     bound: Sequence[Line],
     say: Callable[[Line], list[str]],
 ) -> list[str]:
-    """"Yes, ..." or "No, ..." before the sentences ``say`` gives of each line of ``bound``
+    """ "Yes, ..." or "No, ..." before the sentences ``say`` gives of each line of ``bound``
     whose value is a number in the threshold's unit (any, where it names none), compared
     with it. A unit the question names that the value is not written in compares nothing."""
     la = question.language
@@ -114,4 +115,41 @@ def compared_sentences(
     return said
 
 
-__all__ = ["Threshold", "compared_lines", "compared_sentences", "threshold_of"]
+def which_compared(
+    question: Question, lines: Sequence[Line], vocabulary: frozenset[str]
+) -> list[str]:
+    """The answer to "Which is colder, A or B?" where a result names the one that is: a text
+    under a key the language reads as the same way of comparing ("lower" of a compare's result,
+    for "colder"), said as "The <it> is colder."; none otherwise, and none unless every word
+    the question names its things with is one of ``vocabulary`` (the result's and its call's):
+    a compare of two other things says nothing of these."""
+    la, subject = question.language, question.subject
+    words = la.token.findall(question.text.casefold())
+    if subject is None or not words or words[0] not in la.what:
+        return []
+    head = subject.head.casefold()
+    way = la.above if head in la.above else la.below if head in la.below else None
+    if way is None or head not in words:
+        return []
+    things = [
+        w
+        for w in words[words.index(head) + 1 :]
+        if la.letters.search(w) and w not in la.determiners | la.ends_phrase
+    ]
+    if not things or not all(is_known(w, vocabulary, la) for w in things):
+        return []
+    said = []
+    for line in lines:
+        key = line.name.split()[-1].casefold() if line.name else ""
+        if key in way and isinstance(line.node, str) and line.node.strip():
+            said.append(la.said_which.format(it=line.node.strip(), compared=subject.head))
+    return said
+
+
+__all__ = [
+    "Threshold",
+    "compared_lines",
+    "compared_sentences",
+    "threshold_of",
+    "which_compared",
+]

@@ -211,6 +211,19 @@ def labels(
     # ``cpu_temperature``, "front door" of a front door's state; never "air pressure" of
     # ``humidity``, nor "temperature" of a difference of temperatures).
     subject = question.subject
+    if subject is not None and isinstance(line.node, dict):
+        # A reading in a list is called what the question calls it, where one of its own texts
+        # says so ("DS18B20" of a reading labelled so, whose list name is a serial number).
+        says_which = {w.casefold() for w in (*subject.which, *subject.of)}
+        own_texts = object_texts(lines).get(tuple(line.name.split()), [])[::2]
+        called = [
+            [text.strip()]
+            for text in own_texts
+            if language.letters.search(text)
+            and says_which & {w.casefold() for w in words_of(text, language)}
+        ]
+        if called:
+            return called
     if subject is not None:
         held = [*own, *(w for label in found[2:] for w in label)]
         vocabulary = {w.casefold() for text in held for w in words_of(text, language)}

@@ -62,7 +62,7 @@ from edge_agentd.agent.resultlines import (
 )
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
-from edge_agentd.guidance.compared import compared_lines
+from edge_agentd.guidance.compared import compared_lines, which_compared
 from edge_agentd.guidance.fitting import (
     asks_existence,
     bound_lines,
@@ -266,6 +266,17 @@ def bound_sentences(
             joined = [both_parts(a, b, question.language) for a in first for b in second if a != b]
             return [s for s in joined if clean(s)][:MAX_SENTENCES]
         return first or second
+    said_which = [
+        sentence
+        for index, (name, result, _) in enumerate(asked)
+        for sentence in which_compared(
+            question,
+            result_line_parts(result, question.language),
+            known_words([name, *(called[index] if index < len(called) else ())], [result]),
+        )
+    ]
+    if said_which:
+        return said_which[:MAX_SENTENCES]  # "Which is colder, A or B?": the one a result names
     threshold = threshold_of(question)
     if threshold is not None:
         # "Is the tank's level below 80 %?" asks about the tank's level, compared: read

@@ -41,6 +41,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from edge_agentd.agent.claims import compares_things
 from edge_agentd.agent.events import CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.protocol import ModelError, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.question import Question
@@ -109,8 +110,8 @@ def unknown_subject(
     only when its gain decides: a which-word the evidence does not name, then the head, when
     no other word is named."""
     subject, query, language = question.subject, question.text, question.language
-    if subject is None:
-        return None
+    if subject is None or compares_things(question):
+        return None  # "Which is warmer, the CPU or the probe?": the things follow its head
     letters = language.letters
 
     def named(word: str) -> bool:

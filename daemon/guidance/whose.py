@@ -117,7 +117,29 @@ def of_question(
 
     if any(qualified(line) for line in lines) and not any(qualified(line) for line in kept):
         return []
-    return kept
+    return _of_the_named_object(question, kept, texts)
+
+
+def _of_the_named_object(
+    question: Question, lines: Sequence[Line], texts: dict[tuple[str, ...], list[str]]
+) -> list[Line]:
+    """``lines``, or, where the question says which one ("the temperature of the DS18B20") and
+    an object of the result is that one (a compare's reading labelled "DS18B20"), the lines of
+    that object alone: a sibling's reading ("bme280") is another thing's, and so is a line of
+    the whole result beside them."""
+    subject, language = question.subject, question.language
+    if subject is None:
+        return list(lines)
+    which = [w for w in (*subject.which, *subject.of) if language.letters.search(w)]
+    if not which:
+        return list(lines)
+
+    def named(line: Line) -> bool:
+        around = object_words(line, texts, language)
+        return bool(around) and all(is_known(w, around, language) for w in which)
+
+    chosen = [line for line in lines if named(line)]
+    return chosen or list(lines)
 
 
 __all__ = [

@@ -108,3 +108,48 @@ def test_a_word_for_one_without_a_unit_or_in_a_word_compares_nothing() -> None:
     assert found is None
     # A unit the value is not written in compares nothing: hours are not days.
     assert said("Is the uptime more than an hour?", "garden_uptime", UPTIME) == []
+
+
+ROOMS = {
+    "quantity": "temperature",
+    "readings": [
+        {"room": "attic", "value": 24.5, "unit": "°C"},
+        {"room": "cellar", "value": 11.0, "unit": "°C"},
+    ],
+    "higher": "attic",
+    "lower": "cellar",
+}
+
+
+def test_which_of_two_is_the_more_so_is_the_one_the_result_names() -> None:
+    assert said("Which is colder, the attic or the cellar?", "rooms", ROOMS) == [
+        "The cellar is colder."
+    ]
+    assert said("Which is warmer, the cellar or the attic?", "rooms", ROOMS) == [
+        "The attic is warmer."
+    ]
+
+
+def test_a_compare_of_two_other_things_names_no_winner() -> None:
+    sentences = said("Which is warmer, the garage or the cellar?", "rooms", ROOMS)
+    assert not any(s.endswith("is warmer.") for s in sentences)
+    # A comparison word the language does not read compares nothing.
+    assert not any(
+        "nicer" in s for s in said("Which is nicer, the attic or the cellar?", "rooms", ROOMS)
+    )
+
+
+def test_the_daemons_grounding_takes_which_is_the_more_so() -> None:
+    registry = Registry()
+
+    @registry.skill
+    def rooms() -> dict[str, Any]:
+        """The attic's and the cellar's temperatures, compared."""
+        return ROOMS
+
+    model = FirstChoice(
+        [json.dumps({"skill_name": "rooms", "arguments": {}})], uses_action_schema=True
+    )
+    question = "Which is colder, the attic or the cellar?"
+    state = Agent(model, registry, guidance=Answering(), grounding=Grounding()).run(question)
+    assert state.final_answer == "The cellar is colder."
