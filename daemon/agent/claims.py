@@ -64,14 +64,16 @@ _NUMBER_UNIT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?) ?([%°][^\W\d_]*)")
 def reading_units(node: dict[str, Any], language: Language = ENGLISH) -> list[tuple[str, float]]:
     """The units an object of a result gives its values, case folded, each with its value: what
     :func:`misplaced_unit` reads of it. A number's key may give it its unit (``used_percent:
-    72.6`` is in %, as the engine says it); a numeric ``value`` has its ``unit`` and
-    ``unit_name``."""
+    72.6`` is in %, as the engine says it), and so may a list's (``power_kw: [1, 2]``); a
+    numeric ``value`` has its ``unit`` and ``unit_name``."""
     found: list[tuple[str, float]] = []
     for key, item in node.items():
         last = language.name_word.findall(str(key).casefold())[-1:]
         said = language.unit_suffixes.get(last[0]) if last else None
-        if said and isinstance(item, int | float) and not isinstance(item, bool):
-            found.append((said.casefold(), float(item)))
+        # A list under such a key is of values in that unit too, as the engine says them.
+        for number in item if isinstance(item, list) else [item]:
+            if said and isinstance(number, int | float) and not isinstance(number, bool):
+                found.append((said.casefold(), float(number)))
     value = node.get("value")
     if isinstance(value, int | float) and not isinstance(value, bool):
         for key in ("unit", "unit_name"):
