@@ -211,7 +211,7 @@ def labels(
     # ``cpu_temperature``, "front door" of a front door's state; never "air pressure" of
     # ``humidity``, nor "temperature" of a difference of temperatures).
     subject = question.subject
-    if subject is not None and isinstance(line.node, dict):
+    if subject is not None and (subject.which or subject.of) and isinstance(line.node, dict):
         # A reading in a list is called what the question calls it, where one of its own texts
         # says so ("DS18B20" of a reading labelled so, whose list name is a serial number).
         says_which = {w.casefold() for w in (*subject.which, *subject.of)}
