@@ -152,8 +152,41 @@ _QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
     "strong": ("strength",), "charged": ("charge",),
 }  # fmt: skip
 
+# The names a question gives units beside their symbols; one letter alone ("s", "l") names
+# none there.
+_UNIT_NAMES: dict[str, str] = {
+    **{key: unit for key, unit in _UNIT_SUFFIXES.items() if len(key) > 1},
+    **{
+        name: unit
+        for unit, names in {
+            "W": "watt watts", "kW": "kilowatt kilowatts", "mW": "milliwatt milliwatts",
+            "Wh": "watt-hour watt-hours", "kWh": "kilowatt-hour kilowatt-hours",
+            "V": "volt volts", "mV": "millivolt millivolts",
+            "A": "amp amps ampere amperes", "mA": "milliamp milliamps",
+            "bytes": "byte bytes", "kB": "kilobyte kilobytes", "MB": "megabyte megabytes",
+            "GB": "gigabyte gigabytes gigs", "TB": "terabyte terabytes",
+            "KiB": "kibibyte kibibytes", "MiB": "mebibyte mebibytes",
+            "GiB": "gibibyte gibibytes", "TiB": "tebibyte tebibytes",
+            "Hz": "hertz", "kHz": "kilohertz", "MHz": "megahertz", "GHz": "gigahertz",
+            "Pa": "pascal pascals", "hPa": "hectopascal hectopascals",
+            "kPa": "kilopascal kilopascals", "mbar": "millibar millibars", "bar": "bars",
+            "mm": "millimetre millimetres millimeter millimeters",
+            "cm": "centimetre centimetres centimeter centimeters",
+            "km": "kilometre kilometres kilometer kilometers",
+            "ms": "millisecond milliseconds", "seconds": "second seconds",
+            "minutes": "minute minutes", "hours": "hour hours", "days": "day days",
+            "L": "litre litres liter liters", "mL": "millilitre millilitres milliliter milliliters",
+            "gal": "gallon gallons", "kg": "kilogram kilograms kilo kilos", "g": "gram grams",
+            "°C": "celsius centigrade", "°F": "fahrenheit", "K": "kelvin",
+        }.items()
+        for name in names.split()
+    },
+}  # fmt: skip
+
 _UNIT_WORDS = frozenset(
-    w.casefold() for unit in _UNIT_SUFFIXES.values() for w in _LETTERS.findall(unit)
+    w.casefold()
+    for unit in (*_UNIT_SUFFIXES.values(), *_UNIT_NAMES.values())
+    for w in _LETTERS.findall(unit)
 )
 
 ENGLISH = Language(
@@ -226,6 +259,8 @@ ENGLISH = Language(
     quality_nouns=MappingProxyType(_QUALITY_NOUNS),
     unit_suffixes=MappingProxyType(_UNIT_SUFFIXES),
     unit_words=_UNIT_WORDS,
+    unit_names=MappingProxyType(_UNIT_NAMES),
+    unit_generic=words("degrees degree"),
     form_words=words("text value display formatted human readable string str pretty"),
     count_keys=words("count number total"),
     unit_keys=words("unit units"),

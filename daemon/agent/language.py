@@ -121,6 +121,13 @@ class Language:
     is written after the value: units of measure, no skill's or key's name."""
     unit_words: frozenset[str]
     """The words the units above write: a rendered sentence may hold them."""
+    unit_names: Mapping[str, str]
+    """A question's word that names a unit ("kilowatts", "GB", "gallons", case folded), and
+    the unit's symbol as a value is written with it: the units it may ask a value in
+    (:func:`~edge_agentd.agent.units.asked_units`)."""
+    unit_generic: frozenset[str]
+    """A word that may stand before a unit's name and says only that a unit follows
+    ("degrees" of "in degrees Fahrenheit")."""
     form_words: frozenset[str]
     """Words of a key that say how its value is written, not what it is (``uptime text``)."""
     count_keys: frozenset[str]

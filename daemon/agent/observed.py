@@ -21,6 +21,7 @@ from edge_agentd.agent.jsonvalues import walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question, in_language
 from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
+from edge_agentd.agent.units import asked_units, conversions
 from edge_agentd.agent.vocabulary import known_words
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class Gathered:
         "results",
         "seen",
         "texts",
+        "units",
         "visit",
         "wording",
         "words",
@@ -122,6 +124,9 @@ class Gathered:
         self.arguments: list[str] = []
         self.wording: list[str] = []
         self.readings: list[tuple[str, float]] = []
+        self.units = asked_units(query, language)
+        """The units the question asks its value in: each reading said in them is evidence
+        too, the engine's arithmetic on the skill's value."""
         self.visit = _texts_of(self.texts, self.wording, self.readings, language)
         """What the walk of each result adds to the lists above (made once a run)."""
 
@@ -184,10 +189,11 @@ def gather(
         gathered.evidence = None
     evidence = gathered.evidence
     if evidence is None or evidence.skills != skills:
+        said_in_units = conversions(gathered.readings, gathered.units)
         evidence = gathered.evidence = Evidence(
             in_language(state.question, language),
             tuple(gathered.results),
-            tuple(gathered.texts),
+            (*gathered.texts, *(text for _, _, text in said_in_units)),
             skills,
             gathered.described,
             frozenset(gathered.words),
@@ -195,7 +201,7 @@ def gather(
             frozenset(gathered.called_names),
             tuple(gathered.errors),
             tuple(gathered.wording),
-            tuple(gathered.readings),
+            (*gathered.readings, *((unit, value) for unit, value, _ in said_in_units)),
         )
     return evidence
 

@@ -28,7 +28,6 @@ sentences).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +37,7 @@ from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line, result_line_parts
+from edge_agentd.agent.units import asked_units, converts
 from edge_agentd.agent.vocabulary import is_known, known_words
 from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
@@ -154,23 +154,20 @@ def bound_lines(
     # for ``memory available_mib``, not the total or the share used, where a line is so named.
     others = other_words(question)
     keyed = [line for line in bound if _names_line(line, others, language)] or bound
-    # A unit the question asks in ("how full ..., in percent") picks the lines written in it.
-    low = [w.casefold() for w in language.token.findall(question.text)]
-    units = {
-        language.unit_suffixes[w].casefold()
-        for before, w in itertools.pairwise(low)
-        if before in language.place and len(w) > 1 and w in language.unit_suffixes
-    }
+    # A unit the question asks in ("how full ..., in percent", "How many gallons ...") picks
+    # the lines written in it, or in a unit the engine can say in it.
+    units = {unit.casefold() for unit in asked_units(question.text, language)}
     return [line for line in keyed if _written_in(line, units, language)] or keyed
 
 
 def _written_in(line: Line, units: set[str], language: Language) -> bool:
     """Whether ``line``'s value is written in one of ``units``, or its key's last word says so
-    (``fill_percent``)."""
+    (``fill_percent``), or in a unit that converts to one of them."""
     key = language.name_word.findall(line.name.split()[-1].casefold()) if line.name else []
     said = {language.unit_suffixes.get(key[-1], "").casefold()} if key else set()
     shown = line.shown.split()
-    return bool(units & ({shown[-1].casefold()} if shown else set()) | units & said)
+    written = ({shown[-1].casefold()} if shown else set()) | said
+    return bool(units & written) or any(converts(unit, units) for unit in written if unit)
 
 
 def _names_line(line: Line, words: Sequence[str], language: Language) -> bool:

@@ -60,6 +60,7 @@ from edge_agentd.agent.resultlines import (
     reading_text,
     result_line_parts,
 )
+from edge_agentd.agent.units import asked_units, said_in
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
 from edge_agentd.guidance.compared import compared_lines, which_compared
@@ -147,6 +148,7 @@ def line_sentences(
         named = [f for f in forms if names_unit(f, question.text, la)]
         shown = str(reading_text(named[0])) if named else shown
     how_many = la.how_many_question.match(question.text) is not None
+    asked = asked_units(question.text, la) if fit else ()
     found = labels(line, lines, skill_name, question, keys)
     # The unit a label's last word gives is the line's, whatever label states it ("The charging
     # power is 7.2 kW." under the question's words too); a single word left of a key that
@@ -176,7 +178,8 @@ def line_sentences(
             answer = (la.yes if node else la.no).lower()
             sentences.append(la.said_flag.format(label=_capital(said), answer=answer))
         elif shown and len(shown) <= MAX_VALUE_CHARS and words != words_of(shown, la):
-            value = f"{shown} {unit}" if unit else shown
+            # In the unit the question asks for, where the engine can say it so.
+            value = said_in(f"{shown} {unit}" if unit else shown, asked)
             template = says if line.name not in PLACEHOLDER or not isinstance(node, str) else None
             if template is not None:
                 sentences.append(_capital(template.format(label=said, value=value)))
