@@ -134,6 +134,17 @@ def _unit_of(value: float, unit: str, text: str) -> bool:
     return not other
 
 
+def unnamed_things(question: Question, vocabulary: frozenset[str]) -> str | None:
+    """The words a comparison's question names its things with ("the CPU or the garage" of
+    "Which is warmer, the CPU or the garage?") that ``vocabulary`` does not name, or None:
+    an answer of a run that read neither of them rests on nothing. Not a comparison: None."""
+    subject, language = question.subject, question.language
+    if subject is None or not _comparative(subject.head, question.text, language):
+        return None
+    unnamed = [w for w in compared_things(question) if not is_known(w, vocabulary, language)]
+    return " ".join(unnamed) or None
+
+
 def unnamed_subject(question: Question, vocabulary: frozenset[str]) -> str | None:
     """The words of ``question``'s subject the evidence does not name, as the question writes
     them, when they make it unknown: a word that says which one that is not named, or a head
@@ -203,11 +214,31 @@ def compares_things(question: Question) -> bool:
 
 def _comparative(head: str, query: str, language: Language) -> bool:
     """Whether ``head`` is a comparison the question goes on to name the things of: "warmer"
-    before a comma or "than" ("Which is warmer, the CPU or the probe?")."""
+    before a comma or "than" ("Which is warmer, the CPU or the probe?"), or "than" after the
+    things it compares ("How much cooler is the probe than the CPU?")."""
     if not head.casefold().endswith(language.comparative_suffix):
         return False
     than = re.escape(language.than)
-    return re.search(rf"(?<![^\W_]){re.escape(head)}\s*(?:,|{than}\b)", query) is not None
+    at = re.search(rf"(?<![^\W_]){re.escape(head)}(?![^\W_])", query)
+    if at is None:
+        return False
+    after = query[at.end() :]
+    return re.match(r"\s*,", after) is not None or re.search(rf"\b{than}\b", after) is not None
+
+
+def compared_things(question: Question) -> list[str]:
+    """The words a comparison's question names its things with, after its comparative ("the
+    CPU or the probe" of "Which is warmer, the CPU or the probe?"): none of the grammar's."""
+    language, subject = question.language, question.subject
+    words = language.token.findall(question.text.casefold())
+    head = subject.head.casefold() if subject is not None else ""
+    if head not in words:
+        return []
+    return [
+        w
+        for w in words[words.index(head) + 1 :]
+        if language.letters.search(w) and w not in language.determiners | language.ends_phrase
+    ]
 
 
 def _ends_one(word: str, vocabulary: frozenset[str]) -> bool:
@@ -268,6 +299,7 @@ def names_a_skill(answer: str, skills: Sequence[str]) -> bool:
 
 __all__ = [
     "absent_value",
+    "compared_things",
     "compares_things",
     "holds_state",
     "misplaced_unit",
@@ -276,4 +308,5 @@ __all__ = [
     "reading_units",
     "state_claim",
     "unnamed_subject",
+    "unnamed_things",
 ]

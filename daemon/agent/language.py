@@ -224,6 +224,10 @@ class Language:
     """A state held since a time, of one thing and of several: ``label``, ``state``, ``value``."""
     said_which: str = "{it} is {compared}."
     """The answer to which of two is the more so: ``it``, ``compared`` ("colder")."""
+    said_by: str = "{it} is {difference} {compared}."
+    """The answer to how much more so one of two is: ``it``, ``difference``, ``compared``."""
+    difference_keys: frozenset[str] = frozenset()
+    """Keys that hold by how much two values differ."""
     said_compared: str = "{answer}, {sentence}"
     """A value's sentence answering such a question, after its yes or no."""
     share: re.Pattern[str] | None = None

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from edge_agentd.agent.claims import reading_units, unnamed_subject
+from edge_agentd.agent.claims import reading_units, unnamed_subject, unnamed_things
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import (
     AgentState,
@@ -71,7 +71,8 @@ class Evidence:
         question = self.question
         if question.subject is None and not question.parts:
             return None
-        return unnamed_subject(question, self.vocabulary)
+        vocabulary = self.vocabulary
+        return unnamed_subject(question, vocabulary) or unnamed_things(question, vocabulary)
 
 
 class Gathered:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
+from edge_agentd.agent.claims import compared_things
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import Line, reading_text
 from edge_agentd.agent.vocabulary import is_known
@@ -120,30 +121,46 @@ def which_compared(
 ) -> list[str]:
     """The answer to "Which is colder, A or B?" where a result names the one that is: a text
     under a key the language reads as the same way of comparing ("lower" of a compare's result,
-    for "colder"), said as "The <it> is colder."; none otherwise, and none unless every word
-    the question names its things with is one of ``vocabulary`` (the result's and its call's):
-    a compare of two other things says nothing of these."""
+    for "colder"), said as "The <it> is colder."; and to "How much colder is A than B?", where
+    the result also writes the difference: "The <it> is 35.875 °C colder." None otherwise,
+    and none unless every word the question names its things with is one of ``vocabulary``
+    (the result's and its call's): a compare of two other things says nothing of these."""
     la, subject = question.language, question.subject
     words = la.token.findall(question.text.casefold())
-    if subject is None or not words or words[0] not in la.what:
+    if subject is None or len(words) < 3:
         return []
     head = subject.head.casefold()
-    way = la.above if head in la.above else la.below if head in la.below else None
-    if way is None or head not in words:
+    how_much = words[0] == la.how and words[1] in la.how_many and words[2] == head
+    if words[0] not in la.what and not how_much:
         return []
-    things = [
-        w
-        for w in words[words.index(head) + 1 :]
-        if la.letters.search(w) and w not in la.determiners | la.ends_phrase
-    ]
+    way = la.above if head in la.above else la.below if head in la.below else None
+    if way is None:
+        return []
+    things = compared_things(question)
     if not things or not all(is_known(w, vocabulary, la) for w in things):
         return []
-    said = []
-    for line in lines:
-        key = line.name.split()[-1].casefold() if line.name else ""
-        if key in way and isinstance(line.node, str) and line.node.strip():
-            said.append(la.said_which.format(it=line.node.strip(), compared=subject.head))
-    return said
+    ones = [
+        line.node.strip()
+        for line in lines
+        if _key(line) in way and isinstance(line.node, str) and line.node.strip()
+    ]
+    if not how_much:
+        return [la.said_which.format(it=it, compared=subject.head) for it in ones]
+    differences = [
+        line.shown.strip()
+        for line in lines
+        if _key(line) in la.difference_keys and not line.alternative and line.shown.strip()
+    ]
+    return [
+        la.said_by.format(it=it, difference=difference, compared=subject.head)
+        for it in ones[:1]
+        for difference in differences[:1]
+    ]
+
+
+def _key(line: Line) -> str:
+    """``line``'s own key, case folded: the last part of its name."""
+    return line.name.split()[-1].casefold() if line.name else ""
 
 
 __all__ = [

@@ -48,6 +48,7 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from edge_agentd.agent.claims import compares_things, unnamed_things
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
@@ -280,6 +281,17 @@ def bound_sentences(
     ]
     if said_which:
         return said_which[:MAX_SENTENCES]  # "Which is colder, A or B?": the one a result names
+    if compares_things(question):
+        # A thing compared that no result or call names: no sentence here is about it.
+        named = frozenset().union(
+            *(
+                known_words([name, *(called[index] if index < len(called) else ())], [result])
+                | _skill_words(skills, name, question.language)[0]
+                for index, (name, result, _) in enumerate(asked)
+            )
+        )
+        if unnamed_things(question, named) is not None:
+            return []
     threshold = threshold_of(question)
     if threshold is not None:
         # "Is the tank's level below 80 %?" asks about the tank's level, compared: read

@@ -257,15 +257,26 @@ def test_a_question_in_two_parts_is_held_back_only_when_both_parts_are_unnamed()
 
 
 def test_a_comparison_names_its_things_after_it() -> None:
-    question = "Which is warmer, the humidity or the front door?"
+    # Its head is no thing ("warmer"); the things after it are, and each must be named.
+    question = "Which is warmer, the humidity or the living room?"
     state, _ = run(question, [call("humidity"), answer("The humidity: 41.5 %RH.")])
     assert state.outcome == "answered" and refusals(state) == []
+    # The front door is no result's: whatever the answer says of it rests on nothing.
+    question = "Which is warmer, the humidity or the front door?"
+    state, _ = run(
+        question,
+        [call("humidity"), answer("The humidity: 41.5 %RH."), answer("I cannot tell.")],
+    )
+    assert [kind for kind, _ in refusals(state)] == ["unknown_subject"]
+    assert state.final_answer == "I cannot tell."
 
 
 def test_a_place_the_results_do_not_name_is_a_subject_they_do_not_know() -> None:
     # The humidity skill reads the living room: the bedroom's humidity is not its value.
     question = "What is the humidity in the bedroom?"
-    state, _ = run(question, [call("humidity"), answer("It is 41.5 %RH."), answer("I cannot tell.")])
+    state, _ = run(
+        question, [call("humidity"), answer("It is 41.5 %RH."), answer("I cannot tell.")]
+    )
     [(kind, feedback)] = refusals(state)
     assert kind == "unknown_subject" and "bedroom" in feedback
     assert state.final_answer == "I cannot tell."
@@ -279,7 +290,9 @@ def test_a_guided_answer_about_another_place_is_i_cannot_tell() -> None:
     # Every sentence the engine renders from the living room's result is about the living
     # room; grounding takes none of them for the bedroom, and "I cannot tell" is what is left.
     model = MockModel([], scores={("The skill humidity", ""): 0.0})
-    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run("What is the humidity in the bedroom?")
+    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run(
+        "What is the humidity in the bedroom?"
+    )
     assert state.outcome == "answered"
     assert state.final_answer is not None and state.final_answer.startswith("I cannot tell")
     assert "41.5" not in state.final_answer
@@ -399,7 +412,9 @@ def test_a_guided_call_chosen_by_likelihood_is_the_engines_and_so_is_its_answer(
     # The humidity skill's description makes every question likely; no other is scored. Since
     # the render branch, a guided answer is a sentence the engine renders, on the model's choice.
     model = MockModel([], scores={("The skill humidity", ""): 0.0})
-    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run("What is the humidity?")
+    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run(
+        "What is the humidity?"
+    )
     made = [
         (e.type, e.made_by)
         for e in state.stream
@@ -505,7 +520,12 @@ def test_no_answer_states_a_number_absent_from_its_evidence(
 ) -> None:
     replies = data.draw(_replies(values))
     model = MockModel(replies, scores={("The skill reading", ""): 0.0})
-    agent = Agent(model, numbers_registry(values), guidance=Guidance() if guided else None, grounding=Grounding())
+    agent = Agent(
+        model,
+        numbers_registry(values),
+        guidance=Guidance() if guided else None,
+        grounding=Grounding(),
+    )
     state = agent.run(question or "q", max_iterations=6, max_retries=2)
     assert state.outcome is not None  # one outcome, always: the budget ends a run that guesses
     if state.final_answer is not None:
@@ -568,7 +588,9 @@ def test_a_run_parses_its_question_once(monkeypatch: Any) -> None:
 
     monkeypatch.setattr(Question, "parse", classmethod(counted))
     model = MockModel([], scores={("The skill humidity", ""): 0.0})
-    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run("What is the humidity?")
+    state = Agent(model, home(), guidance=Guidance(), grounding=Grounding()).run(
+        "What is the humidity?"
+    )
     assert state.outcome == "answered"
     state, _ = run(
         "What is the humidity?",
@@ -595,7 +617,9 @@ def test_i_cannot_tell_waits_while_a_call_not_made_could_answer() -> None:
         return {"humidity": 41.5, "unit": "%RH"}
 
     for steps in (3, 2):
-        model = MockModel([call("system_status"), answer("I cannot tell.")], uses_action_schema=True)
+        model = MockModel(
+            [call("system_status"), answer("I cannot tell.")], uses_action_schema=True
+        )
         agent = Agent(model, registry, grounding=Grounding())
         agent.run("What is the humidity?", max_iterations=steps)
         after_the_wrong_call = model.calls[1]["action_schema"]["oneOf"]
@@ -631,7 +655,9 @@ def test_an_answer_that_cannot_tell_may_say_why_in_the_failed_skills_words() -> 
     state = Agent(model, registry, grounding=Grounding()).run("How hot is the CPU?")
     assert state.final_answer == reason
     # The same words are no evidence for a value: only a decline may quote them.
-    model = MockModel([call("cpu_temperature"), answer("The zone is sys2."), answer("I cannot tell.")])
+    model = MockModel(
+        [call("cpu_temperature"), answer("The zone is sys2."), answer("I cannot tell.")]
+    )
     state = Agent(model, registry, grounding=Grounding()).run("How hot is the CPU?")
     assert [e.error_type for e in state.stream if e.type == "ValidationErrorObservation"] == [
         "value_not_in_evidence"

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_answering import FirstChoice
 
-from edge_agentd import Agent, FinalAnswerAction, Grounding, Registry
+from edge_agentd import Agent, FinalAnswerAction, Grounding, MockModel, Registry
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.question import Question
 from edge_agentd.guidance.answering import Answering
@@ -153,3 +153,52 @@ def test_the_daemons_grounding_takes_which_is_the_more_so() -> None:
     question = "Which is colder, the attic or the cellar?"
     state = Agent(model, registry, guidance=Answering(), grounding=Grounding()).run(question)
     assert state.final_answer == "The cellar is colder."
+
+
+ROOMS_APART = {**ROOMS, "difference": {"value": 13.5, "unit": "°C"}}
+
+
+def test_how_much_more_so_is_the_difference_said_of_the_one_the_result_names() -> None:
+    assert said("How much colder is the cellar than the attic?", "rooms", ROOMS_APART) == [
+        "The cellar is 13.5 °C colder."
+    ]
+    # Asked the other way round, the sentence says which one is: never "the attic is colder".
+    assert said("How much colder is the attic than the cellar?", "rooms", ROOMS_APART) == [
+        "The cellar is 13.5 °C colder."
+    ]
+    assert said("How much warmer is the attic than the cellar?", "rooms", ROOMS_APART) == [
+        "The attic is 13.5 °C warmer."
+    ]
+    # No difference written: no amount to say.
+    assert not any(
+        "13.5" in s for s in said("How much colder is the cellar than the attic?", "rooms", ROOMS)
+    )
+    # A thing the result does not name: the compare says nothing of it.
+    assert said("How much colder is the garage than the attic?", "rooms", ROOMS_APART) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "held"),
+    [
+        ("How much colder is the cellar than the attic?", "The cellar is 13.5 °C colder.", True),
+        # A thing no result or call names is not the evidence's, whatever the numbers.
+        ("How much colder is the garage than the attic?", "The garage is 13.5 °C colder.", False),
+        ("Which is colder, the garage or the attic?", "The garage is colder.", False),
+    ],
+)
+def test_the_daemons_grounding_holds_the_things_a_comparison_names(
+    question: str, answer: str, held: bool
+) -> None:
+    registry = Registry()
+
+    @registry.skill
+    def rooms() -> dict[str, Any]:
+        """The attic's and the cellar's temperatures, compared."""
+        return ROOMS_APART
+
+    replies = [
+        json.dumps({"skill_name": "rooms", "arguments": {}}),
+        json.dumps({"final_answer": answer}),
+    ]
+    state = Agent(MockModel(replies), registry, grounding=Grounding()).run(question, max_retries=0)
+    assert (state.final_answer == answer) is held, list(state.stream)
