@@ -155,6 +155,8 @@ _QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
 _UNIT_WORDS = frozenset(
     w.casefold() for unit in _UNIT_SUFFIXES.values() for w in _LETTERS.findall(unit)
 )
+# And one unit's worth, as an amount before a noun says it ("the 5-minute load average").
+_UNIT_WORDS |= {w.removesuffix("s") for w in _UNIT_WORDS if len(w) > 3 and w.endswith("s")}
 
 ENGLISH = Language(
     token=re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?"),
@@ -342,6 +344,11 @@ ENGLISH = Language(
         "The {label} have been {state} since {value}.",
     ),
     itself=words("device machine computer system box host server board pi"),
+    amount=re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[ -]?([^\W\d_]+)(?!\w)"),
+    said_amount_word="{number}-{unit}",
+    said_amount_sign="{number} {unit}",
+    time_units=words("ms seconds minutes hours days"),
+    asks_duration=words("long"),
 )
 """English, as every reader of a question and every sayer of an answer takes it by default."""
 
