@@ -86,14 +86,16 @@ def said_amount(word: str, language: Language = ENGLISH) -> str | None:
 
 def is_duration(node: Any, name: str, language: Language = ENGLISH) -> bool:
     """Whether a line named ``name`` showing ``node`` holds a duration: a number whose key is
-    a time unit or ends with one (``seconds``, ``uptime_s``), or a text of amounts, one of
-    them in a time unit ("5 d 7 h 13 min")."""
+    a time unit, ends or opens with one (``seconds``, ``uptime_s``, ``minutes_left``), or a
+    text of amounts, one of them in a time unit ("5 d 7 h 13 min")."""
     times = language.time_units
     if isinstance(node, bool) or not times:
         return False
     if isinstance(node, int | float):
-        words = language.name_word.findall(name.casefold())
-        return bool(words) and unit_named(words[-1], language) in times
+        # Its key ends with the unit (``uptime_s``) or opens with it (``minutes_left``).
+        key = name.rsplit(maxsplit=1)[-1] if name.split() else ""
+        words = language.name_word.findall(key.casefold())
+        return any(unit_named(w, language) in times for w in words[:1] + words[-1:])
     if not isinstance(node, str) or language.amount is None:
         return False
     found = list(language.amount.finditer(node))

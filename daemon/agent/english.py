@@ -240,7 +240,7 @@ ENGLISH = Language(
     cannot_tell="I cannot tell",
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
-        "reads whether of yes not a an"
+        "reads whether of yes not a an it"
     )
     | _UNIT_WORDS,
     is_="is",
@@ -347,6 +347,7 @@ ENGLISH = Language(
     amount=re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[ -]?([^\W\d_]+)(?!\w)"),
     said_amount_word="{number}-{unit}",
     said_amount_sign="{number} {unit}",
+    said_amount_value="It is {value} {label}.",
     time_units=words("ms seconds minutes hours days"),
     asks_duration=words("long"),
 )

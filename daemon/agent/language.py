@@ -247,6 +247,10 @@ class Language:
     """A key's amount said before a noun, its unit in words, one unit's worth ("5-minute")."""
     said_amount_sign: str = "{number} {unit}"
     """A key's amount said before a noun, its unit a sign ("2 GHz")."""
+    said_amount_value: str | None = None
+    """A number whose label opens with its unit in words ("days from today", "minutes
+    left"), said as an amount ("It is 240 minutes left."): ``value``, ``label``. None: said
+    as any other value."""
     time_units: frozenset[str] = frozenset()
     """The units a duration is written in, as :attr:`unit_suffixes` writes them."""
     asks_duration: frozenset[str] = frozenset()

@@ -302,3 +302,25 @@ def test_a_glued_key_is_named_in_either_order() -> None:
     assert said("What is the time of day outside?", "light_meter") == ["The daytime is dusk."]
     # Words that do not glue into a key name it as before.
     assert said("What is the time?", "light_meter") == ["The time is 18:05."]
+
+
+# -- a number whose label opens with its unit ---------------------------------------------------
+
+
+def test_a_number_of_a_unit_is_said_as_an_amount_not_as_a_key() -> None:
+    question = "How many days ago was 4 July 1976?"
+    assert said(question, "date_lookup") == ["It is -18505 days from today."]
+    assert grounding_takes(question, "date_lookup", "It is -18505 days from today.")
+
+
+def test_how_long_a_battery_lasts_is_its_duration_said_as_an_amount() -> None:
+    registry = Registry()
+
+    @registry.skill(timeout=1.0)
+    def battery_state() -> dict[str, Any]:
+        """The battery: its charge, whether it charges, and how long it lasts."""
+        return {"percent": 87, "charging": False, "minutes_left": 240}
+
+    question = Question.parse("How long will the battery last?")
+    sentences = fitting_sentences(question, [("battery_state", battery_state())], registry)
+    assert sentences == ["It is 240 minutes left."]
