@@ -166,11 +166,16 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
         return None  # "Which is warmer, the CPU or the probe?": the things follow it
     word_of = language.word
 
+    # The device the daemon runs on is one thing by any of its words: "this device" of a
+    # skill names "the Pi" of the question.
+    device = bool(vocabulary & language.itself)
+
     def named(word: str) -> bool:
         return (
             not word_of.search(word)
             or is_known(word, vocabulary, language)
             or _ends_one(word, vocabulary)
+            or (device and word.casefold() in language.itself)
         )
 
     which = [w for w in subject.which if not named(w)]

@@ -137,7 +137,10 @@ def bound_lines(
         bound = of_question(question, named, own, texts, qualifiers, call=call_words)
         if not bound and subject.head.casefold() in language.itself:
             # "How long has this machine been up?": every line of a skill that says it reports
-            # on the device is the device's; the adjective alone says which ones.
+            # on the device ("this device" names "the Pi") is the device's; the adjective
+            # alone says which ones.
+            device = skill_words | language.itself if skill_words & language.itself else skill_words
+            named = [line for line in chosen if names_subject(question, own[id(line)] | device)]
             bound = quality_lines(question, named)
     # A line whose own key is the thing ("time" of "What time is it?", the list ``sensors`` of
     # "How many sensors are there?") says it more than its siblings and children, which its

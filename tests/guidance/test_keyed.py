@@ -250,10 +250,15 @@ def test_a_duration_in_a_time_unit_answers_how_long_where_none_is_written_out() 
         """Uptime and disk of this device."""
         return {"disk_free_gib": 12.5, "uptime_s": 3600}
 
-    question = Question.parse("How long has the device been up?")
-    assert fitting_sentences(question, [("box", box())], registry) == [
-        "The uptime is 3600 seconds."
-    ]
+    for text in ("How long has the device been up?", "How long has the Pi been running?"):
+        # A skill that reports on "this device" reports on the Pi the daemon runs on.
+        question = Question.parse(text)
+        sentences = fitting_sentences(question, [("box", box())], registry)
+        assert sentences == ["The uptime is 3600 seconds."], text
+        replies = [json.dumps({"skill_name": "box", "arguments": {}})]
+        replies.append(json.dumps({"final_answer": sentences[0]}))
+        state = Agent(MockModel(replies), registry, grounding=Grounding()).run(text, max_retries=0)
+        assert state.final_answer == sentences[0], state.stream.root[-1]
 
 
 def test_the_machine_asked_what_no_line_holds_gets_no_sentence() -> None:
