@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from edge_agentd.agent.amounts import Amount, amount_of, amounts_in
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.evidence import answer_numbers, first_unwritten, one_text
 from edge_agentd.agent.jsonvalues import inside, walk
@@ -30,15 +31,17 @@ _NEGATION_WINDOW = 3
 """How many words before a state word a negation turns it into its denial ("is not open")."""
 
 
-def absent_value(answer: str, texts: Sequence[str]) -> str | None:
+def absent_value(answer: str, texts: Sequence[str], language: Language = ENGLISH) -> str | None:
     """The first value ``answer`` writes that ``texts`` do not hold, or None: a number not among
-    theirs, a text with digits not written whole in one of them, or a ``%`` or ``°`` unit after
-    a number that the texts write with other units only."""
+    theirs, a text with digits not written whole in one of them (an amount, "5-minute", is
+    held by the same amount written any way: ``5min``), or a ``%`` or ``°`` unit after a
+    number that the texts write with other units only."""
     evidence = one_text(texts)
     unwritten = first_unwritten(answer_numbers(answer), evidence)
     if unwritten is not None:
         return unwritten
     folded = evidence.casefold()
+    held: set[Amount] | None = None
     for match in _VALUE_TOKEN.finditer(answer):
         # A word before or after a colon or slash is a label, not part of the value ("A:41.5").
         token, before = match.group().strip(".:/+-"), ""
@@ -46,8 +49,14 @@ def absent_value(answer: str, texts: Sequence[str]) -> str | None:
             token, before = _LABELS.sub("", token).strip(".:/+-"), token
         if _PLAIN_NUMBER.fullmatch(token) or "," in token:
             continue  # a number alone: its value was checked above
-        if not _written_whole(token.casefold(), folded):
-            return token
+        if _written_whole(token.casefold(), folded):
+            continue
+        amount = amount_of(token, language)
+        if amount is not None:
+            held = set(amounts_in(evidence, language)) if held is None else held
+            if amount in held:
+                continue
+        return token
     for match in _NUMBER_UNIT.finditer(answer):
         # A unit the evidence writes after this number, or none: a bare number of a skill that
         # says its unit in words ("in degrees Celsius") may take its sign; another reading's
@@ -168,11 +177,16 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
         return None  # "Which is warmer, the CPU or the probe?": the things follow it
     word_of = language.word
 
+    # The device the daemon runs on is one thing by any of its words: "this device" of a
+    # skill names "the Pi" of the question.
+    device = bool(vocabulary & language.itself)
+
     def named(word: str) -> bool:
         return (
             not word_of.search(word)
             or is_known(word, vocabulary, language)
             or _ends_one(word, vocabulary)
+            or (device and word.casefold() in language.itself)
         )
 
     which = [w for w in subject.which if not named(w)]

@@ -188,6 +188,8 @@ _UNIT_WORDS = frozenset(
     for unit in (*_UNIT_SUFFIXES.values(), *_UNIT_NAMES.values())
     for w in _LETTERS.findall(unit)
 )
+# And one unit's worth, as an amount before a noun says it ("the 5-minute load average").
+_UNIT_WORDS |= {w.removesuffix("s") for w in _UNIT_WORDS if len(w) > 3 and w.endswith("s")}
 
 ENGLISH = Language(
     token=re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?"),
@@ -273,7 +275,7 @@ ENGLISH = Language(
     cannot_tell="I cannot tell",
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
-        "reads whether of yes not a an"
+        "reads whether of yes not a an it"
     )
     | _UNIT_WORDS,
     is_="is",
@@ -379,6 +381,12 @@ ENGLISH = Language(
         "The {label} have been {state} since {value}.",
     ),
     itself=words("device machine computer system box host server board pi"),
+    amount=re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[ -]?([^\W\d_]+)(?!\w)"),
+    said_amount_word="{number}-{unit}",
+    said_amount_sign="{number} {unit}",
+    said_amount_value="It is {value} {label}.",
+    time_units=words("ms seconds minutes hours days"),
+    asks_duration=words("long"),
 )
 """English, as every reader of a question and every sayer of an answer takes it by default."""
 

@@ -97,7 +97,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     cannot, declined = language.cannot_tell, language.declines(answer)
     # An answer that cannot tell may say why in a failed skill's own words.
     texts = (*evidence.texts, *evidence.errors) if declined else evidence.texts
-    absent = absent_value(answer, texts) or misplaced_unit(
+    absent = absent_value(answer, texts, language) or misplaced_unit(
         answer, evidence.readings, evidence.question.text
     )
     if absent is not None:

@@ -249,6 +249,24 @@ class Language:
     said_exists: str = "{answer}, there {be} {phrase}: {names}."
     """A listed thing that is what was asked, by its names ("Yes, there is a pressure sensor:
     bme280.")."""
+    # -- amounts: a number and its unit, as a key, a question or an answer writes it ----------
+    amount: re.Pattern[str] | None = None
+    """A number and the word after it, glued, hyphened or spaced ("5min", "5-minute", "5
+    minutes"): the number (group 1) and the word (group 2), an amount where the word names one
+    of :attr:`unit_suffixes`. None: the language reads no amount, and no key is named by one."""
+    said_amount_word: str = "{number} {unit}"
+    """A key's amount said before a noun, its unit in words, one unit's worth ("5-minute")."""
+    said_amount_sign: str = "{number} {unit}"
+    """A key's amount said before a noun, its unit a sign ("2 GHz")."""
+    said_amount_value: str | None = None
+    """A number whose label opens with its unit in words ("days from today", "minutes
+    left"), said as an amount ("It is 240 minutes left."): ``value``, ``label``. None: said
+    as any other value."""
+    time_units: frozenset[str] = frozenset()
+    """The units a duration is written in, as :attr:`unit_suffixes` writes them."""
+    asks_duration: frozenset[str] = frozenset()
+    """The adjectives a "how" question asks a duration with ("How long has it been up?")."""
+
     articles: tuple[str, str, str] = ("", "", "")
     """The article before a singular thing said to be there, before a consonant and a vowel,
     and the vowels ("a", "an", "aeiou"); empty where the language writes none."""

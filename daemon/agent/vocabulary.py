@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from edge_agentd.agent.amounts import amount_of
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
@@ -14,19 +15,30 @@ from edge_agentd.agent.language import Language
 def known_words(
     texts: Iterable[str], results: Iterable[Any], language: Language = ENGLISH
 ) -> frozenset[str]:
-    """The words of ``texts`` and of ``results``' keys and texts, case folded, letters only."""
+    """The words of ``texts`` and of ``results``' keys and texts, case folded, letters only;
+    an amount glued into one word names its unit's word too (``5min`` names "minutes", as
+    "the 5-minute load average" asks for it)."""
     letters = language.letters
     found: set[str] = set()
+
+    def add(text: str) -> None:
+        folded = text.casefold()
+        found.update(letters.findall(folded))
+        if language.amount is not None and any(c.isdigit() for c in folded):
+            for match in language.amount.finditer(folded.replace("_", " ")):
+                glued = amount_of(match.group(0), language) if match.group(0).isalnum() else None
+                found.update(letters.findall(glued[1].casefold()) if glued else ())
+
     for text in texts:
-        found.update(letters.findall(text.casefold()))
+        add(text)
 
     def visit(node: Any, at: None) -> list[tuple[Any, None]]:
         if isinstance(node, str):
-            found.update(letters.findall(node.casefold()))
+            add(node)
             return []
         if isinstance(node, dict):
             for key in node:
-                found.update(letters.findall(str(key).casefold()))
+                add(str(key))
         return inside(node, None)
 
     for result in results:

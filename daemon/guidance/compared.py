@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 from edge_agentd.agent.claims import compared_things
-from edge_agentd.agent.question import Question
+from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line, reading_text
 from edge_agentd.agent.vocabulary import is_known
 
@@ -30,9 +30,13 @@ class Threshold:
 
 def threshold_of(question: Question) -> Threshold | None:
     """The number ``question`` compares a value with ("Is the CPU warmer than 40 °C?"), if it
-    does with a comparison the language knows."""
+    does with a comparison the language knows, as a yes-or-no question: one opening with a
+    question word compares nothing ("What is the load average over 5 minutes?")."""
     la = question.language
     text = question.text
+    opening = la.token.findall(normalised(text, la))[:1]
+    if opening and opening[0].casefold() in la.question_words:
+        return None  # "What is the load average over 5 minutes?" asks no yes or no
     # "Is more than half of the memory in use?": a share, in percent ("a quarter" is no unit).
     shared = la.share.search(text) if la.share is not None else None
     found = la.threshold.search(text) if la.threshold is not None and not shared else shared

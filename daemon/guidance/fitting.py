@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from edge_agentd.agent.claims import absent_value, holds_state, quality_nouns, unnamed_subject
+from edge_agentd.agent.claims import absent_value, holds_state, unnamed_subject
 from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
@@ -40,6 +40,7 @@ from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.units import asked_units, converts
 from edge_agentd.agent.vocabulary import is_known, known_words
 from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
+from edge_agentd.guidance.keyed import compound_lines, of_amounts, quality_lines
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
 from edge_agentd.guidance.whose import of_question
 
@@ -119,8 +120,11 @@ def bound_lines(
     if how_many is None and not words_asked & language.count_keys:
         chosen = [line for line in chosen if not _keyed_by(line, language.count_keys)]
     if subject is None:
-        return list(chosen)
+        return of_amounts(question, chosen)
     chosen = list(chosen)[:MAX_BOUND_LINES]
+    glued = compound_lines(question, chosen)
+    if glued:
+        return of_amounts(question, glued)  # ``weekday`` of "day of the week": its own key
     texts = object_texts(lines)
     own = {id(line): own_words(line, texts, language) for line in chosen}
     # A line named only by a word that says which one ("free" of "Free RAM?"), in an object
@@ -129,8 +133,15 @@ def bound_lines(
     bound = [line for line in chosen if names_subject(question, own[id(line)])]
     bound = of_question(question, bound, own, texts, qualifiers, call=call_words)
     if not bound:
-        bound = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
-        bound = of_question(question, bound, own, texts, qualifiers, call=call_words)
+        named = [line for line in chosen if names_subject(question, own[id(line)] | skill_words)]
+        bound = of_question(question, named, own, texts, qualifiers, call=call_words)
+        if not bound and subject.head.casefold() in language.itself:
+            # "How long has this machine been up?": every line of a skill that says it reports
+            # on the device ("this device" names "the Pi") is the device's; the adjective
+            # alone says which ones.
+            device = skill_words | language.itself if skill_words & language.itself else skill_words
+            named = [line for line in chosen if names_subject(question, own[id(line)] | device)]
+            bound = quality_lines(question, named)
     # A line whose own key is the thing ("time" of "What time is it?", the list ``sensors`` of
     # "How many sensors are there?") says it more than its siblings and children, which its
     # object's words or its path name too.
@@ -146,10 +157,9 @@ def bound_lines(
                 break
     quality = subject.quality
     if quality and quality != subject.head:
-        # "How charged is the car's battery?": of the car's lines, the one the adjective names.
-        asked = (quality, *quality_nouns(quality, language))
-        keyed = [line for line in bound if _names_line(line, asked, language)]
-        bound = keyed or bound
+        # "How charged is the car's battery?": of the car's lines, the one the adjective names;
+        # "How long ...?" the durations.
+        bound = quality_lines(question, bound) or bound
     # The question's other words may name the line too: "How much memory is available?" asks
     # for ``memory available_mib``, not the total or the share used, where a line is so named.
     others = other_words(question)
@@ -157,7 +167,8 @@ def bound_lines(
     # A unit the question asks in ("how full ..., in percent", "How many gallons ...") picks
     # the lines written in it, or in a unit the engine can say in it.
     units = {unit.casefold() for unit in asked_units(question.text, language)}
-    return [line for line in keyed if _written_in(line, units, language)] or keyed
+    keyed = [line for line in keyed if _written_in(line, units, language)] or keyed
+    return of_amounts(question, keyed)
 
 
 def _written_in(line: Line, units: set[str], language: Language) -> bool:
@@ -228,7 +239,7 @@ def subject_phrase(question: Question) -> str | None:
     if of:
         phrase = language.said_of.format(phrase=phrase, of=" ".join(of))
     # Its values as grounding reads them: a "1W" the question wrote as ".1W" is a 1 it lacks.
-    return phrase if absent_value(phrase, [question.text]) is None else None
+    return phrase if absent_value(phrase, [question.text], language) is None else None
 
 
 def asks_existence(question: Question) -> bool:

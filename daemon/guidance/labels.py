@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from edge_agentd.agent.amounts import amount_of, said_amount
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
@@ -40,14 +41,18 @@ def words_of(text: str, language: Language = ENGLISH) -> list[str]:
 def key_words(text: str, language: Language = ENGLISH) -> list[str]:
     """The words of a key or a name that a label may use: those with a letter, not opening with
     a digit (the "1" of a key ``_1``, or of ``_1a``, would read as a number the result does not
-    state) unless the key opens with it (``1min`` of a load average: written so, its 1 is a
-    number the result's line states)."""
+    state) unless the key opens with it or it is an amount (``1min`` of a load average: its 1
+    is a number the result's line states, said "1-minute")."""
     found = words_of(text, language)
     return [
         w
         for index, w in enumerate(found)
         if language.letters.search(w)
-        and (not w[0].isdigit() or (index == 0 and text.startswith(w)))
+        and (
+            not w[0].isdigit()
+            or (index == 0 and text.startswith(w))
+            or amount_of(w, language) is not None
+        )
     ]
 
 
@@ -55,15 +60,21 @@ def spoken(
     label: Sequence[str], node: Any, language: Language = ENGLISH
 ) -> tuple[list[str], str | None]:
     """``label`` as a person says it of a line showing ``node``, and the unit its value takes
-    from it: a word that says only the value's form dropped, and for a number, a last word that
-    is a unit (after another word) taken off as the unit ("charging power", "kW")."""
+    from it: a word that says only the value's form dropped, for a number, a last word that
+    is a unit (after another word) taken off as the unit ("charging power", "kW"), and an
+    amount a key glues into a word said first, as an amount before a noun ("5-minute load
+    average" of ``load_average 5min``)."""
     said = [w for w in label if w.casefold() not in language.form_words] or list(label)
+    amounts = [a for w in said if (a := said_amount(w, language)) is not None]
+    rest = [w for w in said if said_amount(w, language) is None]
+    if not amounts or not rest:
+        amounts, rest = [], said  # an amount alone is its label as the key writes it
     unit = None
     units = language.unit_suffixes
-    if is_number(node) and len(said) >= 2 and said[-1].casefold() in units:
-        unit = units[said[-1].casefold()]
-        said = said[:-1]
-    return said, unit
+    if is_number(node) and len(rest) >= 2 and rest[-1].casefold() in units:
+        unit = units[rest[-1].casefold()]
+        rest = rest[:-1]
+    return [*amounts, *rest], unit
 
 
 def _says_nothing(label: Sequence[str], node: Any, language: Language) -> bool:
@@ -232,7 +243,10 @@ def labels(
         asked = [w for word in phrase for w in words_of(word, language)]
         forms = language.forms
         if asked and all(forms(w) & vocabulary for w in asked) and forms(asked[-1]) & heads:
-            found.append(asked)
+            # Which one a key's amount says is said too: "the load average" of ``5min`` is
+            # only one of them.
+            which = [w for w in own if amount_of(w, language) and w not in asked]
+            found.append([*which, *asked])
     kept: dict[tuple[str, ...], None] = {}
     for label in found:
         if label and len(label) <= MAX_LABEL_WORDS:

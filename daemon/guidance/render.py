@@ -48,6 +48,7 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from edge_agentd.agent.amounts import unit_named
 from edge_agentd.agent.claims import compares_things, unnamed_things
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.language import Language
@@ -184,9 +185,21 @@ def line_sentences(
             template = says if line.name not in PLACEHOLDER or not isinstance(node, str) else None
             if template is not None:
                 sentences.append(_capital(template.format(label=said, value=value)))
+            elif unit is None and is_number(node) and _opens_with_unit(words, la):
+                # "days from today": no thing, but how many of a unit ("It is 3 days from today.")
+                sentences.append(str(la.said_amount_value).format(value=shown, label=said))
             else:
                 sentences.append(la.said_value.format(label=said, be=be, value=value))
     return sentences
+
+
+def _opens_with_unit(words: Sequence[str], language: Language) -> bool:
+    """Whether a label's first word is a unit said in words, with more words after it ("days"
+    of "days from today"), and the language says such a number as an amount."""
+    if language.said_amount_value is None or len(words) < 2:
+        return False
+    unit = unit_named(words[0], language)
+    return unit is not None and unit.casefold() in language.forms(words[0])
 
 
 def says_template(says: Any) -> str | None:

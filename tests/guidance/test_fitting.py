@@ -428,7 +428,8 @@ def test_a_key_that_opens_with_a_number_says_which_one_and_a_written_out_value_n
         "uptime": {"seconds": 1983, "text": "33 min"},
     }
     loads = fitting_sentences(Question.parse("What is the load average?"), [("status", status)])
-    assert "The load average 1min is 0.42." in loads and "The load average 5min is 0.3." in loads
+    # The amount a key glues in says which one, said before the noun as a person says it.
+    assert loads == ["The 1-minute load average is 0.42.", "The 5-minute load average is 0.3."]
     uptime = fitting_sentences(Question.parse("What is the uptime?"), [("status", status)])
     assert uptime == ["The uptime is 1983 seconds.", "The uptime is 33 min."]
     for sentence in loads + uptime:

@@ -10,12 +10,14 @@ so a test says which skill fits and which rendered sentence the model finds like
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.evidence import answer_numbers, numbers_in
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.prompt import PLAIN
@@ -253,6 +255,7 @@ results = st.recursive(
     max_leaves=12,
 )
 questions = st.text(alphabet="What is the door state 12.5 -3 reading? ab", max_size=40)
+AMOUNT = ENGLISH.amount or re.compile(r"(?!)")
 skill_names = st.from_regex(r"[a-z][a-z_]{0,15}", fullmatch=True)
 
 
@@ -270,6 +273,8 @@ def test_every_rendered_word_and_number_comes_from_a_result_or_the_question(
     texts += [line.text for _, result in found for line in result_line_parts(result)]
     # A label shows a key's words apart ("1a" of ``_1a``): a name, as the key is.
     texts += [" ".join(words_of(text)) for text in texts]
+    # An amount a key glues ("5min") is said apart before its noun ("5-minute").
+    texts += [AMOUNT.sub(r"\1 \2", text) for text in texts]
     words = {w.casefold() for text in texts for w in words_of(text)} | TEMPLATE_WORDS
     numbers = numbers_in(texts)
     for sentence in rendered:
