@@ -36,8 +36,8 @@ class Language:
     possessive_end: re.Pattern[str]
     plural_suffix: str
     """How a plural ends: a word's forms are it, it without the suffix and it with it."""
-    not_plural_suffix: str
-    """An ending that looks plural and is not ("glass")."""
+    not_plural_suffix: tuple[str, ...]
+    """Endings that look plural and are not ("glass", "status", "axis")."""
     negation_suffix: str
     """A verb's negation glued to it ("isn't"); empty where the language glues none."""
     comparative_suffix: str
@@ -136,6 +136,8 @@ class Language:
     """Keys that hold how another value is written, not a value of their own."""
     state_keys: frozenset[str]
     """Keys that hold what state their object is in."""
+    asks_state: frozenset[str]
+    """A question's words that ask what state a thing is in ("What is the washer doing?")."""
     yes: str
     no: str
     not_: str

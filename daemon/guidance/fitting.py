@@ -164,6 +164,9 @@ def bound_lines(
     # for ``memory available_mib``, not the total or the share used, where a line is so named.
     others = other_words(question)
     keyed = [line for line in bound if _names_line(line, others, language)] or bound
+    if words_asked & language.asks_state:
+        # "What is the washing machine doing?" asks what state it is in, not its time left.
+        keyed = [line for line in keyed if _keyed_by(line, language.state_keys)] or keyed
     # A unit the question asks in ("how full ..., in percent", "How many gallons ...") picks
     # the lines written in it, or in a unit the engine can say in it.
     units = {unit.casefold() for unit in asked_units(question.text, language)}

@@ -117,8 +117,10 @@ def qualifier(
         node = other.node
         if prefix(other) != prefix(line) or not isinstance(node, str) or not other.name:
             continue
-        if other.name.split()[-1].casefold() in language.form_words:
-            continue  # a value written out ("33 min" of ``text``) is no name of its object
+        if other.name.split()[-1].casefold() in language.form_words | language.state_keys:
+            # A value written out ("33 min" of ``text``) is no name of its object, nor is the
+            # state it is in ("running" of ``state``: never "The running state time left").
+            continue
         short = 0 < len(node.strip()) <= 40 and len(words_of(node, language)) <= 3
         fits = short and language.letters.search(node)
         if other == line or not fits:
