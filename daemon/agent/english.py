@@ -373,6 +373,7 @@ ENGLISH = Language(
     since=words("since"),
     said_which="The {it} is {compared}.",
     said_by="The {it} is {difference} {compared}.",
+    said_none="There are no {label}.",
     difference_keys=words("difference diff delta"),
     when_asks=words("when"),
     participle=re.compile(r"^[^\W\d_]{2,}ed$", re.IGNORECASE),

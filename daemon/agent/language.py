@@ -226,6 +226,8 @@ class Language:
     """A state held since a time, of one thing and of several: ``label``, ``state``, ``value``."""
     said_which: str = "{it} is {compared}."
     """The answer to which of two is the more so: ``it``, ``compared`` ("colder")."""
+    said_none: str | None = None
+    """That a list of things is empty (``label``: what the things are); None: never said."""
     said_by: str = "{it} is {difference} {compared}."
     """The answer to how much more so one of two is: ``it``, ``difference``, ``compared``."""
     difference_keys: frozenset[str] = frozenset()

@@ -66,6 +66,7 @@ from edge_agentd.agent.units import asked_units, said_in
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
 from edge_agentd.guidance.compared import compared_lines, which_compared
+from edge_agentd.guidance.empty import none_listed
 from edge_agentd.guidance.fitting import (
     asks_existence,
     bound_lines,
@@ -353,6 +354,7 @@ def bound_sentences(
         else:
             group = [(skill_name, result, bound)]
             said = sentences_for(group, question, {skill_name: says}, fit=True)
+            said = said or none_listed(question, result, call)
         for sentence in said:
             if clean(sentence):
                 found.setdefault(sentence, None)

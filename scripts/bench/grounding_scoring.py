@@ -107,8 +107,10 @@ class State(Check):
         if self.state in states_named(answer):
             return True
         low = answer.lower()
-        return self.asked is not None and self.asked != self.state and (
-            f"not {self.asked}" in low or f"n't {self.asked}" in low
+        return (
+            self.asked is not None
+            and self.asked != self.state
+            and (f"not {self.asked}" in low or f"n't {self.asked}" in low)
         )
 
     def __str__(self) -> str:
@@ -205,6 +207,9 @@ def _right_yes(check: Check) -> bool | None:
     return None
 
 
+_DECLINES = re.compile(r"can't|cannot|can not|unable|don't know|do not know|not sure")
+
+
 def judge_grounded(check: Check, answer: Any, question: str) -> tuple[bool, list[str]]:
     """(strictly right, what misleads), by bench_competence's judge and the rules above."""
     right, misleads = judge(check, answer, question)
@@ -216,8 +221,11 @@ def judge_grounded(check: Check, answer: Any, question: str) -> tuple[bool, list
         if not cannot_tell:
             misleads.append("answers a question no skill answers")
         return right and not misleads, misleads
-    if cannot_tell and not isinstance(check, NoneFound):
-        return False, misleads  # wrong, not misleading: it claims nothing
+    if cannot_tell and (not isinstance(check, NoneFound) or _DECLINES.search(text.lower())):
+        # Wrong, not misleading: it claims nothing. "No sensors are connected." says none; an
+        # answer that cannot tell does not, whatever its reason's words ("no skill here reads
+        # the sensors" beside an empty listing).
+        return False, misleads
     right_yes = _right_yes(check)
     if right_yes is not None:
         yes = _yes_no(text)

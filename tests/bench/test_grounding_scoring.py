@@ -31,7 +31,9 @@ def _answer(text: str, *results: Any) -> Answer:
 def test_a_state_the_result_does_not_hold_misleads() -> None:
     check = State("closed", asked="open")
     question = "Is the back door open?"
-    right, misleads = judge_grounded(check, _answer("Yes, the back door is open.", CLOSED), question)
+    right, misleads = judge_grounded(
+        check, _answer("Yes, the back door is open.", CLOSED), question
+    )
     assert not right and "state 'open'" in misleads and "says yes" in misleads
     assert judge_grounded(check, _answer("No, the back door is closed.", CLOSED), question) == (
         True,
@@ -81,10 +83,13 @@ def test_none_found_is_right_on_a_machine_without_sensors() -> None:
     q = "Which sensors are connected to this device?"
     assert judge_grounded(NoneFound(), _answer("No sensors are connected.", empty), q)[0]
     assert not judge_grounded(NoneFound(), _answer("There are 3 sensors.", empty), q)[0]
+    # Cannot tell is not none, whatever words its reason has.
+    declined = _answer("I cannot tell: no skill here reads the sensors.", empty)
+    assert judge_grounded(NoneFound(), declined, q) == (False, [])
 
 
 def test_the_questions_words_are_no_evidence_for_a_claim() -> None:
-    """"How full is the tank?" asks; "The tank is full." for 45.8 % claims."""
+    """ "How full is the tank?" asks; "The tank is full." for 45.8 % claims."""
     tank = {"fill": {"value": 45.8, "unit": "%"}}
     q = "How full is the water tank, in percent?"
     right, misleads = judge_grounded(Number([45.8]), _answer("The tank is full: 45.8 %.", tank), q)
@@ -188,8 +193,6 @@ def test_the_rephrased_set_is_selectable_by_prefix_and_kind() -> None:
         assert chosen == rephrased
     assert {q.device for q in bg.select("pi", "rp-pi", None)} == {"pi"}
     assert bg.select("home", "rp-home", None) == [q for q in rephrased if q.device == "home"]
-    assert bg.select("bare", "rephrased-cannot", None) == [
-        q for q in cannot if q.device == "bare"
-    ]
+    assert bg.select("bare", "rephrased-cannot", None) == [q for q in cannot if q.device == "bare"]
     assert [q.id for q in bg.select("home", "home08,rp-home03", None)] == ["home08", "rp-home03"]
     assert all(q.kind == "cannot" for q in bg.select("home", "cannot", None))

@@ -34,3 +34,23 @@ def test_doing_asks_for_the_state() -> None:
 def test_a_state_is_no_name_of_its_object() -> None:
     said = _said("How long is left on the washer?", "washer", WASHER)
     assert said and not any("running" in sentence for sentence in said), said
+
+
+NONE_FOUND: dict[str, Any] = {"count": 0, "sensors": []}
+
+
+def test_an_empty_list_the_question_names_says_there_are_none() -> None:
+    question = Question.parse("Which sensors are connected to this device?")
+    registry = Registry()
+    said = fitting_sentences(question, [("list_sensors", NONE_FOUND)], registry)
+    assert said == ["There are no sensors."]
+    # A listing narrowed to one quantity says nothing of the sensors it left out.
+    narrowed = fitting_sentences(
+        question, [("list_sensors", NONE_FOUND)], registry, called=[["humidity"]]
+    )
+    assert narrowed == []
+    # Nor does an empty list of other things answer.
+    other = fitting_sentences(
+        Question.parse("Which doors are open?"), [("list_sensors", NONE_FOUND)], registry
+    )
+    assert other == []
