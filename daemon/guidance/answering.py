@@ -116,13 +116,26 @@ def _unmade_calls_that_could_answer(
     question: Question, state: AgentState, skills: Sequence[SkillSpec]
 ) -> list[str]:
     """The skills the run has not called that name the question's subject in their own words
-    or in the values their arguments may take now."""
+    or in the values their arguments may take now, and those it has called that list a ready
+    call it has not made whose own words name it."""
     if question.subject is None and not question.parts:
         return []
     found: list[str] = []
-    called = {e.skill_name for e in state.stream.root if isinstance(e, CallSkillAction)}
+    made = [e for e in state.stream.root if isinstance(e, CallSkillAction)]
+    called = {e.skill_name for e in made}
     for spec in skills:
         if spec.name in called:
+            # Called already, another of the calls it lists as ready may be of the thing asked:
+            # "the 1-Wire probe" after a read of the CPU's sensor. Only that call's own words
+            # count; the skill's, which every call of it has, named it the first time too.
+            done = [e.arguments for e in made if e.skill_name == spec.name]
+            for arguments, what in spec.ready_calls():
+                if arguments in done:
+                    continue
+                words = known_words([*map(str, arguments.values()), what], [], question.language)
+                if unnamed_subject(question, words) is None:
+                    found.append(spec.name)
+                    break
             continue
         listed = [str(v) for _, values in spec.current_choices() for v in values if v]
         texts = [spec.name, spec.description, *spec.examples, *listed]

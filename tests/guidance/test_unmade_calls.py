@@ -70,3 +70,47 @@ def test_the_last_step_is_free() -> None:
     schema = model.calls[1]["action_schema"]
     assert any("final_answer" in b.get("properties", {}) for b in schema["oneOf"])
     assert state.outcome == "answered"
+
+
+def probes() -> Registry:
+    registry = Registry()
+    readings = {"cpu": 48.3, "w1-01": 12.4}
+
+    @registry.skill(
+        choices=lambda: {"name": list(readings)},
+        calls=lambda: [({"name": "cpu"}, "the CPU's temperature"),
+                       ({"name": "w1-01"}, "the 1-Wire probe's temperature")],
+    )  # fmt: skip
+    def read_probe(name: str) -> dict[str, Any]:
+        """A temperature sensor's reading, by its name."""
+        return {"sensor": name, "value": readings[name], "unit": "°C"}
+
+    return registry
+
+
+def test_a_ready_call_not_made_of_a_skill_already_called_could_answer() -> None:
+    # The wrong probe first: the skill's other ready call is of the thing asked, so the
+    # answer waits for a call of it rather than "I cannot tell" with steps left.
+    model = MockModel(
+        [call("read_probe", name="cpu"), call("read_probe", name="w1-01")],
+        uses_action_schema=True,
+    )
+    agent = Agent(model, probes(), guidance=Answering(), grounding=Grounding())
+    state = agent.run("What temperature is the 1-Wire probe reporting?", max_iterations=4)
+    assert offered_calls(model, 1) == {"read_probe"}
+    assert not any("final_answer" in b.get("properties", {})
+                   for b in model.calls[1]["action_schema"]["oneOf"])  # fmt: skip
+    assert state.final_answer is not None and "12.4" in state.final_answer
+
+
+def test_no_call_is_waited_for_once_every_ready_call_was_made() -> None:
+    model = MockModel(
+        [call("read_probe", name="cpu"), '{"final_answer": "I cannot tell."}'],
+        uses_action_schema=True,
+    )
+    agent = Agent(model, probes(), guidance=Answering(), grounding=Grounding())
+    # A garage probe no ready call is of: nothing to wait for.
+    state = agent.run("What temperature is the garage probe reporting?", max_iterations=4)
+    schema = model.calls[1]["action_schema"]
+    assert any("final_answer" in b.get("properties", {}) for b in schema["oneOf"])
+    assert state.final_answer == "I cannot tell."
