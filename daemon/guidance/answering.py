@@ -30,7 +30,7 @@ from edge_agentd.agent.language import Language
 from edge_agentd.agent.protocol import Completion, ModelHandle
 from edge_agentd.agent.question import Question, asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
-from edge_agentd.agent.vocabulary import known_words
+from edge_agentd.agent.vocabulary import is_known, known_words
 from edge_agentd.guidance.render import fitting_sentences
 
 ANSWER_OBJECT = '{{"final_answer": {}}}'
@@ -84,6 +84,12 @@ class Answering:
         named = {spec.name: spec for spec in skills}
         question = in_language(state.question, self.language)
         called = _call_words(state, named)
+        # A result of a call whose free text asked for something else ("next friday" of
+        # "What is the date of next Wednesday?") answers another question: none of its
+        # sentences is offered.
+        asked = _asked_calls(state, named, question)
+        results = [result for result, kept in zip(results, asked, strict=True) if kept]
+        called = [words for words, kept in zip(called, asked, strict=True) if kept]
         fitting = [s for s in fitting_sentences(question, results, named, called) if grounded(s)]
         if not fitting:
             unmade = [] if last_step else _unmade_calls_that_could_answer(question, state, skills)
@@ -162,6 +168,34 @@ def _call_words(state: AgentState, skills: dict[str, SkillSpec]) -> list[list[st
             found.append([*(str(v) for v in arguments.values()), *gets])
             call = None
     return found
+
+
+def _asked_calls(state: AgentState, skills: dict[str, SkillSpec], question: Question) -> list[bool]:
+    """For each result of ``state``'s run, whether the call that gave it asked what the
+    question asks: every word of each free-text argument (one the skill lists no choices for)
+    is a word of the question, or of the grammar's. A value chosen from a list (a sensor's
+    name) may name the thing otherwise ("28-0316a2791bff" for "the 1-Wire probe")."""
+    language = question.language
+    asked = known_words([question.text], [], language)
+    kept: list[bool] = []
+    call: CallSkillAction | None = None
+    for event in state.stream.root:
+        if isinstance(event, CallSkillAction):
+            call = event
+        elif isinstance(event, SkillResultObservation):
+            spec = skills.get(event.skill_name)
+            listed = {name for name, _ in spec.current_choices()} if spec is not None else set()
+            texts = [
+                value
+                for name, value in (call.arguments.items() if call is not None else ())
+                if isinstance(value, str) and name not in listed
+            ]
+            words = [w for text in texts for w in language.word.findall(text)]
+            kept.append(
+                all(is_known(w, asked, language) or w.casefold() in language.grammar for w in words)
+            )
+            call = None
+    return kept
 
 
 def _spelled(model: ModelHandle, sentence: str) -> str:

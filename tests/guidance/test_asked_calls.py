@@ -1,0 +1,51 @@
+"""A result answers the question only if the call that gave it asked what the question asks:
+a driving model that passed "next friday" for "What is the date of next Wednesday?" got a
+result whose every sentence is true of Friday, and the engine said one of them as the answer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+
+from edge_agentd import Agent, Grounding, MockModel, Registry
+from edge_agentd.guidance.answering import Answering
+
+DAYS = {"wednesday": dt.date(2026, 12, 9), "friday": dt.date(2026, 12, 11)}
+
+
+def calendar() -> Registry:
+    registry = Registry()
+
+    @registry.skill
+    def find_date(text: str) -> dict[str, Any]:
+        """The date a phrase such as 'next friday' names."""
+        day = DAYS[text.rsplit(maxsplit=1)[-1].casefold()]
+        return {"date": day.isoformat(), "weekday": day.strftime("%A")}
+
+    return registry
+
+
+def _run(question: str, replies: list[str]) -> Any:
+    model = MockModel(replies, uses_action_schema=True)
+    agent = Agent(model, calendar(), guidance=Answering(), grounding=Grounding())
+    return agent.run(question, max_iterations=4, max_retries=0)
+
+
+def call(text: str) -> str:
+    return json.dumps({"skill_name": "find_date", "arguments": {"text": text}})
+
+
+@pytest.mark.parametrize("asked_as", ["next Wednesday", "Wednesday"])
+def test_a_call_of_the_question_s_own_words_is_answered_by_the_engine(asked_as: str) -> None:
+    state = _run("What is the date of next Wednesday?", [call(asked_as)])
+    assert state.final_answer is not None and "2026-12-09" in state.final_answer
+
+
+def test_a_call_that_asked_for_another_thing_is_no_answer() -> None:
+    replies = [call("next friday"), '{"final_answer": "I cannot tell."}']
+    state = _run("What is the date of next Wednesday?", replies)
+    # Not "The date is 2026-12-11.": the engine offers no sentence of Friday's result.
+    assert state.final_answer == "I cannot tell."
