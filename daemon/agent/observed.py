@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.claims import reading_units, unnamed_subject, unnamed_things
@@ -22,10 +22,11 @@ from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question, in_language
 from edge_agentd.agent.resultlines import is_number, reading_text, scalar_text
 from edge_agentd.agent.units import asked_units, conversions
-from edge_agentd.agent.vocabulary import known_words
+from edge_agentd.agent.vocabulary import is_known, known_words
 
 if TYPE_CHECKING:
     from edge_agentd.agent.registry import Registry
+    from edge_agentd.agent.skillspec import SkillSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Gathered:
 
     __slots__ = (
         "arguments",
+        "asked",
         "called_names",
         "calls",
         "described",
@@ -125,6 +127,8 @@ class Gathered:
         self.arguments: list[str] = []
         self.wording: list[str] = []
         self.readings: list[tuple[str, float]] = []
+        self.asked = known_words([query], [], language)
+        """The question's words: what a call's free text may ask for."""
         self.units = asked_units(query, language)
         """The units the question asks its value in: each reading said in them is evidence
         too, the engine's arithmetic on the skill's value."""
@@ -174,12 +178,18 @@ def gather(
                 gathered.errors.append(event.error)
             if not isinstance(event, SkillResultObservation):
                 continue
-            gathered.results.append(event.result)
-            walk(event.result, gathered.visit, None)
             call = gathered.calls.get(event.call_id) if event.call_id else None
             before = events[index - 1] if index else None
             if call is None and isinstance(before, CallSkillAction):
                 call = before  # an event stream made by hand, without ids
+            if call is not None and not asks_what_was_asked(
+                registry.get(call.skill_name), call.arguments, gathered.asked, language
+            ):
+                # "next friday" passed for "next Wednesday": its result is of another thing,
+                # no evidence for an answer to this question.
+                continue
+            gathered.results.append(event.result)
+            walk(event.result, gathered.visit, None)
             if call is not None:
                 gathered.add_skill_words(call.skill_name, registry, language)
                 gathered.arguments.extend(map(str, call.arguments.values()))
@@ -205,6 +215,25 @@ def gather(
             (*gathered.readings, *((unit, value) for unit, value, _ in said_in_units)),
         )
     return evidence
+
+
+def asks_what_was_asked(
+    spec: SkillSpec | None,
+    arguments: Mapping[str, Any],
+    asked: frozenset[str],
+    language: Language = ENGLISH,
+) -> bool:
+    """Whether a call of ``spec`` with ``arguments`` asked what the question (whose words are
+    ``asked``) asks: every word of each free-text argument, one the skill lists no choices for,
+    is the question's or the grammar's. A value chosen from a list (a sensor's name) may name
+    the thing otherwise ("28-0316a2791bff" for "the 1-Wire probe")."""
+    listed = {name for name, _ in spec.current_choices()} if spec is not None else set()
+    return all(
+        is_known(word, asked, language) or word.casefold() in language.grammar
+        for name, value in arguments.items()
+        if isinstance(value, str) and name not in listed
+        for word in language.word.findall(value)
+    )
 
 
 def _texts_of(
@@ -238,4 +267,4 @@ def _texts_of(
     return visit
 
 
-__all__ = ["Evidence", "Gathered", "gather"]
+__all__ = ["Evidence", "Gathered", "asks_what_was_asked", "gather"]

@@ -27,10 +27,11 @@ from edge_agentd.agent.claims import unnamed_subject
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.observed import asks_what_was_asked
 from edge_agentd.agent.protocol import Completion, ModelHandle
 from edge_agentd.agent.question import Question, asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
-from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.render import fitting_sentences
 
 ANSWER_OBJECT = '{{"final_answer": {}}}'
@@ -172,11 +173,9 @@ def _call_words(state: AgentState, skills: dict[str, SkillSpec]) -> list[list[st
 
 def _asked_calls(state: AgentState, skills: dict[str, SkillSpec], question: Question) -> list[bool]:
     """For each result of ``state``'s run, whether the call that gave it asked what the
-    question asks: every word of each free-text argument (one the skill lists no choices for)
-    is a word of the question, or of the grammar's. A value chosen from a list (a sensor's
-    name) may name the thing otherwise ("28-0316a2791bff" for "the 1-Wire probe")."""
-    language = question.language
-    asked = known_words([question.text], [], language)
+    question asks (:func:`~edge_agentd.agent.observed.asks_what_was_asked`), as grounding
+    reads it."""
+    asked = known_words([question.text], [], question.language)
     kept: list[bool] = []
     call: CallSkillAction | None = None
     for event in state.stream.root:
@@ -184,16 +183,8 @@ def _asked_calls(state: AgentState, skills: dict[str, SkillSpec], question: Ques
             call = event
         elif isinstance(event, SkillResultObservation):
             spec = skills.get(event.skill_name)
-            listed = {name for name, _ in spec.current_choices()} if spec is not None else set()
-            texts = [
-                value
-                for name, value in (call.arguments.items() if call is not None else ())
-                if isinstance(value, str) and name not in listed
-            ]
-            words = [w for text in texts for w in language.word.findall(text)]
-            kept.append(
-                all(is_known(w, asked, language) or w.casefold() in language.grammar for w in words)
-            )
+            arguments = call.arguments if call is not None else {}
+            kept.append(asks_what_was_asked(spec, arguments, asked, question.language))
             call = None
     return kept
 

@@ -49,3 +49,15 @@ def test_a_call_that_asked_for_another_thing_is_no_answer() -> None:
     state = _run("What is the date of next Wednesday?", replies)
     # Not "The date is 2026-12-11.": the engine offers no sentence of Friday's result.
     assert state.final_answer == "I cannot tell."
+
+
+def test_grounding_takes_no_value_of_a_call_that_asked_for_another_thing() -> None:
+    # The model's own words, no engine sentence: grounding alone refuses Friday's date.
+    replies = [call("next friday"), '{"final_answer": "Next Wednesday is 2026-12-11."}']
+    model = MockModel(replies)
+    state = Agent(model, calendar(), grounding=Grounding()).run(
+        "What is the date of next Wednesday?", max_iterations=4, max_retries=0
+    )
+    assert state.final_answer is None
+    refused = [e for e in state.stream.root if type(e).__name__ == "ValidationErrorObservation"]
+    assert refused and refused[-1].error_type == "value_not_in_evidence"
