@@ -225,13 +225,19 @@ def asks_what_was_asked(
 ) -> bool:
     """Whether a call of ``spec`` with ``arguments`` asked what the question (whose words are
     ``asked``) asks: every word of each free-text argument, one the skill lists no choices for,
-    is the question's or the grammar's. A value chosen from a list (a sensor's name) may name
-    the thing otherwise ("28-0316a2791bff" for "the 1-Wire probe")."""
+    is the question's or the grammar's. A value chosen from a list (a sensor's name, or one of
+    the calls the skill lists as ready) may name the thing otherwise ("28-0316a2791bff" for
+    "the 1-Wire probe")."""
     listed = {name for name, _ in spec.current_choices()} if spec is not None else set()
+    ready = (
+        {(name, str(value)) for given, _ in spec.ready_calls() for name, value in given.items()}
+        if spec is not None
+        else set()
+    )
     return all(
         is_known(word, asked, language) or word.casefold() in language.grammar
         for name, value in arguments.items()
-        if isinstance(value, str) and name not in listed
+        if isinstance(value, str) and name not in listed and (name, value) not in ready
         for word in language.word.findall(value)
     )
 
