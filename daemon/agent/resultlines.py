@@ -7,8 +7,8 @@ A result is shown as lines instead of nested JSON (``temperature: 22.7 °C``,
 each has one. The event keeps the whole result.
 
 A model that drives the loop reads a result as fields instead (:func:`result_fields`): each key
-of the result once, on its own line, what it holds written on it without JSON's quotes, and a
-reading as its value and unit. Nothing is left out, and the names a call copies stay whole.
+of the result once, on its own line, what it holds written on it without JSON's quotes and
+blanks, and a reading as its value and unit. Nothing is left out, and the names a call copies stay whole.
 """
 
 from __future__ import annotations
@@ -179,15 +179,17 @@ def result_lines(result: Any, language: Language = ENGLISH) -> list[str]:
 
 def _field_text(node: Any) -> str:
     """A part of a result as a field shows it: a reading as ``22.7 °C``, an object as
-    ``{key: value, ...}`` (a reading in it with its value and unit at its ``value``), a list as
-    ``[a, b]``, a string bare unless it is empty or breaks a line (then as JSON spells it)."""
+    ``{key:value,...}`` (a reading in it with its value and unit at its ``value``), a list as
+    ``[a,b]``, a string bare unless it is empty or breaks a line (then as JSON spells it).
+    Inside an object or a list there are no blanks: a blank before a digit is a token of its
+    own to a tokenizer that spells every digit alone."""
     if isinstance(node, dict):
         reading = _reading(node)
         if reading is not None and node.keys() == {"value", "unit"}:
             return reading
-        return "{" + ", ".join(_fields(node, reading)) + "}"
+        return "{" + ",".join(_fields(node, reading, ":")) + "}"
     if isinstance(node, list):
-        return "[" + ", ".join(_field_text(item) for item in node) + "]"
+        return "[" + ",".join(_field_text(item) for item in node) + "]"
     if isinstance(node, str):
         return _bare(node)
     return compact_json(node)
@@ -203,18 +205,21 @@ def _bare(text: str) -> str:
     return text if text and text.isprintable() else compact_json(text)
 
 
-def _fields(node: dict[str, Any], reading: str | None) -> list[str]:
+def _fields(node: dict[str, Any], reading: str | None, colon: str = ": ") -> list[str]:
     """``key: value`` for each key of an object; a reading's unit goes with its value."""
-    return [
-        f"{_bare(key)}: {reading if reading is not None and key == 'value' else _field_text(value)}"
-        for key, value in node.items()
-        if reading is None or key != "unit"
-    ]
+    fields = []
+    for key, value in node.items():
+        if reading is not None and key in ("value", "unit"):
+            if key == "value":
+                fields.append(f"{_bare(key)}{colon}{reading}")
+        else:
+            fields.append(f"{_bare(key)}{colon}{_field_text(value)}")
+    return fields
 
 
 def result_fields(result: Any) -> str:
     """A skill result as fields (see the module's docstring): an object's keys one to a line
-    (``memory: {total_mib: 3793.3, available_mib: 2367.0}``), anything else on one line."""
+    (``memory: {total_mib:3793.3,available_mib:2367.0}``), anything else on one line."""
     if isinstance(result, dict) and result:
         reading = _reading(result)
         if reading is None or result.keys() != {"value", "unit"}:

@@ -48,8 +48,8 @@ def test_a_result_is_its_fields() -> None:
     assert result_fields(READ_SENSOR) == (
         "sensor: bme280\n"
         "label: bme280 (iio:device0)\n"
-        "readings: [{quantity: humidity, value: 41.5 %RH}, {quantity: temperature, "
-        "value: 22.7 °C, also: {value: 72.86 °F, unit_name: Fahrenheit}}]\n"
+        "readings: [{quantity:humidity,value:41.5 %RH},{quantity:temperature,"
+        "value:22.7 °C,also:{value:72.86 °F,unit_name:Fahrenheit}}]\n"
         "difference: 1.5 °C\n"
         "ok: true\n"
         "note: null"
@@ -59,7 +59,7 @@ def test_a_result_is_its_fields() -> None:
         "sensor: cpu\nvalue: 48.3 °C"
     )
     assert result_fields("12:00") == "12:00"
-    assert result_fields([1, "a"]) == "[1, a]"
+    assert result_fields([1, "a"]) == "[1,a]"
     assert result_fields({}) == "{}"
     # A text that would break a line, or show nothing, is written as JSON spells it.
     assert result_fields({"text": "a\nb", "": ""}) == 'text: "a\\nb"\n"": ""'
