@@ -8,7 +8,8 @@ each has one. The event keeps the whole result.
 
 A model that drives the loop reads a result as fields instead (:func:`result_fields`): each key
 of the result once, on its own line, what it holds written on it without JSON's quotes and
-blanks, and a reading as its value and unit. Nothing is left out, and the names a call copies stay whole.
+blanks, and a reading as its value and unit. Nothing is left out, and the names a call copies
+stay whole.
 """
 
 from __future__ import annotations
