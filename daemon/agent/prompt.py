@@ -25,7 +25,7 @@ from edge_agentd.agent.events import (
 )
 from edge_agentd.agent.jsonvalues import compact_json
 from edge_agentd.agent.registry import SkillSpec
-from edge_agentd.agent.resultlines import result_lines
+from edge_agentd.agent.resultlines import result_fields, result_lines
 from edge_agentd.agent.skillspec import Choices
 from edge_agentd.agent.workflow import Soul, Workflow
 
@@ -187,14 +187,21 @@ def render_event(
 ) -> str:
     """The fixed text one event adds to the prompt; a result turn repeats ``question`` if given,
     and then names ``focus``, the part of the result that answers it. With ``lines`` a result is
-    shown as ``name: value unit`` lines (see :func:`result_lines`) rather than JSON."""
+    shown as ``name: value unit`` lines (see :func:`result_lines`); else, in a tool format of the
+    model's own, as fields (:func:`result_fields`), and in the seed's action language as JSON."""
     calls = fmt.calls
     if isinstance(event, CallSkillAction | FinalAnswerAction):
         if isinstance(event, CallSkillAction) and calls is not None and calls.in_model_turn:
             return fmt.defuse(event.raw)  # the result follows in the same turn
         return fmt.model_turn_end(event.raw)
     if isinstance(event, SkillResultObservation):
-        shown = "\n".join(result_lines(event.result)) if lines else compact_json(event.result)
+        if lines:
+            shown = "\n".join(result_lines(event.result))
+        elif calls is not None:
+            # Fewer tokens than its JSON, nothing left out: a prompt's tail is its results.
+            shown = result_fields(event.result)
+        else:
+            shown = compact_json(event.result)
         if calls is not None:
             text = calls.response(event.skill_name, event.result, shown)
         elif lines:

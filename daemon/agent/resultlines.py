@@ -5,6 +5,11 @@ A result is shown as lines instead of nested JSON (``temperature: 22.7 °C``,
 ``memory available_mib: 2367.0``); a reading, any object with a numeric ``value`` and a string
 ``unit``, is one line with its unit; a list says how many items it holds, and their names when
 each has one. The event keeps the whole result.
+
+A model that drives the loop reads a result as fields instead (:func:`result_fields`): each key
+of the result once, on its own line, what it holds written on it without JSON's quotes and
+blanks, and a reading as its value and unit. Nothing is left out, and the names a call copies
+stay whole.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import re
 from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
-from edge_agentd.agent.jsonvalues import walk
+from edge_agentd.agent.jsonvalues import compact_json, walk
 from edge_agentd.agent.language import Language
 
 MAX_LINES = 48
@@ -173,6 +178,56 @@ def result_lines(result: Any, language: Language = ENGLISH) -> list[str]:
     return [line[:MAX_LINE_CHARS] + ("..." if len(line) > MAX_LINE_CHARS else "") for line in lines]
 
 
+def _field_text(node: Any) -> str:
+    """A part of a result as a field shows it: a reading as ``22.7 °C``, an object as
+    ``{key:value,...}`` (a reading in it with its value and unit at its ``value``), a list as
+    ``[a,b]``, a string bare unless it is empty or breaks a line (then as JSON spells it).
+    Inside an object or a list there are no blanks: a blank before a digit is a token of its
+    own to a tokenizer that spells every digit alone."""
+    if isinstance(node, dict):
+        reading = _reading(node)
+        if reading is not None and node.keys() == {"value", "unit"}:
+            return reading
+        return "{" + ",".join(_fields(node, reading, ":")) + "}"
+    if isinstance(node, list):
+        return "[" + ",".join(_field_text(item) for item in node) + "]"
+    if isinstance(node, str):
+        return _bare(node)
+    return compact_json(node)
+
+
+def _reading(node: dict[str, Any]) -> str | None:
+    """:func:`reading_text` where it shows on one line (a unit that breaks it is a field)."""
+    reading = reading_text(node)
+    return reading if reading is not None and reading.isprintable() else None
+
+
+def _bare(text: str) -> str:
+    return text if text and text.isprintable() else compact_json(text)
+
+
+def _fields(node: dict[str, Any], reading: str | None, colon: str = ": ") -> list[str]:
+    """``key: value`` for each key of an object; a reading's unit goes with its value."""
+    fields = []
+    for key, value in node.items():
+        if reading is not None and key in ("value", "unit"):
+            if key == "value":
+                fields.append(f"{_bare(key)}{colon}{reading}")
+        else:
+            fields.append(f"{_bare(key)}{colon}{_field_text(value)}")
+    return fields
+
+
+def result_fields(result: Any) -> str:
+    """A skill result as fields (see the module's docstring): an object's keys one to a line
+    (``memory: {total_mib:3793.3,available_mib:2367.0}``), anything else on one line."""
+    if isinstance(result, dict) and result:
+        reading = _reading(result)
+        if reading is None or result.keys() != {"value", "unit"}:
+            return "\n".join(_fields(result, reading))
+    return _field_text(result)
+
+
 __all__ = [
     "DIGIT",
     "Line",
@@ -184,6 +239,7 @@ __all__ = [
     "name_words",
     "names_unit",
     "reading_text",
+    "result_fields",
     "result_line_parts",
     "result_lines",
     "scalar_text",

@@ -109,7 +109,7 @@ def test_the_prompt_speaks_it() -> None:
     fmt = type(fmt)(**{**{f: getattr(fmt, f) for f in fmt.__dataclass_fields__}, "calls": HERMES})
     result = SkillResultObservation(skill_name="clock", result="12:00", call_id="call_1")
     assert render_event(result, fmt) == (
-        '<|im_start|>user\n<tool_response>\n"12:00"\n</tool_response><|im_end|>\n'
+        "<|im_start|>user\n<tool_response>\n12:00\n</tool_response><|im_end|>\n"
         "<|im_start|>assistant\n"
     )
     error = ToolErrorObservation(skill_name="clock", error="boom", available_skills=["clock"])
