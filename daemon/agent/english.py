@@ -325,6 +325,10 @@ ENGLISH = Language(
         "Your answer says it is {said!r}, and no result says so. State what the result "
         'says, as it writes it, or answer "{cannot}" and why.'
     ),
+    not_yes_or_no=(
+        'The question asks yes or no: begin the answer with "{yes}" or "{no}" and what the '
+        'result says, or answer "{cannot}" and why.'
+    ),
     answer_examples=(
         "How answers read. After a result, answer the question in one short sentence, with the "
         "value and unit of the line the question asks about, copied as the result writes it. "

@@ -67,6 +67,7 @@ NO_EVIDENCE = "no_evidence"
 VALUE_NOT_IN_EVIDENCE = "value_not_in_evidence"
 UNKNOWN_SUBJECT = "unknown_subject"
 STATE_NOT_IN_EVIDENCE = "state_not_in_evidence"
+NOT_YES_OR_NO = "not_yes_or_no"
 
 GROUNDING_RULES = ENGLISH.rules
 """The rules as the system prompt states them to a model that drives the loop itself: fixed
@@ -124,7 +125,18 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
         said = state if claim else f"{language.not_} {state}"
         feedback = language.state_absent.format(said=said, cannot=cannot)
         return Verdict(STATE_NOT_IN_EVIDENCE, feedback)
+    if (state is not None or evidence.question.exists) and not _opens_yes_or_no(answer, language):
+        # "Is the washing machine done?" asks yes or no; "It is running and has 34 min left."
+        # leaves the asker to work it out.
+        feedback = language.not_yes_or_no.format(yes=language.yes, no=language.no, cannot=cannot)
+        return Verdict(NOT_YES_OR_NO, feedback) if language.not_yes_or_no else None
     return None
+
+
+def _opens_yes_or_no(answer: str, language: Language) -> bool:
+    """Whether ``answer`` opens with the language's yes or no as a word of its own."""
+    words = language.token.findall(answer[:40])
+    return bool(words) and words[0].casefold() in {language.yes.casefold(), language.no.casefold()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,6 +336,7 @@ def grounded_schema(
 __all__ = [
     "GROUNDING",
     "GROUNDING_RULES",
+    "NOT_YES_OR_NO",
     "NO_EVIDENCE",
     "STATE_NOT_IN_EVIDENCE",
     "UNKNOWN_SUBJECT",

@@ -226,6 +226,9 @@ class Language:
     """A state held since a time, of one thing and of several: ``label``, ``state``, ``value``."""
     said_which: str = "{it} is {compared}."
     """The answer to which of two is the more so: ``it``, ``compared`` ("colder")."""
+    not_yes_or_no: str = ""
+    """The feedback to an answer of a yes-or-no question that opens with neither yes, no nor
+    the way out (``{yes}``, ``{no}``, ``{cannot}``); empty: no such rule."""
     said_none: str | None = None
     """That a list of things is empty (``label``: what the things are); None: never said."""
     said_by: str = "{it} is {difference} {compared}."

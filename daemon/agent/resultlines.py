@@ -178,22 +178,48 @@ def result_lines(result: Any, language: Language = ENGLISH) -> list[str]:
     return [line[:MAX_LINE_CHARS] + ("..." if len(line) > MAX_LINE_CHARS else "") for line in lines]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Written:
+    """Text a field writes as it is (a closing bracket, a reading said whole), among the parts
+    of a result :func:`_field_text` walks."""
+
+    text: str
+
+
 def _field_text(node: Any) -> str:
     """A part of a result as a field shows it: a reading as ``22.7 °C``, an object as
     ``{key:value,...}`` (a reading in it with its value and unit at its ``value``), a list as
     ``[a,b]``, a string bare unless it is empty or breaks a line (then as JSON spells it).
     Inside an object or a list there are no blanks: a blank before a digit is a token of its
     own to a tokenizer that spells every digit alone."""
-    if isinstance(node, dict):
-        reading = _reading(node)
-        if reading is not None and node.keys() == {"value", "unit"}:
-            return reading
-        return "{" + ",".join(_fields(node, reading, ":")) + "}"
-    if isinstance(node, list):
-        return "[" + ",".join(_field_text(item) for item in node) + "]"
-    if isinstance(node, str):
-        return _bare(node)
-    return compact_json(node)
+    out: list[str] = []
+
+    def visit(part: Any, before: str) -> list[tuple[Any, str]]:
+        out.append(before)
+        if isinstance(part, _Written):
+            out.append(part.text)
+        elif isinstance(part, dict):
+            reading = _reading(part)
+            if reading is not None and part.keys() == {"value", "unit"}:
+                out.append(reading)
+                return []
+            shown = [
+                (_Written(reading) if key == "value" and reading is not None else value, key)
+                for key, value in part.items()
+                if reading is None or key != "unit"
+            ]
+            out.append("{")
+            inner = [(v, f"{',' if i else ''}{_bare(k)}:") for i, (v, k) in enumerate(shown)]
+            return [*inner, (_Written("}"), "")]
+        elif isinstance(part, list):
+            out.append("[")
+            return [*((item, "," if i else "") for i, item in enumerate(part)), (_Written("]"), "")]
+        else:
+            out.append(_bare(part) if isinstance(part, str) else compact_json(part))
+        return []
+
+    walk(node, visit, "")
+    return "".join(out)
 
 
 def _reading(node: dict[str, Any]) -> str | None:

@@ -318,10 +318,22 @@ def test_a_state_the_result_does_not_hold_is_refused() -> None:
 def test_a_flag_says_the_state_too() -> None:
     state, _ = run(
         "Is the bedroom window open?",
-        [call("window"), answer("Yes."), answer("It is not open.")],
+        [call("window"), answer("Yes."), answer("No, it is not open.")],
     )
     assert [kind for kind, _ in refusals(state)] == ["state_not_in_evidence"]
-    assert state.final_answer == "It is not open."
+    assert state.final_answer == "No, it is not open."
+
+
+def test_a_yes_or_no_question_is_answered_yes_no_or_cannot_tell() -> None:
+    # True, but it leaves the asker to work out the yes or no.
+    state, _ = run(
+        "Is the bedroom window open?",
+        [call("window"), answer("It is not open."), answer("No, it is not open.")],
+    )
+    assert [kind for kind, _ in refusals(state)] == ["not_yes_or_no"]
+    assert state.final_answer == "No, it is not open."
+    state, _ = run("Is the bedroom window open?", [call("window"), answer("I cannot tell.")])
+    assert refusals(state) == [] and state.final_answer == "I cannot tell."
 
 
 def test_denying_a_state_the_result_holds_is_refused() -> None:
