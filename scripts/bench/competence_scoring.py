@@ -222,6 +222,22 @@ class Expected:
     """No skill can answer: any number, unit or date stated is misleading."""
 
 
+_AMOUNT = re.compile(r"(\d+(?:\.\d+)?)[ -]?([a-z]+)")
+
+
+def _amount_held(name: str, text: str) -> bool:
+    """Whether ``name``, an amount as a person writes it before a noun ("5-minute"), is one
+    ``text`` holds however it writes it ("5min" of a key, "5 minutes")."""
+    said = _AMOUNT.fullmatch(name)
+    unit = canonical_unit(said.group(2)) if said else None
+    if said is None or unit is None:
+        return False
+    return any(
+        float(found.group(1)) == float(said.group(1)) and canonical_unit(found.group(2)) == unit
+        for found in _AMOUNT.finditer(text.lower())
+    )
+
+
 def misleading(answer: str, evidence: Evidence, expected: Expected) -> list[str]:
     """What the answer states that neither the evidence nor the question holds (empty: nothing)."""
     low = answer.lower().replace("\u202f", " ").replace("\xa0", " ")
@@ -262,7 +278,8 @@ def misleading(answer: str, evidence: Evidence, expected: Expected) -> list[str]
         name = match.group()
         if any(s <= match.start() < e for s, e in spans):
             continue
-        if name not in evidence.text and not _ORDINAL.fullmatch(name):
+        held = name in evidence.text or _amount_held(name, evidence.text)
+        if not held and not _ORDINAL.fullmatch(name):
             found.append(f"name {name!r}")
     if weekdays_named(low) - weekdays_named(evidence.text) - expected.weekdays:
         found.append("a weekday nothing gave")

@@ -196,3 +196,14 @@ def test_the_rephrased_set_is_selectable_by_prefix_and_kind() -> None:
     assert bg.select("bare", "rephrased-cannot", None) == [q for q in cannot if q.device == "bare"]
     assert [q.id for q in bg.select("home", "home08,rp-home03", None)] == ["home08", "rp-home03"]
     assert all(q.kind == "cannot" for q in bg.select("home", "cannot", None))
+
+
+def test_an_amount_before_a_noun_is_the_result_s_however_written() -> None:
+    status = {"load_average": {"1min": 0.42, "5min": 0.37, "15min": 0.31}}
+    q = "What is the load average over 5 minutes?"
+    said = _answer("The 5-minute load average is 0.37.", status)
+    assert judge_grounded(Number([0.37]), said, q) == (True, [])
+    # An amount no result holds is still a name nothing gave.
+    made_up = _answer("The 10-minute load average is 0.37.", status)
+    right, misleads = judge_grounded(Number([0.37]), made_up, q)
+    assert not right and "name '10-minute'" in misleads
