@@ -21,11 +21,17 @@ def none_listed(question: Question, result: Any, call_words: frozenset[str]) -> 
     asked = known_words([question.text], [], language)
     if any(not is_known(word, asked, language) for word in call_words):
         return []
-    return [
-        language.said_none.format(label=" ".join(key_words(str(key), language)))
-        for key, value in result.items()
-        if value == [] and is_known(subject.head, known_words([str(key)], [], language), language)
-    ]
+    said = []
+    for key, value in result.items():
+        words = key_words(str(key), language)
+        # A list of things, named by a plural ("sensors"); not one of values in a unit
+        # (``level_percent``), which holds no things to be none of.
+        things = bool(words) and language.plural(words[-1])
+        things = things and words[-1].casefold() not in language.unit_suffixes
+        named = is_known(subject.head, known_words([str(key)], [], language), language)
+        if value == [] and things and named:
+            said.append(language.said_none.format(label=" ".join(words)))
+    return said
 
 
 __all__ = ["none_listed"]
