@@ -317,6 +317,8 @@ questions = st.sampled_from(
 # A list under a key that names a unit: the engine says its items in that unit, and so does
 # grounding (found by this test in a fresh run).
 @example({"power_kw": [1, {"power_kw": 0}]}, "What is the power?")
+# An empty list of values in a unit holds no things to be none of (found by this test).
+@example({"level_percent": []}, "Please read the level.")
 def test_every_fitting_sentence_is_of_the_evidence_and_grounding_takes_it(
     result: Any, question: str
 ) -> None:
