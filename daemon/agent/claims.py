@@ -196,12 +196,13 @@ def _unnamed_in(question: Question, vocabulary: frozenset[str]) -> str | None:
     if doer:
         # "the power the solar panels produce" where only a house meter's power is read.
         return " ".join([*subject.doer, subject.head])
-    # What says which one may follow the head too: the thing it is of, when that thing has words
-    # of its own that say which ("the soil of the tomato plant" beside the basil's), and the
-    # place it is in ("the CO2 level in the bedroom" beside the living room's).
+    # What says which one may follow the head too: the thing it is of, by its words that say
+    # which ("the soil of the tomato plant" beside the basil's) or, a single word, by itself
+    # ("the date of Wednesday" beside today's, "the temperature of the garage" beside the
+    # CPU's), and the place it is in ("the CO2 level in the bedroom" beside the living room's).
     # A word with a digit in it there is a name of a kind or a part ("the ID of the 1-Wire
     # sensor"), which results often spell otherwise ("w1"): it does not decide.
-    after = [*subject.of[:-1], *subject.where] if len(subject.of) >= 2 else [*subject.where]
+    after = [*(subject.of[:-1] if len(subject.of) >= 2 else subject.of), *subject.where]
     unnamed_after = [w for w in after if not named(w) and not any(c.isdigit() for c in w)]
     if unnamed_after:
         return " ".join([*subject.which, subject.head, *unnamed_after])

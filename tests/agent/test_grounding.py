@@ -271,6 +271,19 @@ def test_a_comparison_names_its_things_after_it() -> None:
     assert state.final_answer == "I cannot tell."
 
 
+def test_a_thing_a_single_of_word_names_must_be_the_evidence_s() -> None:
+    # Today's date is no date of Wednesday's: "The date is 2026-12-05." would read as its.
+    question = "What is the date of next Wednesday?"
+    state, _ = run(
+        question, [call("today"), answer("The date is 2026-12-05."), answer("I cannot tell.")]
+    )
+    [(kind, feedback)] = refusals(state)
+    assert kind == "unknown_subject" and "Wednesday" in feedback
+    assert state.final_answer == "I cannot tell."
+    state, _ = run("What is the date of Saturday?", [call("today"), answer("It is 2026-12-05.")])
+    assert state.outcome == "answered" and refusals(state) == []
+
+
 def test_a_place_the_results_do_not_name_is_a_subject_they_do_not_know() -> None:
     # The humidity skill reads the living room: the bedroom's humidity is not its value.
     question = "What is the humidity in the bedroom?"
