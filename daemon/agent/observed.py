@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +84,6 @@ class Gathered:
 
     __slots__ = (
         "arguments",
-        "asked",
         "called_names",
         "calls",
         "described",
@@ -92,6 +92,7 @@ class Gathered:
         "key",
         "last",
         "named",
+        "query",
         "readings",
         "results",
         "seen",
@@ -127,8 +128,8 @@ class Gathered:
         self.arguments: list[str] = []
         self.wording: list[str] = []
         self.readings: list[tuple[str, float]] = []
-        self.asked = known_words([query], [], language)
-        """The question's words: what a call's free text may ask for."""
+        self.query = query
+        """The question: what a call's free text may ask for."""
         self.units = asked_units(query, language)
         """The units the question asks its value in: each reading said in them is evidence
         too, the engine's arithmetic on the skill's value."""
@@ -183,7 +184,7 @@ def gather(
             if call is None and isinstance(before, CallSkillAction):
                 call = before  # an event stream made by hand, without ids
             if call is not None and not asks_what_was_asked(
-                registry.get(call.skill_name), call.arguments, gathered.asked, language
+                registry.get(call.skill_name), call.arguments, gathered.query, language
             ):
                 # "next friday" passed for "next Wednesday": its result is of another thing,
                 # no evidence for an answer to this question.
@@ -220,26 +221,38 @@ def gather(
 def asks_what_was_asked(
     spec: SkillSpec | None,
     arguments: Mapping[str, Any],
-    asked: frozenset[str],
+    question: str,
     language: Language = ENGLISH,
 ) -> bool:
-    """Whether a call of ``spec`` with ``arguments`` asked what the question (whose words are
-    ``asked``) asks: every word of each free-text argument, one the skill lists no choices for,
-    is the question's or the grammar's. A value chosen from a list (a sensor's name, or one of
-    the calls the skill lists as ready) may name the thing otherwise ("28-0316a2791bff" for
-    "the 1-Wire probe")."""
+    """Whether a call of ``spec`` with ``arguments`` asked what ``question`` asks: every word
+    of each free-text argument, one the skill lists no choices for, is the question's or the
+    grammar's, and every number in it is one the question writes ("4/7/1976" of "4 July 1976"
+    is a conversion, which a skill that reads the month first takes for April 7). A value
+    chosen from a list (a sensor's name, or one of the calls the skill lists as ready) may
+    name the thing otherwise ("28-0316a2791bff" for "the 1-Wire probe")."""
     listed = {name for name, _ in spec.current_choices()} if spec is not None else set()
     ready = (
         {(name, str(value)) for given, _ in spec.ready_calls() for name, value in given.items()}
         if spec is not None
         else set()
     )
-    return all(
-        is_known(word, asked, language) or word.casefold() in language.grammar
+    free = [
+        value
         for name, value in arguments.items()
         if isinstance(value, str) and name not in listed and (name, value) not in ready
+    ]
+    if not free:
+        return True
+    asked = known_words([question], [], language)
+    numbers = {int(n) for n in _DIGITS.findall(question)}
+    return all(
+        is_known(word, asked, language) or word.casefold() in language.grammar
+        for value in free
         for word in language.word.findall(value)
-    )
+    ) and all(int(n) in numbers for value in free for n in _DIGITS.findall(value))
+
+
+_DIGITS = re.compile(r"\d+")
 
 
 def _texts_of(

@@ -175,7 +175,6 @@ def _asked_calls(state: AgentState, skills: dict[str, SkillSpec], question: Ques
     """For each result of ``state``'s run, whether the call that gave it asked what the
     question asks (:func:`~edge_agentd.agent.observed.asks_what_was_asked`), as grounding
     reads it."""
-    asked = known_words([question.text], [], question.language)
     kept: list[bool] = []
     call: CallSkillAction | None = None
     for event in state.stream.root:
@@ -184,7 +183,7 @@ def _asked_calls(state: AgentState, skills: dict[str, SkillSpec], question: Ques
         elif isinstance(event, SkillResultObservation):
             spec = skills.get(event.skill_name)
             arguments = call.arguments if call is not None else {}
-            kept.append(asks_what_was_asked(spec, arguments, asked, question.language))
+            kept.append(asks_what_was_asked(spec, arguments, question.text, question.language))
             call = None
     return kept
 

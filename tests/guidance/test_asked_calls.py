@@ -61,3 +61,28 @@ def test_grounding_takes_no_value_of_a_call_that_asked_for_another_thing() -> No
     assert state.final_answer is None
     refused = [e for e in state.stream.root if type(e).__name__ == "ValidationErrorObservation"]
     assert refused and refused[-1].error_type == "value_not_in_evidence"
+
+
+def test_a_number_the_question_does_not_write_is_no_part_of_what_it_asks() -> None:
+    # "4/7/1976" of "4 July 1976": a conversion the model made, which a skill that reads the
+    # month first takes for April 7.
+    registry = Registry()
+
+    @registry.skill
+    def weekday_of(text: str) -> dict[str, Any]:
+        """The weekday of a date."""
+        return {"date": "1976-04-07", "weekday": "Wednesday"}
+
+    replies = [
+        json.dumps({"skill_name": "weekday_of", "arguments": {"text": "4/7/1976"}}),
+        '{"final_answer": "The weekday is Wednesday."}',
+        '{"final_answer": "I cannot tell."}',
+    ]
+    state = Agent(MockModel(replies), registry, grounding=Grounding()).run(
+        "What day of the week was 4 July 1976?", max_iterations=4
+    )
+    assert state.final_answer == "I cannot tell."
+    asked = [json.dumps({"skill_name": "weekday_of", "arguments": {"text": "4 July 1976"}})]
+    state = Agent(MockModel([*asked, '{"final_answer": "It was a Wednesday."}']), registry,
+                  grounding=Grounding()).run("What day of the week was 4 July 1976?")  # fmt: skip
+    assert state.final_answer == "It was a Wednesday."
