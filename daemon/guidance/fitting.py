@@ -40,6 +40,7 @@ from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.units import asked_units, converts
 from edge_agentd.agent.vocabulary import is_known, known_words
 from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
+from edge_agentd.guidance.counted import counting_what_was_asked
 from edge_agentd.guidance.keyed import compound_lines, of_amounts, quality_lines
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
 from edge_agentd.guidance.whose import of_question
@@ -171,6 +172,10 @@ def bound_lines(
     # the lines written in it, or in a unit the engine can say in it.
     units = {unit.casefold() for unit in asked_units(question.text, language)}
     keyed = [line for line in keyed if _written_in(line, units, language)] or keyed
+    if how_many is not None:
+        # A count of all the sensors is no count of those that measure the humidity.
+        asked = [*subject.words, *other_words(question)]
+        keyed = counting_what_was_asked(keyed, lines, asked, language)
     return of_amounts(question, keyed)
 
 
@@ -306,7 +311,7 @@ def yes_no_sentences(
 
 
 def _there(question: Question, bound: Sequence[Line], result: Any, phrase: str) -> list[str]:
-    """"Yes, ..." or "No, ..." to whether ``question``'s subject is there: from a flag of
+    """ "Yes, ..." or "No, ..." to whether ``question``'s subject is there: from a flag of
     ``bound`` ("Is there mail?"), else "Yes" from the entries of ``result`` that are what was
     asked (:func:`~edge_agentd.agent.listed.listed_things`). Never "No" from a listing: one
     need not be complete."""
