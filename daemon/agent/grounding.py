@@ -59,6 +59,7 @@ from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import known_words
 
 if TYPE_CHECKING:
+    from edge_agentd.agent.question import Question
     from edge_agentd.agent.registry import Registry
 
 GROUNDING = "grounding"
@@ -125,12 +126,25 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
         said = state if claim else f"{language.not_} {state}"
         feedback = language.state_absent.format(said=said, cannot=cannot)
         return Verdict(STATE_NOT_IN_EVIDENCE, feedback)
-    if (state is not None or evidence.question.exists) and not _opens_yes_or_no(answer, language):
+    if _asks_yes_or_no(evidence.question) and not _opens_yes_or_no(answer, language):
         # "Is the washing machine done?" asks yes or no; "It is running and has 34 min left."
         # leaves the asker to work it out.
         feedback = language.not_yes_or_no.format(yes=language.yes, no=language.no, cannot=cannot)
         return Verdict(NOT_YES_OR_NO, feedback) if language.not_yes_or_no else None
     return None
+
+
+def _asks_yes_or_no(question: Question) -> bool:
+    """Whether ``question`` asks whether its thing is in a state or is there, where the rules
+    hold the yes or no an answer opens with to the results. Not one that compares a value with
+    a number or a share ("Is the load below 1?"): no rule here reads which way that goes, and
+    a model made to say yes or no said the wrong one."""
+    language, text = question.language, question.text
+    compares = any(
+        pattern is not None and pattern.search(text) is not None
+        for pattern in (language.threshold, language.share)
+    )
+    return (question.state is not None or question.exists) and not compares
 
 
 def _opens_yes_or_no(answer: str, language: Language) -> bool:

@@ -145,6 +145,9 @@ def question_subject(query: str, language: Language = ENGLISH) -> Subject | None
 def _subject(words: Sequence[str], commanded: bool, language: Language) -> Subject | None:
     """:func:`question_subject` of the words of a question's plain form."""
     low = [w.casefold() for w in words]
+    if len(words) > 2 and low[-1] in language.asks_state:
+        # "What is the washing machine doing?": the verb asks its state; the machine is the thing.
+        words, low = words[:-1], low[:-1]
     if not words:
         return None
     la = language

@@ -218,6 +218,12 @@ def labels(
         if isinstance(line.node, str):
             # A state is the state of what the object is: the "door" of ``{"door": "front"}``.
             heads |= {w.casefold() for w in key_words(sibling_key, language)}
+    itself: list[str] = []
+    if named is None and not prefix(line) and _a_state(line, language):
+        # A state at the top of a result is the state of what the skill reports on: "The
+        # washing machine is running." of ``washing_machine``'s ``state``.
+        itself = skill
+        heads |= {w.casefold() for w in skill}
     # The question's subject, when the line's own label and what says which one hold each of
     # its words (or their plural or singular), its head the line's key or, for a state, what
     # the object is: the label then claims nothing the result does not ("CPU temperature" of
@@ -238,7 +244,7 @@ def labels(
         if called:
             return called
     if subject is not None:
-        held = [*own, *(w for label in found[2:] for w in label)]
+        held = [*own, *itself, *(w for label in found[2:] for w in label)]
         vocabulary = {w.casefold() for text in held for w in words_of(text, language)}
         # "state of charge" whole: its "of" phrase is part of what it names.
         phrase = (*subject.which, subject.head, *((language.of, *subject.of) if subject.of else ()))
@@ -249,11 +255,21 @@ def labels(
             # only one of them.
             which = [w for w in own if amount_of(w, language) and w not in asked]
             found.append([*which, *asked])
+            if itself:
+                # Said of the thing itself ("The washing machine is running."), never of its
+                # field ("The state is running.").
+                return [[*which, *asked]]
     kept: dict[tuple[str, ...], None] = {}
     for label in found:
         if label and len(label) <= MAX_LABEL_WORDS:
             kept.setdefault(tuple(label), None)
     return [list(label) for label in kept]
+
+
+def _a_state(line: Line, language: Language) -> bool:
+    """Whether ``line`` is a text under a key that by convention holds a state."""
+    key = line.name.split()[-1].casefold() if line.name else ""
+    return isinstance(line.node, str) and key in language.state_keys
 
 
 __all__ = [

@@ -687,3 +687,11 @@ def test_an_answer_that_cannot_tell_may_say_why_in_the_failed_skills_words() -> 
     assert [e.error_type for e in state.stream if e.type == "ValidationErrorObservation"] == [
         "value_not_in_evidence"
     ]
+
+
+def test_a_comparison_with_a_number_is_not_held_to_yes_or_no() -> None:
+    # No rule reads which way "below 1" goes: made to open with yes or no, a model said "No,
+    # ... 0.31, which is below 1."; the value's plain sentence stands.
+    question = "Is the humidity below 50?"
+    state, _ = run(question, [call("humidity"), answer("It is 41.5 %RH.")])
+    assert state.outcome == "answered" and refusals(state) == []

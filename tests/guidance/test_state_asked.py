@@ -25,10 +25,13 @@ def _said(question: str, skill: str, result: dict[str, Any]) -> list[str]:
 
 
 def test_doing_asks_for_the_state() -> None:
-    assert _said("What is the washer doing?", "washer", WASHER) == ["The state is running."]
+    # Said of the thing itself, as a person says it, never of its field ("The state is ...").
+    assert _said("What is the washer doing?", "washer", WASHER) == ["The washer is running."]
     assert _said("What is the label printer doing?", "label_printer", PRINTER) == [
-        "The status is printing."
+        "The label printer is printing."
     ]
+    # A thing no skill reports on is doing nothing the engine can say.
+    assert _said("What is the dishwasher doing?", "washer", WASHER) == []
 
 
 def test_a_state_is_no_name_of_its_object() -> None:
