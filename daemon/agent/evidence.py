@@ -218,6 +218,27 @@ def _any_case(word: str) -> str:
     return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else _literal(c) for c in word)
 
 
+def asked_text_pattern(question: str, language: Language = ENGLISH) -> str:
+    """A regular expression every text of ``question``'s own words (and digits) matches, in
+    any case, with its own marks and blanks between them: what a call's free-text argument
+    may say ("next Wednesday", "4 July 1976"), never a word or number the question does not
+    write ("next friday", "4/7/1976")."""
+    words = dict.fromkeys(
+        [
+            *language.token.findall(question),
+            *language.word.findall(question),
+            *_DIGIT_RUN.findall(question),
+        ]
+    )
+    marks = sorted({c for c in question if not c.isalnum() and c not in _UNSAFE_IN_A_CLASS} | {" "})
+    options = [_any_case(word) for word in words if word]
+    return "^(" + "|".join([*options, "[" + "".join(marks) + "]"]) + ")+$"
+
+
+_DIGIT_RUN = re.compile(r"\d+")
+_UNSAFE_IN_A_CLASS = "]\\^-[\n\r\t"
+
+
 def answer_pattern(evidence: Copyable, language: Language = ENGLISH) -> str:
     """A regular expression (``^...$``, in the subset llama.cpp's JSON-schema converter reads:
     groups, alternatives, classes, ``*``) that every answer string under copy-only decoding
@@ -344,6 +365,7 @@ __all__ = [
     "answer_numbers",
     "answer_pattern",
     "answer_schema",
+    "asked_text_pattern",
     "copyable",
     "first_unwritten",
     "numbers_in",

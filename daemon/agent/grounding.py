@@ -49,6 +49,7 @@ from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, CallSkillAction, ValidationErrorObservation
 from edge_agentd.agent.evidence import (
     answer_pattern,
+    asked_text_pattern,
     cannot_tell_pattern,
     copyable,
     plain_chars,
@@ -132,6 +133,25 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
         feedback = language.not_yes_or_no.format(yes=language.yes, no=language.no, cannot=cannot)
         return Verdict(NOT_YES_OR_NO, feedback) if language.not_yes_or_no else None
     return None
+
+
+def _asking(branch: dict[str, Any], asked: str) -> dict[str, Any]:
+    """A call's ``branch`` with each free-text argument (a string with no list of values) held
+    to ``asked``, the question's own words: a call asks what the question asks
+    (:func:`~edge_agentd.agent.observed.asks_what_was_asked` holds the same after it)."""
+    arguments = branch.get("properties", {}).get("arguments")
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("properties"), dict):
+        return branch
+    held = {
+        name: {**value, "pattern": asked}
+        if isinstance(value, dict)
+        and value.get("type") == "string"
+        and not {"enum", "const", "pattern"} & value.keys()
+        else value
+        for name, value in arguments["properties"].items()
+    }
+    properties = {**branch["properties"], "arguments": {**arguments, "properties": held}}
+    return {**branch, "properties": properties}
 
 
 def _asks_yes_or_no(question: Question) -> bool:
@@ -332,7 +352,8 @@ def grounded_schema(
             if branch.get("properties", {}).get("skill_name", {}).get("const") not in spent
         ]
         # A schema of calls alone keeps them all rather than allow nothing.
-        branches = [held(branch) for branch in open_branches or schema["oneOf"]]
+        asked = asked_text_pattern(evidence.question.text, evidence.question.language)
+        branches = [_asking(held(branch), asked) for branch in open_branches or schema["oneOf"]]
         calls = [b for b in branches if "final_answer" not in b.get("properties", {})]
         if calls and unmade_call:
             # "I cannot tell" is no answer while a call not made could answer: a model that

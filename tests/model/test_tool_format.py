@@ -7,6 +7,7 @@ Qwen2.5's template (tests/tiny_gguf.py)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiny_gguf import QWEN25_TEMPLATE, build_qwen2_gguf
 
-from edge_agentd import Agent, Registry
+from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.actions import HERMES, tagged_calls_of
 from edge_agentd.agent.events import (
     CallSkillAction,
@@ -26,6 +27,7 @@ from edge_agentd.agent.events import (
     ToolErrorObservation,
     ValidationErrorObservation,
 )
+from edge_agentd.agent.evidence import asked_text_pattern
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.prompt import render_event, render_system
@@ -178,6 +180,40 @@ def test_the_grammar_holds_calls_between_tags_and_a_grounded_answer() -> None:
     assert 'text-answer ::= "It is 12:00."' in tagged_gbnf(HERMES, held)
     with pytest.raises(GrammarError):
         tagged_gbnf(HERMES, {"oneOf": []})
+
+
+def test_a_free_text_argument_is_held_to_the_question_s_words(qwen2_gguf: Path) -> None:
+    """Random weights under the tool grammar: a call's free text may say only the question's
+    own words and marks ("next Wednesday"), never another day ("next friday")."""
+    registry = Registry()
+
+    @registry.skill
+    def find_date(text: str) -> dict[str, Any]:
+        """The date a phrase such as 'next friday' names."""
+        return {"asked": text}
+
+    question = "What is the date of next Wednesday?"
+    asked = re.compile(asked_text_pattern(question))
+    # The action schema grounding hands the decoder holds the text to the question's words.
+    scripted = MockModel([json.dumps({"skill_name": "find_date", "arguments": {"text": "x"}})],
+                         uses_action_schema=True)  # fmt: skip
+    Agent(scripted, registry, grounding=Grounding()).run(question, max_iterations=1)
+    schema = scripted.calls[0]["action_schema"]
+    [branch] = [b for b in schema["oneOf"] if "skill_name" in b["properties"]]
+    text = branch["properties"]["arguments"]["properties"]["text"]
+    assert text["pattern"] == asked.pattern
+    assert asked.fullmatch("next Wednesday") and not asked.fullmatch("next friday")
+    assert "call-root" in tagged_gbnf(HERMES, schema)
+    model = load_model(qwen2_gguf, n_ctx=2048, max_tokens=60, tool_calls=True)
+    try:
+        agent = Agent(model, registry, guidance=Answering(), grounding=Grounding())
+        state = agent.run(question, max_iterations=3)
+    finally:
+        model.close()
+    calls = [e for e in state.stream if isinstance(e, CallSkillAction)]
+    assert calls, list(state.stream)
+    for call in calls:
+        assert asked.fullmatch(call.arguments["text"]), call.arguments
 
 
 def test_llama_cpp_speaks_it_on_the_tiny_qwen2(qwen2_gguf: Path) -> None:
