@@ -14,12 +14,13 @@ from typing import Any
 import jinja2
 import pytest
 from daemon_harness import start_daemon, stop_daemon, wait_ready
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tiny_gguf import QWEN25_TEMPLATE, build_qwen2_gguf
 
 from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.actions import HERMES, tagged_calls_of
+from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import (
     CallSkillAction,
     FinalAnswerAction,
@@ -180,6 +181,25 @@ def test_the_grammar_holds_calls_between_tags_and_a_grounded_answer() -> None:
     assert 'text-answer ::= "It is 12:00."' in tagged_gbnf(HERMES, held)
     with pytest.raises(GrammarError):
         tagged_gbnf(HERMES, {"oneOf": []})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=120))
+@example('Don\'t [tell] me\\ the ^date-of "4/7"?')
+def test_any_question_s_free_text_pattern_is_a_grammar(question: str) -> None:
+    """Hostile questions: the pattern of any text compiles into the tool grammar, and the
+    question's own words, each alone, match it."""
+    pattern = asked_text_pattern(question)
+    schema = {"oneOf": [{"type": "object", "properties": {
+        "skill_name": {"const": "find_date"},
+        "arguments": {"type": "object", "properties": {"text": {"type": "string",
+                                                                 "pattern": pattern}},
+                      "required": ["text"], "additionalProperties": False}},
+        "required": ["skill_name", "arguments"], "additionalProperties": False}]}  # fmt: skip
+    assert "call-root" in tagged_gbnf(HERMES, schema)
+    asked = re.compile(pattern)
+    for word in ENGLISH.word.findall(question):
+        assert asked.fullmatch(word), (word, pattern)
 
 
 def test_a_free_text_argument_is_held_to_the_question_s_words(qwen2_gguf: Path) -> None:
