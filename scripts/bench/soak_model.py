@@ -17,6 +17,11 @@ the first 100 (a least-squares slope), fds and threads against the start, the me
 of the first and the last 100 questions, and writes a PNG of memory and run seconds
 (``--plot``, needs matplotlib: the ``bench`` extra).
 
+A question is a ZeroMQ client's ask or a well-formed MQTT ask that got its final reply; both
+count toward ``--questions`` and the growth per 1,000 (the samples keep them apart). SIGINT or
+SIGTERM to the soak ends it early but whole: no new questions, the ones under way answered, then
+the summary. If the daemon dies, nobody waits on a reply it can no longer send: those are lost.
+
 Exit status 0 when the daemon survived and every request got exactly one reply, and, for a run
 of at least 1,000 questions, the issue's bounds held (growth <= 2 MiB per 1,000, fds and threads
 back, the last 100's median <= 1.1x the first 100's, the journal within 2x its size at 100
@@ -89,23 +94,46 @@ def journal_bytes(directory: Path) -> int:
 
 @dataclass
 class Progress:
-    """Questions asked by the ZeroMQ clients, and what each run took."""
+    """Questions asked and answered, over ZeroMQ and MQTT, and what each ZeroMQ run took."""
 
     wanted: int
     until: float
     taken: int = 0
     done: int = 0
+    """ZeroMQ questions that got their final reply."""
+    mqtt_done: int = 0
+    """MQTT asks (well-formed ones) that got their result."""
+    gone: threading.Event = field(default_factory=threading.Event)
+    """Set when the daemon is gone or the soak is told to stop: nobody waits on a reply then."""
     run_seconds: list[float] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_ids: list[str] = field(default_factory=list)
 
+    @property
+    def questions(self) -> int:
+        """Every question answered: the ZeroMQ clients' and the MQTT client's."""
+        return self.done + self.mqtt_done
+
     def take(self) -> bool:
         with self.lock:
-            if self.taken >= self.wanted or time.monotonic() >= self.until:
+            if (
+                self.taken + self.mqtt_done >= self.wanted
+                or time.monotonic() >= self.until
+                or self.gone.is_set()
+            ):
                 return False
             self.taken += 1
             return True
+
+    def stop_taking(self) -> None:
+        """No new questions; those under way still get their replies."""
+        with self.lock:
+            self.until = 0.0
+
+    def mqtt_answered(self) -> None:
+        with self.lock:
+            self.mqtt_done += 1
 
     def record(self, reply: dict[str, Any]) -> None:
         with self.lock:
@@ -144,7 +172,7 @@ def asker(endpoint: str, progress: Progress, tally: Tally, seed: int) -> None:
                 keys = keys[-20:]
                 request["key"] = keys[-1][0]
             while True:
-                reply = _one_run(sock, request, tally, cancel)
+                reply = _one_run(sock, request, tally, cancel, progress.gone)
                 if reply.get("code") != "busy":
                     break
                 time.sleep(rng.uniform(0.2, 1.0))  # what `busy` asks: back off, then again
@@ -157,7 +185,11 @@ def asker(endpoint: str, progress: Progress, tally: Tally, seed: int) -> None:
 
 
 def _one_run(
-    sock: zmq.Socket[bytes], request: dict[str, Any], tally: Tally, cancel: bool
+    sock: zmq.Socket[bytes],
+    request: dict[str, Any],
+    tally: Tally,
+    cancel: bool,
+    gone: threading.Event,
 ) -> dict[str, Any]:
     rid = request["id"]
     with tally.lock:
@@ -166,6 +198,8 @@ def _one_run(
     until = time.monotonic() + REPLY_WAIT_S
     while time.monotonic() < until:
         if not sock.poll(1000):
+            if gone.is_set():  # the daemon is gone and nothing it sent is left unread
+                break
             continue
         reply: dict[str, Any] = msgpack.unpackb(sock.recv())
         if cancel and reply.get("kind") == "event" and reply.get("id") == rid:
@@ -211,7 +245,10 @@ def reader(endpoint: str, progress: Progress, stop: threading.Event, tally: Tall
             with tally.lock:
                 tally.sent[request["id"]] += 1
             sock.send(msgpack.packb(request))
-            if sock.poll(int(REPLY_WAIT_S * 1000)):
+            until = time.monotonic() + REPLY_WAIT_S
+            while time.monotonic() < until and not progress.gone.is_set() and not sock.poll(1000):
+                pass
+            if sock.poll(0):
                 reply = msgpack.unpackb(sock.recv())
                 with tally.lock:
                     tally.finals[str(reply.get("id"))] += 1
@@ -286,7 +323,8 @@ def sample(
     row["queue"] = reply.get("queue_depth")
     row["state"] = reply.get("state")
     with progress.lock:
-        row["questions"] = progress.done
+        row["questions"] = progress.questions
+        row["zmq"], row["mqtt"] = progress.done, progress.mqtt_done
         row["run_s_median"] = (
             round(statistics.median(progress.run_seconds[-20:]), 3)
             if progress.run_seconds
@@ -353,7 +391,10 @@ def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         ]
         others += [
             threading.Thread(
-                target=mqtt_client, args=(broker.port, stop, tally, 100 + i), daemon=True
+                target=mqtt_client,
+                args=(broker.port, stop, tally, 100 + i),
+                kwargs={"on_answer": progress.mqtt_answered, "gone": progress.gone},
+                daemon=True,
             )
             for i in range(args.mqtt)
         ]
@@ -367,13 +408,22 @@ def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         ]
         for thread in askers + others:
             thread.start()
-        while any(t.is_alive() for t in askers) and process.poll() is None:
-            next_sample = time.monotonic() + args.every
-            while time.monotonic() < next_sample and any(t.is_alive() for t in askers):
-                time.sleep(0.5)
-            rows.append(sample(process.pid, workdir, endpoint, progress, started))
-            if not args.json:
-                print(json.dumps(rows[-1]), flush=True)
+        with _stopped_by_signals(progress):
+            while any(t.is_alive() for t in askers) and process.poll() is None:
+                next_sample = time.monotonic() + args.every
+                while (
+                    time.monotonic() < next_sample
+                    and any(t.is_alive() for t in askers)
+                    and process.poll() is None
+                ):
+                    time.sleep(0.5)
+                if process.poll() is not None:
+                    break
+                rows.append(sample(process.pid, workdir, endpoint, progress, started))
+                if not args.json:
+                    print(json.dumps(rows[-1]), flush=True)
+        if process.poll() is not None:
+            progress.gone.set()  # the daemon is gone: every reply still awaited is lost
         stop.set()
         for thread in others:
             thread.join(REPLY_WAIT_S)
@@ -386,7 +436,9 @@ def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     first, last = seconds[:100], seconds[-100:]
     at_100 = next((r for r in rows if r["questions"] >= 100), rows[0])
     result: dict[str, Any] = {
-        "questions": progress.done,
+        "questions": progress.questions,
+        "zmq_questions": progress.done,
+        "mqtt_questions": progress.mqtt_done,
         "survived": survived,
         "problems": tally.problems(),
         "replies": dict(sorted(tally.kinds.items())),
@@ -405,6 +457,22 @@ def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     if args.plot:
         plot(rows, seconds, Path(args.plot))
     return result
+
+
+@contextlib.contextmanager
+def _stopped_by_signals(progress: Progress) -> Iterator[None]:
+    """SIGINT or SIGTERM ends the soak early but whole: no new questions, then the summary."""
+
+    def stop_taking(signum: int, frame: object) -> None:
+        print(f"signal {signum}: no new questions; finishing those under way", flush=True)
+        progress.stop_taking()
+
+    previous = {sig: signal.signal(sig, stop_taking) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _trigger_runs(endpoint: str) -> int | None:

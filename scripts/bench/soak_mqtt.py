@@ -14,7 +14,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,24 +51,41 @@ def bad_ask(rng: random.Random) -> dict[str, Any]:
     )
 
 
-def mqtt_client(port: int, stop: threading.Event, tally: Any, seed: int) -> None:
-    """Ask, one at a time, until ``stop``; count the final replies to each ask's id."""
+def mqtt_client(
+    port: int,
+    stop: threading.Event,
+    tally: Any,
+    seed: int,
+    *,
+    on_answer: Callable[[], None] | None = None,
+    gone: threading.Event | None = None,
+) -> None:
+    """Ask, one at a time, until ``stop``; count the final replies to each ask's id.
+
+    ``on_answer`` is called for each well-formed ask that got its final reply; once ``gone`` is
+    set (the daemon is gone) no reply is waited for."""
+    gone = gone or threading.Event()
     rng = random.Random(seed)
     reply_topic = f"soak/replies/{uuid.uuid4().hex[:12]}"
     peer = Peer(port, v5=False, subscribe=[reply_topic])
     try:
         while not stop.is_set():
             rid = uuid.uuid4().hex
+            well_formed = rng.random() >= 0.2
             ask: dict[str, Any] = (
-                bad_ask(rng) if rng.random() < 0.2 else {"query": "how warm is the kitchen?"}
+                {"query": "how warm is the kitchen?"} if well_formed else bad_ask(rng)
             )
             ask.update(reply_to=reply_topic, id=rid, stream=ask.get("stream", rng.random() < 0.3))
             with tally.lock:
                 tally.sent[rid] += 1
             peer.publish(f"{PREFIX}/{NODE}/ask", ask)
             until = time.monotonic() + REPLY_WAIT_S
-            while (left := until - time.monotonic()) > 0 and not _final(peer, tally, rid, left):
-                pass
+            answered = False
+            while (left := until - time.monotonic()) > 0 and not gone.is_set():
+                if answered := _final(peer, tally, rid, min(left, 1.0)):
+                    break
+            if answered and well_formed and on_answer is not None:
+                on_answer()
         # A second final reply to anything, arriving late, is counted too.
         while _final(peer, tally, None, 1.0):
             pass

@@ -45,8 +45,9 @@ def test_a_short_real_model_soak_answers_every_request_once(tmp_path: Path) -> N
     report = json.loads(result.stdout)
     assert report["problems"] == [], json.dumps(report["replies"], indent=1)
     assert report["survived"]
-    assert report["questions"] == 4
-    assert sum(report["outcomes"].values()) == 4
+    # The ZeroMQ clients stop at four questions, counting the MQTT asks answered meanwhile.
+    assert report["questions"] == report["zmq_questions"] + report["mqtt_questions"] >= 4
+    assert sum(report["outcomes"].values()) == report["zmq_questions"] >= 1
     # Every kind of request was answered: runs, and the readers' status, runs and result.
     kinds = report["replies"]
     assert any(kind.startswith("result:") for kind in kinds), kinds
