@@ -13,15 +13,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from edge_agentd.model.logsoftmax import LogSoftmax
 from edge_agentd.model.runtime import DecodeFailed, LlamaRuntime
 from edge_agentd.model.stopping import Interrupted
-
-
-def log_probability(logits: npt.NDArray[np.float32], token: int) -> float:
-    """log softmax(logits)[token], without making the whole vocabulary's softmax."""
-    top = float(logits.max())
-    return float(logits[token]) - top - float(np.log(np.exp(logits - top).sum(dtype=np.float64)))
-
 
 MAX_OUTPUTS = 8
 """The most tokens whose logits one call asks for. llama.cpp keeps an output buffer of a
@@ -35,6 +29,7 @@ class KVCache:
 
     def __init__(self, runtime: LlamaRuntime) -> None:
         self._runtime = runtime
+        self._log_softmax = LogSoftmax()
         self.tokens: list[int] = []
         """The tokens whose keys and values are in the cache, in order from position 0."""
 
@@ -102,7 +97,10 @@ class KVCache:
         members = [i for i, tokens in enumerate(continuations) if tokens]
         start = len(self.tokens)
         try:
-            self._walk(continuations, members, 0, self.last_logits().copy(), results, whole=whole)
+            probabilities = self._log_softmax.of(
+                self.last_logits(), _next_tokens(continuations, members, 0)
+            )
+            self._walk(continuations, members, 0, probabilities, results, whole=whole)
         finally:
             self.truncate(start)
         return results
@@ -112,7 +110,7 @@ class KVCache:
         continuations: Sequence[Sequence[int]],
         members: list[int],
         depth: int,
-        logits: npt.NDArray[np.float32],
+        probabilities: dict[int, float],
         results: list[list[float]],
         *,
         whole: bool = False,
@@ -122,7 +120,7 @@ class KVCache:
             if depth < len(continuations[i]):
                 groups.setdefault(continuations[i][depth], []).append(i)
         for token, group in groups.items():
-            probability = log_probability(logits, token)
+            probability = probabilities[token]
             for i in group:
                 results[i].append(probability)
             if len(group) < 2 and not whole:
@@ -143,10 +141,12 @@ class KVCache:
                 for k in range(len(chunk)):
                     if offset + k + 1 < len(run):
                         following_token = run[offset + k + 1]
-                        probability = log_probability(self._runtime.logits(k), following_token)
+                        probability = self._log_softmax.at(self._runtime.logits(k), following_token)
                         for i in group:
                             results[i].append(probability)
-            following = self._runtime.logits(len(chunk) - 1).copy()
+            following = self._log_softmax.of(
+                self._runtime.logits(len(chunk) - 1), _next_tokens(continuations, group, end)
+            )
             self._walk(continuations, group, end, following, results, whole=whole)
             self.truncate(mark)
 
@@ -160,4 +160,11 @@ class KVCache:
         self.tokens.extend(chunk)
 
 
-__all__ = ["KVCache", "log_probability"]
+def _next_tokens(
+    continuations: Sequence[Sequence[int]], members: list[int], depth: int
+) -> set[int]:
+    """The tokens the members' continuations go on with at ``depth``."""
+    return {continuations[i][depth] for i in members if depth < len(continuations[i])}
+
+
+__all__ = ["KVCache"]

@@ -12,7 +12,7 @@ import collections
 from collections.abc import Sequence
 
 from edge_agentd.model.counting import ThreadCounts
-from edge_agentd.model.kvcache import log_probability
+from edge_agentd.model.logsoftmax import LogSoftmax
 from edge_agentd.model.runtime import LlamaRuntime
 
 SIDE_OUTPUTS = 16
@@ -25,6 +25,7 @@ class SideTexts:
 
     def __init__(self, runtime: LlamaRuntime) -> None:
         self._runtime = runtime
+        self._log_softmax = LogSoftmax()
         self._free = list(range(runtime.sizes.n_seq_max - 1, 0, -1))
         self._kept: collections.OrderedDict[tuple[int, ...], int] = collections.OrderedDict()
         self._clears = runtime.clears
@@ -103,7 +104,9 @@ class SideTexts:
                 width = end - begin
                 for index in range(len(runs)):
                     scores[index] += sum(
-                        log_probability(self._runtime.logits(index * width + j), text[begin + j])
+                        self._log_softmax.at(
+                            self._runtime.logits(index * width + j), text[begin + j]
+                        )
                         for j in range(width)
                     )
         finally:
