@@ -8,7 +8,7 @@ import re
 from edge_agentd.agent.question import Question
 from edge_agentd.guidance.fitting import subject_phrase
 from edge_agentd.guidance.labels import words_of
-from edge_agentd.guidance.render import clean
+from edge_agentd.guidance.saying import clean
 
 MAX_REASON_CHARS = 160
 """A skill's error longer than this is not said: it is a trace, not a reason."""

@@ -5,9 +5,9 @@ digit is bound to the evidence: "The CPU is overheating: 51.687 °C.", "Yes, the
 open." for a result that says ``closed``. So the engine writes the sentences and a model only
 chooses among them, by its likelihood of each, whole, as its reply
 (:class:`~edge_agentd.guidance.guidance.Guidance`), or, where one fits, the engine says it.
-Every sentence is built from a result's lines (:mod:`~edge_agentd.agent.resultlines`), the
-names and words of the skills that gave them, and the question, with a few words of the
-engine's own (the language's :attr:`~edge_agentd.agent.language.Language.own_words`, its
+Every sentence is built from a result's lines (:mod:`~edge_agentd.agent.resultlines`, each
+said by :mod:`~edge_agentd.guidance.saying`), the names and words of the skills that gave them,
+and the question, with a few words of the engine's own (the language's :attr:`~edge_agentd.agent.language.Language.own_words`, its
 sentences said in the language the question was read in), as a person says them:
 
 - **A reading, a number or a text**: "The <label> is <value> <unit>.", the label spoken
@@ -44,25 +44,14 @@ Nothing here knows any skill or any question word: keys, texts and names are the
 
 from __future__ import annotations
 
-import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from edge_agentd.agent.amounts import unit_named
 from edge_agentd.agent.claims import compares_things, unnamed_things
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question
-from edge_agentd.agent.resultlines import (
-    Line,
-    alternative_forms,
-    is_number,
-    item_label,
-    names_unit,
-    reading_text,
-    result_line_parts,
-)
-from edge_agentd.agent.units import asked_units, said_in
+from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
 from edge_agentd.guidance.compared import compared_lines, which_compared
@@ -77,156 +66,18 @@ from edge_agentd.guidance.fitting import (
     threshold_of,
     yes_no_sentences,
 )
-from edge_agentd.guidance.labels import (
-    PLACEHOLDER,
-    keys_of,
-    labels,
-    object_texts,
-    reading_of,
-    spell,
-    spoken,
-    words_of,
-)
-from edge_agentd.guidance.since import said_by_its_time, since_sentences
+from edge_agentd.guidance.labels import keys_of, object_texts, reading_of
+from edge_agentd.guidance.saying import clean, line_sentences, says_template
 from edge_agentd.guidance.whose import names_its_readings
 
-TEMPLATE_WORDS = ENGLISH.own_words
-"""Every word an English sentence may hold that is not a result's, a skill's or the question's:
-the engine's own, and the units a key's last word says (``kw`` gives "kW", ``s`` "seconds")."""
 MAX_SENTENCES = 32
 """The most sentences offered for one part of an answer: each is a branch the model scores."""
-MAX_VALUE_CHARS = 160
-"""A value longer than this is no sentence's: the line shows it cut."""
 
 
 class Skills(Protocol):
     """What the renderer reads of the skills: a spec by name (a Registry, a dict of specs)."""
 
     def get(self, name: str, /) -> Any: ...
-
-
-def _list_names(items: list[Any]) -> list[str] | None:
-    """The names of a list's items, as its line shows them; None when one has no name or the
-    items are readings (each one's own line names it)."""
-    names = [item_label(item, "", index) for index, item in enumerate(items)]
-    if any(name.startswith("[") for name in names) or any(
-        isinstance(i, dict) and reading_text(i) for i in items
-    ):
-        return None
-    return names
-
-
-def _joined(names: Sequence[str], language: Language) -> str:
-    if len(names) == 1:
-        return names[0]
-    return language.said_listing.format(names=", ".join(names[:-1]), last=names[-1])
-
-
-def line_sentences(
-    line: Line,
-    lines: Sequence[Line],
-    skill_name: str,
-    question: Question,
-    keys: set[str],
-    *,
-    says: str | None = None,
-    fit: bool = False,
-) -> list[str]:
-    """The sentences that state ``line`` of a result whose lines are ``lines`` and whose
-    objects' keys are ``keys``, as ``says`` (the skill's way, see :func:`says_template`) has it
-    where it has one. A reading whose other form's unit the question names is stated in that
-    form ("What is the CPU temperature in Fahrenheit?"). With ``fit``, a list is said as its
-    names, or as its count to a how-many question: the one a person would say."""
-    sentences: list[str] = []
-    node = line.node
-    shown = line.shown.strip()
-    la = question.language
-    if node is None:
-        return sentences  # a null says nothing to state
-    held = since_sentences(line, lines, skill_name, question)
-    if held is not None or said_by_its_time(line, lines, question):
-        return held or []
-    if isinstance(node, dict):
-        forms = alternative_forms(node).values()
-        named = [f for f in forms if names_unit(f, question.text, la)]
-        shown = str(reading_text(named[0])) if named else shown
-    how_many = la.how_many_question.match(question.text) is not None
-    asked = asked_units(question.text, la) if fit else ()
-    found = labels(line, lines, skill_name, question, keys)
-    # The unit a label's last word gives is the line's, whatever label states it ("The charging
-    # power is 7.2 kW." under the question's words too); a single word left of a key that
-    # only its unit followed is no label where its path says more ("The available is ...").
-    units = [unit for label in found if (unit := spoken(label, node, la)[1])]
-    whole = max((len(spoken(label, node, la)[0]) for label in found), default=0)
-    for label in found:
-        words, unit = spoken(label, node, la)
-        if unit and len(words) == 1 and whole > 1:
-            continue
-        unit = unit or (units[0] if units else None)
-        said = spell(words, question.text, la)
-        be = la.verb(words)
-        if isinstance(node, list):
-            names = _list_names(node)
-            if names and not (fit and how_many):
-                joined = _joined(names, la)
-                sentences.append(la.said_names.format(label=said, be=be, names=joined))
-            # A count is no answer but to how many: a list of readings, which name no items,
-            # is said by each reading's own line ("There are 2 readings." is no probe's).
-            if not (fit and not how_many):
-                sentences.append(la.said_count.format(count=len(node), label=said))
-        elif is_number(node) and line.shown.startswith(f"{node} {la.in_all}"):
-            # A list's count (how many).
-            sentences.append(la.said_count.format(count=node, label=said))
-        elif isinstance(node, bool):
-            answer = (la.yes if node else la.no).lower()
-            sentences.append(la.said_flag.format(label=_capital(said), answer=answer))
-        elif shown and len(shown) <= MAX_VALUE_CHARS and words != words_of(shown, la):
-            # In the unit the question asks for, where the engine can say it so.
-            value = said_in(f"{shown} {unit}" if unit else shown, asked)
-            template = says if line.name not in PLACEHOLDER or not isinstance(node, str) else None
-            if template is not None:
-                sentences.append(_capital(template.format(label=said, value=value)))
-            elif unit is None and is_number(node) and _opens_with_unit(words, la):
-                # "days from today": no thing, but how many of a unit ("It is 3 days from today.")
-                sentences.append(str(la.said_amount_value).format(value=shown, label=said))
-            else:
-                sentences.append(la.said_value.format(label=said, be=be, value=value))
-    return sentences
-
-
-def _opens_with_unit(words: Sequence[str], language: Language) -> bool:
-    """Whether a label's first word is a unit said in words, with more words after it ("days"
-    of "days from today"), and the language says such a number as an amount."""
-    if language.said_amount_value is None or len(words) < 2:
-        return False
-    unit = unit_named(words[0], language)
-    return unit is not None and unit.casefold() in language.forms(words[0])
-
-
-def says_template(says: Any) -> str | None:
-    """A skill's ``says`` when it is one the renderer can fill: ``{label}`` and ``{value}``
-    fields only, ``{value}`` among them, no digit (every number is a result's), no quote or
-    backslash; None otherwise."""
-    if not isinstance(says, str) or not says.strip() or not says.isprintable():
-        return None
-    if any(c.isdigit() for c in says) or '"' in says or "\\" in says:
-        return None
-    try:
-        fields = [f for _, f, spec, conv in string.Formatter().parse(says) if f is not None]
-    except ValueError:
-        return None
-    if "value" not in fields or not set(fields) <= {"label", "value"}:
-        return None
-    return " ".join(says.split())
-
-
-def _capital(sentence: str) -> str:
-    return sentence[:1].upper() + sentence[1:]
-
-
-def clean(sentence: str) -> bool:
-    """Whether ``sentence`` can stand in a JSON string and a grammar as written."""
-    return '"' not in sentence and "\\" not in sentence and sentence.isprintable()
 
 
 def sentences_for(
@@ -386,14 +237,9 @@ def both_parts(first: str, second: str, language: Language = ENGLISH) -> str:
 
 __all__ = [
     "MAX_SENTENCES",
-    "TEMPLATE_WORDS",
     "Skills",
     "both_parts",
     "bound_sentences",
-    "clean",
     "fitting_sentences",
-    "line_sentences",
-    "says_template",
     "sentences_for",
-    "words_of",
 ]

@@ -24,11 +24,9 @@ from edge_agentd.agent.resultlines import result_line_parts
 from edge_agentd.guidance.declines import cannot_tell_sentence
 from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.guidance.render import (
-    TEMPLATE_WORDS,
     fitting_sentences,
-    says_template,
-    words_of,
 )
+from edge_agentd.guidance.saying import TEMPLATE_WORDS, says_template, words_of
 
 
 def plugin_home() -> Registry:

@@ -29,12 +29,11 @@ from edge_agentd.guidance.followup import content_free
 from edge_agentd.guidance.guidance import ANSWER_HEAD, Guidance
 from edge_agentd.guidance.render import (
     MAX_SENTENCES,
-    TEMPLATE_WORDS,
     both_parts,
     fitting_sentences,
     sentences_for,
-    words_of,
 )
+from edge_agentd.guidance.saying import TEMPLATE_WORDS, words_of
 
 FREE = content_free(PLAIN)
 
