@@ -156,7 +156,9 @@ class Language:
     are: str
     said_value: str
     said_names: str
-    said_count: str
+    said_count: tuple[str, str]
+    """How many things there are: of any number but one, and of one ("The number of sensors is
+    1.", where no rule of the language's makes a plural key singular)."""
     said_flag: str
     said_listing: str
     said_both: str

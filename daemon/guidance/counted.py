@@ -1,6 +1,8 @@
-"""A count answers how many of the things asked about only when it counts those things: "How
-many sensors can measure humidity?" of an unfiltered listing of three, one of which measures
-humidity, is not "There are 3 sensors."."""
+"""How many: a count answers how many of the things asked about only when it counts those
+things: "How many sensors can measure humidity?" of an unfiltered listing of three, one of which
+measures humidity, is not "There are 3 sensors.". A count key counts the list beside it
+(``count`` beside ``sensors``), and nothing but a number answers how many ("The kind is iio." of
+a listing answers no how-many question)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,34 @@ def counting_what_was_asked(
     return [line for line in lines if not counts_partly(line)]
 
 
+def counted_things(line: Line, every: Sequence[Line], language: Language) -> tuple[str, ...]:
+    """The keys of the lists and objects beside ``line`` when its own key is a count
+    (``count`` beside ``sensors``): what it counts, named by them. () for any other line."""
+    key = line.name.split()[-1].casefold() if line.name else ""
+    if key not in language.count_keys:
+        return ()
+    at = prefix(line)
+    found: dict[str, None] = {}
+    for other in every:
+        path = other.name.split()
+        # A key with more below it (an object's or a list's items' lines), or a list's line.
+        beside = tuple(path[: len(at)]) == at and len(path) > len(at)
+        if beside and (len(path) > len(at) + 1 or isinstance(other.node, list)):
+            found.setdefault(path[len(at)], None)
+    return tuple(found)
+
+
+def says_how_many(line: Line) -> bool:
+    """Whether ``line`` can say how many: a number, a list (its length), a reading, or a text
+    that opens with a number ("3 d 4 h"); not a name, a state or a flag."""
+    node = line.node
+    if isinstance(node, bool):
+        return False
+    if isinstance(node, (int, float, list, dict)):
+        return True
+    return isinstance(node, str) and node[:1].isdigit()
+
+
 def _texts(item: Any) -> list[str]:
     """Every key and text of ``item``, a list's item."""
     found: list[str] = []
@@ -60,4 +90,4 @@ def _texts(item: Any) -> list[str]:
     return found
 
 
-__all__ = ["counting_what_was_asked"]
+__all__ = ["counted_things", "counting_what_was_asked", "says_how_many"]

@@ -40,7 +40,7 @@ from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.units import asked_units, converts
 from edge_agentd.agent.vocabulary import is_known, known_words
 from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
-from edge_agentd.guidance.counted import counting_what_was_asked
+from edge_agentd.guidance.counted import counted_things, counting_what_was_asked, says_how_many
 from edge_agentd.guidance.keyed import compound_lines, of_amounts, quality_lines
 from edge_agentd.guidance.labels import object_texts, prefix, words_of
 from edge_agentd.guidance.whose import of_question
@@ -127,7 +127,12 @@ def bound_lines(
     if glued:
         return of_amounts(question, glued)  # ``weekday`` of "day of the week": its own key
     texts = object_texts(lines)
-    own = {id(line): own_words(line, texts, language) for line in chosen}
+    # A count is of the list beside it: ``count`` names the ``sensors`` it counts.
+    own = {
+        id(line): own_words(line, texts, language)
+        | known_words(counted_things(line, lines, language), [], language)
+        for line in chosen
+    }
     # A line named only by a word that says which one ("free" of "Free RAM?"), in an object
     # the question does not name (``disk``), is another thing's: not offered on that word.
     qualifiers = [*subject.which, *other_words(question)]
@@ -176,6 +181,8 @@ def bound_lines(
         # A count of all the sensors is no count of those that measure the humidity.
         asked = [*subject.words, *other_words(question)]
         keyed = counting_what_was_asked(keyed, lines, asked, language)
+        # Nothing but a number says how many: not a name, a state or a flag of what is counted.
+        keyed = [line for line in keyed if says_how_many(line)]
     return of_amounts(question, keyed)
 
 

@@ -7,8 +7,9 @@ chooses among them, by its likelihood of each, whole, as its reply
 (:class:`~edge_agentd.guidance.guidance.Guidance`), or, where one fits, the engine says it.
 Every sentence is built from a result's lines (:mod:`~edge_agentd.agent.resultlines`, each
 said by :mod:`~edge_agentd.guidance.saying`), the names and words of the skills that gave them,
-and the question, with a few words of the engine's own (the language's :attr:`~edge_agentd.agent.language.Language.own_words`, its
-sentences said in the language the question was read in), as a person says them:
+and the question, with a few words of the engine's own (the language's
+:attr:`~edge_agentd.agent.language.Language.own_words`, its sentences said in the language the
+question was read in), as a person says them:
 
 - **A reading, a number or a text**: "The <label> is <value> <unit>.", the label spoken
   (:mod:`~edge_agentd.guidance.labels`): "The charging power is 7.2 kW." of
@@ -204,8 +205,9 @@ def bound_sentences(
             said = compared_sentences(question, threshold, compared, say)
         else:
             group = [(skill_name, result, bound)]
-            said = sentences_for(group, question, {skill_name: says}, fit=True)
-            said = said or none_listed(question, result, call)
+            # "There are no sensors." says an empty list's count, and more than "The count is 0.".
+            said = none_listed(question, result, call)
+            said = said or sentences_for(group, question, {skill_name: says}, fit=True)
         for sentence in said:
             if clean(sentence):
                 found.setdefault(sentence, None)

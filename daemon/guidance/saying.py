@@ -25,7 +25,8 @@ from edge_agentd.agent.resultlines import (
     reading_text,
 )
 from edge_agentd.agent.units import asked_units, said_in
-from edge_agentd.guidance.labels import PLACEHOLDER, labels, spell, spoken, words_of
+from edge_agentd.guidance.counted import counted_things
+from edge_agentd.guidance.labels import PLACEHOLDER, key_words, labels, spell, spoken, words_of
 from edge_agentd.guidance.since import said_by_its_time, since_sentences
 
 TEMPLATE_WORDS = ENGLISH.own_words
@@ -81,6 +82,12 @@ def line_sentences(
         named = [f for f in forms if names_unit(f, question.text, la)]
         shown = str(reading_text(named[0])) if named else shown
     how_many = la.how_many_question.match(question.text) is not None
+    if fit and how_many and is_number(node):
+        # A count key says how many of the one list beside it there are: "There are 2
+        # sensors.", not "The count is 2.".
+        counted = counted_things(line, lines, la)
+        if len(counted) == 1:
+            return [count_sentence(node, " ".join(key_words(counted[0], la)), la)]
     asked = asked_units(question.text, la) if fit else ()
     found = labels(line, lines, skill_name, question, keys)
     # The unit a label's last word gives is the line's, whatever label states it ("The charging
@@ -103,10 +110,10 @@ def line_sentences(
             # A count is no answer but to how many: a list of readings, which name no items,
             # is said by each reading's own line ("There are 2 readings." is no probe's).
             if not (fit and not how_many):
-                sentences.append(la.said_count.format(count=len(node), label=said))
+                sentences.append(count_sentence(len(node), said, la))
         elif is_number(node) and line.shown.startswith(f"{node} {la.in_all}"):
             # A list's count (how many).
-            sentences.append(la.said_count.format(count=node, label=said))
+            sentences.append(count_sentence(node, said, la))
         elif isinstance(node, bool):
             answer = (la.yes if node else la.no).lower()
             sentences.append(la.said_flag.format(label=_capital(said), answer=answer))
@@ -122,6 +129,12 @@ def line_sentences(
             else:
                 sentences.append(la.said_value.format(label=said, be=be, value=value))
     return sentences
+
+
+def count_sentence(count: Any, label: str, language: Language) -> str:
+    """There are ``count`` of the things ``label`` names."""
+    many, one = language.said_count
+    return (one if count == 1 else many).format(count=count, label=label)
 
 
 def _opens_with_unit(words: Sequence[str], language: Language) -> bool:
@@ -163,6 +176,7 @@ __all__ = [
     "MAX_VALUE_CHARS",
     "TEMPLATE_WORDS",
     "clean",
+    "count_sentence",
     "line_sentences",
     "says_template",
     "words_of",
