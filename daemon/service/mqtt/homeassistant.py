@@ -170,12 +170,13 @@ class HomeAssistant:
         if reply.get("kind") == "error":
             attributes["error"] = {"code": reply.get("code"), "message": reply.get("message")}
         self.broker.state.count("answers")
-        self.broker.publish(self.topics.answer, state, retain=True, reply=True)
+        what = "the answer to a question from Home Assistant"
+        self.broker.publish(self.topics.answer, state, retain=True, reply=what)
         self.broker.publish(
             self.topics.answer_attributes,
             json.dumps(attributes, ensure_ascii=False, default=str),
             retain=True,
-            reply=True,
+            reply=f"{what} (its attributes)",
         )
 
     def take_back(self) -> None:
