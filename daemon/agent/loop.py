@@ -215,6 +215,7 @@ class Agent:
                 last_step=last_step,
                 generate=replies.generate,
                 grounded=replies.grounded,
+                evidence=replies.evidence,
             )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
             return model_error(exc, time.perf_counter() - started, self.handle.take_tokens())

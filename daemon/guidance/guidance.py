@@ -57,6 +57,7 @@ from edge_agentd.agent.events import (
     SkillResultObservation,
 )
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.observed import Evidence
 from edge_agentd.agent.prompt import ChatFormat
 from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
 from edge_agentd.agent.question import Question, in_language
@@ -174,11 +175,13 @@ class Guidance:
         last_step: bool,
         generate: Callable[..., str],
         grounded: Callable[[str], bool] | None = None,
+        evidence: Callable[[Language], Evidence] | None = None,
     ) -> str:
         """The model's next reply to ``prompt``, guided, among the candidates of ``skills``
         (of registry ``version``); ``generate(prompt, prefix=...)`` asks the model itself, and
         ``grounded(answer)`` says whether the loop takes an answer (the grounding rules: only
-        such sentences are offered). Raises what the model raises."""
+        such sentences are offered). ``evidence`` is not read: the guided model's candidates
+        are judged by their lines. Raises what the model raises."""
         candidates = self.candidates(version, skills, model.chat_format)
         events = state.stream.root
         made = [a for a in events if isinstance(a, CallSkillAction)]
