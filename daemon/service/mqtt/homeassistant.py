@@ -14,6 +14,7 @@ from typing import Any
 
 from edge_agentd.agent.registry import Registry
 from edge_agentd.protocol.mqttwire import ONLINE
+from edge_agentd.protocol.version import package_version
 from edge_agentd.protocol.wire import PROTOCOL_VERSION
 from edge_agentd.service.mqtt.broker import BrokerConnection
 from edge_agentd.service.mqtt.daemonlink import Pending
@@ -24,7 +25,6 @@ from edge_agentd.service.mqtt.discovery import (
     Reading,
     device_model,
     encode_config,
-    package_version,
 )
 from edge_agentd.service.mqtt.state import log
 
