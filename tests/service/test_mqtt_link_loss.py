@@ -10,6 +10,7 @@ kept. Waits are bounded and generous; nothing asserts on timing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -68,6 +69,22 @@ def ask(peer: Peer, node_id: str, query: str, reply_to: str, request_id: Any) ->
     )
 
 
+@contextlib.contextmanager
+def asked(
+    relayed: tuple[Any, Relay], directory: Path, node_id: str, replies: list[Any], *topics: str
+) -> Iterator[tuple[Node, Peer]]:
+    """A daemon whose bridge reaches the broker through the relay, linked, and an asker on the
+    broker itself subscribed to ``topics``."""
+    b, relay = relayed
+    with node(directory, port=relay.port, node=node_id, replies=replies) as n:
+        n.wait_link("connected")
+        asker = Peer(b.port, subscribe=list(topics))
+        try:
+            yield n, asker
+        finally:
+            asker.close()
+
+
 def cut_while_running(n: Node, relay: Relay) -> None:
     wait_for(lambda: n.status()["state"] == "busy", 30, "the run started")
     relay.cut()
@@ -77,73 +94,56 @@ def cut_while_running(n: Node, relay: Relay) -> None:
 def test_a_result_finished_while_the_link_is_cut_reaches_the_asker_once(
     relayed: tuple[Any, Relay], tmp_path: Path
 ) -> None:
-    b, relay = relayed
+    relay = relayed[1]
     slow = {"text": final("I cannot tell: Worth the wait."), "delay_s": 4}
-    with node(tmp_path / "d", port=relay.port, node="cut", replies=[slow]) as n:
-        n.wait_link("connected")
-        asker = Peer(b.port, subscribe=["asker/answer"])
-        try:
-            ask(asker, "cut", "Slow one", "asker/answer", 42)
-            cut_while_running(n, relay)
-            wait_for(lambda: n.status()["counters"]["runs_finished"] == 1, 60, "run finished")
-            assert n.status()["mqtt"]["unsent"] == 1  # held for the broker, not lost
-            relay.mend()
-            n.wait_link("connected", timeout=120)
-            got = finals(asker, "asker/answer", 1)
-            assert [(r["id"], r["answer"]) for r in got] == [(42, "I cannot tell: Worth the wait.")]
-            wait_for(lambda: n.status()["mqtt"]["unsent"] == 0, 60, "the result acknowledged")
-            counters = n.status()["mqtt"]["counters"]
-            assert counters.get("undeliverable", 0) == 0
-            assert relay.accepted >= 2  # it came over a new connection
-        finally:
-            asker.close()
+    with asked(relayed, tmp_path / "d", "cut", [slow], "asker/answer") as (n, asker):
+        ask(asker, "cut", "Slow one", "asker/answer", 42)
+        cut_while_running(n, relay)
+        wait_for(lambda: n.status()["counters"]["runs_finished"] == 1, 60, "run finished")
+        assert n.status()["mqtt"]["unsent"] == 1  # held for the broker, not lost
+        relay.mend()
+        n.wait_link("connected", timeout=120)
+        got = finals(asker, "asker/answer", 1)
+        assert [(r["id"], r["answer"]) for r in got] == [(42, "I cannot tell: Worth the wait.")]
+        wait_for(lambda: n.status()["mqtt"]["unsent"] == 0, 60, "the result acknowledged")
+        assert n.status()["mqtt"]["counters"].get("undeliverable", 0) == 0
+        assert relay.accepted >= 2  # it came over a new connection
 
 
 def test_asks_waiting_across_a_cut_and_a_mend_each_get_one_reply(
     relayed: tuple[Any, Relay], tmp_path: Path
 ) -> None:
-    b, relay = relayed
+    relay = relayed[1]
     slow = [
         {"text": final(f"I cannot tell: answer {i}."), "delay_s": 3 if i == 0 else 0}
         for i in range(3)
     ]
-    with node(tmp_path / "d", port=relay.port, node="mended", replies=slow) as n:
-        n.wait_link("connected")
-        asker = Peer(b.port, subscribe=["asker/+"])
-        try:
-            for i in range(3):  # one runs, two wait in the daemon's queue
-                ask(asker, "mended", f"Question {i}", f"asker/{i}", f"q-{i}")
-            cut_while_running(n, relay)
-            relay.mend()  # back before the runs are done: their results go out as usual
-            for i in range(3):
-                got = finals(asker, f"asker/{i}", 1)
-                assert [r["id"] for r in got] == [f"q-{i}"]
-                assert got[0]["kind"] == "result"
-            assert n.status()["mqtt"]["counters"].get("undeliverable", 0) == 0
-        finally:
-            asker.close()
+    with asked(relayed, tmp_path / "d", "mended", slow, "asker/+") as (n, asker):
+        for i in range(3):  # one runs, two wait in the daemon's queue
+            ask(asker, "mended", f"Question {i}", f"asker/{i}", f"q-{i}")
+        cut_while_running(n, relay)
+        relay.mend()  # back before the runs are done: their results go out as usual
+        for i in range(3):
+            got = finals(asker, f"asker/{i}", 1)
+            assert [r["id"] for r in got] == [f"q-{i}"]
+            assert got[0]["kind"] == "result"
+        assert n.status()["mqtt"]["counters"].get("undeliverable", 0) == 0
 
 
 def test_each_ask_the_link_could_not_answer_before_the_daemon_stopped_is_logged(
     relayed: tuple[Any, Relay], tmp_path: Path
 ) -> None:
-    b, relay = relayed
     slow = [
         {"text": final("I cannot tell: Too late."), "delay_s": 3},
         final("I cannot tell: also."),
     ]
-    with node(tmp_path / "d", port=relay.port, node="alone", replies=slow) as n:
-        n.wait_link("connected")
-        asker = Peer(b.port)
-        try:
-            ask(asker, "alone", "First", "asker/a", "first-ask")
-            ask(asker, "alone", "Second", "asker/a", "second-ask")
-            cut_while_running(n, relay)
-            wait_for(lambda: n.status()["counters"]["runs_finished"] == 2, 60, "runs finished")
-            assert n.status()["mqtt"]["unsent"] == 2
-            assert n.stop() == 0
-        finally:
-            asker.close()
+    with asked(relayed, tmp_path / "d", "alone", slow) as (n, asker):
+        ask(asker, "alone", "First", "asker/a", "first-ask")
+        ask(asker, "alone", "Second", "asker/a", "second-ask")
+        cut_while_running(n, relayed[1])
+        wait_for(lambda: n.status()["counters"]["runs_finished"] == 2, 60, "runs finished")
+        assert n.status()["mqtt"]["unsent"] == 2
+        assert n.stop() == 0
     log = n.output()
     assert "could not be delivered before shutdown" in log
     for request_id in ("first-ask", "second-ask"):
