@@ -6,8 +6,10 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,3 +146,67 @@ def node(directory: Path, **options: Any) -> Iterator[Node]:
         yield n
     finally:
         n.stop()
+
+
+class Relay:
+    """A TCP relay in front of the broker that a test can cut: the daemon's bridge connects here
+    while requesters connect to the broker itself, so cutting the relay drops the bridge's link
+    alone (the broker, and every requester's session, stay up).
+
+    :meth:`cut` closes every relayed connection and refuses new ones (each is closed as soon as
+    it is accepted) until :meth:`mend`."""
+
+    def __init__(self, broker_port: int) -> None:
+        self.broker_port = broker_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._up = True
+        self._open: list[socket.socket] = []
+        self.accepted = 0
+        """Connections relayed to the broker so far (a reconnect adds one)."""
+        threading.Thread(target=self._accept, name="relay", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                inside, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            with self._lock:
+                up = self._up
+            if not up:
+                inside.close()
+                continue
+            outside = socket.create_connection(("127.0.0.1", self.broker_port), timeout=10)
+            outside.settimeout(None)
+            with self._lock:
+                self._open += [inside, outside]
+                self.accepted += 1
+            for a, b in ((inside, outside), (outside, inside)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        with self._lock:
+            self._up = False
+            cut, self._open = self._open, []
+        for s in cut:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def mend(self) -> None:
+        with self._lock:
+            self._up = True
+
+    def close(self) -> None:
+        self._listener.close()
+        self.cut()

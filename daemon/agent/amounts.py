@@ -8,10 +8,14 @@ same amount names it, never another number.
 
 Also what a duration is: a number in a time unit, or a text of amounts with one in a time
 unit ("5 d 7 h 13 min"). Every word is the language's; nothing here knows a skill.
+
+:func:`number_and_unit` is the one reader of a number and the unit after it, here and for the
+conversions of :mod:`~edge_agentd.agent.units`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from edge_agentd.agent.english import ENGLISH
@@ -19,6 +23,20 @@ from edge_agentd.agent.language import Language
 
 Amount = tuple[float, str]
 """A number and its unit as the language writes it after a value (``(5.0, "minutes")``)."""
+
+
+WRITTEN_VALUE = re.compile(r"(-?\d+(?:\.\d+)?) ?(\S+)")
+"""A value as the engine writes one it renders: a number, signed, and its unit's symbol after at
+most one space, whatever its letters (``2367.0 MiB``, ``-3.5 °C``, ``12 km/h``, ``45.8 %``)."""
+
+
+def number_and_unit(text: str, language: Language | None = ENGLISH) -> tuple[str, str] | None:
+    """``text`` read whole as a number and the unit after it, both as written: as ``language``
+    writes an amount ("5 minutes", "5-minute", "5min"; none where it reads no amount), or with
+    no language, as the engine writes a value it renders (:data:`WRITTEN_VALUE`)."""
+    pattern = WRITTEN_VALUE if language is None else language.amount
+    match = pattern.fullmatch(text) if pattern is not None else None
+    return None if match is None else (match.group(1), match.group(2))
 
 
 def unit_named(word: str, language: Language = ENGLISH) -> str | None:
@@ -47,15 +65,14 @@ def amounts_in(text: str, language: Language = ENGLISH) -> list[Amount]:
 
 def _whole(word: str, language: Language) -> tuple[str, str] | None:
     """The number, as written, and the unit of the amount ``word`` is whole, or None."""
-    pattern = language.amount
-    match = pattern.fullmatch(word) if pattern is not None else None
-    unit = unit_named(match.group(2), language) if match is not None else None
-    if match is None or unit is None:
+    found = number_and_unit(word, language)
+    unit = unit_named(found[1], language) if found is not None else None
+    if found is None or unit is None:
         return None
     # One letter is a unit only of time ("24h", "10s"): "1c" or "2v" is as likely a name.
-    if len(match.group(2)) == 1 and unit not in language.time_units:
+    if len(found[1]) == 1 and unit not in language.time_units:
         return None
-    return match.group(1), unit
+    return found[0], unit
 
 
 def amount_of(word: str, language: Language = ENGLISH) -> Amount | None:
@@ -109,11 +126,13 @@ def is_duration(node: Any, name: str, language: Language = ENGLISH) -> bool:
 
 
 __all__ = [
+    "WRITTEN_VALUE",
     "Amount",
     "amount_of",
     "amounts_in",
     "is_duration",
     "key_amounts",
+    "number_and_unit",
     "said_amount",
     "unit_named",
 ]

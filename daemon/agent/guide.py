@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from edge_agentd.agent.events import AgentState, Event
+    from edge_agentd.agent.language import Language
+    from edge_agentd.agent.observed import Evidence
     from edge_agentd.agent.protocol import ModelHandle
     from edge_agentd.agent.registry import SkillSpec
 
@@ -52,12 +54,14 @@ class Guide(Protocol):
         last_step: bool,
         generate: Callable[..., str],
         grounded: Callable[[str], bool],
+        evidence: Callable[[Language], Evidence],
     ) -> str:
         """The model's next reply to ``prompt``: a call among ``skills`` (of registry
         ``version``) or an answer. ``generate(prompt, **kwargs)`` asks the model itself
         (``calls_only``: True, or some skills' names, for a call alone, of one of them);
         ``grounded(answer)`` says whether the loop takes an answer, so only such answers are
-        offered. Raises what the model raises."""
+        offered; ``evidence(language)`` is the run's evidence so far as the grounding rules
+        read it (gathered once, not again by the guide). Raises what the model raises."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +87,7 @@ class PlainGuide:
         last_step: bool,
         generate: Callable[..., str],
         grounded: Callable[[str], bool],
+        evidence: Callable[[Language], Evidence],
     ) -> str:
         return generate(prompt)
 

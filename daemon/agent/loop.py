@@ -107,7 +107,7 @@ class Agent:
     def render_prompt(self, state: AgentState) -> str:
         """The prompt of ``state``'s next step, as :meth:`step` renders it."""
         cache = RunCache()
-        return self.prompter.render(state, self.prompter.run_system(state, cache)[0], cache)
+        return self.prompter.render(state, self.prompter.run_system(cache)[0], cache)
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -168,7 +168,7 @@ class Agent:
             if isinstance(event, CallSkillAction):
                 observed = self.dispatch(event, record, generation)
             elif isinstance(event, FinalAnswerAction):
-                names = self.prompter.run_system(state, cache)[1]
+                names = self.prompter.run_system(cache)[1]
                 observed = self.validators.refusal(event, state, names, cache)
                 if observed is None:
                     return  # the seed: a final answer that passes ends the run at once
@@ -197,7 +197,7 @@ class Agent:
         if not isinstance(state, AgentState):
             raise TypeError(f"step takes an AgentState, not {type(state).__name__}")
         kept = RunCache() if cache is None else cache
-        system, names, skills = self.prompter.run_system(state, kept)
+        system, names, skills = self.prompter.run_system(kept)
         self.handle.take_tokens()  # what came before this step is not its cost
         prompt = self.prompter.render(state, system, kept)
         # Whatever schema a strategy asks for, its answer is held to the grounding rules.
@@ -215,6 +215,7 @@ class Agent:
                 last_step=last_step,
                 generate=replies.generate,
                 grounded=replies.grounded,
+                evidence=replies.evidence,
             )
         except Exception as exc:  # noqa: BLE001 - a model error is recorded, never raised
             return model_error(exc, time.perf_counter() - started, self.handle.take_tokens())
@@ -228,7 +229,7 @@ class Agent:
     ) -> SkillResultObservation | ToolErrorObservation | ValidationErrorObservation:
         """Call the skill ``action`` asks for, watched (its timeout if it has one, the run's
         deadline and cancel always); what it returned, or why it could not run."""
-        names = self.prompter.run_system(record.state, record.cache)[1]
+        names = self.prompter.run_system(record.cache)[1]
         checked = _checked(action, names, self.registry, record.cache)
         if not isinstance(checked, tuple):
             return checked

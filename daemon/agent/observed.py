@@ -59,6 +59,10 @@ class Evidence:
     readings: tuple[tuple[str, float], ...] = ()
     """Each unit name the results give a value (:func:`~edge_agentd.agent.claims.reading_units`),
     found in the same walk."""
+    asked: tuple[bool, ...] = ()
+    """For each result a skill returned in the run, in order, kept or not: whether the call that
+    gave it asked what the question asks (:func:`asks_what_was_asked`; True where no call is
+    known). Judged once per result, here; the engine's answers read it too."""
 
     @functools.cached_property
     def vocabulary(self) -> frozenset[str]:
@@ -84,6 +88,7 @@ class Gathered:
 
     __slots__ = (
         "arguments",
+        "asked",
         "called_names",
         "calls",
         "described",
@@ -117,6 +122,7 @@ class Gathered:
         """The last event read: a stream that is not the one read so far starts anew."""
         self.calls: dict[str, CallSkillAction] = {}
         self.results: list[Any] = []
+        self.asked: list[bool] = []
         self.texts: list[str] = [query]
         self.errors: list[str] = []
         self.words: set[str] = set()
@@ -183,9 +189,11 @@ def gather(
             before = events[index - 1] if index else None
             if call is None and isinstance(before, CallSkillAction):
                 call = before  # an event stream made by hand, without ids
-            if call is not None and not asks_what_was_asked(
+            asked = call is None or asks_what_was_asked(
                 registry.get(call.skill_name), call.arguments, gathered.query, language
-            ):
+            )
+            gathered.asked.append(asked)
+            if not asked:
                 # "next friday" passed for "next Wednesday": its result is of another thing,
                 # no evidence for an answer to this question.
                 continue
@@ -214,6 +222,7 @@ def gather(
             tuple(gathered.errors),
             tuple(gathered.wording),
             (*gathered.readings, *((unit, value) for unit, value, _ in said_in_units)),
+            tuple(gathered.asked),
         )
     return evidence
 

@@ -91,9 +91,9 @@ class Prompter:
             system = self._systems[key] = System(text, names, tuple(skills))
         return system
 
-    def run_system(self, state: AgentState, cache: RunCache) -> System:
-        """:meth:`system` for ``state``'s run, with the skills' choices read at its first step
-        and kept in ``cache``, so the run's prompt, grammar and checks agree."""
+    def run_system(self, cache: RunCache) -> System:
+        """:meth:`system` for the run that keeps ``cache``, with the skills' choices read at its
+        first step and kept there, so the run's prompt, grammar and checks agree."""
         workflow = cache.workflow
         if cache.choices is None:
             allowed = None if workflow is None else workflow.allowed_skills

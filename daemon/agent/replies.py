@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from edge_agentd.agent.events import AgentState, MadeBy, ModelErrorObservation, Usage
+from edge_agentd.agent.language import Language
+from edge_agentd.agent.observed import Evidence, gather
 from edge_agentd.agent.parsing import parse_action
 from edge_agentd.agent.protocol import (
     Completion,
@@ -60,6 +62,13 @@ class Replies:
         """Whether the loop takes ``answer`` now: the engine offers only such sentences (one it
         would refuse would be chosen again at the retry, until the run ran out of steps)."""
         return self.validators.accepts(answer, self.state, self.names, self.cache)
+
+    def evidence(self, language: Language) -> Evidence:
+        """The run's evidence so far, its question read in ``language``: gathered in the run's
+        cache, so a guide and the grounding rules reading it in one step read it once."""
+        return gather(
+            self.state, self.validators.registry, self.names, self.cache.evidence, language
+        )
 
     def generate(self, text: str, **more: Any) -> str:
         """The model's reply to ``text``: what a guide calls to ask it. ``calls_only=True``

@@ -16,9 +16,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
+
+from edge_agentd.agent.amounts import number_and_unit
 
 if TYPE_CHECKING:
     from edge_agentd.agent.language import Language
@@ -125,17 +126,14 @@ def conversions(
     return said
 
 
-_VALUE = re.compile(r"(-?\d+(?:\.\d+)?) ?(\S+)")
-
-
 def said_in(value: str, units: Sequence[str]) -> str:
     """``value``, a number and its unit as a sentence writes them (``2367.0 MiB``), said in
     the first of ``units`` it converts to (``2.482 GB``); as it is when it is in none of them
     or converts to none."""
-    match = _VALUE.fullmatch(value.strip())
-    if match is None or not units:
+    found = number_and_unit(value.strip(), None)
+    if found is None or not units:
         return value
-    number, unit = match.groups()
+    number, unit = found
     if any(unit.casefold() == to.casefold() for to in units):
         return value
     for to in units:

@@ -33,9 +33,10 @@ def mcp_command(args: argparse.Namespace) -> int:
     from edge_agentd.cli.logs import configure  # noqa: PLC0415
     from edge_agentd.client.errors import BadEndpoint  # noqa: PLC0415
     from edge_agentd.client.zmqclient import checked_endpoint  # noqa: PLC0415
+    from edge_agentd.protocol.version import package_version  # noqa: PLC0415
     from edge_agentd.service.config.mcp import McpSettings  # noqa: PLC0415
     from edge_agentd.service.config.settings import ConfigError, load_settings  # noqa: PLC0415
-    from edge_agentd.service.mcp.makelistener import INSTALL_HINT, package_version  # noqa: PLC0415
+    from edge_agentd.service.mcp.makelistener import INSTALL_HINT  # noqa: PLC0415
 
     configure(args.log_level)
     try:

@@ -27,7 +27,7 @@ from edge_agentd.agent.claims import unnamed_subject
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import AgentState, CallSkillAction, Event, SkillResultObservation
 from edge_agentd.agent.language import Language
-from edge_agentd.agent.observed import asks_what_was_asked
+from edge_agentd.agent.observed import Evidence
 from edge_agentd.agent.protocol import Completion, ModelHandle
 from edge_agentd.agent.question import Question, asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
@@ -70,6 +70,7 @@ class Answering:
         last_step: bool,
         generate: Callable[..., str],
         grounded: Callable[[str], bool],
+        evidence: Callable[[Language], Evidence],
     ) -> str:
         """The model's next reply: the one sentence that fits, said by the engine; a choice
         among several, decoded by the model; or, with none, whatever the model writes."""
@@ -87,8 +88,8 @@ class Answering:
         called = _call_words(state, named)
         # A result of a call whose free text asked for something else ("next friday" of
         # "What is the date of next Wednesday?") answers another question: none of its
-        # sentences is offered.
-        asked = _asked_calls(state, named, question)
+        # sentences is offered. The grounding rules judged each call once, as its result came.
+        asked = evidence(self.language).asked
         results = [result for result, kept in zip(results, asked, strict=True) if kept]
         called = [words for words, kept in zip(called, asked, strict=True) if kept]
         fitting = [s for s in fitting_sentences(question, results, named, called) if grounded(s)]
@@ -169,23 +170,6 @@ def _call_words(state: AgentState, skills: dict[str, SkillSpec]) -> list[list[st
             found.append([*(str(v) for v in arguments.values()), *gets])
             call = None
     return found
-
-
-def _asked_calls(state: AgentState, skills: dict[str, SkillSpec], question: Question) -> list[bool]:
-    """For each result of ``state``'s run, whether the call that gave it asked what the
-    question asks (:func:`~edge_agentd.agent.observed.asks_what_was_asked`), as grounding
-    reads it."""
-    kept: list[bool] = []
-    call: CallSkillAction | None = None
-    for event in state.stream.root:
-        if isinstance(event, CallSkillAction):
-            call = event
-        elif isinstance(event, SkillResultObservation):
-            spec = skills.get(event.skill_name)
-            arguments = call.arguments if call is not None else {}
-            kept.append(asks_what_was_asked(spec, arguments, question.text, question.language))
-            call = None
-    return kept
 
 
 def _spelled(model: ModelHandle, sentence: str) -> str:

@@ -1,8 +1,7 @@
 """Help for a model too small to drive the loop by itself (docs/design.md, "Small models").
 
-Each help is built only from what the registry says about a skill: its name, signature,
-description, example questions and the calls it lists as ready. None knows any skill or
-question word.
+Each help is built only from what the registry says about a skill: its name, signature, description,
+example questions and the calls it lists as ready. None knows any skill or question word.
 
 - **Which skill.** A small model names the first skill in its prompt whatever it is asked, but it
   judges well how likely a question is after a skill's own description. So the next skill is the
@@ -174,11 +173,12 @@ class Guidance:
         last_step: bool,
         generate: Callable[..., str],
         grounded: Callable[[str], bool] | None = None,
+        evidence: Callable[[Language], Any] | None = None,
     ) -> str:
         """The model's next reply to ``prompt``, guided, among the candidates of ``skills``
         (of registry ``version``); ``generate(prompt, prefix=...)`` asks the model itself, and
         ``grounded(answer)`` says whether the loop takes an answer (the grounding rules: only
-        such sentences are offered). Raises what the model raises."""
+        such sentences are offered; ``evidence`` is not read). Raises what the model raises."""
         candidates = self.candidates(version, skills, model.chat_format)
         events = state.stream.root
         made = [a for a in events if isinstance(a, CallSkillAction)]

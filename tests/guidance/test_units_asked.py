@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.amounts import number_and_unit
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.question import Question
@@ -142,3 +143,24 @@ def test_a_converted_number_is_written_plainly_and_close(value: float) -> None:
     shown = float(text)
     # Four significant digits, and never fewer than the whole part's.
     assert math.isclose(shown, value, rel_tol=1e-3, abs_tol=1e-4) or abs(value) < 1e-4
+
+
+def test_one_reader_reads_a_number_and_the_unit_after_it() -> None:
+    # As the engine writes a value it renders: a signed number and any symbol.
+    assert number_and_unit("2367.0 MiB", None) == ("2367.0", "MiB")
+    assert number_and_unit("-3.5 °C", None) == ("-3.5", "°C")
+    assert number_and_unit("12 km/h", None) == ("12", "km/h")
+    # As the language writes an amount: in words, however they are joined.
+    assert number_and_unit("5-minute", ENGLISH) == ("5", "minute")
+    assert number_and_unit("5min", ENGLISH) == ("5", "min")
+    assert number_and_unit("-3.5 °C", ENGLISH) is None
+    # Whole, or nothing.
+    assert number_and_unit("5 minutes ago", ENGLISH) is None
+    assert number_and_unit("about 5 MiB", None) is None
+
+
+@given(st.text(max_size=60))
+def test_the_reader_of_a_number_and_its_unit_takes_any_text(text: str) -> None:
+    for language in (ENGLISH, None):
+        found = number_and_unit(text, language)
+        assert found is None or (found[0] in text and found[1] in text)

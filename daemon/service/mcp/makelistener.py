@@ -4,9 +4,9 @@ what to install; imports the SDK only when the section asks for the server."""
 from __future__ import annotations
 
 import logging
-from importlib import metadata
 from typing import TYPE_CHECKING
 
+from edge_agentd.protocol.version import package_version
 from edge_agentd.service.config.mcp import McpSettings, read_token
 from edge_agentd.service.config.settings import ConfigError, Settings
 
@@ -22,13 +22,6 @@ def mcp_settings(settings: Settings) -> McpSettings | None:
     """The ``[mcp]`` section when it is present and enabled."""
     section = settings.mcp
     return section if section is not None and section.enabled else None
-
-
-def package_version() -> str:
-    try:
-        return metadata.version("edge-agentd")
-    except metadata.PackageNotFoundError:
-        return "0"
 
 
 def make_listener(settings: Settings) -> HttpListener | None:
@@ -52,4 +45,4 @@ def make_listener(settings: Settings) -> HttpListener | None:
     return HttpListener(section, tools, token, package_version())
 
 
-__all__ = ["INSTALL_HINT", "make_listener", "mcp_settings", "package_version"]
+__all__ = ["INSTALL_HINT", "make_listener", "mcp_settings"]

@@ -114,9 +114,9 @@ class MqttBridge:
 
     @property
     def threads(self) -> list[DaemonThread]:
-        """The bridge's own threads (the link's and the readings'): a crash of either shows in
-        the daemon's ``status`` (``Server.attach``)."""
-        return [self.link.thread, self.sensors.thread]
+        """The bridge's own threads (the link's, the readings', and the watch on paho's): a
+        crash of any shows in the daemon's ``status`` (``Server.attach``)."""
+        return [self.link.thread, self.sensors.thread, self.broker.watch]
 
     def _connect_when_ready(self) -> None:
         """The link's first step: connect once the first readings are in (or a while has
@@ -263,12 +263,14 @@ class MqttBridge:
     ) -> None:
         self.state.count(f"error_{code}")
         payload = error_payload(request_id, code, message[:MAX_MESSAGE_CHARS], self.topics.node)
-        self.broker.publish_reply(reply_to, payload, correlation)
+        what = f"the error reply to {ask_name(request_id, correlation)}"
+        self.broker.publish_reply(reply_to, payload, correlation, what=what)
 
     def _progress(self, pending: Pending, reply: dict[str, Any]) -> None:
         if pending.reply_to is not None:
             payload = reply_payload(reply, pending.request_id, self.topics.node)
-            self.broker.publish_reply(pending.reply_to, payload, pending.correlation)
+            what = f"a progress reply to {ask_name(pending.request_id, pending.correlation)}"
+            self.broker.publish_reply(pending.reply_to, payload, pending.correlation, what=what)
 
     def _final(self, pending: Pending, reply: dict[str, Any]) -> None:
         """The final reply of one ask: to the requester, or to the answer sensor."""
@@ -288,7 +290,13 @@ class MqttBridge:
         else:
             self.state.count("results")
         payload = reply_payload(reply, pending.request_id, self.topics.node)
-        self.broker.publish_reply(pending.reply_to, payload, pending.correlation)
+        name = ask_name(pending.request_id, pending.correlation)
+        what = (
+            f"the error reply to {name}"
+            if reply.get("kind") == "error"
+            else f"the result of {name}"
+        )
+        self.broker.publish_reply(pending.reply_to, payload, pending.correlation, what=what)
 
     def follow_triggers(self, names: Iterable[str]) -> Callable[[dict[str, Any]], None]:
         """One Home Assistant ``event`` entity per trigger named, and the listener that publishes
@@ -311,9 +319,20 @@ class MqttBridge:
         self.broker.stopping = True
         if self.broker.is_connected():
             self.home.take_back()
-            self.broker.publish(self.topics.status, OFFLINE, retain=True, reply=True)
+            self.broker.publish(
+                self.topics.status, OFFLINE, retain=True, reply="the offline status"
+            )
         self.broker.close(FLUSH_S)
         log.info("mqtt: closed; counters %s", json.dumps(self.state.counters(), sort_keys=True))
 
 
-__all__ = ["MqttBridge"]
+def ask_name(request_id: Any, correlation: bytes | None) -> str:
+    """How the log names an ask: by the requester's id, else its correlation data."""
+    if request_id is not None:
+        return f"ask {request_id!r}"[:100]
+    if correlation is not None:
+        return f"the ask with correlation data {correlation[:32].hex()}"
+    return "an ask without an id"
+
+
+__all__ = ["MqttBridge", "ask_name"]

@@ -4,6 +4,11 @@ It owns the paho client and what is published but not yet acknowledged. Callback
 network thread and hand messages to the bridge's ``on_message``; a failure in one is logged and
 counted, never raised into paho (which would end its thread).
 
+paho's network thread is watched: one that ends unasked (an exception past a callback, a bug in
+paho) is logged, counted and started again, so the link comes back and the replies held for the
+broker still go out; without that, nothing would read the socket or reconnect again, and every
+ask waiting then would be left without its reply.
+
 A reply is published only on a topic the node does not own: never under ``<prefix>/<node>/``
 (its status, info, busy light, sensors) nor under the Home Assistant discovery prefix, where a
 message would be taken as a new entity config (docs/mqtt.md, *Security*).
@@ -17,6 +22,7 @@ import os
 import socket
 import ssl
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +36,10 @@ from paho.mqtt.reasoncodes import ReasonCode
 from edge_agentd.protocol.mqttwire import OFFLINE, Topics, under
 from edge_agentd.service.config.mqtt import MqttSettings
 from edge_agentd.service.mqtt.state import BridgeState, log
+from edge_agentd.service.threads.daemonthread import DaemonThread
+
+WATCH_S = 2.0
+"""How often the watch looks whether paho's network thread still runs."""
 
 
 def reply_properties(correlation: bytes | None) -> Properties:
@@ -76,10 +86,15 @@ class BrokerConnection:
         self.stopping = False
         self._on_connected = on_connected
         self._on_message = on_message
-        self._unacked: dict[int, tuple[str, bool]] = {}
-        """Published, not yet acknowledged: mid -> (topic, whether it is a reply to someone)."""
+        self._unacked: dict[int, tuple[str, str | None]] = {}
+        """Published, not yet acknowledged: mid -> (topic, for a reply to someone what it is, as
+        the log names it: "the result of ask 7"; None for the node's own topics)."""
         self._early_acks: set[int] = set()
         self.client = self._make_client(password)
+        self._unwatch = threading.Event()
+        self.watch = DaemonThread("mqtt-network", self._watch, ask_stop=self._unwatch.set)
+        """Starts paho's network thread again when it ended unasked; its own crash shows in
+        ``status``."""
 
     def _make_client(self, password: str | None) -> mqtt.Client:
         s = self.settings
@@ -113,6 +128,19 @@ class BrokerConnection:
         s = self.settings
         self.client.connect_async(s.host, s.broker_port, keepalive=s.keepalive_s)
         self.client.loop_start()
+        self.watch.start()
+
+    def _watch(self) -> None:
+        while not self._unwatch.wait(WATCH_S):
+            # paho clears its thread when it ends, so loop_start() starts a new one only then:
+            # it reads the socket where the old one stopped, or reconnects, and sends what the
+            # old one held.
+            if self.client.loop_start() == MQTTErrorCode.MQTT_ERR_SUCCESS:
+                self.state.count("network_restarts")
+                log.error(
+                    "mqtt: paho's network thread ended unasked (its traceback, if any, is on "
+                    "stderr); started again, and the replies it held go out once it reconnects"
+                )
 
     def is_connected(self) -> bool:
         return self.client.is_connected()
@@ -218,11 +246,14 @@ class BrokerConnection:
             )
         return True
 
-    def publish_reply(self, topic: str, payload: bytes, correlation: bytes | None) -> bool:
-        """A reply to a requester, QoS 1; never on a topic the node owns."""
+    def publish_reply(
+        self, topic: str, payload: bytes, correlation: bytes | None, *, what: str
+    ) -> bool:
+        """A reply to a requester, QoS 1; never on a topic the node owns. ``what`` names it in
+        the log if it is lost ("the result of ask 7")."""
         if self.refuse_reply_topic(topic):
             return False
-        return self.publish(topic, payload, properties=reply_properties(correlation), reply=True)
+        return self.publish(topic, payload, properties=reply_properties(correlation), reply=what)
 
     def publish(
         self,
@@ -232,19 +263,20 @@ class BrokerConnection:
         retain: bool = False,
         qos: int = 1,
         properties: Properties | None = None,
-        reply: bool = False,
+        reply: str | None = None,
     ) -> bool:
-        """Publish; a reply that cannot even be queued is counted and logged."""
+        """Publish; a reply (``reply`` names it) that cannot even be queued is counted and
+        logged."""
         try:
             info = self.client.publish(
                 topic, payload, qos=qos, retain=retain, properties=properties
             )
         except (ValueError, OSError) as exc:
-            self._undeliverable(topic, str(exc))
+            self._undeliverable(topic, reply, str(exc))
             return False
         if info.rc not in (MQTTErrorCode.MQTT_ERR_SUCCESS, MQTTErrorCode.MQTT_ERR_NO_CONN):
-            if reply or qos:
-                self._undeliverable(topic, mqtt.error_string(info.rc))
+            if reply is not None or qos:
+                self._undeliverable(topic, reply, mqtt.error_string(info.rc))
             return False
         if qos == 0 and info.rc == MQTTErrorCode.MQTT_ERR_NO_CONN:
             return False  # not sent, and never will be: no acknowledgement to wait for
@@ -256,16 +288,23 @@ class BrokerConnection:
                 self._unacked[info.mid] = (topic, reply)
         return True
 
-    def _undeliverable(self, topic: str, why: str) -> None:
+    def _undeliverable(self, topic: str, what: str | None, why: str) -> None:
         self.state.count("undeliverable")
-        log.warning("mqtt: a message for %s could not be queued (%s); it is lost", topic[:200], why)
+        log.warning(
+            "mqtt: %s for %s could not be queued (%s); it is lost",
+            what or "a message",
+            topic[:200],
+            why,
+        )
 
     def unsent_replies(self) -> int:
         with self.state.lock:
-            return sum(1 for _, reply in self._unacked.values() if reply)
+            return sum(1 for _, reply in self._unacked.values() if reply is not None)
 
     def close(self, flush_s: float, *, poll_s: float = 0.02) -> None:
-        """Wait up to ``flush_s`` for unsent replies, count what is left, and disconnect."""
+        """Wait up to ``flush_s`` for unsent replies, log each one still unsent (its ask is left
+        unanswered), count them, and disconnect."""
+        self.watch.stop(WATCH_S + 1.0)  # paho's thread is ended below, on purpose
         until = time.monotonic() + flush_s
         while time.monotonic() < until and self.client.is_connected():
             if not self.unsent_replies():
@@ -273,18 +312,25 @@ class BrokerConnection:
             time.sleep(poll_s)
         with self.state.lock:
             unsent = [
-                topic
+                (topic, reply)
                 for topic, reply in self._unacked.values()
-                if reply and topic != self.topics.status
+                if reply is not None and topic != self.topics.status
             ]
             self._unacked.clear()
+        for topic, reply in unsent:
+            log.error(
+                "mqtt: %s for %s could not be delivered before shutdown (the broker is away); "
+                "it is lost",
+                reply,
+                topic[:200],
+            )
         if unsent:
             self.state.count("undeliverable", len(unsent))
             log.warning(
                 "mqtt: %d repl%s could not be delivered before shutdown (the broker is away): %s",
                 len(unsent),
                 "y" if len(unsent) == 1 else "ies",
-                ", ".join(sorted(set(unsent)))[:300],
+                ", ".join(sorted({topic for topic, _ in unsent}))[:300],
             )
         self.client.disconnect()
         self.client.loop_stop()

@@ -19,7 +19,6 @@ Readings are taken by calling the registry's own skills (``list_sensors``, ``rea
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import json
 import logging
 import re
@@ -49,17 +48,6 @@ HA_SENSOR_CLASSES: dict[str, tuple[str, str]] = {
     "illuminance": ("illuminance", "lx"),
 }
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
-
-
-DISTRIBUTION = "edge-agentd"
-"""This project's name on PyPI (pyproject.toml): ``edge-agent`` there is another project's."""
-
-
-def package_version() -> str:
-    try:
-        return importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 def device_model(model: Mapping[str, Any]) -> str | None:
@@ -247,5 +235,4 @@ __all__ = [
     "collect_readings",
     "device_model",
     "encode_config",
-    "package_version",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 
 from edge_agentd.agent.registry import Registry
 from edge_agentd.protocol.mqttwire import ONLINE
+from edge_agentd.protocol.version import package_version
 from edge_agentd.protocol.wire import PROTOCOL_VERSION
 from edge_agentd.service.mqtt.broker import BrokerConnection
 from edge_agentd.service.mqtt.daemonlink import Pending
@@ -24,7 +25,6 @@ from edge_agentd.service.mqtt.discovery import (
     Reading,
     device_model,
     encode_config,
-    package_version,
 )
 from edge_agentd.service.mqtt.state import log
 
@@ -170,12 +170,13 @@ class HomeAssistant:
         if reply.get("kind") == "error":
             attributes["error"] = {"code": reply.get("code"), "message": reply.get("message")}
         self.broker.state.count("answers")
-        self.broker.publish(self.topics.answer, state, retain=True, reply=True)
+        what = "the answer to a question from Home Assistant"
+        self.broker.publish(self.topics.answer, state, retain=True, reply=what)
         self.broker.publish(
             self.topics.answer_attributes,
             json.dumps(attributes, ensure_ascii=False, default=str),
             retain=True,
-            reply=True,
+            reply=f"{what} (its attributes)",
         )
 
     def take_back(self) -> None:

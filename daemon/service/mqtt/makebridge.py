@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edge_agentd.agent.registry import Registry
+from edge_agentd.protocol.version import package_version
 from edge_agentd.service.config.mqtt import MqttSettings, read_password
 from edge_agentd.service.config.settings import ConfigError, Settings
 
@@ -86,7 +87,6 @@ def discovery_preview(settings: Settings) -> dict[str, Any]:
     from edge_agentd.service.mqtt.discovery import (  # noqa: PLC0415
         Discovery,
         collect_readings,
-        package_version,
     )
 
     section = settings.mqtt or MqttSettings()
