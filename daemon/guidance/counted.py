@@ -64,15 +64,28 @@ def counted_things(line: Line, every: Sequence[Line], language: Language) -> tup
     return tuple(found)
 
 
-def says_how_many(line: Line) -> bool:
-    """Whether ``line`` can say how many: a number, a list (its length), a reading, or a text
-    that opens with a number ("3 d 4 h"); not a name, a state or a flag."""
+def says_how_many(line: Line, head: str, in_unit: bool, language: Language) -> bool:
+    """Whether ``line`` can say how many ``head`` there are: a list (its length), or a number
+    that counts them (a count key's, or one whose own key names them: ``open_doors``); of an
+    amount asked in a unit (``in_unit``: "How many hours ...?"), any number, reading or text
+    that opens with one ("3 d 4 h"). Never a name, a state or a flag, nor a reading of one of
+    the things counted (a sensor's 48.3 °C is no number of sensors)."""
     node = line.node
     if isinstance(node, bool):
         return False
-    if isinstance(node, (int, float, list, dict)):
+    if isinstance(node, list):
         return True
-    return isinstance(node, str) and node[:1].isdigit()
+    if in_unit:
+        opens_with_number = isinstance(node, str) and node[:1].isdigit()
+        return isinstance(node, (int, float, dict)) or opens_with_number
+    return isinstance(node, (int, float)) and counts(line, head, language)
+
+
+def counts(line: Line, head: str, language: Language) -> bool:
+    """Whether ``line``'s own key says it counts ``head``: a count key, or one naming them."""
+    key = line.name.split()[-1] if line.name else ""
+    own = known_words([key], [], language)
+    return key.casefold() in language.count_keys or is_known(head, own, language)
 
 
 def _texts(item: Any) -> list[str]:
@@ -90,4 +103,4 @@ def _texts(item: Any) -> list[str]:
     return found
 
 
-__all__ = ["counted_things", "counting_what_was_asked", "says_how_many"]
+__all__ = ["counted_things", "counting_what_was_asked", "counts", "says_how_many"]

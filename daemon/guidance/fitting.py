@@ -182,7 +182,7 @@ def bound_lines(
         asked = [*subject.words, *other_words(question)]
         keyed = counting_what_was_asked(keyed, lines, asked, language)
         # Nothing but a number says how many: not a name, a state or a flag of what is counted.
-        keyed = [line for line in keyed if says_how_many(line)]
+        keyed = [line for line in keyed if says_how_many(line, subject.head, bool(units), language)]
     return of_amounts(question, keyed)
 
 

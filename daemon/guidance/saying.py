@@ -25,7 +25,7 @@ from edge_agentd.agent.resultlines import (
     reading_text,
 )
 from edge_agentd.agent.units import asked_units, said_in
-from edge_agentd.guidance.counted import counted_things
+from edge_agentd.guidance.counted import counted_things, counts
 from edge_agentd.guidance.labels import PLACEHOLDER, key_words, labels, spell, spoken, words_of
 from edge_agentd.guidance.since import said_by_its_time, since_sentences
 
@@ -82,13 +82,16 @@ def line_sentences(
         named = [f for f in forms if names_unit(f, question.text, la)]
         shown = str(reading_text(named[0])) if named else shown
     how_many = la.how_many_question.match(question.text) is not None
-    if fit and how_many and is_number(node):
-        # A count key says how many of the one list beside it there are: "There are 2
-        # sensors.", not "The count is 2.".
+    asked = asked_units(question.text, la) if fit else ()
+    if fit and how_many and is_number(node) and not asked and question.subject is not None:
+        # A count says how many there are: "There are 2 sensors." of a count key beside the
+        # list it counts, "There are 2 people home." of ``people_home``; not "The count is 2.".
         counted = counted_things(line, lines, la)
         if len(counted) == 1:
             return [count_sentence(node, " ".join(key_words(counted[0], la)), la)]
-    asked = asked_units(question.text, la) if fit else ()
+        key = line.name.split()[-1] if line.name else ""
+        if key.casefold() not in la.count_keys and counts(line, question.subject.head, la):
+            return [count_sentence(node, " ".join(key_words(key, la)), la)]
     found = labels(line, lines, skill_name, question, keys)
     # The unit a label's last word gives is the line's, whatever label states it ("The charging
     # power is 7.2 kW." under the question's words too); a single word left of a key that
