@@ -69,7 +69,7 @@ from edge_agentd.guidance.fitting import (
 )
 from edge_agentd.guidance.labels import keys_of, object_texts, reading_of
 from edge_agentd.guidance.saying import clean, line_sentences, says_template
-from edge_agentd.guidance.whose import names_its_readings
+from edge_agentd.guidance.whose import names_its_readings, of_another_choice
 
 MAX_SENTENCES = 32
 """The most sentences offered for one part of an answer: each is a branch the model scores."""
@@ -174,7 +174,11 @@ def bound_sentences(
             # Each reading says which thing it is (a compare's two): the call, which names
             # them all, says of none which it is.
             call = frozenset()
-        words = own | call
+        # A result of another of the skill's choices than the question names (a sensor's
+        # temperature, asked its humidity): the skill's words, which name every choice, say
+        # none of its lines is what was asked.
+        spec = skills.get(skill_name) if skills is not None else None
+        words = call if of_another_choice(spec, result, question) else own | call
         # What names the thing this very call's result is of: its arguments and what it gets,
         # not the skill's words every call of it has ("RAM" of an example names no line).
         call = call - own - language.prompt_words

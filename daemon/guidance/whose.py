@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from edge_agentd.agent.claims import quality_nouns, unnamed_subject
+from edge_agentd.agent.jsonvalues import inside, walk
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question, Subject
 from edge_agentd.agent.resultlines import Line
@@ -120,6 +122,39 @@ def of_question(
     return _of_the_named_object(question, kept, texts)
 
 
+def of_another_choice(spec: Any, result: Any, question: Question) -> bool:
+    """Whether ``result`` is of another of its skill's choices than ``question`` names: of an
+    argument's values as the skill lists them now (``quantity``: temperature, humidity), its
+    texts state one (``temperature``) and the question names others (``humidity``) but none
+    of those. The skill's own words, which name every choice, then vouch for none of its lines:
+    a sensor's name and label are no humidity."""
+    current = getattr(spec, "current_choices", None)
+    if current is None:
+        return False
+    language = question.language
+    asked = known_words([question.text], [], language)
+    found: list[str] = []
+
+    def visit(node: Any, at: None) -> list[tuple[Any, None]]:
+        if isinstance(node, str):
+            found.append(node)
+        return inside(node, at)
+
+    walk(result, visit, None)
+    stated = known_words(found, [], language)
+
+    def named(value: Any, words: frozenset[str]) -> bool:
+        own = known_words([str(value)], [], language)
+        return bool(own) and all(is_known(word, words, language) for word in own)
+
+    for _, values in current():
+        in_question = {v for v in values if named(v, asked)}
+        in_result = {v for v in values if named(v, stated)}
+        if in_question and in_result and not in_question & in_result:
+            return True
+    return False
+
+
 def _of_the_named_object(
     question: Question, lines: Sequence[Line], texts: dict[tuple[str, ...], list[str]]
 ) -> list[Line]:
@@ -146,6 +181,7 @@ __all__ = [
     "names_its_readings",
     "names_thing",
     "object_words",
+    "of_another_choice",
     "of_another_thing",
     "of_question",
 ]
