@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from edge_agentd.agent.englishunits import UNIT_NAMES, UNIT_SUFFIXES, UNIT_WORDS
 from edge_agentd.agent.language import Language, words
 
 _ENDS_PHRASE = words(
@@ -65,79 +66,6 @@ _IMPERATIVE_FORMS = re.compile(
     re.IGNORECASE,
 )
 
-_UNIT_SUFFIXES: dict[str, str] = {
-    "percent": "%",
-    "pct": "%",
-    "perc": "%",
-    "c": "°C",
-    "celsius": "°C",
-    "degc": "°C",
-    "f": "°F",
-    "fahrenheit": "°F",
-    "degf": "°F",
-    "kelvin": "K",
-    "kw": "kW",
-    "w": "W",
-    "mw": "mW",
-    "watts": "W",
-    "kwh": "kWh",
-    "wh": "Wh",
-    "v": "V",
-    "mv": "mV",
-    "volts": "V",
-    "ma": "mA",
-    "amps": "A",
-    "kib": "KiB",
-    "mib": "MiB",
-    "gib": "GiB",
-    "tib": "TiB",
-    "kb": "kB",
-    "mb": "MB",
-    "gb": "GB",
-    "tb": "TB",
-    "bytes": "bytes",
-    "hz": "Hz",
-    "khz": "kHz",
-    "mhz": "MHz",
-    "ghz": "GHz",
-    "rpm": "rpm",
-    "hpa": "hPa",
-    "kpa": "kPa",
-    "pa": "Pa",
-    "mbar": "mbar",
-    "bar": "bar",
-    "psi": "psi",
-    "mm": "mm",
-    "cm": "cm",
-    "km": "km",
-    "kmh": "km/h",
-    "mph": "mph",
-    "ms": "ms",
-    "l": "L",
-    "ml": "mL",
-    "litres": "L",
-    "liters": "L",
-    "lux": "lx",
-    "lx": "lx",
-    "db": "dB",
-    "dba": "dBA",
-    "ppm": "ppm",
-    "ppb": "ppb",
-    "kg": "kg",
-    "s": "seconds",
-    "sec": "seconds",
-    "secs": "seconds",
-    "seconds": "seconds",
-    "min": "minutes",
-    "mins": "minutes",
-    "minutes": "minutes",
-    "h": "hours",
-    "hr": "hours",
-    "hrs": "hours",
-    "hours": "hours",
-    "days": "days",
-}
-
 _QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
     "warm": ("temperature",), "hot": ("temperature",), "cold": ("temperature",),
     "cool": ("temperature",), "chilly": ("temperature",), "humid": ("humidity",),
@@ -151,45 +79,6 @@ _QUALITY_NOUNS: dict[str, tuple[str, ...]] = {
     "high": ("height", "level"), "deep": ("depth",), "far": ("distance",),
     "strong": ("strength",), "charged": ("charge",),
 }  # fmt: skip
-
-# The names a question gives units beside their symbols; one letter alone ("s", "l") names
-# none there.
-_UNIT_NAMES: dict[str, str] = {
-    **{key: unit for key, unit in _UNIT_SUFFIXES.items() if len(key) > 1},
-    **{
-        name: unit
-        for unit, names in {
-            "W": "watt watts", "kW": "kilowatt kilowatts", "mW": "milliwatt milliwatts",
-            "Wh": "watt-hour watt-hours", "kWh": "kilowatt-hour kilowatt-hours",
-            "V": "volt volts", "mV": "millivolt millivolts",
-            "A": "amp amps ampere amperes", "mA": "milliamp milliamps",
-            "bytes": "byte bytes", "kB": "kilobyte kilobytes", "MB": "megabyte megabytes",
-            "GB": "gigabyte gigabytes gigs", "TB": "terabyte terabytes",
-            "KiB": "kibibyte kibibytes", "MiB": "mebibyte mebibytes",
-            "GiB": "gibibyte gibibytes", "TiB": "tebibyte tebibytes",
-            "Hz": "hertz", "kHz": "kilohertz", "MHz": "megahertz", "GHz": "gigahertz",
-            "Pa": "pascal pascals", "hPa": "hectopascal hectopascals",
-            "kPa": "kilopascal kilopascals", "mbar": "millibar millibars", "bar": "bars",
-            "mm": "millimetre millimetres millimeter millimeters",
-            "cm": "centimetre centimetres centimeter centimeters",
-            "km": "kilometre kilometres kilometer kilometers",
-            "ms": "millisecond milliseconds", "seconds": "second seconds",
-            "minutes": "minute minutes", "hours": "hour hours", "days": "day days",
-            "L": "litre litres liter liters", "mL": "millilitre millilitres milliliter milliliters",
-            "gal": "gallon gallons", "kg": "kilogram kilograms kilo kilos", "g": "gram grams",
-            "°C": "celsius centigrade", "°F": "fahrenheit", "K": "kelvin",
-        }.items()
-        for name in names.split()
-    },
-}  # fmt: skip
-
-_UNIT_WORDS = frozenset(
-    w.casefold()
-    for unit in (*_UNIT_SUFFIXES.values(), *_UNIT_NAMES.values())
-    for w in _LETTERS.findall(unit)
-)
-# And one unit's worth, as an amount before a noun says it ("the 5-minute load average").
-_UNIT_WORDS |= {w.removesuffix("s") for w in _UNIT_WORDS if len(w) > 3 and w.endswith("s")}
 
 ENGLISH = Language(
     token=re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?"),
@@ -259,9 +148,9 @@ ENGLISH = Language(
     every=words("everywhere everything every all each both"),
     negations=words("not no never neither nor none nothing"),
     quality_nouns=MappingProxyType(_QUALITY_NOUNS),
-    unit_suffixes=MappingProxyType(_UNIT_SUFFIXES),
-    unit_words=_UNIT_WORDS,
-    unit_names=MappingProxyType(_UNIT_NAMES),
+    unit_suffixes=MappingProxyType(UNIT_SUFFIXES),
+    unit_words=UNIT_WORDS,
+    unit_names=MappingProxyType(UNIT_NAMES),
     unit_generic=words("degrees degree"),
     form_words=words("text value display formatted human readable string str pretty"),
     count_keys=words("count number total"),
@@ -278,7 +167,7 @@ ENGLISH = Language(
         "the is are there in all and no result says i cannot tell what was asked skill here "
         "reads whether of yes not a an it"
     )
-    | _UNIT_WORDS,
+    | UNIT_WORDS,
     is_="is",
     are="are",
     said_value="The {label} {be} {value}.",
