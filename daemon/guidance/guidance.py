@@ -1,7 +1,8 @@
 """Help for a model too small to drive the loop by itself (docs/design.md, "Small models").
 
-Each help is built only from what the registry says about a skill: its name, signature, description,
-example questions and the calls it lists as ready. None knows any skill or question word.
+Each help is built only from what the registry says about a skill: its name, signature,
+description, example questions and the calls it lists as ready. None knows any skill or
+question word.
 
 - **Which skill.** A small model names the first skill in its prompt whatever it is asked, but it
   judges well how likely a question is after a skill's own description. So the next skill is the
@@ -56,22 +57,17 @@ from edge_agentd.agent.events import (
     SkillResultObservation,
 )
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.observed import Evidence
 from edge_agentd.agent.prompt import ChatFormat
-from edge_agentd.agent.protocol import Completion, ModelHandle, ScoringUnsupported
-from edge_agentd.agent.question import Question, in_language
+from edge_agentd.agent.protocol import ModelHandle, ScoringUnsupported
+from edge_agentd.agent.question import in_language
 from edge_agentd.agent.registry import SkillSpec
-from edge_agentd.agent.resultlines import Line
-from edge_agentd.guidance.asked import asked_lines, candidate_lines
 from edge_agentd.guidance.candidates import Candidate, candidates_for
-from edge_agentd.guidance.declines import cannot_tell_sentence
-from edge_agentd.guidance.fitting import failure_reason
 from edge_agentd.guidance.focus import focused_part
 from edge_agentd.guidance.followup import (
-    call_words,
     content_free,
     follow_up,
     named_calls,
-    two_parts_answered,
     unasked_narrowings,
 )
 from edge_agentd.guidance.phrases import (
@@ -81,14 +77,11 @@ from edge_agentd.guidance.phrases import (
 )
 from edge_agentd.guidance.render import (
     Skills,
-    both_parts,
-    bound_sentences,
 )
-from edge_agentd.guidance.subject import asks_unknown
+from edge_agentd.guidance.stating import ANSWER_HEAD, answer_sentences, chosen_answer
 
 log = logging.getLogger(__name__)
 
-ANSWER_HEAD = '{"final_answer": "'
 SKILL_HEAD = '{"skill_name": "'
 
 
@@ -173,7 +166,7 @@ class Guidance:
         last_step: bool,
         generate: Callable[..., str],
         grounded: Callable[[str], bool] | None = None,
-        evidence: Callable[[Language], Any] | None = None,
+        evidence: Callable[[Language], Evidence] | None = None,
     ) -> str:
         """The model's next reply to ``prompt``, guided, among the candidates of ``skills``
         (of registry ``version``); ``generate(prompt, prefix=...)`` asks the model itself, and
@@ -269,54 +262,19 @@ class Guidance:
         candidates: Sequence[Candidate] = (),
         skills: Skills | None = None,
     ) -> tuple[list[str], list[str]]:
-        """The sentences the answer to ``state``'s question may be, rendered from its results
-        (:mod:`~edge_agentd.guidance.render`) and bound to what it asks
-        (:func:`~edge_agentd.guidance.render.bound_sentences`; ``skills`` gives each skill's
-        words): those of its first part, and those of its second (empty unless the question is
-        in two parts with a result for each). "I cannot tell" alone where the subject is
-        unknown to the evidence or no sentence is about it; beside the others where the subject
-        was not judged. With ``model``, the lines stated are those the question asks about
-        (:func:`~edge_agentd.guidance.asked.asked_lines`) where any of them is bound, else every
-        bound line: "Humidity?" is not answered with the pressure the model scored first."""
-        events = state.stream.root
-        observed = [e for e in events if isinstance(e, SkillResultObservation)]
-        question = in_language(state.question, self.language)
-        cannot = cannot_tell_sentence(question, failure_reason(question, events))
-        judged = None
-        if model is not None and self.know_subject:
-            judged = asks_unknown(model, question, events, candidates)
-        if judged:
-            return [cannot], []
-        narrowed, whole = [], []
-        called = call_words(events, candidates)
-        for event in observed:
-            every = candidate_lines(event.result, state.query, self.language)
-            asked = None
-            if model is not None and self.state_asked:
-                results = [(event.skill_name, event.result)]
-                asked = asked_lines(model, state.query, results, self.language)
-            lines: list[Line] = asked or every
-            narrowed.append((event.skill_name, event.result, lines))
-            whole.append((event.skill_name, event.result, every))
-
-        def bound(asked: Question, pick: slice) -> list[str]:
-            words = called[pick]
-            return bound_sentences(narrowed[pick], asked, skills, words) or bound_sentences(
-                whole[pick], asked, skills, words
-            )
-
-        if self.part_margin is not None and two_parts_answered(state, question):
-            # Each part's sentences, its own subject naming what its result says.
-            parts = question.parts
-            first, second = (bound(q, slice(i, i + 1)) for i, q in enumerate(parts))
-            if first and second:
-                return [*first, *([cannot] if judged is None else [])], second
-        stated = bound(question, slice(None))
-        if not stated:
-            return [cannot], []
-        # Where the subject was judged known, the answer states a value: "I cannot tell" was
-        # judged too. Not judged (no subject, no scores), the model may still choose it.
-        return [*stated, *([cannot] if judged is None else [])], []
+        """The sentences the answer to ``state``'s question may be
+        (:func:`~edge_agentd.guidance.stating.answer_sentences`), as this guidance's helps
+        bind them."""
+        return answer_sentences(
+            state,
+            self.language,
+            model=model,
+            candidates=candidates,
+            skills=skills,
+            know_subject=self.know_subject,
+            state_asked=self.state_asked,
+            part_margin=self.part_margin,
+        )
 
     def _answer(
         self,
@@ -328,26 +286,13 @@ class Guidance:
         *,
         skills: Skills | None = None,
     ) -> str:
-        """The answer: the sentence of :meth:`answers` the model finds likeliest as its reply,
-        and for a question in two parts, the likeliest of the second part's after it. The
-        engine writes every word; the model only chooses (``made_by="engine"``)."""
+        """The answer: of :meth:`answers`, the one the model chooses
+        (:func:`~edge_agentd.guidance.stating.chosen_answer`); the engine writes every word."""
         options, second = self.answers(state, model, candidates, skills)
-        if grounded is None:
-            grounded = _anything
-        # Only what the loop takes is offered; with nothing left, "I cannot tell".
-        language = self.language
-        question = in_language(state.question, language)
-        options = [o for o in options if grounded(o)] or [cannot_tell_sentence(question)]
-        chosen = _likeliest(model, prompt, ANSWER_HEAD, options)
-        second = [s for s in second if grounded(both_parts(chosen, s, language))]
-        if second and not language.declines(chosen):
-            stem = chosen.removesuffix(".")
-            both = {s: both_parts(chosen, s, language) for s in second}
-            joined = {both[s][len(stem) :]: both[s] for s in second}
-            # Scored after the first part as the model's own start: one branch per second part.
-            head = f"{ANSWER_HEAD}{_json_text(stem)}"
-            chosen = joined[_likeliest(model, prompt + head, "", list(joined))]
-        return Completion(f'{ANSWER_HEAD}{_json_text(chosen)}"}}', made_by="engine")
+        sentences = (options, second)
+        return chosen_answer(
+            model, prompt, state, sentences, grounded=grounded, language=self.language
+        )
 
     def _prefers_answer(self, model: ModelHandle, prompt: str) -> bool:
         answer, skill = model.score(prompt, [ANSWER_HEAD, SKILL_HEAD])
@@ -364,28 +309,6 @@ class Guidance:
         scores = model.likelihood(prompts, f" {query}")
         best = max(range(len(candidates)), key=scores.__getitem__)
         return candidates[best], scores[best] - scores[-1] if baseline else 0.0
-
-
-def _anything(answer: str) -> bool:
-    """Takes every answer: no grounding rules were given."""
-    return True
-
-
-def _json_text(text: str) -> str:
-    """``text`` as it stands inside a JSON string."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
-
-
-def _likeliest(model: ModelHandle, prompt: str, head: str, options: Sequence[str]) -> str:
-    """Of ``options``, the one the model is likeliest to write after ``prompt`` and ``head``,
-    each closed as a JSON string and object; the only one without asking. Each is scored
-    whole: by its first token that differs alone, a small model takes a sentence whose opening
-    is likely and whose rest says nothing of the question."""
-    if len(options) == 1:
-        return options[0]
-    branches = [f'{head}{_json_text(text)}"}}' for text in options]
-    scores = [sum(s) for s in model.score(prompt, branches, whole=True)]
-    return options[max(range(len(options)), key=scores.__getitem__)]
 
 
 __all__ = [
