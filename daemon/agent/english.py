@@ -165,7 +165,7 @@ ENGLISH = Language(
     cannot_tell="I cannot tell",
     own_words=words(
         "the is are there in all and no result says i cannot tell what was asked skill here "
-        "reads whether of yes not a an it"
+        "reads gives whether of yes not a an it"
     )
     | UNIT_WORDS,
     is_="is",
@@ -182,10 +182,12 @@ ENGLISH = Language(
     said_state="{answer}, the {phrase} {be} {state}.",
     said_not_state="{answer}, the {phrase} {be} not {state}.",
     cannot_because="{cannot}: {reason}.",
-    cannot_asked="{cannot}: no skill here says what was asked.",
-    cannot_how="{cannot}: no skill here says how {phrase} it is.",
-    cannot_whether="{cannot}: no skill here says whether the {phrase} {be} {state}.",
-    cannot_read="{cannot}: no skill here reads the {phrase}.",
+    cannot_asked="{cannot}: {says} what was asked.",
+    cannot_how="{cannot}: {says} how {phrase} it is.",
+    cannot_whether="{cannot}: {says} whether the {phrase} {be} {state}.",
+    cannot_read="{cannot}: {reads} the {phrase}.",
+    none_reads=("no skill here reads", "no result gives"),
+    none_says=("no skill here says", "no result says"),
     # The letters of the Latin, Greek and Cyrillic scripts, each range written as its letters
     # (a grammar's class reads no escape): no digit, sign or punctuation among them.
     answer_letters="a-zA-ZÀ-ÖØ-öø-ɏΆΈ-ώЀ-ҁҊ-ӿ",

@@ -172,6 +172,14 @@ class Language:
     cannot_how: str
     cannot_whether: str
     cannot_read: str
+    """The reasons "I cannot tell" gives in its own words; ``{reads}`` and ``{says}`` are the
+    one of :attr:`none_reads` and :attr:`none_says` that holds."""
+    none_reads: tuple[str, str]
+    """Who does not read what was asked: no skill here, and where results came, none of them
+    ("no skill here reads", "no result gives"): a skill that was called and answered reads
+    something, and saying that none does would be untrue."""
+    none_says: tuple[str, str]
+    """The same, for what no skill here, or no result, says ("no result says whether ...")."""
 
     # -- what an answer may write where the decoding is ours ----------------------------------
     answer_letters: str

@@ -31,27 +31,33 @@ def _echoes(question: Question, reason: str) -> bool:
     return any(tuple(said[i : i + ECHO_WORDS]) in runs for i in range(len(said) - ECHO_WORDS + 1))
 
 
-def cannot_tell_sentence(question: Question, reason: str | None = None) -> str:
+def cannot_tell_sentence(
+    question: Question, reason: str | None = None, *, results: bool = False
+) -> str:
     """ "I cannot tell: " and why, in words a person reads: ``reason`` (a skill's own error,
     "no thermal zone was found under /sys/class/thermal.") where there is one, else "no skill
     here reads the <subject>." (or "says whether the <subject> is <state>." to a yes-or-no
-    question), the subject in the question's words."""
+    question), the subject in the question's words; with ``results`` (skills were called and
+    answered), "no result gives the <subject>.": a skill that answered reads something."""
     la = question.language
     cannot = la.cannot_tell
+    reads, says = la.none_reads[results], la.none_says[results]
     said = _EXCEPTION_NAME.sub("", " ".join((reason or "").split()))
     if said and len(said) <= MAX_REASON_CHARS and clean(said) and not _echoes(question, said):
         said = said if said[1:2].isupper() else said[:1].lower() + said[1:]
         return la.cannot_because.format(cannot=cannot, reason=said.rstrip(".!?"))
     phrase = subject_phrase(question)
     if phrase is None or not clean(phrase):
-        return la.cannot_asked.format(cannot=cannot)
+        return la.cannot_asked.format(cannot=cannot, says=says)
     subject = question.subject
     if subject is not None and subject.quality == subject.head and not subject.which:
-        return la.cannot_how.format(cannot=cannot, phrase=phrase)  # "How loud is it?"
+        return la.cannot_how.format(cannot=cannot, phrase=phrase, says=says)  # "How loud is it?"
     if question.predicate:
         be, state = la.verb(words_of(phrase, la)), " ".join(question.predicate)
-        return la.cannot_whether.format(cannot=cannot, phrase=phrase, be=be, state=state)
-    return la.cannot_read.format(cannot=cannot, phrase=phrase)
+        return la.cannot_whether.format(
+            cannot=cannot, phrase=phrase, be=be, state=state, says=says
+        )
+    return la.cannot_read.format(cannot=cannot, phrase=phrase, reads=reads)
 
 
 __all__ = ["ECHO_WORDS", "MAX_REASON_CHARS", "cannot_tell_sentence"]

@@ -37,7 +37,8 @@ The API, for the loop and the guidance:
   every sentence (the model chooses).
 - ``bound_sentences(asked, question, skills=None)``: the same, of the lines given for each
   result (``(skill_name, result, lines)``), as the guidance narrows them.
-- ``cannot_tell_sentence(question, reason=None) -> str``, always beginning "I cannot tell".
+- ``cannot_tell_sentence(question, reason=None, *, results=False) -> str`` (declines),
+  always beginning "I cannot tell".
 - ``sentences_for(asked, question)``: every sentence of the lines given, unbound.
 
 Nothing here knows any skill or any question word: keys, texts and names are the results'.

@@ -52,7 +52,8 @@ def answer_sentences(
     events = state.stream.root
     observed = [e for e in events if isinstance(e, SkillResultObservation)]
     question = in_language(state.question, language)
-    cannot = cannot_tell_sentence(question, failure_reason(question, events))
+    reason = failure_reason(question, events)
+    cannot = cannot_tell_sentence(question, reason, results=bool(observed))
     judged = None
     if model is not None and know_subject:
         judged = asks_unknown(model, question, events, candidates)
@@ -107,7 +108,9 @@ def chosen_answer(
         grounded = _anything
     # Only what the loop takes is offered; with nothing left, "I cannot tell".
     question = in_language(state.question, language)
-    options = [o for o in options if grounded(o)] or [cannot_tell_sentence(question)]
+    results = any(isinstance(e, SkillResultObservation) for e in state.stream.root)
+    cannot = cannot_tell_sentence(question, results=results)
+    options = [o for o in options if grounded(o)] or [cannot]
     chosen = _likeliest(model, prompt, ANSWER_HEAD, options)
     second = [s for s in second if grounded(both_parts(chosen, s, language))]
     if second and not language.declines(chosen):

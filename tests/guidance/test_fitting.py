@@ -362,22 +362,23 @@ def sensor_home() -> Registry:
 @pytest.mark.parametrize(
     ("question", "skill", "expected"),
     [
-        # The model finds the thermal zone's sentence likely: it names no DS18B20 probe.
+        # The model finds the thermal zone's sentence likely: it names no DS18B20 probe. A
+        # skill was called and answered, so the reason is that no result gives it.
         (
             "Please read the DS18B20 probe.",
             "read_sensor",
-            "I cannot tell: no skill here reads the DS18B20 probe.",
+            "I cannot tell: no result gives the DS18B20 probe.",
         ),
         # Nothing reads loudness; the weather station's pressure is not offered.
         (
             "How loud is it in the room?",
             "weather_station",
-            "I cannot tell: no skill here says how loud it is.",
+            "I cannot tell: no result says how loud it is.",
         ),
         (
             "Is the car locked?",
             "ev_charger",
-            "I cannot tell: no skill here says whether the car is locked.",
+            "I cannot tell: no result says whether the car is locked.",
         ),
     ],
 )

@@ -104,7 +104,7 @@ def test_the_first_skill_is_the_one_whose_description_the_question_fits_best() -
     # The action was chosen by scoring, not generated. The sentence the engine renders from the
     # result ("The bme280 sensor is 61.0.") is not the cellar's, so the grounding rules refuse it:
     # it is not offered, and the one sentence left is "I cannot tell", in one answer, no retry.
-    assert state.final_answer == "I cannot tell: no skill here reads the cellar."
+    assert state.final_answer == "I cannot tell: no result gives the cellar."
     assert not [e for e in state.stream.root if e.type == "ValidationErrorObservation"]
     assert state.stream.root[-1].made_by == "engine"
     assert model.prompts == []

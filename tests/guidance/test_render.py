@@ -157,7 +157,7 @@ def test_a_question_about_what_no_result_names_is_answered_i_cannot_tell() -> No
     state = Agent(model, plugin_home(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # "garage" is no word of the front door's skill or result: no sentence of it is offered.
-    assert state.final_answer == "I cannot tell: no skill here reads the garage door sensor."
+    assert state.final_answer == "I cannot tell: no result gives the garage door sensor."
     assert state.stream.root[-1].made_by == "engine"
 
 
@@ -220,6 +220,16 @@ def test_the_cannot_tell_sentence_names_the_subject_in_the_questions_words() -> 
     )
     no_subject = Question.parse("On what day of the week does Halloween fall?")
     assert cannot_tell_sentence(no_subject) == "I cannot tell: no skill here says what was asked."
+    # Where skills were called and answered, a skill reads something: no result says it.
+    assert cannot_tell_sentence(no_subject, results=True) == (
+        "I cannot tell: no result says what was asked."
+    )
+    assert cannot_tell_sentence(Question.parse("Is the car locked?"), results=True) == (
+        "I cannot tell: no result says whether the car is locked."
+    )
+    assert cannot_tell_sentence(Question.parse("What is the CO2 level?"), results=True) == (
+        "I cannot tell: no result gives the CO2 level."
+    )
     assert cannot_tell_sentence(Question.parse("Is the car locked?")) == (
         "I cannot tell: no skill here says whether the car is locked."
     )
@@ -267,6 +277,7 @@ def test_every_rendered_word_and_number_comes_from_a_result_or_the_question(
     rendered = [
         *sentences_for(groups, Question.parse(question)),
         cannot_tell_sentence(Question.parse(question)),
+        cannot_tell_sentence(Question.parse(question), results=True),
     ]
     texts = [question, *(name for name, _ in found)]
     texts += [line.text for _, result in found for line in result_line_parts(result)]
@@ -303,14 +314,16 @@ def test_a_guided_answer_is_always_one_of_the_rendered_sentences(
     assert state.outcome == "answered"
     assert state.stream.root[-1].made_by == "engine"
     lines = candidate_lines(result, question)
-    if any(e.type == "SkillResultObservation" for e in state.stream.root):
+    answered = any(e.type == "SkillResultObservation" for e in state.stream.root)
+    if answered:
         rendered = sentences_for(
             [("gadget", result, result_line_parts(result))], Question.parse(question)
         )
         rendered += sentences_for([("gadget", result, lines)], Question.parse(question))
     else:
         rendered = []
-    assert state.final_answer in [*rendered, cannot_tell_sentence(Question.parse(question))]
+    cannot = cannot_tell_sentence(Question.parse(question), results=answered)
+    assert state.final_answer in [*rendered, cannot]
 
 
 def test_a_result_of_thousands_of_lines_renders_a_bounded_set_at_once() -> None:

@@ -285,7 +285,7 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # The true value of another thing, the answer a 270M model wrote, is not offered at all.
-    assert state.final_answer == "I cannot tell: no skill here reads the light level."
+    assert state.final_answer == "I cannot tell: no result gives the light level."
     assert offered(model, state) == [state.final_answer]
     assert state.stream.root[-1].made_by == "engine"
     # Turned off, the guidance would offer the result's values, but the loop's own grounding
@@ -295,8 +295,8 @@ def test_a_question_about_what_the_evidence_does_not_know_is_answered_i_cannot_t
     state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(
         question
     )
-    assert offered(model, state) == ["I cannot tell: no skill here reads the light level."]
-    assert state.final_answer == "I cannot tell: no skill here reads the light level."
+    assert offered(model, state) == ["I cannot tell: no result gives the light level."]
+    assert state.final_answer == "I cannot tell: no result gives the light level."
 
 
 def house_with_a_failing_forecast() -> Registry:
@@ -330,7 +330,7 @@ def test_only_the_calls_made_and_their_results_vouch_for_a_word() -> None:
     model, state = weather_run(weather=-9.0, sensor=-5.0)
     assert [e.type for e in state.stream.root][:2] == ["CallSkillAction", "SkillResultObservation"]
     # The weather skill's description says "weather", but the result is the sensor's.
-    assert offered(model, state) == ["I cannot tell: no skill here reads the weather."]
+    assert offered(model, state) == ["I cannot tell: no result gives the weather."]
 
 
 def test_a_call_that_failed_vouches_for_nothing() -> None:
@@ -358,7 +358,7 @@ def test_a_question_in_two_parts_is_held_back_only_when_both_ask_the_unknown() -
     # One part is answered by the result: the answer is not held to "I cannot tell", and, the
     # other part unknown, it may still say it cannot tell.
     assert "The humidity is 41.5 %RH." in offered(model, state)
-    assert "I cannot tell: no skill here reads the light level." in offered(model, state)
+    assert "I cannot tell: no result gives the light level." in offered(model, state)
 
 
 def test_a_question_with_no_subject_may_still_say_it_cannot_tell() -> None:
@@ -366,7 +366,7 @@ def test_a_question_with_no_subject_may_still_say_it_cannot_tell() -> None:
     scores = {("The skill read_sensor", f" {question}"): -5.0, (FREE, f" {question}"): -20.0}
     model = MockModel([], scores=scores)
     state = Agent(model, house(), guidance=Guidance(), grounding=Grounding()).run(question)
-    assert "I cannot tell: no skill here says what was asked." in offered(model, state)
+    assert "I cannot tell: no result says what was asked." in offered(model, state)
     assert "The humidity is 41.5 %RH." in offered(model, state)
 
 
@@ -383,7 +383,7 @@ def test_a_question_about_what_the_evidence_knows_states_its_value() -> None:
     state = Agent(model, house(), guidance=Guidance(know_subject=False), grounding=Grounding()).run(
         question
     )
-    assert "I cannot tell: no skill here reads the humidity." in offered(model, state)
+    assert "I cannot tell: no result gives the humidity." in offered(model, state)
 
 
 @given(st.text(max_size=200))
