@@ -58,6 +58,12 @@ def job_for(
     return Job(request.id, envelope, options, stream=stream, asked_over=request.source)
 
 
+TRIGGER_PATIENCE = 2
+"""How many asks a waiting trigger's run lets start ahead of it. Asks go first, but a queue
+that is never empty of them (a script asking in a loop, an MQTT flood) must not hold an alert
+back for ever: a soak's trigger run waited 42 minutes behind a full queue of asks."""
+
+
 class RunQueue:
     """At most ``limit`` waiting runs plus the running one; ids are unique among them."""
 
@@ -67,6 +73,8 @@ class RunQueue:
         self._waiting: collections.OrderedDict[str, Job] = collections.OrderedDict()
         self._per_client: collections.Counter[bytes] = collections.Counter()
         """Runs waiting or running, by the routing id of the connection that sent them."""
+        self._passed: collections.Counter[str] = collections.Counter()
+        """How many asks started ahead of each waiting trigger's run, by its request id."""
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -137,10 +145,19 @@ class RunQueue:
         """Make the oldest waiting run the running one, if the model is free."""
         if self.running is not None or not self._waiting:
             return None
-        # Interactive asks go first; a trigger's run waits behind every one of them.
-        first = next((j for j in self._waiting.values() if j.trigger is None), None)
-        chosen = first or next(iter(self._waiting.values()))
+        # Interactive asks go first; a trigger's run waits behind at most TRIGGER_PATIENCE of
+        # them, so a queue never empty of asks still runs it.
+        ask = next((j for j in self._waiting.values() if j.trigger is None), None)
+        fired = next((j for j in self._waiting.values() if j.trigger is not None), None)
+        if ask is not None and (fired is None or self._passed[fired.request_id] < TRIGGER_PATIENCE):
+            chosen = ask
+            for job in self._waiting.values():
+                if job.trigger is not None:
+                    self._passed[job.request_id] += 1
+        else:
+            chosen = fired or next(iter(self._waiting.values()))
         self.running = self._waiting.pop(chosen.request_id)
+        self._passed.pop(chosen.request_id, None)
         return self.running
 
     def drain(self) -> list[Job]:
@@ -158,6 +175,7 @@ class RunQueue:
         self._left(job)
 
     def _left(self, job: Job) -> Job:
+        self._passed.pop(job.request_id, None)
         if job.envelope:
             owner = job.envelope[0]
             self._per_client[owner] -= 1
@@ -166,4 +184,4 @@ class RunQueue:
         return job
 
 
-__all__ = ["RunQueue", "job_for"]
+__all__ = ["TRIGGER_PATIENCE", "RunQueue", "job_for"]
