@@ -115,12 +115,15 @@ def test_asks_waiting_across_a_cut_and_a_mend_each_get_one_reply(
 ) -> None:
     relay = relayed[1]
     slow = [
-        {"text": final(f"I cannot tell: answer {i}."), "delay_s": 3 if i == 0 else 0}
+        {"text": final(f"I cannot tell: answer {i}."), "delay_s": 8 if i == 0 else 0}
         for i in range(3)
     ]
     with asked(relayed, tmp_path / "d", "mended", slow, "asker/+") as (n, asker):
         for i in range(3):  # one runs, two wait in the daemon's queue
             ask(asker, "mended", f"Question {i}", f"asker/{i}", f"q-{i}")
+        # All three asks are the daemon's before the cut: an ask still on its way to the bridge
+        # when the link drops is the broker's to keep or drop, not the daemon's to answer.
+        wait_for(lambda: n.status()["queue_depth"] == 2, 60, "two asks queued behind the run")
         cut_while_running(n, relay)
         relay.mend()  # back before the runs are done: their results go out as usual
         for i in range(3):
