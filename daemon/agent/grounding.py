@@ -142,25 +142,16 @@ def _asking(branch: dict[str, Any], asked: str) -> dict[str, Any]:
     arguments = branch.get("properties", {}).get("arguments")
     if not isinstance(arguments, dict) or not isinstance(arguments.get("properties"), dict):
         return branch
-    held = {name: _held(value, asked) for name, value in arguments["properties"].items()}
+    held = {
+        name: {**value, "pattern": asked}
+        if isinstance(value, dict)
+        and value.get("type") == "string"
+        and not {"enum", "const", "pattern"} & value.keys()
+        else value
+        for name, value in arguments["properties"].items()
+    }
     properties = {**branch["properties"], "arguments": {**arguments, "properties": held}}
     return {**branch, "properties": properties}
-
-
-def _held(argument: Any, asked: str) -> Any:
-    """A free-text argument's schema held to ``asked``: a string with no list of values, or
-    such a string or null (an optional argument's ``anyOf``); any other as it is."""
-    if not isinstance(argument, dict) or {"enum", "const", "pattern"} & argument.keys():
-        return argument
-    if argument.get("type") == "string":
-        return {**argument, "pattern": asked}
-    options = argument.get("anyOf")
-    if not isinstance(options, list) or len(options) != 2:
-        return argument
-    kinds = sorted(str(o.get("type")) if isinstance(o, dict) else "" for o in options)
-    if kinds != ["null", "string"] or any(len(o) != 1 for o in options):
-        return argument  # a string with its own rules beside null: left as it is
-    return {**argument, "anyOf": [{"type": "string", "pattern": asked}, {"type": "null"}]}
 
 
 def _asks_yes_or_no(question: Question) -> bool:

@@ -135,7 +135,7 @@ def schema_to_gbnf(schema: dict[str, Any]) -> str:
         # By its full name, after the bindings registered the bare package (see bindings.py).
         grammar_module = importlib.import_module("llama_cpp.llama_grammar")
         text = grammar_module.json_schema_to_gbnf(json.dumps(inline_refs(schema)))
-        return canonical_gbnf(_json_chars_only(str(text)))
+        return canonical_gbnf(str(text))
     except (
         KeyError,
         ValueError,
@@ -146,21 +146,6 @@ def schema_to_gbnf(schema: dict[str, Any]) -> str:
         RecursionError,
     ) as exc:  # what llama-cpp-python's converter raises on schemas it cannot follow
         raise GrammarError(f"the action schema cannot be made into a grammar: {exc!r}") from exc
-
-
-_ANY_CHAR = 'char ::= [^"\\\\] |'
-_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
-"""A JSON string's character as JSON has it: no control character unescaped. The converter's
-own rule takes any, and a model held by it wrote a newline after another into an argument
-until its token limit (a reply that was no JSON, and 256 tokens of a Pi's time)."""
-
-
-def _json_chars_only(gbnf: str) -> str:
-    """``gbnf`` with its strings' characters held to JSON's."""
-    return "\n".join(
-        _JSON_CHAR + line[len(_ANY_CHAR) :] if line.startswith(_ANY_CHAR) else line
-        for line in gbnf.split("\n")
-    )
 
 
 KEPT_TOKENS = 4096

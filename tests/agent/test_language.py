@@ -178,7 +178,7 @@ they use is the value's (agent/english.py builds English's)."""
 # or list, a skill spec's attributes, the fields of a skill's ``says`` and who made an answer:
 # names of the data, read by programs, not words said to anyone.
 FORMAT_KEYS = words(
-    "type object string null anyOf properties required pattern enum arguments value unit items "
+    "type object string properties required pattern enum arguments value unit items "
     "description examples const says options label engine model rules grounding"
 )
 """Literals that are identifiers of a format, not words of a language."""

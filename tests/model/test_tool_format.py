@@ -224,7 +224,7 @@ def test_a_free_text_argument_is_held_to_the_question_s_words(qwen2_gguf: Path) 
     assert text["pattern"] == asked.pattern
     assert asked.fullmatch("next Wednesday") and not asked.fullmatch("next friday")
     assert "call-root" in tagged_gbnf(HERMES, schema)
-    model = load_model(qwen2_gguf, n_ctx=2048, max_tokens=120, tool_calls=True)
+    model = load_model(qwen2_gguf, n_ctx=2048, max_tokens=60, tool_calls=True)
     try:
         agent = Agent(model, registry, guidance=Answering(), grounding=Grounding())
         state = agent.run(question, max_iterations=3)
