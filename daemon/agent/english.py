@@ -13,7 +13,8 @@ from edge_agentd.agent.language import Language, words
 
 _ENDS_PHRASE = words(
     """in of on at over since until till from for by with about like between than as to into
-    after before per during within without under above across through
+    after before per during within without under above across through below beneath beyond
+    beside behind near around against toward towards upon via along among versus
     is are was were be been being am does do did has have had will would can could shall should
     may might must and or but nor so yet what which who whom whose when where why how
     it they them he she we you i me us him her there here

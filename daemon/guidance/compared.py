@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 from edge_agentd.agent.claims import compared_things
+from edge_agentd.agent.language import Language
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line, reading_text
 from edge_agentd.agent.vocabulary import is_known
@@ -62,7 +63,26 @@ def threshold_of(question: Question) -> Threshold | None:
     if la.token.findall(after)[:1] == [la.of]:
         after = after.lstrip()[len(la.of) :]  # "more than 80 % of the disk": the disk
     asking = Question.parse(f"{text[: found.start()].rstrip()} {after.lstrip()}", la)
-    return Threshold(word in la.above, number, unit, asking)
+    return Threshold(word in la.above, number, unit, _compared_thing(asking, text[: found.start()]))
+
+
+def asked_about(question: Question) -> Question:
+    """``question`` as it names what it asks about: without the comparison with a number it
+    makes ("Is the load average below 1?" asks about the load average)."""
+    threshold = threshold_of(question)
+    return threshold.asking if threshold is not None else question
+
+
+def _compared_thing(asking: Question, before: str) -> Question:
+    """``asking`` with the state the grammar read at the end of its phrase, where the
+    comparison followed it, read as the phrase's head: "Is the soil moisture below 30 %?"
+    compares the soil moisture; it asks no state "moisture" of the soil."""
+    subject, state, la = asking.subject, asking.state, asking.language
+    last = la.token.findall(before)[-1:]
+    if subject is None or state is None or [w.casefold() for w in last] != [state.casefold()]:
+        return asking
+    phrase = dataclasses.replace(subject, which=(*subject.which, subject.head), head=last[0])
+    return dataclasses.replace(asking, subject=phrase, state=None, predicate=())
 
 
 def compared_lines(
@@ -110,7 +130,7 @@ def compared_sentences(
         # Or the unit its key ends with (``used_percent``).
         key = la.name_word.findall(line.name.split()[-1].casefold()) if line.name else []
         written += la.unit_suffixes.get(key[-1], "").casefold() if key else ""
-        if threshold.unit is not None and threshold.unit.casefold() not in written:
+        if threshold.unit is not None and not _written_in(written, threshold.unit, la):
             continue
         over = value > threshold.number if threshold.above else value < threshold.number
         answer = la.yes if over else la.no
@@ -118,6 +138,14 @@ def compared_sentences(
             lowered = sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
             said.append(la.said_compared.format(answer=answer, sentence=lowered))
     return said
+
+
+def _written_in(written: str, unit: str, language: Language) -> bool:
+    """Whether a value ``written`` with its unit (case folded, no spaces) is in ``unit``, as
+    the question names it, its plural or its symbol ("percent" of "25%")."""
+    names = language.forms(unit)  # "a day" of ``days``
+    symbols = {language.unit_suffixes.get(name, name).casefold() for name in names}
+    return any(name in written for name in names | symbols)
 
 
 def which_compared(
@@ -169,6 +197,7 @@ def _key(line: Line) -> str:
 
 __all__ = [
     "Threshold",
+    "asked_about",
     "compared_lines",
     "compared_sentences",
     "threshold_of",

@@ -54,9 +54,7 @@ def cannot_tell_sentence(
         return la.cannot_how.format(cannot=cannot, phrase=phrase, says=says)  # "How loud is it?"
     if question.predicate:
         be, state = la.verb(words_of(phrase, la)), " ".join(question.predicate)
-        return la.cannot_whether.format(
-            cannot=cannot, phrase=phrase, be=be, state=state, says=says
-        )
+        return la.cannot_whether.format(cannot=cannot, phrase=phrase, be=be, state=state, says=says)
     return la.cannot_read.format(cannot=cannot, phrase=phrase, reads=reads)
 
 

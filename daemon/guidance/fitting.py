@@ -159,7 +159,10 @@ def bound_lines(
                 x for x in bound if any(is_known(w, _key_of(x, language), language) for w in words)
             ]
             if keyed:
-                bound = keyed
+                # The word itself before a longer one it begins: ``time``, not ``timezone``, of
+                # "Current time?".
+                exact = [x for x in keyed if any(_is_key(w, x, language) for w in words)]
+                bound = exact or keyed
                 break
     quality = subject.quality
     if quality and quality != subject.head:
@@ -197,15 +200,25 @@ def _written_in(line: Line, units: set[str], language: Language) -> bool:
 
 
 def _names_line(line: Line, words: Sequence[str], language: Language) -> bool:
-    """Whether one of ``words`` is a word of ``line``'s name."""
+    """Whether one of ``words`` is a word of ``line``'s name, or its participle ("use" of
+    ``used_percent``: "Memory in use?")."""
     name = known_words([line.name], [], language)
-    return any(is_known(word, name, language) for word in words)
+    participles = {f"{w.casefold()}{s}" for w in words for s in language.participle_suffixes}
+    return bool(participles & name) or any(is_known(word, name, language) for word in words)
 
 
 def _keyed_by(line: Line, keys: frozenset[str]) -> bool:
     """Whether ``line``'s own key is one of ``keys`` (``measures humidity unit``)."""
     key = line.name.split()[-1] if line.name else ""
     return key.casefold() in keys
+
+
+def _is_key(word: str, line: Line, language: Language) -> bool:
+    """Whether each run of letters of ``word`` is a word of ``line``'s own key, or its plural
+    or singular: no longer word it only begins."""
+    key = _key_of(line, language)
+    parts = language.letters.findall(word.casefold())
+    return bool(parts) and all(language.forms(part) & key for part in parts)
 
 
 def _key_of(line: Line, language: Language) -> frozenset[str]:

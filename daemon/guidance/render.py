@@ -57,7 +57,7 @@ from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
 from edge_agentd.guidance.compared import compared_lines, which_compared
-from edge_agentd.guidance.empty import none_listed
+from edge_agentd.guidance.empty import none_listed, none_there
 from edge_agentd.guidance.fitting import (
     asks_existence,
     bound_lines,
@@ -192,6 +192,8 @@ def bound_sentences(
             # A state is the skill's own word, never one the call passed ("humidity" asked of
             # a listing is no state of a sensor).
             said = yes_no_sentences(question, bound, lines, own, result)
+            # "Are any sensors connected?" of an empty listing of them: none is.
+            said = said or none_there(question, result, call)
         elif threshold is not None:
             # "Is the CPU warmer than 40 °C?": a value's sentence, said after its yes or no.
             def say(

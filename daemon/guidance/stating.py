@@ -19,6 +19,7 @@ from edge_agentd.agent.question import Question, in_language
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.guidance.asked import asked_lines, candidate_lines
 from edge_agentd.guidance.candidates import Candidate
+from edge_agentd.guidance.compared import asked_about
 from edge_agentd.guidance.declines import cannot_tell_sentence
 from edge_agentd.guidance.fitting import failure_reason
 from edge_agentd.guidance.followup import call_words, two_parts_answered
@@ -52,11 +53,12 @@ def answer_sentences(
     events = state.stream.root
     observed = [e for e in events if isinstance(e, SkillResultObservation)]
     question = in_language(state.question, language)
-    reason = failure_reason(question, events)
-    cannot = cannot_tell_sentence(question, reason, results=bool(observed))
+    about = asked_about(question)
+    reason = failure_reason(about, events)
+    cannot = cannot_tell_sentence(about, reason, results=bool(observed))
     judged = None
     if model is not None and know_subject:
-        judged = asks_unknown(model, question, events, candidates)
+        judged = asks_unknown(model, about, events, candidates)
     if judged:
         return [cannot], []
     narrowed, whole = [], []
@@ -109,7 +111,7 @@ def chosen_answer(
     # Only what the loop takes is offered; with nothing left, "I cannot tell".
     question = in_language(state.question, language)
     results = any(isinstance(e, SkillResultObservation) for e in state.stream.root)
-    cannot = cannot_tell_sentence(question, results=results)
+    cannot = cannot_tell_sentence(asked_about(question), results=results)
     options = [o for o in options if grounded(o)] or [cannot]
     chosen = _likeliest(model, prompt, ANSWER_HEAD, options)
     second = [s for s in second if grounded(both_parts(chosen, s, language))]
