@@ -28,6 +28,9 @@ class Candidate:
     """The one required argument, a free string, that a phrase of the question fills."""
     whole_first: bool = False
     """The skill reads sentences: its text argument is the whole question before any phrase."""
+    gets: str = ""
+    """What a listed call gets, in the skill's words ("the humidity of the sensor chip
+    bme280"); empty for any other."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -57,6 +60,7 @@ def candidates_for(
                     _call_text(spec.name, arguments),
                     language.call_gets.format(what=what) if what else "",
                 ),
+                gets=what,
             )
             for arguments, what in ready
         ]

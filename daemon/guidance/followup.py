@@ -75,7 +75,9 @@ def call_words(events: Sequence[Event], candidates: Sequence[Candidate]) -> list
             call = before if isinstance(before, CallSkillAction) else None
             candidate = first_candidate(call, candidates) if call is not None else None
             arguments = [str(v) for v in call.arguments.values()] if call is not None else []
-            found.append([*arguments, *([candidate.description] if candidate else [])])
+            # What it gets, not its description: that holds the skill's words, which name
+            # every call of it, and the prompt's own ("user" of a turn's marker).
+            found.append([*arguments, *([candidate.gets] if candidate and candidate.gets else [])])
     return found
 
 

@@ -75,9 +75,12 @@ def answer_sentences(
 
     def bound(asked: Question, pick: slice) -> list[str]:
         words = called[pick]
-        return bound_sentences(narrowed[pick], asked, skills, words) or bound_sentences(
-            whole[pick], asked, skills, words
-        )
+        every = bound_sentences(whole[pick], asked, skills, words)
+        # Of those bound among every line, the ones the model's lines say: a line it scored
+        # that a line closer to the question outranks ("timezone" of "Current time?", beside
+        # ``time``) is not offered.
+        chosen = bound_sentences(narrowed[pick], asked, skills, words)
+        return [s for s in chosen if s in every] or every
 
     if part_margin is not None and two_parts_answered(state, question):
         # Each part's sentences, its own subject naming what its result says.

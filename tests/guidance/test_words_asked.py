@@ -12,9 +12,13 @@ from hypothesis import strategies as st
 
 from edge_agentd import Registry
 from edge_agentd.agent.english import ENGLISH
+from edge_agentd.agent.events import CallSkillAction, SkillResultObservation
 from edge_agentd.agent.question import Question
+from edge_agentd.guidance.candidates import candidates_for
 from edge_agentd.guidance.compared import asked_about
+from edge_agentd.guidance.followup import call_words
 from edge_agentd.guidance.render import fitting_sentences
+from edge_agentd.model.formats import GEMMA3
 
 AQUARIUM: dict[str, Any] = {"light": "on", "lighting_schedule": "sunrise", "pump": "running"}
 CISTERN: dict[str, Any] = {"water": {"total_l": 500, "used_l": 120, "left_l": 380}}
@@ -102,3 +106,28 @@ def test_an_empty_listing_never_says_yes(thing: str, state: str, any_word: str) 
     said = _said(f"Are {any_word} {thing} {state}?", "things", {thing: []})
     assert all(not s.startswith(ENGLISH.yes) for s in said), said
     assert said in ([], [f"No, there are no {thing}."]), said
+
+
+def test_a_call_s_words_are_its_arguments_and_what_it_gets() -> None:
+    """Not its candidate's description, whose skill words name every call of it and whose
+    turn marker ("user") would read as something the call asked for."""
+    registry = Registry()
+
+    @registry.skill(calls=lambda: [({"bed": "roses"}, "the moisture of the rose bed")])
+    def soil_probe(bed: str) -> dict[str, Any]:
+        """The soil moisture of one garden bed."""
+        return {"bed": bed, "moisture_percent": 31}
+
+    @registry.skill
+    def plant_list() -> dict[str, Any]:
+        """Every plant the garden knows."""
+        return {"count": 0, "plants": []}
+
+    candidates = [c for spec in registry.select(None) for c in candidates_for(spec, GEMMA3)]
+    events = [
+        CallSkillAction(skill_name="soil_probe", arguments={"bed": "roses"}),
+        SkillResultObservation(skill_name="soil_probe", result={"moisture_percent": 31}),
+        CallSkillAction(skill_name="plant_list", arguments={}),
+        SkillResultObservation(skill_name="plant_list", result={"count": 0, "plants": []}),
+    ]
+    assert call_words(events, candidates) == [["roses", "the moisture of the rose bed"], []]
