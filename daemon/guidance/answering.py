@@ -32,6 +32,7 @@ from edge_agentd.agent.protocol import Completion, ModelHandle
 from edge_agentd.agent.question import Question, asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
 from edge_agentd.agent.vocabulary import known_words
+from edge_agentd.guidance.choicewords import choice_words
 from edge_agentd.guidance.render import fitting_sentences
 
 ANSWER_OBJECT = '{{"final_answer": {}}}'
@@ -92,7 +93,10 @@ class Answering:
         asked = evidence(self.language).asked
         results = [result for result, kept in zip(results, asked, strict=True) if kept]
         called = [words for words, kept in zip(called, asked, strict=True) if kept]
-        fitting = [s for s in fitting_sentences(question, results, named, called) if grounded(s)]
+        # What the skills call each thing their results name by its id ("the 1-Wire probe").
+        ids = choice_words((c for spec in skills for c in spec.ready_calls()), self.language)
+        fitting = fitting_sentences(question, results, named, called, ids)
+        fitting = [s for s in fitting if grounded(s)]
         if not fitting:
             unmade = [] if last_step else _unmade_calls_that_could_answer(question, state, skills)
             if unmade:

@@ -190,6 +190,60 @@ def which_compared(
     ]
 
 
+def whether_compared(
+    question: Question, lines: Sequence[Line], words_of: Callable[[Line], frozenset[str]]
+) -> list[str] | None:
+    """The answer to "Is A colder than B?" where a result names the one that is (as
+    :func:`which_compared` reads it): "Yes, the <it> is colder." where the words of that one
+    (``words_of`` its text: its texts, what the skills call it) name A and not B, "No, ..."
+    where they name B and not A, each time the other side (``lower``) naming the other thing;
+    [] otherwise (``words_of`` is given the line that names it). None when the question
+    compares no two things so (a number: "Is the CPU warmer than 40 °C?")."""
+    la, subject = question.language, question.subject
+    words = la.token.findall(question.text.casefold())
+    if subject is None or not words or words[0] not in la.auxiliaries:
+        return None
+    at = next(
+        (
+            i
+            for i, w in enumerate(words[:-1])
+            if i > 1 and w in la.above | la.below and words[i + 1] == la.than
+        ),
+        None,
+    )
+    if at is None or threshold_of(question) is not None:
+        return None
+    way = la.above if words[at] in la.above else la.below
+    first = [w for w in (*subject.which, subject.head) if la.letters.search(w)]
+    second = [
+        w
+        for w in words[at + 2 :]
+        if la.letters.search(w) and w not in la.determiners | la.ends_phrase
+    ]
+    other_way = (la.above | la.below) - way
+
+    def named(line: Line, thing: list[str]) -> bool:
+        known = words_of(line)
+        return bool(thing) and all(is_known(w, known, la) for w in thing)
+
+    texts = [line for line in lines if isinstance(line.node, str) and line.node.strip()]
+    ones = [line for line in texts if _key(line) in way]
+    others = [line for line in texts if _key(line) in other_way]
+    said = []
+    for one, other in zip(ones[:1], others[:1], strict=False):
+        # Each thing is named by one side alone: the result then says which of the two it is.
+        if named(one, first) and named(other, second) and not named(one, second):
+            answer = la.yes
+        elif named(one, second) and named(other, first) and not named(one, first):
+            answer = la.no
+        else:
+            continue
+        sentence = la.said_which.format(it=one.node.strip(), compared=words[at])
+        lowered = sentence[:1].lower() + sentence[1:]
+        said.append(la.said_compared.format(answer=answer, sentence=lowered))
+    return said
+
+
 def _key(line: Line) -> str:
     """``line``'s own key, case folded: the last part of its name."""
     return line.name.split()[-1].casefold() if line.name else ""
@@ -201,5 +255,6 @@ __all__ = [
     "compared_lines",
     "compared_sentences",
     "threshold_of",
+    "whether_compared",
     "which_compared",
 ]

@@ -4,9 +4,12 @@ else what no skill here reads, in the question's words."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
 from edge_agentd.agent.question import Question
-from edge_agentd.guidance.fitting import subject_phrase
+from edge_agentd.agent.vocabulary import known_words
+from edge_agentd.guidance.fitting import names_subject, subject_phrase
 from edge_agentd.guidance.labels import words_of
 from edge_agentd.guidance.saying import clean
 
@@ -58,4 +61,21 @@ def cannot_tell_sentence(
     return la.cannot_read.format(cannot=cannot, phrase=phrase, reads=reads)
 
 
-__all__ = ["ECHO_WORDS", "MAX_REASON_CHARS", "cannot_tell_sentence"]
+def failure_reason(question: Question, events: Sequence[Event]) -> str | None:
+    """Why the run cannot tell, in a failed skill's own words ("no thermal zone was found
+    under /sys/class/thermal"): the last failure whose skill or words name what was asked, else,
+    when every call failed, the last one; None when none says why."""
+    failures = [e for e in events if isinstance(e, ToolErrorObservation)]
+    language = question.language
+    naming = [
+        e.error
+        for e in failures
+        if names_subject(question, known_words([e.skill_name, e.error], [], language))
+    ]
+    if naming:
+        return naming[-1]
+    answered = any(isinstance(e, SkillResultObservation) for e in events)
+    return failures[-1].error if failures and not answered else None
+
+
+__all__ = ["ECHO_WORDS", "MAX_REASON_CHARS", "cannot_tell_sentence", "failure_reason"]

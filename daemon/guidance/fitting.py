@@ -32,13 +32,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from edge_agentd.agent.claims import absent_value, holds_state, unnamed_subject
-from edge_agentd.agent.events import Event, SkillResultObservation, ToolErrorObservation
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.question import Question, normalised
 from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.units import asked_units, converts
 from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.guidance.choicewords import ChoiceWords, with_choice_words
 from edge_agentd.guidance.compared import Threshold, compared_sentences, threshold_of
 from edge_agentd.guidance.counted import counted_things, counting_what_was_asked, says_how_many
 from edge_agentd.guidance.keyed import compound_lines, of_amounts, quality_lines
@@ -72,23 +72,6 @@ def own_words(
     return known_words([line.name, *found], [], language)
 
 
-def failure_reason(question: Question, events: Sequence[Event]) -> str | None:
-    """Why the run cannot tell, in a failed skill's own words ("no thermal zone was found
-    under /sys/class/thermal"): the last failure whose skill or words name what was asked, else,
-    when every call failed, the last one; None when none says why."""
-    failures = [e for e in events if isinstance(e, ToolErrorObservation)]
-    language = question.language
-    naming = [
-        e.error
-        for e in failures
-        if names_subject(question, known_words([e.skill_name, e.error], [], language))
-    ]
-    if naming:
-        return naming[-1]
-    answered = any(isinstance(e, SkillResultObservation) for e in events)
-    return failures[-1].error if failures and not answered else None
-
-
 def names_subject(question: Question, vocabulary: frozenset[str]) -> bool:
     """Whether ``vocabulary`` names ``question``'s subject as grounding's rule does."""
     return unnamed_subject(dataclasses.replace(question, parts=()), vocabulary) is None
@@ -102,13 +85,16 @@ def bound_lines(
     *,
     narrow: bool = True,
     call_words: frozenset[str] = frozenset(),
+    named: ChoiceWords | None = None,
 ) -> list[Line]:
     """Of ``chosen`` (lines of a result whose lines are ``lines``), those about ``question``'s
     subject (see the module's docstring); all of them for a question with no subject. With
     ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
     its object's sibling holds: ``state`` beside ``door``). ``call_words``, the words of the
     call that gave the result (its arguments, what a listed call gets), name what every
-    object of it is of ("the 1-Wire probe DS18B20" of a reading's ``readings``)."""
+    object of it is of ("the 1-Wire probe DS18B20" of a reading's ``readings``); ``named``,
+    what the skills call a thing a text of the result names by its id
+    (:mod:`~edge_agentd.guidance.choicewords`)."""
     subject, language = question.subject, question.language
     # A unit says how another line's value is written, not a value: "The humidity unit is
     # %RH." answers no question but one about the unit.
@@ -126,7 +112,7 @@ def bound_lines(
     glued = compound_lines(question, chosen)
     if glued:
         return of_amounts(question, glued)  # ``weekday`` of "day of the week": its own key
-    texts = object_texts(lines)
+    texts = with_choice_words(object_texts(lines), named or {})
     # A count is of the list beside it: ``count`` names the ``sensors`` it counts.
     own = {
         id(line): own_words(line, texts, language)

@@ -194,8 +194,16 @@ def labels(
     name = key_words(line.name, language) if whole else []
     key = key_words(line.name.split()[-1], language) if line.name.split() else []
     skill = key_words(skill_name, language)
+    last = line.name.split()[-1:] if line.name not in PLACEHOLDER else []
+    item = bool(last) and last[0] not in keys and "[" not in last[0]
+    by_id = item and key_words(last[0], language) != words_of(last[0], language)
+    if by_id:
+        # A list item named by an id ("28-0316a2791bff" of a compare's ``readings``), whose
+        # words a label may use drop its digits ("t" of "t-01"): the id whole, which a person
+        # reads as the thing's name; not the skill's.
+        key = last
     own = key if key and line.name not in PLACEHOLDER else skill
-    if own and _says_nothing(own, line.node, language):
+    if own and not by_id and _says_nothing(own, line.node, language):
         # "seconds" or "text" alone says no thing: the object's path does, or the skill.
         own = [*((key_words(" ".join(prefix(line)), language) if whole else []) or skill), *own]
     found = [own, name if line.name not in PLACEHOLDER else skill]

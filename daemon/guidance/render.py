@@ -46,7 +46,7 @@ Nothing here knows any skill or any question word: keys, texts and names are the
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from edge_agentd.agent.claims import compares_things, unnamed_things
@@ -56,7 +56,8 @@ from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.guidance.asked import candidate_lines
-from edge_agentd.guidance.compared import compared_lines, which_compared
+from edge_agentd.guidance.choicewords import ChoiceWords, with_choice_words
+from edge_agentd.guidance.compared import compared_lines, whether_compared, which_compared
 from edge_agentd.guidance.empty import none_listed, none_there
 from edge_agentd.guidance.fitting import (
     asks_existence,
@@ -68,7 +69,7 @@ from edge_agentd.guidance.fitting import (
     threshold_of,
     yes_no_sentences,
 )
-from edge_agentd.guidance.labels import keys_of, object_texts, reading_of
+from edge_agentd.guidance.labels import keys_of, object_texts, prefix, reading_of
 from edge_agentd.guidance.saying import clean, line_sentences, says_template
 from edge_agentd.guidance.whose import names_its_readings, of_another_choice
 
@@ -126,13 +127,18 @@ def bound_sentences(
     question: Question,
     skills: Skills | None = None,
     called: Sequence[Iterable[str]] = (),
+    named: ChoiceWords | None = None,
 ) -> list[str]:
     """The sentences of the ``asked`` lines about what ``question`` asks (see the module's
     docstring); for a question in two parts, one of each part joined where both have some.
     ``called``, beside each result, the words of the call that gave it (its arguments, what a
-    listed call gets): the skill's words, for that result."""
+    listed call gets): the skill's words, for that result. ``named``, what the skills call a
+    thing a result names by its id (:mod:`~edge_agentd.guidance.choicewords`)."""
+    named = named or {}
     if question.parts:
-        first, second = (bound_sentences(asked, part, skills, called) for part in question.parts)
+        first, second = (
+            bound_sentences(asked, part, skills, called, named) for part in question.parts
+        )
         if first and second:
             joined = [both_parts(a, b, question.language) for a in first for b in second if a != b]
             return [s for s in joined if clean(s)][:MAX_SENTENCES]
@@ -148,16 +154,24 @@ def bound_sentences(
     ]
     if said_which:
         return said_which[:MAX_SENTENCES]  # "Which is colder, A or B?": the one a result names
+    whether = [
+        whether_compared(question, lines, _thing_words(lines, named, question.language))
+        for lines in (result_line_parts(result, question.language) for _, result, _ in asked)
+    ]
+    if any(found is not None for found in whether):
+        # "Is A colder than B?": yes or no, where a result names the one that is; else nothing.
+        return [s for found in whether for s in found or () if clean(s)][:MAX_SENTENCES]
     if compares_things(question):
         # A thing compared that no result or call names: no sentence here is about it.
-        named = frozenset().union(
+        known = frozenset().union(
             *(
                 known_words([name, *(called[index] if index < len(called) else ())], [result])
                 | _skill_words(skills, name, question.language)[0]
+                | _ids_named(result, named, question.language)
                 for index, (name, result, _) in enumerate(asked)
             )
         )
-        if unnamed_things(question, named) is not None:
+        if unnamed_things(question, known) is not None:
             return []
     threshold = threshold_of(question)
     if threshold is not None:
@@ -183,12 +197,14 @@ def bound_sentences(
         # What names the thing this very call's result is of: its arguments and what it gets,
         # not the skill's words every call of it has ("RAM" of an example names no line).
         call = call - own - language.prompt_words
-        bound = bound_lines(question, chosen, lines, words, call_words=call)
+        bound = bound_lines(question, chosen, lines, words, call_words=call, named=named)
         if yes_no:
             # Every line: the state the question names ("closed" of "Is the door closed?") is
             # one a line it asks about may hold, not a text it already states.
             every = [line for line in lines if not line.alternative]
-            bound = bound_lines(question, every, lines, words, narrow=False, call_words=call)
+            bound = bound_lines(
+                question, every, lines, words, narrow=False, call_words=call, named=named
+            )
             # A state is the skill's own word, never one the call passed ("humidity" asked of
             # a listing is no state of a sensor).
             said = yes_no_sentences(question, bound, lines, own, result)
@@ -201,7 +217,7 @@ def bound_sentences(
             ) -> list[str]:
                 return sentences_for([(name, of, [line])], question, {name: said_as}, fit=True)
 
-            texts = object_texts(lines)
+            texts = with_choice_words(object_texts(lines), named)
 
             def of_line(line: Line, texts: Any = texts, skill: Any = words) -> frozenset[str]:
                 # As it was bound: a line no word of its own names is its skill's.
@@ -226,15 +242,40 @@ def fitting_sentences(
     results: Sequence[tuple[str, Any]],
     skills: Skills | None = None,
     called: Sequence[Iterable[str]] = (),
+    named: ChoiceWords | None = None,
 ) -> list[str]:
     """The sentences that answer ``question`` from ``results``, ``(skill_name, result)`` pairs
-    (see the module's docstring): [] when none is about what it asks. ``called``: as
-    :func:`bound_sentences` takes it."""
+    (see the module's docstring): [] when none is about what it asks. ``called`` and
+    ``named``: as :func:`bound_sentences` takes them."""
     asked = [
         (name, result, candidate_lines(result, question.text, question.language))
         for name, result in results
     ]
-    return bound_sentences(asked, question, skills, called)
+    return bound_sentences(asked, question, skills, called, named)
+
+
+def _thing_words(
+    lines: Sequence[Line], named: ChoiceWords, language: Language
+) -> Callable[[Line], frozenset[str]]:
+    """The words of the thing a line's text names: the text, what the skills call it
+    (``named``), and the texts of each other object of the result that holds it (a compared
+    reading's ``label``)."""
+    texts = object_texts(lines)
+
+    def words_of(line: Line) -> frozenset[str]:
+        text = str(line.node).strip()
+        held = [
+            t for path, said in texts.items() if path != prefix(line) and text in said for t in said
+        ]
+        return known_words([text, *held, *named.get(text, ())], [], language)
+
+    return words_of
+
+
+def _ids_named(result: Any, named: ChoiceWords, language: Language) -> frozenset[str]:
+    """The words ``named`` gives the texts of ``result`` it names things by."""
+    texts = object_texts(result_line_parts(result, language)) if named else {}
+    return frozenset(w for said in texts.values() for text in said for w in named.get(text, ()))
 
 
 def both_parts(first: str, second: str, language: Language = ENGLISH) -> str:

@@ -19,9 +19,9 @@ from edge_agentd.agent.question import Question, in_language
 from edge_agentd.agent.resultlines import Line
 from edge_agentd.guidance.asked import asked_lines, candidate_lines
 from edge_agentd.guidance.candidates import Candidate
+from edge_agentd.guidance.choicewords import choice_words
 from edge_agentd.guidance.compared import asked_about
-from edge_agentd.guidance.declines import cannot_tell_sentence
-from edge_agentd.guidance.fitting import failure_reason
+from edge_agentd.guidance.declines import cannot_tell_sentence, failure_reason
 from edge_agentd.guidance.followup import call_words, two_parts_answered
 from edge_agentd.guidance.render import Skills, both_parts, bound_sentences
 from edge_agentd.guidance.subject import asks_unknown
@@ -63,6 +63,8 @@ def answer_sentences(
         return [cannot], []
     narrowed, whole = [], []
     called = call_words(events, candidates)
+    listed = [(c.arguments, c.gets) for c in candidates if c.arguments and c.gets]
+    named = choice_words(listed, language)
     for event in observed:
         every = candidate_lines(event.result, state.query, language)
         asked = None
@@ -75,11 +77,11 @@ def answer_sentences(
 
     def bound(asked: Question, pick: slice) -> list[str]:
         words = called[pick]
-        every = bound_sentences(whole[pick], asked, skills, words)
+        every = bound_sentences(whole[pick], asked, skills, words, named)
         # Of those bound among every line, the ones the model's lines say: a line it scored
         # that a line closer to the question outranks ("timezone" of "Current time?", beside
         # ``time``) is not offered.
-        chosen = bound_sentences(narrowed[pick], asked, skills, words)
+        chosen = bound_sentences(narrowed[pick], asked, skills, words, named)
         return [s for s in chosen if s in every] or every
 
     if part_margin is not None and two_parts_answered(state, question):
