@@ -58,9 +58,9 @@ from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import known_words
+from edge_agentd.agent.yesno import asks_yes_or_no, opens_yes_or_no, state_asked
 
 if TYPE_CHECKING:
-    from edge_agentd.agent.question import Question
     from edge_agentd.agent.registry import Registry
 
 GROUNDING = "grounding"
@@ -117,7 +117,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     if unnamed is not None:
         feedback = language.unknown_subject.format(subject=unnamed, cannot=cannot)
         return Verdict(UNKNOWN_SUBJECT, feedback)
-    state = evidence.question.state
+    state = state_asked(evidence.question)
     claim = None if state is None else state_claim(answer, state, language)
     held = state is not None and holds_state(evidence.results, state, language)
     if state is not None and evidence.question.exists and not held:
@@ -127,7 +127,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
         said = state if claim else f"{language.not_} {state}"
         feedback = language.state_absent.format(said=said, cannot=cannot)
         return Verdict(STATE_NOT_IN_EVIDENCE, feedback)
-    if _asks_yes_or_no(evidence.question) and not _opens_yes_or_no(answer, language):
+    if asks_yes_or_no(evidence.question) and not opens_yes_or_no(answer, language):
         # "Is the washing machine done?" asks yes or no; "It is running and has 34 min left."
         # leaves the asker to work it out.
         feedback = language.not_yes_or_no.format(yes=language.yes, no=language.no, cannot=cannot)
@@ -152,25 +152,6 @@ def _asking(branch: dict[str, Any], asked: str) -> dict[str, Any]:
     }
     properties = {**branch["properties"], "arguments": {**arguments, "properties": held}}
     return {**branch, "properties": properties}
-
-
-def _asks_yes_or_no(question: Question) -> bool:
-    """Whether ``question`` asks whether its thing is in a state or is there, where the rules
-    hold the yes or no an answer opens with to the results. Not one that compares a value with
-    a number or a share ("Is the load below 1?"): no rule here reads which way that goes, and
-    a model made to say yes or no said the wrong one."""
-    language, text = question.language, question.text
-    compares = any(
-        pattern is not None and pattern.search(text) is not None
-        for pattern in (language.threshold, language.share)
-    )
-    return (question.state is not None or question.exists) and not compares
-
-
-def _opens_yes_or_no(answer: str, language: Language) -> bool:
-    """Whether ``answer`` opens with the language's yes or no as a word of its own."""
-    words = language.token.findall(answer[:40])
-    return bool(words) and words[0].casefold() in {language.yes.casefold(), language.no.casefold()}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,15 +4,17 @@ preposition ends. And an empty listing answers "No" to whether any of its things
 
 from __future__ import annotations
 
+import json
 import string
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edge_agentd import Registry
+from edge_agentd import Agent, MockModel, Registry
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.events import CallSkillAction, SkillResultObservation
+from edge_agentd.agent.grounding import Grounding
 from edge_agentd.agent.question import Question
 from edge_agentd.guidance.candidates import candidates_for
 from edge_agentd.guidance.compared import asked_about
@@ -131,3 +133,29 @@ def test_a_call_s_words_are_its_arguments_and_what_it_gets() -> None:
         SkillResultObservation(skill_name="plant_list", result={"count": 0, "plants": []}),
     ]
     assert call_words(events, candidates) == [["roses", "the moisture of the rose bed"], []]
+
+
+def test_a_compared_value_s_yes_or_no_is_grounded() -> None:
+    """Grounding reads "Is the soil moisture below 30 %?" as comparing the soil moisture, not
+    as asking a state "moisture" no result writes; a state asked before a comparison is still
+    held to the results."""
+    registry = Registry()
+
+    @registry.skill
+    def garden() -> dict[str, Any]:
+        """The garden's soil moisture and its gate."""
+        return {"soil_moisture_percent": 25, "gate": "closed"}
+
+    def answered(question: str, answer: str) -> bool:
+        replies = [json.dumps({"skill_name": "garden", "arguments": {}})]
+        replies.append(json.dumps({"final_answer": answer}))
+        agent = Agent(MockModel(replies), registry, grounding=Grounding())
+        state = agent.run(question, max_retries=0)
+        return state.outcome == "answered" and state.final_answer == answer
+
+    question = "Is the soil moisture below 30 percent?"
+    said = fitting_sentences(Question.parse(question), [("garden", garden())], registry)
+    assert "Yes, the soil moisture is 25 %." in said, said
+    assert all(answered(question, sentence) for sentence in said)
+    # "open" is a state the question asks, wherever a comparison follows: no result says it.
+    assert not answered("Has the gate been open for more than 3 hours?", "Yes, the gate is open.")
