@@ -158,4 +158,4 @@ def test_a_compared_value_s_yes_or_no_is_grounded() -> None:
     assert "Yes, the soil moisture is 25 %." in said, said
     assert all(answered(question, sentence) for sentence in said)
     # "open" is a state the question asks, wherever a comparison follows: no result says it.
-    assert not answered("Has the gate been open for more than 3 hours?", "Yes, the gate is open.")
+    assert not answered("Is the gate open for more than 3 hours?", "Yes, the gate is open.")
