@@ -73,12 +73,14 @@ class Replies:
     def generate(self, text: str, **more: Any) -> str:
         """The model's reply to ``text``: what a guide calls to ask it. ``calls_only=True``
         asks for a call alone (the step's schema without its answer); a collection of skill names,
-        for a call of one of them."""
+        for a call of one of them; ``calls_with``, for some of those skills, the very calls
+        (their arguments) one of which it must be."""
         calls_only = more.pop("calls_only", False)
+        calls_with: dict[str, list[dict[str, Any]]] = more.pop("calls_with", None) or {}
         if calls_only:
             branches = self.schema.get("oneOf", ())
             calls = [
-                b
+                _held_to(b, calls_with)
                 for b in branches
                 if "skill_name" in b.get("properties", {})
                 and (calls_only is True or b["properties"]["skill_name"].get("const") in calls_only)
@@ -148,6 +150,16 @@ def model_error(
         n_ctx=exceeded.n_ctx if exceeded else None,
         usage=step_usage(Usage(model_s=elapsed), counts),
     )
+
+
+def _held_to(branch: dict[str, Any], calls_with: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """``branch`` (a skill's, in an action schema) with its arguments held to the calls
+    ``calls_with`` lists for its skill, where it lists any."""
+    calls = calls_with.get(branch["properties"]["skill_name"].get("const"), [])
+    if not calls:
+        return branch
+    properties = {**branch["properties"], "arguments": {"enum": calls}}
+    return {**branch, "properties": properties}
 
 
 __all__ = ["Replies", "model_error"]

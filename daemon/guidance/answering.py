@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from edge_agentd.agent.claims import unnamed_subject
 from edge_agentd.agent.english import ENGLISH
@@ -82,10 +83,16 @@ class Answering:
         ]
         # A question about many things at once ("How warm is it everywhere?") is not answered
         # by a sentence about one: the model reads on and says it.
-        if self.own_words or not results or asks_about_many(state.query, self.language):
+        if self.own_words or asks_about_many(state.query, self.language):
             return generate(prompt)
-        named = {spec.name: spec for spec in skills}
         question = in_language(state.question, self.language)
+        if not results:
+            failed = any(isinstance(e, CallSkillAction) for e in state.stream.root)
+            if not failed or last_step:
+                return generate(prompt)
+            # Every call failed: the next is one that could answer, not the failed one again.
+            return self._call_that_could_answer(question, state, skills, generate, prompt)
+        named = {spec.name: spec for spec in skills}
         called = _call_words(state, named)
         # A result of a call whose free text asked for something else ("next friday" of
         # "What is the date of next Wednesday?") answers another question: none of its
@@ -98,13 +105,9 @@ class Answering:
         fitting = fitting_sentences(question, results, named, called, ids)
         fitting = [s for s in fitting if grounded(s)]
         if not fitting:
-            unmade = [] if last_step else _unmade_calls_that_could_answer(question, state, skills)
-            if unmade:
-                # No result says what was asked, and a skill not yet called names it: the
-                # answer waits for that call (and no other), as "I cannot tell" does under
-                # grounding.
-                return generate(prompt, calls_only=tuple(unmade))
-            return generate(prompt)
+            if last_step:
+                return generate(prompt)
+            return self._call_that_could_answer(question, state, skills, generate, prompt)
         if len(fitting) == 1:
             return Completion(_spelled(model, fitting[0]), made_by="engine")
         answer = {
@@ -123,16 +126,35 @@ class Answering:
         ) in fitting
         return Completion(str(reply), usage, made_by="engine" if chosen else "model")
 
+    @staticmethod
+    def _call_that_could_answer(
+        question: Question,
+        state: AgentState,
+        skills: Sequence[SkillSpec],
+        generate: Callable[..., str],
+        prompt: str,
+    ) -> str:
+        """The model's next reply where no result says what was asked: a call of a skill not
+        yet called that names it, or one a called skill lists and the run has not made (and
+        no other, nor one made already), as "I cannot tell" waits for it under grounding;
+        with none, whatever the model writes."""
+        unmade = _unmade_calls_that_could_answer(question, state, skills)
+        if not unmade:
+            return generate(prompt)
+        held = {name: calls for name, calls in unmade.items() if calls}
+        return generate(prompt, calls_only=tuple(unmade), calls_with=held)
+
 
 def _unmade_calls_that_could_answer(
     question: Question, state: AgentState, skills: Sequence[SkillSpec]
-) -> list[str]:
+) -> dict[str, list[dict[str, Any]]]:
     """The skills the run has not called that name the question's subject in their own words
-    or in the values their arguments may take now, and those it has called that list a ready
-    call it has not made whose own words name it."""
+    or in the values their arguments may take now (each with no calls listed: any of its
+    calls), and those it has called with the ready calls they list that it has not made whose
+    own words name it."""
     if question.subject is None and not question.parts:
-        return []
-    found: list[str] = []
+        return {}
+    found: dict[str, list[dict[str, Any]]] = {}
     made = [e for e in state.stream.root if isinstance(e, CallSkillAction)]
     called = {e.skill_name for e in made}
     for spec in skills:
@@ -141,19 +163,21 @@ def _unmade_calls_that_could_answer(
             # "the 1-Wire probe" after a read of the CPU's sensor. Only that call's own words
             # count; the skill's, which every call of it has, named it the first time too.
             done = [e.arguments for e in made if e.skill_name == spec.name]
+            ready = []
             for arguments, what in spec.ready_calls():
                 if arguments in done:
                     continue
                 words = known_words([*map(str, arguments.values()), what], [], question.language)
                 if unnamed_subject(question, words) is None:
-                    found.append(spec.name)
-                    break
+                    ready.append(dict(arguments))
+            if ready:
+                found[spec.name] = ready
             continue
         listed = [str(v) for _, values in spec.current_choices() for v in values if v]
         texts = [spec.name, spec.description, *spec.examples, *listed]
         words = known_words(texts, [], question.language)
         if unnamed_subject(question, words) is None:
-            found.append(spec.name)
+            found[spec.name] = []
     return found
 
 
