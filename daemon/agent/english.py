@@ -217,6 +217,10 @@ ENGLISH = Language(
         "Your answer says it is {said!r}, and no result says so. State what the result "
         'says, as it writes it, or answer "{cannot}" and why.'
     ),
+    number_absent=(
+        "The question asks about {number}, which no call made and no result states: its "
+        'results are of something else. Call a skill with it, or answer "{cannot}" and why.'
+    ),
     not_yes_or_no=(
         'The question asks yes or no: begin the answer with "{yes}" or "{no}" and what the '
         'result says, or answer "{cannot}" and why.'

@@ -56,6 +56,7 @@ from edge_agentd.agent.evidence import (
 )
 from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
+from edge_agentd.agent.numbers import unstated_number
 from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import known_words
 from edge_agentd.agent.yesno import asks_yes_or_no, opens_yes_or_no, state_asked
@@ -69,6 +70,7 @@ NO_EVIDENCE = "no_evidence"
 VALUE_NOT_IN_EVIDENCE = "value_not_in_evidence"
 UNKNOWN_SUBJECT = "unknown_subject"
 STATE_NOT_IN_EVIDENCE = "state_not_in_evidence"
+NUMBER_NOT_IN_EVIDENCE = "number_not_in_evidence"
 NOT_YES_OR_NO = "not_yes_or_no"
 
 GROUNDING_RULES = ENGLISH.rules
@@ -117,6 +119,10 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     if unnamed is not None:
         feedback = language.unknown_subject.format(subject=unnamed, cannot=cannot)
         return Verdict(UNKNOWN_SUBJECT, feedback)
+    number = unstated_number(evidence.question, evidence.results, [evidence.arguments])
+    if number is not None:
+        feedback = language.number_absent.format(number=number, cannot=cannot)
+        return Verdict(NUMBER_NOT_IN_EVIDENCE, feedback)
     state = state_asked(evidence.question)
     claim = None if state is None else state_claim(answer, state, language)
     held = state is not None and holds_state(evidence.results, state, language)
@@ -354,6 +360,7 @@ __all__ = [
     "GROUNDING_RULES",
     "NOT_YES_OR_NO",
     "NO_EVIDENCE",
+    "NUMBER_NOT_IN_EVIDENCE",
     "STATE_NOT_IN_EVIDENCE",
     "UNKNOWN_SUBJECT",
     "VALUE_NOT_IN_EVIDENCE",

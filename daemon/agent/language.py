@@ -196,6 +196,7 @@ class Language:
     no_evidence: str
     unknown_subject: str
     state_absent: str
+    number_absent: str
     answer_examples: str
     """Worked answers about skills no registry has, with results as lines: the system prompt's
     last part under guidance."""

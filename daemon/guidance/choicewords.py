@@ -31,7 +31,7 @@ def choice_words(calls: Iterable[tuple[Mapping[str, Any], str]], language: Langu
         said -= language.prompt_words
         for value in values:
             others = known_words([v for v in values if v != value], [], language)
-            words = said - others
+            words = frozenset(said - others)
             found[value] = found[value] & words if value in found else words
     return {value: words for value, words in found.items() if words}
 

@@ -85,14 +85,14 @@ def bound_lines(
     *,
     narrow: bool = True,
     call_words: frozenset[str] = frozenset(),
-    named: ChoiceWords | None = None,
+    ids: ChoiceWords | None = None,
 ) -> list[Line]:
     """Of ``chosen`` (lines of a result whose lines are ``lines``), those about ``question``'s
     subject (see the module's docstring); all of them for a question with no subject. With
     ``narrow``, a line whose own key is the thing, where there is one (not for a state, which
     its object's sibling holds: ``state`` beside ``door``). ``call_words``, the words of the
     call that gave the result (its arguments, what a listed call gets), name what every
-    object of it is of ("the 1-Wire probe DS18B20" of a reading's ``readings``); ``named``,
+    object of it is of ("the 1-Wire probe DS18B20" of a reading's ``readings``); ``ids``,
     what the skills call a thing a text of the result names by its id
     (:mod:`~edge_agentd.guidance.choicewords`)."""
     subject, language = question.subject, question.language
@@ -112,7 +112,7 @@ def bound_lines(
     glued = compound_lines(question, chosen)
     if glued:
         return of_amounts(question, glued)  # ``weekday`` of "day of the week": its own key
-    texts = with_choice_words(object_texts(lines), named or {})
+    texts = with_choice_words(object_texts(lines), ids or {})
     # A count is of the list beside it: ``count`` names the ``sensors`` it counts.
     own = {
         id(line): own_words(line, texts, language)

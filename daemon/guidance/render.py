@@ -52,6 +52,7 @@ from typing import Any, Protocol
 from edge_agentd.agent.claims import compares_things, unnamed_things
 from edge_agentd.agent.english import ENGLISH
 from edge_agentd.agent.language import Language
+from edge_agentd.agent.numbers import unstated_number
 from edge_agentd.agent.question import Question
 from edge_agentd.agent.resultlines import Line, result_line_parts
 from edge_agentd.agent.vocabulary import known_words
@@ -143,6 +144,8 @@ def bound_sentences(
             joined = [both_parts(a, b, question.language) for a in first for b in second if a != b]
             return [s for s in joined if clean(s)][:MAX_SENTENCES]
         return first or second
+    if unstated_number(question, [result for _, result, _ in asked], called) is not None:
+        return []  # "in 10 days" of a clock's reading: the day asked is not the one it read
     said_which = [
         sentence
         for index, (name, result, _) in enumerate(asked)
@@ -197,13 +200,13 @@ def bound_sentences(
         # What names the thing this very call's result is of: its arguments and what it gets,
         # not the skill's words every call of it has ("RAM" of an example names no line).
         call = call - own - language.prompt_words
-        bound = bound_lines(question, chosen, lines, words, call_words=call, named=named)
+        bound = bound_lines(question, chosen, lines, words, call_words=call, ids=named)
         if yes_no:
             # Every line: the state the question names ("closed" of "Is the door closed?") is
             # one a line it asks about may hold, not a text it already states.
             every = [line for line in lines if not line.alternative]
             bound = bound_lines(
-                question, every, lines, words, narrow=False, call_words=call, named=named
+                question, every, lines, words, narrow=False, call_words=call, ids=named
             )
             # A state is the skill's own word, never one the call passed ("humidity" asked of
             # a listing is no state of a sensor).
