@@ -17,7 +17,10 @@ plugins written as docs/skills.md shows, loaded by the daemon's real plugin load
 a machine with no sensors at all. Each device also gets its share of the questions asked in
 other words (rephrased_questions.py: requests, fragments, "whether", polite forms, yes-or-no
 questions, and ones no skill answers; ids ``rp-<device>NN``, kinds ``rephrased-<form>``),
-written blind before any run and never tuned on. One device at a time: its daemons start, its
+written blind before any run and never tuned on (it is not blind any more: rules were made
+from its failures), and of a third set written after that (unseen_questions.py, ids
+``un-<device>NN``, kinds ``unseen-<form>``), reported apart (device ``every``, kind
+``unseen``) with no goal of its own. One device at a time: its daemons start, its
 questions are asked of every model in turn (who goes first rotates), its daemons stop.
 
 Scoring is bench_competence's, strict, plus states and claims (grounding_scoring.py): an answer
@@ -29,8 +32,8 @@ where it is written) with anything but "Yes", "No" or "I cannot tell"
 (grounding_scoring.person_faults). The report gives, per model, device and kind: strict right,
 misleading, "I cannot tell" on unanswerable questions, answers a person would write, raw keys,
 yes-or-no questions answered so, median model calls and seconds; per device also its
-``original`` questions (all but the rephrased ones), and per model the rephrased set over
-every device. The verdict is issue 41's "Done when": misleading <= 1 per model per device (the
+``original`` questions (all but the rephrased and unseen ones), and per model the rephrased
+and the unseen sets over every device. The verdict is issue 41's "Done when": misleading <= 1 per model per device (the
 rephrased questions included); right: 270m >= 87% on pi's and >= 80% on home's original
 questions and >= 80% on the rephrased set, qwen >= 80%, >= 85% and >= 85%; no answer holds a
 raw key and every yes-or-no question is answered "Yes", "No" or "I cannot tell" (a question
@@ -75,6 +78,7 @@ from scripts.bench.grounding_scoring import YES_NO_FAULT, judge_grounded, person
 
 MODELS = ("270m", "qwen", "qwen-json", "peer-270m", "peer-qwen")
 REPHRASED = gq.REPHRASED_KIND
+UNSEEN = gq.UNSEEN_KIND
 GOALS = {  # (model, set): least share strictly right (issue 41, "Done when")
     ("270m", "pi"): 0.87, ("270m", "home"): 0.80, ("270m", REPHRASED): 0.80,
     ("qwen", "pi"): 0.80, ("qwen", "home"): 0.85, ("qwen", REPHRASED): 0.85,
@@ -231,13 +235,19 @@ def _rephrased(record: dict[str, Any]) -> bool:
     return bool(record.get("rephrased", str(record["kind"]).startswith(REPHRASED + "-")))
 
 
+def _unseen(record: dict[str, Any]) -> bool:
+    return str(record["kind"]).startswith(UNSEEN + "-")
+
+
 def _in_row(record: dict[str, Any], kind: str) -> bool:
     if kind == "all":
         return True
     if kind == ORIGINAL:
-        return not _rephrased(record)
+        return not _rephrased(record) and not _unseen(record)
     if kind == REPHRASED:
         return _rephrased(record)
+    if kind == UNSEEN:
+        return _unseen(record)
     return record["kind"] == kind
 
 
@@ -275,6 +285,9 @@ def report(records: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str
         rephrased = [r for r in records if r["model"] == model and _rephrased(r)]
         if rephrased:
             row(model, EVERY, REPHRASED, rephrased)
+        unseen = [r for r in records if r["model"] == model and _unseen(r)]
+        if unseen:
+            row(model, EVERY, UNSEEN, unseen)
     print("  (person: answers a person would write, of those answered; raw key: answers holding "
           "one; yes/no: yes-or-no questions answered Yes, No or I cannot tell)")  # fmt: skip
     return summaries
@@ -339,8 +352,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per question")
     parser.add_argument("--load-timeout", type=float, default=600.0)
     parser.add_argument("--json", metavar="OUT")
-    parser.add_argument("--report", metavar="IN", nargs="+",
-                        help="judge saved runs (their records joined); ask nothing")
+    parser.add_argument(
+        "--report",
+        metavar="IN",
+        nargs="+",
+        help="judge saved runs (their records joined); ask nothing",
+    )
     args = parser.parse_args(argv)
     args.names = [m.strip() for m in args.models.split(",") if m.strip()]
     args.device_names = [d.strip() for d in args.devices.split(",") if d.strip()]

@@ -34,6 +34,7 @@ from scripts.bench.bench_competence import CannotTell, Check, Date, Number, Time
 from scripts.bench.device import build_device, cpu_only, write_proc
 from scripts.bench.grounding_scoring import NoneFound, Since, State
 from scripts.bench.rephrased_questions import REPHRASED
+from scripts.bench.unseen_questions import UNSEEN, UNSEEN_KIND
 
 DEVICES = ("pi", "home", "bare")
 PLUGINS = Path(__file__).resolve().parent / "plugin_home"
@@ -149,6 +150,11 @@ class Question:
     def rephrased(self) -> bool:
         return self.kind.startswith(REPHRASED_KIND + "-")
 
+    @property
+    def unseen(self) -> bool:
+        """One of unseen_questions.py's: a third set, neither original nor rephrased."""
+        return self.kind.startswith(UNSEEN_KIND + "-")
+
 
 def _h(n: int, kind: str, text: str, expect: Callable[[Home], Check]) -> Question:
     def check(_device: comp.Device, home: Home | None) -> Check:
@@ -261,7 +267,7 @@ def _pi_questions() -> list[Question]:
 
 def _rephrased(device: str) -> list[Question]:
     return [Question(q.id, q.device, q.kind, q.text, q.expect, yes_no=q.yes_no)
-            for q in REPHRASED[device]]  # fmt: skip
+            for q in [*REPHRASED[device], *UNSEEN[device]]]  # fmt: skip
 
 
 QUESTIONS: dict[str, list[Question]] = {

@@ -207,3 +207,20 @@ def test_an_amount_before_a_noun_is_the_result_s_however_written() -> None:
     made_up = _answer("The 10-minute load average is 0.37.", status)
     right, misleads = judge_grounded(Number([0.37]), made_up, q)
     assert not right and "name '10-minute'" in misleads
+
+
+def test_the_unseen_set_stands_apart() -> None:
+    """unseen_questions.py: selectable as ``unseen`` and ``un``; neither original nor rephrased
+    in the report's rows."""
+    from scripts.bench import bench_grounding as bg
+    from scripts.bench import grounding_questions as gq
+
+    everyone = [q for device in gq.DEVICES for q in gq.QUESTIONS[device]]
+    unseen = [q for q in everyone if q.unseen]
+    assert unseen and not any(q.rephrased for q in unseen)
+    assert all(q.id.startswith(f"un-{q.device}") for q in unseen)
+    for only in ("unseen", "un"):
+        assert [q for d in gq.DEVICES for q in bg.select(d, only, None)] == unseen
+    record = {"model": "270m", "device": "pi", "kind": unseen[0].kind}
+    assert bg._in_row(record, bg.UNSEEN) and not bg._in_row(record, bg.ORIGINAL)
+    assert not bg._in_row(record, bg.REPHRASED)
