@@ -30,12 +30,17 @@ ones do."""
 def unstated_number(
     question: Question, results: Sequence[Any], called: Sequence[Iterable[str]]
 ) -> str | None:
-    """The first number ``question`` writes as a word of its own that neither ``results`` nor
-    the words of the calls that gave them (``called``) state, or None."""
+    """The first number ``question`` (of one sentence) writes as a word of its own that neither
+    ``results`` nor the words of the calls that gave them (``called``) state, or None."""
     language = question.language
+    sentences = [t for t in language.sentence_end.split(question.text.strip()) if t.strip()]
+    if len(sentences) != 1:
+        # A query of several sentences gives its own context (a trigger's reading and limit, a
+        # workflow's step): its numbers are what it states, not what it asks about.
+        return None
     asked = [t for t in language.token.findall(question.text) if _NUMBER.fullmatch(t)]
     compared = language.threshold.search(question.text) if language.threshold else None
-    if compared is not None and _NUMBER.fullmatch(compared.group(3)):
+    if compared is not None and _NUMBER.fullmatch(compared.group(3).lstrip("-")):
         asked = [t for t in asked if _value(t) != _value(compared.group(3))]
     if not asked:
         return None
@@ -44,12 +49,14 @@ def unstated_number(
         _numbers_of(result, stated)
     for words in called:
         for word in words:
-            stated.update(float(n) for n in _DIGITS.findall(str(word)))
+            stated.update(float(n) for n in _DIGITS.findall(str(word)))  # unsigned, as asked
     return next((t for t in asked if _value(t) not in stated), None)
 
 
 def _value(token: str) -> float:
-    return float(token.replace(",", "."))
+    """A number as the question writes it, without its sign (which the grammar's words drop:
+    "-5 °C" is read "5")."""
+    return abs(float(token.replace(",", ".")))
 
 
 def _numbers_of(result: Any, stated: set[float]) -> None:
@@ -61,7 +68,7 @@ def _numbers_of(result: Any, stated: set[float]) -> None:
         if isinstance(node, bool):
             continue
         if isinstance(node, int | float):
-            stated.add(float(node))
+            stated.add(abs(float(node)))
         elif isinstance(node, str):
             # A date's parts are numbers it states ("1976-07-04": 4); a time of day's are not
             # words of its own ("00:10:49" states no 10 of "in 10 days").

@@ -80,3 +80,16 @@ def test_any_result_and_question_are_read_without_fault(
     parsed = Question.parse(question)
     found = unstated_number(parsed, [result], [called])
     assert found is None or found in question
+
+
+def test_a_query_of_several_sentences_states_its_own_numbers() -> None:
+    """A trigger's query leads with the reading that fired it and its limit, and ends with
+    when: those numbers are its context, not what it asks about."""
+    query = (
+        "read_sensor 28-0316a2791bff reads -5 °C, above the limit of -10 °C. "
+        "Is the freezer too warm?\n\n(The trigger freezer fired at 2026-12-07 00:10:49.)"
+    )
+    assert unstated_number(Question.parse(query), [{"value": -5.0}], [[]]) is None
+    # A sign is no part of the number the grammar reads: "-5 °C" is the result's -5.0.
+    assert _unstated("Is the freezer at -5 °C?", {"value": -5.0}) is None
+    assert _unstated("Is the freezer below -3 °C?", {"value": -5.0}) is None
