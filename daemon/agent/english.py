@@ -54,6 +54,7 @@ _REQUEST = re.compile(
     r"|(?:i['’]d|i\s+would|we['’]d|we\s+would)\s+like\s+(?:you\s+)?to\s+"
     r"|(?:i|we)\s+(?:want|need|wish)\s+(?:you\s+)?to\s+"
     r"|(?:do|does|did)\s+(?:you|anyone)\s+(?:happen\s+to\s+)?"
+    r"|(?:could|can|may|might)\s+(?:i|we)\s+(?:please\s+)?(?:have|get|see|know)\s+"
     r"|i\s+(?:wonder|wondered|was\s+wondering)\s+"
     r"|let\s+me\s+"
     r")",
@@ -220,6 +221,10 @@ ENGLISH = Language(
     number_absent=(
         "The question asks about {number}, which no call made and no result states: its "
         'results are of something else. Call a skill with it, or answer "{cannot}" and why.'
+    ),
+    no_value_compared=(
+        "The question compares a value with a number: say the value the result gives, as it "
+        'writes it, after "Yes" or "No", or answer "{cannot}" and why.'
     ),
     not_yes_or_no=(
         'The question asks yes or no: begin the answer with "{yes}" or "{no}" and what the '

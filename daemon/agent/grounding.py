@@ -58,8 +58,8 @@ from edge_agentd.agent.language import Language
 from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.numbers import unstated_number
 from edge_agentd.agent.observed import Evidence, Gathered, gather
-from edge_agentd.agent.vocabulary import known_words
-from edge_agentd.agent.yesno import asks_yes_or_no, opens_yes_or_no, state_asked
+from edge_agentd.agent.vocabulary import is_known, known_words
+from edge_agentd.agent.yesno import asks_yes_or_no, compares_a_value, opens_yes_or_no, state_asked
 
 if TYPE_CHECKING:
     from edge_agentd.agent.registry import Registry
@@ -71,7 +71,10 @@ VALUE_NOT_IN_EVIDENCE = "value_not_in_evidence"
 UNKNOWN_SUBJECT = "unknown_subject"
 STATE_NOT_IN_EVIDENCE = "state_not_in_evidence"
 NUMBER_NOT_IN_EVIDENCE = "number_not_in_evidence"
+NO_VALUE_COMPARED = "no_value_compared"
 NOT_YES_OR_NO = "not_yes_or_no"
+
+_DIGIT = re.compile(r"\d")
 
 GROUNDING_RULES = ENGLISH.rules
 """The rules as the system prompt states them to a model that drives the loop itself: fixed
@@ -129,10 +132,19 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     if state is not None and evidence.question.exists and not held:
         # "Is a humidity sensor connected?": a listing that holds one says it is there.
         held = bool(listed_things(evidence.question, evidence.results))
-    if claim is not None and state is not None and claim != held:
+    # A "No" to a state no call or result has a word for says more than the evidence: a door
+    # "closed" says nothing of whether it is "locked".
+    unspoken = (
+        claim is False and not held and not is_known(state or "", evidence.vocabulary, language)
+    )
+    if claim is not None and state is not None and (claim != held or unspoken):
         said = state if claim else f"{language.not_} {state}"
         feedback = language.state_absent.format(said=said, cannot=cannot)
         return Verdict(STATE_NOT_IN_EVIDENCE, feedback)
+    if compares_a_value(evidence.question) and not _DIGIT.search(answer):
+        # "The disk is more than half full." of a disk 31.8 % used: a comparison's answer
+        # says the value it compared, which the rules then hold to the results.
+        return Verdict(NO_VALUE_COMPARED, language.no_value_compared.format(cannot=cannot))
     if asks_yes_or_no(evidence.question) and not opens_yes_or_no(answer, language):
         # "Is the washing machine done?" asks yes or no; "It is running and has 34 min left."
         # leaves the asker to work it out.
@@ -360,6 +372,7 @@ __all__ = [
     "GROUNDING_RULES",
     "NOT_YES_OR_NO",
     "NO_EVIDENCE",
+    "NO_VALUE_COMPARED",
     "NUMBER_NOT_IN_EVIDENCE",
     "STATE_NOT_IN_EVIDENCE",
     "UNKNOWN_SUBJECT",

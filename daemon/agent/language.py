@@ -197,6 +197,7 @@ class Language:
     unknown_subject: str
     state_absent: str
     number_absent: str
+    no_value_compared: str
     answer_examples: str
     """Worked answers about skills no registry has, with results as lines: the system prompt's
     last part under guidance."""
