@@ -34,10 +34,11 @@ misleading, "I cannot tell" on unanswerable questions, answers a person would wr
 yes-or-no questions answered so, median model calls and seconds; per device also its
 ``original`` questions (all but the rephrased and unseen ones), and per model the rephrased
 and the unseen sets over every device. The verdict is issue 41's "Done when": misleading <= 1
-per model per device (the rephrased questions included); right: 270m >= 87% on pi's and >= 80% on home's original
-questions and >= 80% on the rephrased set, qwen >= 80%, >= 85% and >= 85%; no answer holds a
-raw key and every yes-or-no question is answered "Yes", "No" or "I cannot tell" (a question
-not answered at all is not); and issue 36's: on the bare machine no misleading answer at all.
+per model per device (the rephrased questions included); right: 270m >= 87% on pi's and
+>= 80% on home's original questions and >= 80% on the rephrased set, qwen >= 80%, >= 85% and
+>= 85%; no answer holds a raw key and every yes-or-no question is answered "Yes", "No" or
+"I cannot tell" (a question not answered at all is not); and issue 36's: on the bare machine
+no misleading answer at all.
 It exits 1 on a miss. ``--json OUT`` writes the records as it goes (each with its events:
 bench_pi.py ``--from-grounding`` prices qwen's tokens at E2B's Pi 5 rates).
 
