@@ -33,7 +33,10 @@ from edge_agentd.agent.protocol import Completion, ModelHandle
 from edge_agentd.agent.question import Question, asks_about_many, in_language
 from edge_agentd.agent.skillspec import SkillSpec
 from edge_agentd.agent.vocabulary import known_words
+from edge_agentd.agent.yesno import compares_a_value
 from edge_agentd.guidance.choicewords import choice_words
+from edge_agentd.guidance.compared import asked_about
+from edge_agentd.guidance.declines import cannot_tell_sentence
 from edge_agentd.guidance.render import fitting_sentences
 
 ANSWER_OBJECT = '{{"final_answer": {}}}'
@@ -91,7 +94,8 @@ class Answering:
             if not failed or last_step:
                 return generate(prompt)
             # Every call failed: the next is one that could answer, not the failed one again.
-            return self._call_that_could_answer(question, state, skills, generate, prompt)
+            held = _call_that_could_answer(question, state, skills, generate, prompt)
+            return generate(prompt) if held is None else held
         named = {spec.name: spec for spec in skills}
         called = _call_words(state, named)
         # A result of a call whose free text asked for something else ("next friday" of
@@ -105,9 +109,19 @@ class Answering:
         fitting = fitting_sentences(question, results, named, called, ids)
         fitting = [s for s in fitting if grounded(s)]
         if not fitting:
-            if last_step:
-                return generate(prompt)
-            return self._call_that_could_answer(question, state, skills, generate, prompt)
+            held = (
+                None
+                if last_step
+                else _call_that_could_answer(question, state, skills, generate, prompt)
+            )
+            if held is not None:
+                return held
+            if compares_a_value(question):
+                # No sentence compares the value the question compares: whatever the model
+                # writes of it, no rule reads which way it goes.
+                cannot = cannot_tell_sentence(asked_about(question), results=True)
+                return Completion(_spelled(model, cannot), made_by="engine")
+            return generate(prompt)
         if len(fitting) == 1:
             return Completion(_spelled(model, fitting[0]), made_by="engine")
         answer = {
@@ -126,23 +140,22 @@ class Answering:
         ) in fitting
         return Completion(str(reply), usage, made_by="engine" if chosen else "model")
 
-    @staticmethod
-    def _call_that_could_answer(
-        question: Question,
-        state: AgentState,
-        skills: Sequence[SkillSpec],
-        generate: Callable[..., str],
-        prompt: str,
-    ) -> str:
-        """The model's next reply where no result says what was asked: a call of a skill not
-        yet called that names it, or one a called skill lists and the run has not made (and
-        no other, nor one made already), as "I cannot tell" waits for it under grounding;
-        with none, whatever the model writes."""
-        unmade = _unmade_calls_that_could_answer(question, state, skills)
-        if not unmade:
-            return generate(prompt)
-        held = {name: calls for name, calls in unmade.items() if calls}
-        return generate(prompt, calls_only=tuple(unmade), calls_with=held)
+
+def _call_that_could_answer(
+    question: Question,
+    state: AgentState,
+    skills: Sequence[SkillSpec],
+    generate: Callable[..., str],
+    prompt: str,
+) -> str | None:
+    """The model's next reply where no result says what was asked: a call of a skill not yet
+    called that names it, or one a called skill lists and the run has not made (and no other,
+    nor one made already), as "I cannot tell" waits for it under grounding; None with none."""
+    unmade = _unmade_calls_that_could_answer(question, state, skills)
+    if not unmade:
+        return None
+    held = {name: calls for name, calls in unmade.items() if calls}
+    return generate(prompt, calls_only=tuple(unmade), calls_with=held)
 
 
 def _unmade_calls_that_could_answer(

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from edge_agentd import Agent, MockModel, Registry
+from edge_agentd.agent.events import FinalAnswerAction
 from edge_agentd.agent.grounding import NO_VALUE_COMPARED, STATE_NOT_IN_EVIDENCE, Grounding
 from edge_agentd.agent.question import Question
+from edge_agentd.guidance.answering import Answering
 
 
 def home() -> Registry:
@@ -82,3 +84,22 @@ def test_the_request_could_i_have_reads_its_subject() -> None:
         parsed = Question.parse(text)
         assert parsed.subject is not None and parsed.subject.head == head, (text, parsed)
         assert not parsed.exists
+
+
+def test_a_comparison_no_sentence_compares_is_the_engine_s_i_cannot_tell() -> None:
+    """A driving model whose comparison no engine sentence makes (no percent to compare a half
+    with) is not left to write yes or no unchecked, nor refused until its retries run out: the
+    engine says it cannot tell."""
+    registry = Registry()
+
+    @registry.skill
+    def cistern() -> dict[str, Any]:
+        """How much water the rain cistern holds."""
+        return {"cistern": {"litres": 412.0}}
+
+    model = MockModel([json.dumps({"skill_name": "cistern", "arguments": {}})])
+    agent = Agent(model, registry, guidance=Answering(), grounding=Grounding())
+    state = agent.run("Is the cistern more than half full?", max_iterations=3)
+    final = [e for e in state.stream if isinstance(e, FinalAnswerAction)]
+    assert state.outcome == "answered", list(state.stream)
+    assert final[-1].made_by == "engine" and final[-1].answer.startswith("I cannot tell")
