@@ -51,39 +51,39 @@ def _q(device: str, n: int, kind: str, text: str, expect: Callable[[Any, Any], C
     return Rephrased(f"rp-{device}{n:02d}", device, f"rephrased-{kind}", text, expect, yes_no)
 
 
-def _bme(d: Any, quantity: str) -> float:
+def bme(d: Any, quantity: str) -> float:
     return float(d.reading("bme280", quantity))
 
 
-def _available_mib(d: Any) -> float:
+def available_mib(d: Any) -> float:
     return float(d.status("memory", "available_mib"))
 
 
 def _used_mib(d: Any) -> float:
-    return float(d.status("memory", "total_mib")) - _available_mib(d)
+    return float(d.status("memory", "total_mib")) - available_mib(d)
 
 
 PI = [
     _q("pi", 1, "request", "Could you tell me how warm the BME280 is?",
-       lambda d, h: Number([_bme(d, "temperature")])),
+       lambda d, h: Number([bme(d, "temperature")])),
     _q("pi", 2, "request", "Please check the humidity for me.",
-       lambda d, h: Number([_bme(d, "humidity")])),
+       lambda d, h: Number([bme(d, "humidity")])),
     _q("pi", 3, "request", "Can you read the 1-Wire probe?",
        lambda d, h: Number([d.reading(PROBE, "temperature")])),
     _q("pi", 4, "fragment", "Processor temperature?", lambda d, h: Number([d.cpu()])),
-    _q("pi", 5, "fragment", "Pressure in hPa?", lambda d, h: Number([_bme(d, "pressure")])),
+    _q("pi", 5, "fragment", "Pressure in hPa?", lambda d, h: Number([bme(d, "pressure")])),
     _q("pi", 6, "fragment", "Free RAM?",
-       lambda d, h: Number([_available_mib(d), _available_mib(d) / 1024], whole=True)),
+       lambda d, h: Number([available_mib(d), available_mib(d) / 1024], whole=True)),
     _q("pi", 7, "polite", "Would you mind telling me the temperature of the DS18B20?",
        lambda d, h: Number([d.reading(PROBE, "temperature")])),
     _q("pi", 8, "polite", "I'd like to know how humid the air is, please.",
-       lambda d, h: Number([_bme(d, "humidity")])),
+       lambda d, h: Number([bme(d, "humidity")])),
     _q("pi", 9, "whether", "Tell me whether the CPU is warmer than 40 °C.",
        lambda d, h: YesNo(d.cpu() > 40), yes_no=True),
     _q("pi", 10, "whether", "Can you tell me whether a humidity sensor is connected?",
        lambda d, h: YesNo(d.count("humidity") > 0), yes_no=True),
     _q("pi", 11, "yesno", "Is the 1-Wire probe colder than the BME280?",
-       lambda d, h: YesNo(d.reading(PROBE, "temperature") < _bme(d, "temperature")),
+       lambda d, h: YesNo(d.reading(PROBE, "temperature") < bme(d, "temperature")),
        yes_no=True),
     _q("pi", 12, "yesno", "Is more than half of the memory in use?",
        lambda d, h: YesNo(d.status("memory", "used_percent") > 50), yes_no=True),

@@ -17,7 +17,7 @@ from typing import Any
 from scripts.bench.bench_competence import CannotTell, Number, Time, Weekday
 from scripts.bench.device import PROBE
 from scripts.bench.grounding_scoring import State, YesNo
-from scripts.bench.rephrased_questions import Rephrased
+from scripts.bench.rephrased_questions import Rephrased, available_mib, bme
 
 UNSEEN_KIND = "unseen"
 
@@ -27,26 +27,18 @@ def _q(device: str, n: int, kind: str, text: str, expect: Any, *, yes_no: bool =
     return Rephrased(f"un-{device}{n:02d}", device, f"{UNSEEN_KIND}-{kind}", text, expect, yes_no)
 
 
-def _bme(d: Any, quantity: str) -> float:
-    return float(d.reading("bme280", quantity))
-
-
-def _available_mib(d: Any) -> float:
-    return float(d.status("memory", "available_mib"))
-
-
 PI = [
     _q("pi", 1, "request", "Can you give me the air pressure?",
-       lambda d, h: Number([_bme(d, "pressure")])),
-    _q("pi", 2, "fragment", "BME280 humidity?", lambda d, h: Number([_bme(d, "humidity")])),
+       lambda d, h: Number([bme(d, "pressure")])),
+    _q("pi", 2, "fragment", "BME280 humidity?", lambda d, h: Number([bme(d, "humidity")])),
     _q("pi", 3, "fragment", "Probe temperature?",
        lambda d, h: Number([d.reading(PROBE, "temperature")])),
     _q("pi", 4, "polite", "Could I have the room temperature from the BME280, please?",
-       lambda d, h: Number([_bme(d, "temperature")])),
+       lambda d, h: Number([bme(d, "temperature")])),
     _q("pi", 5, "whether", "Tell me if the CPU is hotter than 60 °C.",
        lambda d, h: YesNo(d.cpu() > 60), yes_no=True),
     _q("pi", 6, "yesno", "Is the BME280 warmer than the CPU?",
-       lambda d, h: YesNo(_bme(d, "temperature") > d.cpu()), yes_no=True),
+       lambda d, h: YesNo(bme(d, "temperature") > d.cpu()), yes_no=True),
     _q("pi", 7, "yesno", "Is there a 1-Wire probe on this device?",
        lambda d, h: YesNo(True), yes_no=True),
     _q("pi", 8, "request", "How much disk space is free?",
@@ -83,7 +75,7 @@ BARE = [
     _q("bare", 1, "request", "Can you tell me what time it is?", lambda d, h: Time(d.now)),
     _q("bare", 2, "fragment", "Today's weekday?", lambda d, h: Weekday(d.today.weekday())),
     _q("bare", 3, "polite", "Would you tell me how much memory is available?",
-       lambda d, h: Number([_available_mib(d), _available_mib(d) / 1024], whole=True)),
+       lambda d, h: Number([available_mib(d), available_mib(d) / 1024], whole=True)),
     _q("bare", 4, "yesno", "Is the disk more than half full?",
        lambda d, h: YesNo(d.status("disk", "used_percent") > 50), yes_no=True),
     _q("bare", 5, "whether", "Tell me whether the 1-minute load average is above 2.",
