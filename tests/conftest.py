@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
     from edge_agentd.service.server import Server
 
 
+_SESSION_STATE = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Write the tests' files as an installer would (umask 022). The daemon refuses a config or
     plugin that its group may write (docs/skills.md, "Where plugins may live"), and a developer's
@@ -39,7 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.umask(0o022)
     # The run journal (docs/protocol.md) goes to $XDG_STATE_HOME: never the developer's own.
     os.environ.pop("STATE_DIRECTORY", None)
-    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="edge-agent-test-state-")
+    # Each test gets its own below (`_own_state_directory`); this one holds what daemons started
+    # outside a test (a module's fixtures) write, and goes with the session.
+    config.stash[_SESSION_STATE] = tempfile.mkdtemp(prefix="edge-agent-test-state-")
+    os.environ["XDG_STATE_HOME"] = config.stash[_SESSION_STATE]
     # A shell that starts a command in the background (`make test &`, `nohup ... &`) leaves
     # SIGINT ignored in it, and an ignored signal stays ignored in every process it starts: the
     # tests' Ctrl-C to `edge-agent ask` or `watch` would then wait for ever. A handled one is
@@ -50,6 +58,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # loaded 2-core machine trips at random. No test here bounds how long an example takes.
     hypothesis.settings.register_profile("loaded-machine", deadline=None)
     hypothesis.settings.load_profile("loaded-machine")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's state directory is the tests' own: nothing of it stays in /tmp."""
+    state = config.stash.get(_SESSION_STATE, None)
+    if state is not None:
+        shutil.rmtree(state, ignore_errors=True)
+        if os.path.exists(state):  # a daemon still writing there as the session ends
+            print(f"the tests' state directory {state} could not be removed", file=sys.stderr)
 
 
 @pytest.fixture(autouse=True)
