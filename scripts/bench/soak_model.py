@@ -46,6 +46,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -443,7 +444,7 @@ def soak(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "problems": tally.problems(),
         "replies": dict(sorted(tally.kinds.items())),
         "outcomes": progress.outcomes,
-        "hostile": sum(hostiles, start=__import__("collections").Counter()),
+        "hostile": sum(hostiles, start=Counter[str]()),
         "growth_mib_per_1000": growth_per_1000(rows),
         "start": rows[0],
         "at_100": at_100,
