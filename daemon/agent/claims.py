@@ -79,8 +79,9 @@ def reading_units(node: dict[str, Any], language: Language = ENGLISH) -> list[tu
     for key, item in node.items():
         last = language.name_word.findall(str(key).casefold())[-1:]
         said = language.unit_suffixes.get(last[0]) if last else None
-        # A list under such a key is of values in that unit too, as the engine says them.
-        for number in item if isinstance(item, list) else [item]:
+        # A list under such a key is of values in that unit too, as the engine says them, and
+        # so are the lists inside it.
+        for number in _list_items(item):
             if said and isinstance(number, int | float) and not isinstance(number, bool):
                 found.append((said.casefold(), float(number)))
     value = node.get("value")
@@ -89,6 +90,20 @@ def reading_units(node: dict[str, Any], language: Language = ENGLISH) -> list[tu
             name = node.get(key)
             if isinstance(name, str) and name.strip():
                 found.append((name.strip().casefold(), float(value)))
+    return found
+
+
+def _list_items(item: Any) -> list[Any]:
+    """``item``'s items where it is a list, those of the lists inside it too, in order (read
+    without recursion: a result may nest lists as deep as its size allows); else ``[item]``."""
+    found: list[Any] = []
+    stack: list[Any] = [item]
+    while stack:
+        top = stack.pop()
+        if isinstance(top, list):
+            stack.extend(reversed(top))
+        else:
+            found.append(top)
     return found
 
 

@@ -233,6 +233,12 @@ def test_cannot_tell_says_why_in_words() -> None:
     assert cannot_tell_sentence(Question.parse("Could you check the garage door?")) == (
         "I cannot tell: no skill here reads the garage door."
     )
+    # A comparison with a number names the thing compared, whole, and asks no state of it: not
+    # "no result says whether the 1-minute load is average".
+    whether = Question.parse("Tell me whether the 1-minute load average is above 2.")
+    assert cannot_tell_sentence(whether, results=True) == (
+        "I cannot tell: no result gives the 1-minute load average."
+    )
     question = "What is the water tank temperature?"
     registry = plugin_home()
     model = MockModel([], scores={("The skill probe", f" {question}"): 0.0, ANSWER_HEAD: 0.0})
@@ -315,6 +321,8 @@ questions = st.sampled_from(
 # A list under a key that names a unit: the engine says its items in that unit, and so does
 # grounding (found by this test in a fresh run).
 @example({"power_kw": [1, {"power_kw": 0}]}, "What is the power?")
+# And a list inside that list: its items are in the unit too (found by this test in a fresh run).
+@example({"power_kw": [0, [1]]}, "What is the power?")
 # An empty list of values in a unit holds no things to be none of (found by this test).
 @example({"level_percent": []}, "Please read the level.")
 def test_every_fitting_sentence_is_of_the_evidence_and_grounding_takes_it(
