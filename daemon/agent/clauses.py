@@ -42,10 +42,22 @@ def noun_phrase(
     stop = words[i].casefold() if i < len(words) else ""
     # A verb or a word of time where the phrase stops is the question's verb's own place
     # ("How long has the garage door been open?"): no word of the phrase is the verb then.
+    # So is a comparison with a number ("Is the pond temperature above 25 °C?"): the phrase
+    # before it is the thing compared, whole.
     verb_after = stop in language.auxiliaries | language.be_forms | language.when
+    verb_after = verb_after or opens_comparison(words, i, language)
     if verb_last and stop != language.of and not verb_after and len(phrase) >= 2:
         phrase.pop()
     return phrase, i
+
+
+def opens_comparison(words: Sequence[str], at: int, language: Language) -> bool:
+    """Whether the words from ``at`` compare a value with a number or a share: "above 2",
+    "below 30 %", "over half" (not "warmer than 40", whose comparative ends the phrase)."""
+    if at >= len(words) or words[at].casefold() not in language.above | language.below:
+        return False
+    rest = " ".join(words[at:])
+    return any(p is not None and p.match(rest) for p in (language.threshold, language.share))
 
 
 def normalised(query: str, language: Language = ENGLISH) -> str:

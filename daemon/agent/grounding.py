@@ -59,7 +59,7 @@ from edge_agentd.agent.listed import listed_things
 from edge_agentd.agent.numbers import unstated_number
 from edge_agentd.agent.observed import Evidence, Gathered, gather
 from edge_agentd.agent.vocabulary import is_known, known_words
-from edge_agentd.agent.yesno import asks_yes_or_no, compares_a_value, opens_yes_or_no, state_asked
+from edge_agentd.agent.yesno import asks_yes_or_no, compares_a_value, opens_yes_or_no
 
 if TYPE_CHECKING:
     from edge_agentd.agent.registry import Registry
@@ -126,7 +126,7 @@ def check_answer(answer: str, evidence: Evidence) -> Verdict | None:
     if number is not None:
         feedback = language.number_absent.format(number=number, cannot=cannot)
         return Verdict(NUMBER_NOT_IN_EVIDENCE, feedback)
-    state = state_asked(evidence.question)
+    state = evidence.question.state
     claim = None if state is None else state_claim(answer, state, language)
     held = state is not None and holds_state(evidence.results, state, language)
     if state is not None and evidence.question.exists and not held:

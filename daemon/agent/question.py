@@ -28,7 +28,7 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
-from edge_agentd.agent.clauses import normalised
+from edge_agentd.agent.clauses import normalised, opens_comparison
 from edge_agentd.agent.clauses import noun_phrase as _phrase
 from edge_agentd.agent.clauses import plain_form as _normalised
 from edge_agentd.agent.english import ENGLISH
@@ -322,8 +322,8 @@ def _state(words: Sequence[str], language: Language) -> str | None:
     if len(low) < 3 or low[0] not in language.state_verbs or low[1] in dummies:
         return None
     phrase, end = _phrase(words, 1, False, language)
-    if end < len(low) and low[end] == language.than:
-        return None  # "Is the CPU hotter than 70 °C?" compares values; it names no state
+    if (end < len(low) and low[end] == language.than) or opens_comparison(words, end, language):
+        return None  # "Is the CPU hotter than 70 °C?", "... above 25 °C?": no state named
     if end == len(low) - 1 and low[end] not in language.determiners:
         return low[end]  # "Is the heater on?": a word that ends a phrase, last
     if len(phrase) >= 2 and (end == len(low) or low[end] not in language.auxiliaries):

@@ -63,6 +63,15 @@ FREE = content_free(PLAIN)
         # The question's verb after the phrase is no part of it, wherever the phrase ends.
         ("What does the probe read in Fahrenheit?", Subject((), "probe")),
         ("Is the CPU hot right now?", Subject((), "CPU")),
+        # Before a comparison with a number the phrase is the thing compared, whole: its last
+        # word is no state ("Is the pond temperature above 25 °C?" asks of no pond).
+        ("Is the pond temperature above 25 °C?", Subject(("pond",), "temperature")),
+        (
+            "Tell me whether the 1-minute load average is above 2.",
+            Subject(("1-minute", "load"), "average"),
+        ),
+        ("Is the water level under half?", Subject(("water",), "level")),
+        ("Is the CPU warmer than 40 °C?", Subject((), "CPU")),
         # No noun phrase to ask about: a pronoun, or an opening the grammar does not read.
         # Requests, commands, fragments, "whether" and polite forms (the grammar's other shapes).
         ("Can you tell me the CO2 level?", Subject(("CO2",), "level")),
@@ -109,6 +118,10 @@ def test_the_subject_is_the_noun_phrase_the_question_asks_about(
         ("Could you check if the door is locked?", "locked", ("locked",)),
         ("Can you tell me whether the heater is on, please?", "on", ("on",)),
         ("Is there mail?", None, ()),
+        # A comparison with a number asks no state, in either shape.
+        ("Is the soil moisture below 30 %?", None, ()),
+        ("Tell me whether the 1-minute load average is above 2.", None, ()),
+        ("Is the front door open at night?", "open", ("open",)),
         ("What is the humidity?", None, ()),
     ],
 )
