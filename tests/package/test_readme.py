@@ -574,7 +574,10 @@ def test_make_run_serves_where_the_client_looks(
             assert code == 0, err
             assert "state:     ready" in out and "model:     Gemma 3 270m" in out, out
             # The doc's machine looks in /sys; this one in its empty tree, which the skill names.
-            run_block(session, first, printed={" /sys/": f" {empty}/"})
+            # The run's default 60 s deadline is the product's, not a bound of this test: beside
+            # another model process on two cores, the first run has gone past it.
+            slow = {"edge-agent ask": "edge-agent ask --timeout 600"}
+            run_block(session, first, printed={" /sys/": f" {empty}/"}, **slow)
     finally:
         shutil.rmtree(empty, ignore_errors=True)
     assert "edge-agent stopped" in make.output  # type: ignore[attr-defined]
