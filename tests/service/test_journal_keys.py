@@ -28,6 +28,7 @@ from journal_harness import (
 )
 
 from edge_agentd.protocol.wire import ErrorReply
+from edge_agentd.service.journal.keys import Keys
 
 
 def test_a_key_held_by_another_question_is_refused_and_names_its_run(tmp_path: Path) -> None:
@@ -47,6 +48,28 @@ def test_a_key_held_by_another_question_is_refused_and_names_its_run(tmp_path: P
         assert skills.calls == 1
         counters = server.status()["journal"]["counters"]
         assert (counters["key_conflicts"], counters["deduplicated"]) == (1, 1)
+
+
+def test_a_run_id_used_again_lets_go_of_the_key_its_old_run_held(tmp_path: Path) -> None:
+    # A client may send the same request id again once its run is over (a script numbering its
+    # requests from 1 on each start). The new run's row replaces the old one, and with it the
+    # only record of the old key: that key is free again, never a way to the new run's answer.
+    with daemon(tmp_path, [*SCRIPT, *SCRIPT, *SCRIPT]) as (server, _, skills, peer):
+        first = ask(peer, run_request("how warm?", id="1", key="K1"))
+        assert (first["kind"], first["run_id"]) == ("result", "1")
+        second = ask(peer, run_request("What is the load average?", id="1", key="K2"))
+        assert (second["kind"], second["run_id"]) == ("result", "1")
+        assert second["state"]["query"] == "What is the load average?"
+        again = ask(peer, run_request("how warm?", id="2", key="K1"))
+        # Run anew: not the load average's answer under the id its key once named.
+        assert (again["kind"], again["run_id"]) == ("result", "2"), again
+        assert again["state"]["query"] == "how warm?"
+        assert skills.calls == 3
+        # A run id used again without a key lets go of its old key too.
+        unkeyed = ask(peer, run_request("how cold?", id="2"))
+        assert (unkeyed["kind"], unkeyed["run_id"]) == ("result", "2")
+        assert server.journal.run_for_key("K1") is None
+        assert server.journal.run_for_key("K2") == "1"
 
 
 def test_a_key_held_by_a_run_still_going_is_refused_to_another_question(
@@ -170,3 +193,38 @@ def test_a_keyed_run_answers_its_own_question_or_says_key_conflict(
             assert holder[0] in reply["message"]
         if reply["kind"] == "result":
             assert reply["state"]["query"] == query  # never another question's answer
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["hold", "release", "release_run"]),
+            st.sampled_from(["K1", "K2", "K3"]),
+            st.sampled_from(["r1", "r2", "r3"]),
+        ),
+        max_size=30,
+    )
+)
+def test_each_run_id_holds_at_most_one_key_whatever_the_order(
+    steps: list[tuple[str, str, str]],
+) -> None:
+    """The key map against a plain model of it: a run id used again holds only its new key (or
+    none), and a key is let go only by the run that holds it."""
+    keys = Keys()
+    model: dict[str, str] = {}  # key -> run id
+    for op, key, run_id in steps:
+        if op == "hold":
+            keys.hold(key, run_id, "how warm?", None)
+            model = {k: r for k, r in model.items() if r != run_id}
+            model[key] = run_id
+        elif op == "release":
+            keys.release(key, run_id)
+            if model.get(key) == run_id:
+                del model[key]
+        else:
+            keys.release_run(run_id)
+            model = {k: r for k, r in model.items() if r != run_id}
+        held = {k: h.run_id for k in ("K1", "K2", "K3") if (h := keys.get(k)) is not None}
+        assert held == model
+        assert len(keys) == len(model) <= len(set(model.values()))

@@ -132,6 +132,8 @@ class Journal:
         if key is not None:
             self._keys.hold(key, run_id, query, workflow)
             self._live_keys[run_id] = key
+        else:
+            self._keys.release_run(run_id)  # the row this run's replaces held the old key
         row = {
             "id": run_id,
             "source": source,
