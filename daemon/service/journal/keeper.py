@@ -133,7 +133,7 @@ class Journal:
             self._keys.hold(key, run_id, query, workflow)
             self._live_keys[run_id] = key
         else:
-            self._keys.release_run(run_id)  # the row this run's replaces held the old key
+            self._keys.release_run(run_id)  # its row replaces a used id's, and the key it held
         row = {
             "id": run_id,
             "source": source,
